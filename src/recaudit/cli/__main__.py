@@ -1,0 +1,5 @@
+import sys
+
+from recaudit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,62 @@
+"""Models discoverable by name: ``create("sasrec", epochs=5)``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from recaudit.errors import ConfigError
+
+__all__ = ["register", "create", "available", "model_class"]
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+    """Class decorator: make a model creatable by ``name``.
+
+    The class must take its configuration as keyword arguments (typically one per field of
+    its config dataclass, exposed as ``Model.Config``).
+    """
+
+    def deco(cls: type) -> type:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"model name {name!r} registered twice")
+        _REGISTRY[name] = cls
+        cls.registered_name = name
+        return cls
+
+    return deco
+
+
+def available() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def model_class(name: str) -> type:
+    if name not in _REGISTRY:
+        import difflib
+
+        close = difflib.get_close_matches(name, _REGISTRY, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}.{hint}")
+    return _REGISTRY[name]
+
+
+def create(name: str, **params: Any) -> Any:
+    """Instantiate the model registered as ``name`` with ``params`` (validated)."""
+    cls = model_class(name)
+    config_cls = getattr(cls, "Config", None)
+    if config_cls is not None and dataclasses.is_dataclass(config_cls):
+        valid = {f.name for f in dataclasses.fields(config_cls)}
+        unknown = set(params) - valid
+        if unknown:
+            import difflib
+
+            key = sorted(unknown)[0]
+            close = difflib.get_close_matches(key, valid, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"model {name!r} has no parameter {key!r}.{hint} "
+                              f"Valid: {', '.join(sorted(valid))}")
+    return cls(**params)
