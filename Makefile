@@ -19,9 +19,12 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet -e .
 	touch $@
 
+# rbo (the reference package the metric tests and benchmark compare against) pins numpy<2 in
+# its metadata but runs on numpy 2; install it without its dependencies.
 $(DEVSTAMP): pyproject.toml $(STAMP)
 	$(PIP) install --quiet "$(TORCH)"
 	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet --no-deps "rbo==0.1.3" "tqdm>=4.59"
 	touch $@
 
 venv: $(STAMP)

@@ -1,0 +1,139 @@
+"""Analysis of an audit store, returned as tidy DataFrames (rendering is elsewhere).
+
+- :func:`trial_summary` — per trial, the mean over test queries of every similarity (RLS) and
+  of both models' accuracy;
+- :func:`seed_summary` — mean and standard deviation over seeds (seed 000 Table 3);
+- :func:`user_groups` — RLS by user group, users ranked by the *baseline* model's per-user MRR:
+  top 20 %, middle 60 %, bottom 20 % (seed 000 §7.3);
+- :func:`compare_methods` — significance of the difference between two perturbations,
+  paired by seed: Wilcoxon signed-rank (seed 000 §6.1), paired t-test after a Shapiro–Wilk
+  normality check at alpha = 1e-3 (seed 003 §4.3), or Welch's unpaired t-test (seed 004
+  §4.2.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from recaudit.audit._store import Store
+
+__all__ = ["trial_summary", "seed_summary", "user_groups", "compare_methods", "METRICS"]
+
+#: Per-query columns averaged into a trial's figures.
+METRICS = ["rbo", "rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "frbo", "jaccard",
+           "rr_base", "rr_pert", "hit_base", "hit_pert", "ndcg_base", "ndcg_pert"]
+_KEYS = ["dataset", "model", "model_label", "perturbation"]
+
+
+def _open(store: Store | str | Path) -> Store:
+    return store if isinstance(store, Store) else Store(store, read_only=True)
+
+
+def trial_summary(store: Store | str | Path) -> pd.DataFrame:
+    """One row per trial: its labels, seed, timings and the mean of each per-query metric."""
+    s = _open(store)
+    try:
+        means = s.con.execute(
+            "SELECT trial_id, " + ", ".join(f"avg({m}) AS {m}" for m in METRICS)
+            + " FROM query_results GROUP BY trial_id").df()
+        trials = s.trials()[["trial_id", *_KEYS, "seed", "n_queries", "fit_seconds",
+                             "total_seconds"]]
+    finally:
+        if s is not store:
+            s.close()
+    out = trials.merge(means, on="trial_id", how="left")
+    out = out.rename(columns={"rr_base": "mrr_base", "rr_pert": "mrr_pert"})
+    return out.sort_values([*_KEYS, "seed"]).reset_index(drop=True)
+
+
+def seed_summary(summary: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Mean and std over seeds of ``metrics`` per (dataset, model, perturbation).
+
+    Columns ``<metric>_mean``, ``<metric>_std`` (sample std, ``ddof=1``; NaN for one seed)
+    and ``n_seeds``.
+    """
+    metrics = metrics or ["rbo", "frbo", "jaccard", "mrr_base", "mrr_pert"]
+    g = summary.groupby(_KEYS, sort=False)[metrics]
+    out = g.mean().add_suffix("_mean").join(g.std(ddof=1).add_suffix("_std"))
+    out["n_seeds"] = summary.groupby(_KEYS, sort=False)["seed"].nunique()
+    return out.reset_index()
+
+
+def user_groups(store: Store | str | Path, metric: str = "rbo", *,
+                top: float = 0.2, bottom: float = 0.2) -> pd.DataFrame:
+    """Mean ``metric`` per trial and user group (``high``, ``mid``, ``low``).
+
+    Users are ordered by the baseline model's MRR over their test queries in that trial;
+    the best ``top`` fraction (rounded down, at least one user) is ``high``, the worst
+    ``bottom`` fraction ``low``, the rest ``mid``. Ties in MRR are broken by user code, so
+    groups are deterministic.
+    """
+    s = _open(store)
+    try:
+        q = s.con.execute(f'SELECT trial_id, "user", rr_base, {metric} FROM query_results').df()
+        trials = s.trials()[["trial_id", *_KEYS, "seed"]]
+    finally:
+        if s is not store:
+            s.close()
+    per_user = q.groupby(["trial_id", "user"], sort=True).agg(
+        mrr=("rr_base", "mean"), value=(metric, "mean")).reset_index()
+    parts = []
+    for tid, g in per_user.groupby("trial_id", sort=False):
+        g = g.sort_values(["mrr", "user"], ascending=[False, True], kind="stable")
+        n = len(g)
+        n_top = max(1, int(np.floor(top * n)))
+        n_bot = max(1, int(np.floor(bottom * n)))
+        label = np.array(["mid"] * n, dtype=object)
+        label[:n_top] = "high"
+        label[n - n_bot:] = "low"
+        parts.append(g.assign(group=label))
+    grouped = pd.concat(parts) if parts else per_user.assign(group=[])
+    out = grouped.groupby(["trial_id", "group"]).agg(
+        **{metric: ("value", "mean"), "mrr_base": ("mrr", "mean"), "users": ("user", "size")}
+    ).reset_index()
+    return trials.merge(out, on="trial_id").sort_values([*_KEYS, "seed", "group"]) \
+        .reset_index(drop=True)
+
+
+def compare_methods(summary: pd.DataFrame, metric: str, a: str, b: str, *,
+                    test: str = "wilcoxon", alpha: float = 1e-3) -> pd.DataFrame:
+    """Significance of ``metric`` between perturbations ``a`` and ``b`` per (dataset, model).
+
+    ``test``: ``"wilcoxon"`` (paired by seed), ``"paired-t"`` (paired by seed; the
+    Shapiro–Wilk p-value of the differences is reported and, when it is below ``alpha``,
+    the Wilcoxon test is used instead, as seed 003 prescribes), or ``"welch"`` (unpaired).
+    Returns one row per (dataset, model) with the means, the statistic, the p-value and the
+    test actually used.
+    """
+    from scipy import stats
+
+    if test not in ("wilcoxon", "paired-t", "welch"):
+        raise ValueError(f"test must be wilcoxon, paired-t or welch, got {test!r}")
+    rows = []
+    for (dataset, model), g in summary.groupby(["dataset", "model_label"], sort=False):
+        xa = g[g.perturbation == a].set_index("seed")[metric]
+        xb = g[g.perturbation == b].set_index("seed")[metric]
+        if test != "welch":
+            common = xa.index.intersection(xb.index)
+            xa, xb = xa.loc[common], xb.loc[common]
+        row = {"dataset": dataset, "model": model, "a": a, "b": b, "metric": metric,
+               "mean_a": xa.mean(), "mean_b": xb.mean(), "n": len(xa), "shapiro_p": np.nan}
+        used = test
+        if test == "paired-t" and len(xa) >= 3:
+            row["shapiro_p"] = stats.shapiro(xa.to_numpy() - xb.to_numpy()).pvalue
+            if row["shapiro_p"] < alpha:
+                used = "wilcoxon"
+        if len(xa) < 2 or len(xb) < 2:
+            stat, p = np.nan, np.nan
+        elif used == "wilcoxon":
+            diff = xa.to_numpy() - xb.to_numpy()
+            stat, p = (np.nan, 1.0) if np.all(diff == 0) else stats.wilcoxon(diff)
+        elif used == "paired-t":
+            stat, p = stats.ttest_rel(xa, xb)
+        else:
+            stat, p = stats.ttest_ind(xa, xb, equal_var=False)
+        rows.append({**row, "test": used, "statistic": float(stat), "p_value": float(p)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,177 @@
+"""``recaudit audit | run | status | results | export``: run audits and read their stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["register"]
+
+console = Console()
+
+
+def _progress_runner(config) -> Path:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from recaudit.audit import run_audit
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                  console=console, transient=False) as bar:
+        task = bar.add_task("trials", total=None)
+
+        def progress(event, trial, done, total):
+            bar.update(task, total=total, completed=done)
+            if trial is not None:
+                bar.update(task, description=f"{trial.model.name} · {trial.perturbation} · "
+                                             f"seed {trial.seed}")
+
+        return run_audit(config, progress=progress)
+
+
+def _summary_table(store: Path, title: str) -> Table:
+    from recaudit.audit import seed_summary, trial_summary
+
+    summary = trial_summary(store)
+    table = Table(title=title)
+    for col in ("dataset", "model", "perturbation", "seed", "RBO", "FRBO@k", "Jaccard@k",
+                "MRR base", "MRR pert"):
+        table.add_column(col, justify="left" if col in ("dataset", "model", "perturbation")
+                         else "right")
+    for _, r in summary.iterrows():
+        table.add_row(r.dataset, r.model_label, r.perturbation, str(r.seed), f"{r.rbo:.4f}",
+                      f"{r.frbo:.4f}", f"{r.jaccard:.4f}", f"{r.mrr_base:.4f}",
+                      f"{r.mrr_pert:.4f}")
+    agg = seed_summary(summary)
+    for _, r in agg.iterrows():
+        def pm(m: str) -> str:
+            std = r[f"{m}_std"]
+            return f"{r[f'{m}_mean']:.4f}" + ("" if std != std else f" ± {std:.4f}")
+
+        table.add_row(r.dataset, r.model_label, r.perturbation, f"mean of {r.n_seeds}",
+                      pm("rbo"), pm("frbo"), pm("jaccard"), pm("mrr_base"), pm("mrr_pert"),
+                      style="bold")
+    return table
+
+
+def audit(
+    dataset: str = typer.Option("synthetic", help="Registered dataset name or a file path."),
+    model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
+    perturbation: list[str] = typer.Option(["random-delete"], "--perturbation", "-p",
+                                           help="Perturbation name; repeat for several."),
+    seeds: int = typer.Option(3, help="Number of seeds (0..n-1)."),
+    param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON)."),
+    k: int = typer.Option(10, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
+    p: float = typer.Option(0.9, help="RBO persistence."),
+    workers: int = typer.Option(1, help="Worker processes (1 = in-process)."),
+    output: Path = typer.Option(Path("results/audit.duckdb"), "--output", "-o",
+                                help="DuckDB store (resumed if it exists)."),
+) -> None:
+    """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
+    from recaudit.audit import (
+        AuditConfig,
+        DatasetSpec,
+        ExecutorSpec,
+        MetricSpec,
+        ModelSpec,
+    )
+    from recaudit.errors import ConfigError
+
+    params = {}
+    for item in param:
+        if "=" not in item:
+            raise ConfigError(f"--param {item!r} must look like KEY=VALUE (e.g. epochs=5)")
+        key, value = item.split("=", 1)
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    path = Path(dataset)
+    dspec = DatasetSpec(name=path.stem, path=str(path)) if path.suffix and path.exists() \
+        else DatasetSpec(name=dataset)
+    config = AuditConfig(models=(ModelSpec(model, params),), perturbations=tuple(perturbation),
+                         seeds=tuple(range(seeds)), datasets=(dspec,), metrics=MetricSpec(k=k, p=p),
+                         executor=ExecutorSpec("process" if workers > 1 else "inprocess", workers),
+                         output=str(output), name="quick-audit")
+    store = _progress_runner(config)
+    console.print(_summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"))
+    console.print(f"results: {store}")
+
+
+def run(config: Path = typer.Argument(..., help="Audit config (TOML).")) -> None:
+    """Run (or resume) the audit described by a TOML config."""
+    from recaudit.audit import load_config
+
+    cfg = load_config(config)
+    store = _progress_runner(cfg)
+    console.print(_summary_table(store, cfg.name))
+    console.print(f"results: {store}")
+
+
+def status(store: Path = typer.Argument(..., help="Audit store (.duckdb).")) -> None:
+    """How many trials are done, by model and perturbation."""
+    from recaudit.audit import Store
+
+    with Store(store, read_only=True) as s:
+        trials = s.trials()
+        meta = s.meta()
+    planned = None
+    if "config" in meta:
+        cfg = meta["config"]
+        planned = len(cfg["datasets"]) * len(cfg["models"]) * len(cfg["seeds"]) \
+            * len(cfg["perturbations"])
+    console.print(f"{store}: {len(trials)} trials done"
+                  + (f" of {planned} planned" if planned is not None else ""))
+    if len(trials):
+        counts = trials.groupby(["model_label", "perturbation"]).size().reset_index(name="done")
+        table = Table("model", "perturbation", "done")
+        for _, r in counts.iterrows():
+            table.add_row(r.model_label, r.perturbation, str(r.done))
+        console.print(table)
+
+
+def results(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
+            format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+            ) -> None:
+    """Per-trial results (mean over queries) as a table, CSV or JSON."""
+    from recaudit.audit import trial_summary
+    from recaudit.errors import ConfigError
+
+    if format not in ("table", "csv", "json"):
+        raise ConfigError(f"--format must be table, csv or json, got {format!r}")
+    if format == "table":
+        console.print(_summary_table(store, str(store)))
+        return
+    summary = trial_summary(store)
+    typer.echo(summary.to_csv(index=False) if format == "csv"
+               else summary.to_json(orient="records", indent=2))
+
+
+def export(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
+           directory: Path = typer.Argument(..., help="Output directory."),
+           format: str = typer.Option("parquet", "--format", "-f", help="parquet or csv")) -> None:
+    """Export every table of a store to Parquet or CSV files."""
+    from recaudit.audit import Store
+
+    with Store(store, read_only=True) as s:
+        for path in s.export(directory, format):
+            console.print(str(path))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit)
+    app.command("run")(run)
+    app.command("status")(status)
+    app.command("results")(results)
+    app.command("export")(export)

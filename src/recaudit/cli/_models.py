@@ -1,0 +1,68 @@
+"""``recaudit models list [NAME]``: registered models and their parameters with defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import typer
+
+
+def model_parameters(name: str) -> list[tuple[str, str]]:
+    """``(parameter, default)`` pairs of a registered model, from its ``Config`` dataclass
+    (or its constructor signature when it has none)."""
+    from recaudit.models import model_class
+
+    cls = model_class(name)
+    config = getattr(cls, "Config", None)
+    if config is not None and dataclasses.is_dataclass(config):
+        out = []
+        for f in dataclasses.fields(config):
+            if f.default is not dataclasses.MISSING:
+                default = repr(f.default)
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                default = repr(f.default_factory())  # type: ignore[misc]
+            else:
+                default = "required"
+            out.append((f.name, default))
+        return out
+    sig = inspect.signature(cls)
+    return [(p.name, "required" if p.default is inspect.Parameter.empty else repr(p.default))
+            for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+
+
+def _summary(name: str) -> str:
+    from recaudit.models import model_class
+
+    doc = inspect.getdoc(model_class(name)) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> None:
+    """Show every registered model with its parameters and their defaults."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from recaudit.models import available, model_class
+
+    names = [name] if name else available()
+    for n in names:
+        model_class(n)  # unknown name -> ConfigError with a suggestion
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=140)
+    table = Table(title="recaudit models", show_lines=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("model")
+    table.add_column("parameters (defaults)")
+    for n in names:
+        params = ", ".join(f"{p}={d}" for p, d in model_parameters(n))
+        table.add_row(n, _summary(n), params)
+    console.print(table)
+    console.print("Use a model: recaudit.models.create(NAME, **parameters).")
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(no_args_is_help=True, help="Recommendation models: list with parameters.")
+    sub.command("list")(list_cmd)
+    app.add_typer(sub, name="models")

@@ -1,0 +1,215 @@
+"""Shared machinery of the rating-based (collaborative-filtering) recommenders.
+
+Every model here learns from explicit ratings and scores items *for a user*: the query's
+``user`` is what matters, not its context. A subclass implements two hooks:
+
+- ``_fit(R, rng)`` with ``R`` the ``users x items`` :class:`scipy.sparse.csr_array` of ratings
+  (float64, duplicates resolved to the latest rating);
+- ``_score_users(users) -> float64 [len(users), n_items]``: predicted ratings, ``NaN`` where the
+  model has no prediction (e.g. no neighbour rated the item).
+
+The base class turns scores into rankings. :meth:`recommend` follows the thesis' model
+(seed 004 §3.1): ``rank(i, u)`` is *partial*, so a user gets at most ``k`` items, only those the
+model can score, and ``-1`` pads the rest of the row. :meth:`rank` satisfies the
+:class:`~recaudit.models.Recommender` protocol (rows are never padded): after the scored
+items come the unscored candidates ordered by the damped-mean baseline
+``mu + b_i`` (score ``-inf``), so every row has the same depth.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from recaudit.data import Interactions, Queries, RankLists
+from recaudit.errors import ConfigError, DataError
+from recaudit.seeds import make_rng
+
+__all__ = ["RatingRecommender", "rating_matrix"]
+
+_BATCH = 512
+
+
+def rating_matrix(train: Interactions) -> sp.csr_array:
+    """``users x items`` CSR matrix of ratings; a repeated (user, item) keeps its latest rating.
+
+    Raises :class:`~recaudit.errors.DataError` when the log carries no ratings.
+    """
+    if train.rating is None:
+        raise DataError("rating-based recommenders need explicit ratings; this log has none",
+                        source=train.name, column="rating",
+                        hint="load the data with a rating column (columns={'rating': ...})")
+    # rows are in temporal order: keep the last occurrence of every (user, item) pair
+    key = train.user.astype(np.int64) * train.n_items + train.item
+    _, last_rev = np.unique(key[::-1], return_index=True)
+    keep = len(key) - 1 - last_rev
+    keep.sort()
+    r = sp.csr_array((train.rating[keep].astype(np.float64), (train.user[keep], train.item[keep])),
+                     shape=(train.n_users, train.n_items))
+    r.sort_indices()
+    return r
+
+
+class RatingRecommender:
+    """Base class: rating matrix, seen-item exclusion, top-k and the protocol's ``rank``."""
+
+    registered_name = "rating-recommender"
+
+    def __init__(self, exclude_seen: bool = True) -> None:
+        self.exclude_seen = exclude_seen
+
+    # ------------------------------------------------------------------ hooks
+    def _fit(self, R: sp.csr_array, rng: np.random.Generator) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _score_users(self, users: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ protocol
+    def fit(self, train: Interactions, *, seed: int) -> RatingRecommender:
+        """Train from scratch on ``train``'s ratings; randomness derives from ``seed`` only."""
+        self._validate_config()
+        R = rating_matrix(train)
+        self.n_users_, self.n_items_ = R.shape
+        self.R_ = R
+        counts = np.diff(R.indptr)
+        self.user_mean_ = np.divide(np.asarray(R.sum(axis=1)).ravel(), counts,
+                                    out=np.zeros(R.shape[0]), where=counts > 0)
+        self.global_mean_ = float(R.data.mean()) if R.nnz else 0.0
+        icounts = np.bincount(R.indices, minlength=R.shape[1])
+        isums = np.bincount(R.indices, weights=R.data, minlength=R.shape[1])
+        # damped item offsets (damping 5), used only to order unscorable fallback items
+        self.item_baseline_ = self.global_mean_ + (isums - icounts * self.global_mean_) / (
+            icounts + 5.0)
+        self._fit(R, make_rng("cf", self.registered_name, seed))
+        return self
+
+    def _validate_config(self) -> None:
+        if not isinstance(self.exclude_seen, bool):
+            raise ConfigError(f"{self.registered_name}: exclude_seen must be a bool")
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "R_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(train, seed=...)")
+
+    def _users_of(self, queries: Queries | Interactions | np.ndarray) -> np.ndarray:
+        if isinstance(queries, Queries):
+            users = np.asarray(queries.user, dtype=np.int64)
+        elif isinstance(queries, Interactions):
+            users = np.unique(queries.user).astype(np.int64)
+        else:
+            users = np.asarray(queries, dtype=np.int64).ravel()
+        if len(users) and (users.min() < 0 or users.max() >= self.n_users_):
+            raise ValueError(f"user codes must lie in [0, {self.n_users_}); got "
+                             f"[{users.min()}, {users.max()}]")
+        return users
+
+    def predict(self, users: Any, items: Any) -> np.ndarray:
+        """Predicted ratings for pairs ``(users[j], items[j])``; ``NaN`` where none exists."""
+        self._check_fitted()
+        users = np.asarray(users, dtype=np.int64).ravel()
+        items = np.asarray(items, dtype=np.int64).ravel()
+        if users.shape != items.shape:
+            raise ValueError(f"users and items must have the same length, got {len(users)} "
+                             f"and {len(items)}")
+        if len(items) and (items.min() < 0 or items.max() >= self.n_items_):
+            raise ValueError(f"item codes must lie in [0, {self.n_items_})")
+        self._users_of(users)
+        out = np.empty(len(users))
+        uniq, inv = np.unique(users, return_inverse=True)
+        for start in range(0, len(uniq), _BATCH):
+            block = uniq[start:start + _BATCH]
+            scores = self._score_users(block)
+            sel = (inv >= start) & (inv < start + len(block))
+            out[sel] = scores[inv[sel] - start, items[sel]]
+        return out
+
+    def _masked_scores(self, users: np.ndarray, candidates: np.ndarray | None) -> np.ndarray:
+        scores = self._score_users(users)
+        if self.exclude_seen:
+            sub = self.R_[users]
+            rows = np.repeat(np.arange(len(users)), np.diff(sub.indptr))
+            scores[rows, sub.indices] = np.nan
+        if candidates is not None:
+            scores[:, ~candidates] = np.nan
+        return scores
+
+    def recommend(self, users: Any, k: int = 10, *,
+                  candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` scorable items per user, the thesis' partial ``rank`` function.
+
+        Returns ``(items, scores)``, ``int32`` / ``float32`` arrays ``[len(users), k]``; a user
+        with fewer than ``k`` scorable candidates has ``-1`` (score ``NaN``) in the trailing
+        slots. Ties are broken by the lower item code. ``candidates`` is an optional boolean
+        mask over items restricting what may be recommended.
+        """
+        self._check_fitted()
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        users = self._users_of(users)
+        k = int(min(k, self.n_items_))
+        items = np.full((len(users), k), -1, dtype=np.int32)
+        out_scores = np.full((len(users), k), np.nan, dtype=np.float32)
+        for start in range(0, len(users), _BATCH):
+            block = users[start:start + _BATCH]
+            s = self._masked_scores(block, candidates)
+            it, sc = _top_k_nan(s, k)
+            items[start:start + len(block)] = it
+            out_scores[start:start + len(block)] = sc
+        return items, out_scores
+
+    def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
+        """Protocol ranking for the queries' users (see the module docstring for fallbacks)."""
+        self._check_fitted()
+        users = self._users_of(queries)
+        n = self.n_items_
+        rows, rows_s = [], []
+        seen_counts = np.diff(self.R_.indptr)[users] if self.exclude_seen else np.zeros(
+            len(users), dtype=np.int64)
+        depth = int(n - seen_counts.max()) if len(users) else 0
+        if k is not None:
+            depth = min(depth, int(k))
+        for start in range(0, len(users), _BATCH):
+            block = users[start:start + _BATCH]
+            s = self._masked_scores(block, None)
+            fallback = np.broadcast_to(self.item_baseline_, s.shape)
+            if self.exclude_seen:
+                sub = self.R_[block]
+                seen = np.zeros(s.shape, dtype=bool)
+                seen[np.repeat(np.arange(len(block)), np.diff(sub.indptr)), sub.indices] = True
+            else:
+                seen = np.zeros(s.shape, dtype=bool)
+            scored = ~np.isnan(s)
+            # primary key: scored first; then score desc; then baseline desc; then item code
+            prim = np.where(scored, 0, np.where(seen, 2, 1))
+            order = np.lexsort((np.broadcast_to(np.arange(n), s.shape),
+                                np.where(scored, 0.0, -fallback),
+                                np.where(scored, -s, 0.0), prim), axis=-1)[:, :depth]
+            vals = np.take_along_axis(s, order, axis=1)
+            rows.append(order.astype(np.int32))
+            rows_s.append(np.where(np.isnan(vals), -np.inf, vals).astype(np.float32))
+        if not rows:
+            return RankLists(np.zeros((0, max(depth, 0)), dtype=np.int32))
+        return RankLists(np.concatenate(rows), np.concatenate(rows_s))
+
+
+def _top_k_nan(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` of each row ignoring NaN, ties by lower column; ``-1``/NaN padded."""
+    n, m = scores.shape
+    key = np.where(np.isnan(scores), -np.inf, scores)
+    if k < m:
+        part = np.argpartition(-key, k - 1, axis=1)[:, :k]
+        kth = np.take_along_axis(key, part, axis=1).min(axis=1)
+        # everything strictly above the k-th value plus the lowest-coded ties
+        cand = key >= kth[:, None]
+    else:
+        cand = np.ones_like(key, dtype=bool)
+    cols = np.broadcast_to(np.arange(m), (n, m))
+    big = np.where(cand, -key, np.inf)
+    order = np.lexsort((cols, big), axis=-1)[:, :k]
+    vals = np.take_along_axis(scores, order, axis=1)
+    valid = ~np.isnan(vals)
+    items = np.where(valid, order, -1).astype(np.int32)
+    return items, np.where(valid, vals, np.nan).astype(np.float32)

@@ -1,0 +1,202 @@
+"""Deterministic torch building blocks shared by the neural models.
+
+Nothing here touches torch's global random state:
+
+- modules are *built on the meta device* (no parameter memory, no draws from the global
+  generator) and then materialised with :func:`materialize`, which fills every parameter from an
+  explicit ``torch.Generator``;
+- dropout is :class:`SeededDropout`, which draws its masks from a generator held by the model;
+- :func:`deterministic_torch` switches on ``torch.use_deterministic_algorithms(True)`` and a fixed
+  intra-op thread count for the duration of ``fit``/``rank`` and restores both afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from recaudit.errors import ConfigError
+
+__all__ = ["SeededDropout", "CausalSelfAttentionBlock", "deterministic_torch", "materialize",
+           "resolve_device", "init_normal", "init_uniform"]
+
+
+class SeededDropout(nn.Module):
+    """Inverted dropout whose masks come from an explicit ``torch.Generator``.
+
+    ``generator`` is assigned by the owning model before training (``None`` = no dropout, as in
+    evaluation). Masks are drawn on the CPU generator and moved to the tensor's device, so a
+    CUDA run draws exactly the same masks as a CPU run.
+    """
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = float(p)
+        self.generator: torch.Generator | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p <= 0.0 or self.generator is None:
+            return x
+        keep = torch.empty(x.shape, dtype=x.dtype).bernoulli_(1.0 - self.p,
+                                                               generator=self.generator)
+        return x * keep.to(x.device) / (1.0 - self.p)
+
+
+def set_dropout_generator(module: nn.Module, generator: torch.Generator | None) -> None:
+    for m in module.modules():
+        if isinstance(m, SeededDropout):
+            m.generator = generator
+
+
+def init_normal(shape: tuple[int, ...], std: float, g: torch.Generator) -> torch.Tensor:
+    return torch.randn(shape, generator=g) * std
+
+
+def init_uniform(shape: tuple[int, ...], bound: float, g: torch.Generator) -> torch.Tensor:
+    return (torch.rand(shape, generator=g) * 2.0 - 1.0) * bound
+
+
+def materialize(module: nn.Module, g: torch.Generator, device: torch.device,
+                rule=None) -> nn.Module:
+    """Allocate a meta-device ``module`` on ``device`` and initialise it from ``g``.
+
+    Default rule, by parameter name (visited in ``named_parameters`` order, so the draws are
+    reproducible): biases -> 0; ``LayerNorm`` weights -> 1; embeddings -> N(0, 1/d) (padding row 0);
+    other matrices -> Xavier-uniform ``U(-b, b)``, ``b = sqrt(6 / (fan_in + fan_out))`` (for
+    stacked RNN weights the fan is per gate). ``rule(name, shape, g)`` may return a tensor to
+    override the default for a parameter (or ``None``).
+    """
+    module = module.to_empty(device="cpu")
+    norms = {id(m.weight) for m in module.modules()
+             if isinstance(m, nn.LayerNorm) and m.weight is not None}
+    rnn_weights = {id(p) for m in module.modules() if isinstance(m, nn.RNNBase)
+                   for p in m.parameters()}
+    embeds = {id(m.weight): m.padding_idx for m in module.modules()
+              if isinstance(m, nn.Embedding)}
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            value = rule(name, tuple(p.shape), g) if rule is not None else None
+            if value is None:
+                if id(p) in norms:
+                    value = torch.ones(p.shape)
+                elif name.endswith("bias") or "bias_" in name.rsplit(".", 1)[-1] or p.dim() == 1:
+                    value = torch.zeros(p.shape)
+                elif id(p) in embeds:
+                    value = init_normal(tuple(p.shape), 1.0 / math.sqrt(p.shape[-1]), g)
+                    if embeds[id(p)] is not None:
+                        value[embeds[id(p)]] = 0.0
+                else:
+                    fan_out, fan_in = p.shape[0], int(p[0].numel())
+                    if id(p) in rnn_weights:  # gates stacked along dim 0
+                        gates = 4 if isinstance(_owner(module, name), nn.LSTM) else 3
+                        fan_out //= gates
+                    value = init_uniform(tuple(p.shape), math.sqrt(6.0 / (fan_in + fan_out)), g)
+            p.copy_(value.to(p.dtype))
+        for b in module.buffers():
+            b.zero_()
+    module = module.to(device)
+    for m in module.modules():
+        if isinstance(m, nn.RNNBase):
+            m.flatten_parameters()
+    return module
+
+
+def _owner(root: nn.Module, param_name: str) -> nn.Module:
+    mod = root
+    for part in param_name.split(".")[:-1]:
+        mod = getattr(mod, part)
+    return mod
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"cpu"``, ``"cuda"`` (error when absent) or ``"auto"`` (CUDA when present).
+
+    Results on CUDA are deterministic run to run but not bit-identical to CPU results; on a
+    CPU-only host ``auto`` is ``cpu``, so it never changes results there.
+    """
+    if device == "cpu":
+        return torch.device("cpu")
+    if device in ("cuda", "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if device == "cuda":
+            raise ConfigError("device='cuda' but no CUDA device is available; use device='cpu' "
+                              "or 'auto'")
+        return torch.device("cpu")
+    raise ConfigError(f"device must be 'cpu', 'cuda' or 'auto', got {device!r}")
+
+
+@contextlib.contextmanager
+def deterministic_torch(num_threads: int, device: torch.device) -> Iterator[None]:
+    """Deterministic algorithms and ``num_threads`` intra-op threads, restored on exit.
+
+    On CUDA, cuBLAS needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` for deterministic matmuls; it is set
+    (only if unset) for the duration of the block.
+    """
+    old_det = torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    old_threads = torch.get_num_threads()
+    env_set = False
+    if device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        env_set = True
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+        torch.set_num_threads(old_threads)
+        if env_set:
+            del os.environ["CUBLAS_WORKSPACE_CONFIG"]
+
+
+class CausalSelfAttentionBlock(nn.Module):
+    """Pre-LN transformer block (SASRec, Kang & McAuley 2018, §III-B/C).
+
+    ``Q = LN(x)``; ``x' = Q + MHA(Q, x, x)`` with a causal mask (position ``i`` sees ``j <= i``);
+    ``y = x' + FFN(LN(x'))``, ``FFN(z) = W2 ReLU(W1 z + b1) + b2``; dropout after attention
+    weights, attention output and each FFN layer. ``causal=False`` gives a bidirectional block
+    with a key-padding mask (BERT4Rec uses its own post-LN variant, see there).
+    """
+
+    def __init__(self, dim: int, heads: int, dropout: float, *, device=None) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ConfigError(f"hidden size {dim} must be divisible by heads={heads}")
+        self.heads = heads
+        self.ln_attn = nn.LayerNorm(dim, device=device)
+        self.q = nn.Linear(dim, dim, device=device)
+        self.kv = nn.Linear(dim, 2 * dim, device=device)
+        self.out = nn.Linear(dim, dim, device=device)
+        self.ln_ffn = nn.LayerNorm(dim, device=device)
+        self.ff1 = nn.Linear(dim, dim, device=device)
+        self.ff2 = nn.Linear(dim, dim, device=device)
+        self.drop_attn = SeededDropout(dropout)
+        self.drop_out = SeededDropout(dropout)
+        self.drop_ff1 = SeededDropout(dropout)
+        self.drop_ff2 = SeededDropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``x`` [B, L, D]; ``mask`` [B or 1, L, L] bool, True where attention is allowed."""
+        b, length, d = x.shape
+        h = self.heads
+        q_in = self.ln_attn(x)
+        q = self.q(q_in)
+        k, v = self.kv(x).split(d, dim=-1)
+        q = q.view(b, length, h, d // h).transpose(1, 2)
+        k = k.view(b, length, h, d // h).transpose(1, 2)
+        v = v.view(b, length, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(d // h)
+        att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+        att = torch.nan_to_num(att)  # rows with no allowed key (padding queries)
+        att = self.drop_attn(att)
+        y = (att @ v).transpose(1, 2).reshape(b, length, d)
+        x = q_in + self.drop_out(self.out(y))
+        z = self.ff2(self.drop_ff1(torch.relu(self.ff1(self.ln_ffn(x)))))
+        return x + self.drop_ff2(z)

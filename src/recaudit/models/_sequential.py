@@ -1,0 +1,336 @@
+"""The shared machinery of the next-item sequential models (training loop, ranking, TracIn).
+
+Every model here scores the catalogue as ``s = h W^T (+ b)`` where ``h`` is the encoder's
+representation of the context at the position that predicts the next item and ``W`` the output
+matrix (tied to the input item embedding in GRU4Rec, SASRec, TiSASRec, BERT4Rec). Training
+minimises the full-softmax cross-entropy ``-log softmax(s)_y`` over the whole catalogue, averaged
+over the targets of a mini-batch, with Adam.
+
+Determinism (same data + same seed => bit-identical parameters and rank lists):
+
+- the network is built on the meta device and initialised from
+  ``make_torch_generator(seed, name, "init")``; dropout masks come from
+  ``make_torch_generator(seed, name, "dropout")``; shuffled batch orders from
+  ``make_rng(seed, name, "order", epoch)``. Torch's global RNG is never read or written.
+- ``torch.use_deterministic_algorithms(True)`` and ``num_threads`` intra-op threads (default 1;
+  float sums depend on the thread count) hold inside ``fit``/``rank``/``score`` only.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from recaudit.data import Interactions, Queries, RankLists
+from recaudit.errors import ConfigError
+from recaudit.models._nn import (deterministic_torch, materialize, resolve_device,
+                                 set_dropout_generator)
+from recaudit.models._protocol import as_queries, top_k_from_scores
+from recaudit.models._samples import Batch, SequenceData, batch_from_queries
+from recaudit.seeds import make_rng, make_torch_generator
+
+__all__ = ["SequentialConfig", "SequentialRecommender"]
+
+
+@dataclass(frozen=True)
+class SequentialConfig:
+    """Options shared by the sequential models (defaults: seed 000 §5).
+
+    epochs: training epochs (seed 000: at most 50). lr: Adam learning rate (0.001).
+    embedding_dim: item embedding size (128). max_len: context length (50).
+    batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
+    (seed 000 §6.1). samples: ``"prefix"`` or ``"window"`` (see ``_samples``).
+    dropout: dropout probability. weight_decay: Adam L2 coefficient.
+    exclude_seen: drop the query's context items from rank lists. Default False: repeat
+    consumption is common in next-item data (LastFM, Wikipedia, Reddit), so the item just
+    consumed is a legitimate answer. With ``k=None`` and exclusion, lists are cut to the
+    shortest row (rank lists are rectangular).
+    patience: if set, hold out each user's last training interaction (users with >= 3), train
+    on the rest, stop when the validation MRR has not improved for ``patience`` epochs and keep
+    the best epoch's parameters.
+    device: ``"cpu"``, ``"cuda"`` or ``"auto"``. num_threads: torch intra-op threads.
+    checkpoint_every: keep the network state every this many epochs for TracIn.
+    """
+
+    epochs: int = 50
+    lr: float = 0.001
+    embedding_dim: int = 128
+    max_len: int = 50
+    batch_size: int = 128
+    batch_order: str = "shuffled"
+    samples: str = "prefix"
+    dropout: float = 0.2
+    weight_decay: float = 0.0
+    exclude_seen: bool = False
+    patience: int | None = None
+    device: str = "cpu"
+    num_threads: int = 1
+    checkpoint_every: int | None = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        def need(ok: bool, key: str, what: str) -> None:
+            if not ok:
+                raise ConfigError(f"{type(self).__qualname__}.{key} = {getattr(self, key)!r}: "
+                                  f"{what}")
+
+        for key in ("epochs", "embedding_dim", "max_len", "batch_size", "num_threads"):
+            v = getattr(self, key)
+            need(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1, key,
+                 "must be an integer >= 1")
+        need(isinstance(self.lr, (int, float)) and self.lr > 0, "lr", "must be > 0")
+        need(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1, "dropout",
+             "must be in [0, 1)")
+        need(self.weight_decay >= 0, "weight_decay", "must be >= 0")
+        need(self.batch_order in ("shuffled", "temporal"), "batch_order",
+             "must be 'shuffled' or 'temporal'")
+        need(self.samples in ("prefix", "window"), "samples", "must be 'prefix' or 'window'")
+        need(isinstance(self.exclude_seen, bool), "exclude_seen", "must be True or False")
+        need(self.device in ("cpu", "cuda", "auto"), "device", "must be 'cpu', 'cuda' or 'auto'")
+        for key in ("patience", "checkpoint_every"):
+            v = getattr(self, key)
+            need(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1), key,
+                 "must be None or an integer >= 1")
+
+
+class SequentialRecommender:
+    """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
+
+    The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
+    (causal: position ``j`` sees positions ``<= j`` only); ``output() -> (W [n_items, D], b | None)``.
+    Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_``.
+    """
+
+    Config: ClassVar[type[SequentialConfig]] = SequentialConfig
+    registered_name: ClassVar[str] = "sequential"
+    uses_time: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        valid = {f.name for f in dataclasses.fields(self.Config)}
+        unknown = sorted(set(params) - valid)
+        if unknown:
+            raise ConfigError(f"{type(self).__name__} has no parameter {unknown[0]!r}; "
+                              f"valid: {', '.join(sorted(valid))}")
+        self.config = self.Config(**params)
+        self.network_: nn.Module | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config})"
+
+    def get_params(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.config)
+
+    # ------------------------------------------------------------------ hooks
+    def _network(self, n_items: int) -> nn.Module:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_data(self, train: Interactions) -> SequenceData:
+        return SequenceData(train, self.config.max_len, self.config.samples)
+
+    def _init_rule(self):
+        """Optional ``rule(name, shape, g)`` overriding the default initialisation."""
+        return None
+
+    def _loss(self, net: nn.Module, batch: Batch, gen: torch.Generator) -> torch.Tensor:
+        """Mean full-softmax cross-entropy over the batch's targets."""
+        hidden = net(batch)
+        sel = batch.targets >= 0
+        logits = self._logits(net, hidden[sel])
+        return nn.functional.cross_entropy(logits, batch.targets[sel])
+
+    @staticmethod
+    def _logits(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        w, b = net.output()
+        s = h @ w.T
+        return s if b is None else s + b
+
+    def _query_hidden(self, net: nn.Module, batch: Batch) -> torch.Tensor:
+        """Representation ``[B, D]`` that predicts the item after each row's context."""
+        hidden = net(batch)
+        return hidden[torch.arange(len(batch), device=hidden.device), batch.lengths - 1]
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, train: Interactions, *, seed: int) -> SequentialRecommender:
+        """Train from scratch on ``train``; all randomness derives from ``seed``."""
+        if not isinstance(train, Interactions):
+            raise TypeError(f"train must be Interactions, got {type(train).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        cfg = self.config
+        name = self.registered_name
+        device = resolve_device(cfg.device)
+        valid_q = None
+        if cfg.patience is not None:
+            train, valid_q = _holdout_last(train)
+        data = self._make_data(train)
+        if len(data) == 0:
+            raise ValueError(f"{name}: training log {train.name!r} has no user with two or more "
+                             "interactions; nothing to learn")
+        self.n_items_ = train.n_items
+        self.checkpoints_: list[tuple[float, dict]] = []
+        self.history_: list[dict] = []
+        with deterministic_torch(cfg.num_threads, device):
+            net = materialize(self._network(train.n_items), make_torch_generator(seed, name, "init"),
+                              device, self._init_rule())
+            gen = make_torch_generator(seed, name, "dropout")
+            set_dropout_generator(net, gen)
+            opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                   foreach=False)
+            best, best_state, stale = -1.0, None, 0
+            for epoch in range(cfg.epochs):
+                net.train()
+                order = data.order(cfg.batch_order, make_rng(seed, name, "order", epoch))
+                total = 0.0
+                for lo in range(0, len(order), cfg.batch_size):
+                    batch = data.batch(order[lo:lo + cfg.batch_size], device, self.uses_time)
+                    loss = self._loss(net, batch, gen)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    total += float(loss.detach()) * len(batch)
+                record = {"epoch": epoch + 1, "loss": total / len(data)}
+                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+                    self.checkpoints_.append((cfg.lr, _state_copy(net)))
+                if valid_q is not None:
+                    self.network_ = net
+                    record["valid_mrr"] = _mrr(self._scores(valid_q, device), valid_q.target)
+                    if record["valid_mrr"] > best:
+                        best, best_state, stale = record["valid_mrr"], _state_copy(net), 0
+                    else:
+                        stale += 1
+                self.history_.append(record)
+                if valid_q is not None and stale >= cfg.patience:
+                    break
+            if best_state is not None:
+                net.load_state_dict(best_state)
+            net.eval()
+            set_dropout_generator(net, None)
+        self.network_ = net
+        self.device_ = device
+        return self
+
+    # ------------------------------------------------------------------ rank
+    def _check_fitted(self) -> None:
+        if self.network_ is None:
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(train, seed=...)")
+
+    def _scores(self, queries: Queries, device, chunk: int = 1024) -> np.ndarray:
+        net = self.network_
+        net.eval()
+        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
+        with torch.no_grad():
+            for lo in range(0, len(queries), chunk):
+                sub = queries if len(queries) <= chunk else \
+                    queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
+                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time)
+                h = self._query_hidden(net, batch)
+                out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
+        return out
+
+    def score(self, queries: Queries | Interactions) -> np.ndarray:
+        """Scores ``[n_queries, n_items]`` (float32) of every catalogue item for each query."""
+        self._check_fitted()
+        q = self._as_queries(queries)
+        with deterministic_torch(self.config.num_threads, self.device_):
+            return self._scores(q, self.device_)
+
+    def _as_queries(self, queries: Queries | Interactions) -> Queries:
+        q = as_queries(queries, max_len=self.config.max_len)
+        if q.n_items != self.n_items_:
+            raise ValueError(f"queries have a catalogue of {q.n_items} items but the model was "
+                             f"trained on {self.n_items_}; build queries from the same log")
+        return q
+
+    def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
+        """Rank the catalogue for each query (best first, ties by lower item code)."""
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
+                              or k < 1):
+            raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+        scores = self.score(queries)
+        if self.config.exclude_seen:
+            q = self._as_queries(queries)
+            rows = np.repeat(np.arange(len(q)), q.lengths())
+            scores[rows, q.context_item] = -np.inf
+        return top_k_from_scores(scores, k)
+
+    # ------------------------------------------------------------------ TracIn
+    def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                             ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+        """Per-example gradients of the loss w.r.t. the output layer at each checkpoint.
+
+        Yields ``(lr, G_train [len(rows), P], G_test [len(queries), P])`` per checkpoint saved
+        with ``checkpoint_every``. The loss of an example with representation ``h`` and target
+        ``y`` is ``l = -log softmax(h W^T + b)_y``; its gradient w.r.t. the output layer is the
+        closed form ``dl/dW = (p - e_y) h^T``, ``dl/db = p - e_y`` with ``p = softmax(s)``,
+        flattened as ``[W.ravel(), b]`` (``P = n_items * D (+ n_items)``). ``h`` is computed by
+        the checkpoint's network in evaluation mode (no dropout). Training example ``r``:
+        predict ``train.item[r]`` from the user's preceding items in ``train`` (up to
+        ``max_len``); test example ``q``: predict ``queries.target[q]`` from its context.
+        TracIn (Pruthi et al. 2020) scores ``sum_c lr_c G_train G_test^T``.
+        """
+        self._check_fitted()
+        if not self.checkpoints_:
+            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
+        q = self._as_queries(queries)
+        if (q.target < 0).any():
+            raise ValueError("every query needs a known target for its loss gradient")
+        rows = np.asarray(rows, dtype=np.int64)
+        data = SequenceData(train, self.config.max_len, "prefix")
+        device = self.device_
+        with deterministic_torch(self.config.num_threads, device):
+            net = copy.deepcopy(self.network_)
+            for lr, state in self.checkpoints_:
+                net.load_state_dict(state)
+                net.eval()
+                with torch.no_grad():
+                    tb = data.prefix_batch_for_rows(rows, device, self.uses_time)
+                    g_train = self._grad(net, self._query_hidden(net, tb),
+                                         tb.targets[torch.arange(len(tb)), tb.lengths - 1])
+                    qb = batch_from_queries(q, self.config.max_len, device, self.uses_time)
+                    g_test = self._grad(net, self._query_hidden(net, qb),
+                                        torch.from_numpy(q.target.astype(np.int64)).to(device))
+                yield lr, g_train, g_test
+
+    def _grad(self, net: nn.Module, h: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+        p = self._logits(net, h).softmax(-1)
+        p[torch.arange(len(y)), y] -= 1.0
+        gw = (p[:, :, None] * h[:, None, :]).reshape(len(y), -1)
+        _, b = net.output()
+        g = gw if b is None else torch.cat([gw, p], dim=1)
+        return g.cpu().numpy()
+
+
+def _state_copy(net: nn.Module) -> dict:
+    return {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+
+def _mrr(scores: np.ndarray, target: np.ndarray) -> float:
+    t = scores[np.arange(len(target)), target]
+    rank = 1 + (scores > t[:, None]).sum(1)
+    return float(np.mean(1.0 / rank)) if len(target) else 0.0
+
+
+def _holdout_last(train: Interactions) -> tuple[Interactions, Queries]:
+    """Remove each user's last interaction (users with >= 3) and ask for it as a query."""
+    indptr, rows = train.user_sequences()
+    counts = np.diff(indptr)
+    last = rows[indptr[1:][counts >= 3] - 1]
+    keep = np.ones(len(train), dtype=bool)
+    keep[last] = False
+    rest = train.take(keep)
+    q = Queries.next_item(rest.take(np.isin(rest.user, train.user[last])))
+    # targets: the held-out items, aligned with q.user (sorted user codes)
+    target = np.full(train.n_users, -1, dtype=np.int64)
+    target[train.user[last]] = train.item[last]
+    q = Queries(q.user, q.context_indptr, q.context_item, q.context_time, target[q.user],
+                train.timestamp[last][np.argsort(train.user[last])], q.n_items, q.n_users)
+    return rest, q

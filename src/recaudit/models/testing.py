@@ -1,0 +1,257 @@
+"""Conformance kit: the checks every recommender (built-in, adapter or your own) must pass.
+
+Use the check functions directly, or subclass :class:`RecommenderConformance` in a test module::
+
+    class TestMyModel(RecommenderConformance):
+        def make_model(self):
+            return MyModel(epochs=2)
+
+Each ``check_*`` raises ``AssertionError`` with a message saying what broke. The kit's data is a
+small synthetic log with a planted sequential pattern (:func:`planted_log`) so that a model
+that learns anything sequential beats popularity on it (:func:`check_learns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from recaudit.data import Interactions, Queries, RankLists
+
+__all__ = ["planted_log", "leave_last_out", "next_item_mrr", "popularity_ranklists",
+           "check_rank_shapes", "check_topk_consistent", "check_determinism",
+           "check_seed_changes", "check_deletion_changes", "check_inputs_not_mutated",
+           "check_targets_not_read", "check_query_independence", "check_learns",
+           "RecommenderConformance"]
+
+ModelFactory = Callable[[], object]
+
+
+def planted_log(n_users: int = 30, n_items: int = 20, length: int = 20, follow: float = 0.8,
+                seed: int = 0) -> Interactions:
+    """Each user walks the item cycle ``i -> (i + 1) mod n_items`` with probability ``follow``
+    and jumps to a uniformly random item otherwise. Timestamps are increasing per user with
+    random gaps and interleaved across users (float seconds)."""
+    rng = np.random.default_rng(seed)
+    users = np.repeat(np.arange(n_users), length)
+    items = np.empty(n_users * length, dtype=np.int64)
+    for u in range(n_users):
+        cur = rng.integers(n_items)
+        for j in range(length):
+            items[u * length + j] = cur
+            cur = (cur + 1) % n_items if rng.random() < follow else rng.integers(n_items)
+    gaps = rng.exponential(100.0, size=(n_users, length)) + 1.0
+    start = rng.uniform(0, 500.0, size=(n_users, 1))
+    ts = (start + np.cumsum(gaps, axis=1)).ravel()
+    return Interactions.from_codes(users, items, ts, n_users=n_users, n_items=n_items,
+                                   name="planted")
+
+
+def leave_last_out(log: Interactions) -> tuple[Interactions, Queries]:
+    """Train = all but each user's last interaction; one query per user (>= 2 interactions)
+    asking for that last item from the training sequence."""
+    indptr, rows = log.user_sequences()
+    counts = np.diff(indptr)
+    users = np.flatnonzero(counts >= 2)
+    last = rows[indptr[users + 1] - 1]
+    keep = np.ones(len(log), dtype=bool)
+    keep[last] = False
+    train = log.take(keep)
+    q = Queries.next_item(train.take(np.isin(train.user, users)))
+    order = np.argsort(log.user[last], kind="stable")
+    queries = Queries(q.user, q.context_indptr, q.context_item, q.context_time,
+                      log.item[last][order], log.timestamp[last][order], q.n_items, q.n_users)
+    return train, queries
+
+
+def next_item_mrr(lists: RankLists, target: np.ndarray) -> float:
+    """Mean reciprocal rank of ``target`` in full rank lists (0 when absent)."""
+    hit = lists.items == np.asarray(target)[:, None]
+    pos = np.where(hit.any(1), hit.argmax(1) + 1, np.inf)
+    return float(np.mean(1.0 / pos))
+
+
+def popularity_ranklists(train: Interactions, n_queries: int) -> RankLists:
+    """Every query gets the catalogue by training popularity (ties by lower code)."""
+    order = np.lexsort((np.arange(train.n_items), -train.item_counts()))
+    return RankLists(np.broadcast_to(order, (n_queries, train.n_items)))
+
+
+# ---------------------------------------------------------------------------------- checks
+def check_rank_shapes(model, train: Interactions, queries: Queries, k: int = 5) -> None:
+    """Shapes, id ranges, distinct rows, non-increasing scores; ``Interactions`` queries."""
+    full = model.rank(queries)
+    top = model.rank(queries, k=k)
+    n, m = len(queries), train.n_items
+    assert full.items.shape[0] == n, f"full ranking has {full.items.shape[0]} rows, expected {n}"
+    assert 1 <= full.depth <= m, f"full ranking depth {full.depth} not in [1, {m}]"
+    assert top.items.shape == (n, min(k, full.depth)), f"top-{k} shape {top.items.shape}"
+    for lists in (full, top):
+        items = lists.items
+        assert items.dtype == np.int32, f"items dtype {items.dtype}, expected int32"
+        assert ((items >= 0) & (items < m)).all(), "item codes outside [0, n_items) (padding?)"
+        srt = np.sort(items, axis=1)
+        assert not (srt[:, 1:] == srt[:, :-1]).any(), "an item appears twice in one list"
+        if lists.scores is not None:
+            assert (np.diff(lists.scores, axis=1) <= 0).all(), "scores increase along a list"
+    by_log = model.rank(train, k=k)
+    n_active = int((train.user_counts() > 0).sum())
+    assert by_log.items.shape == (n_active, min(k, full.depth)), \
+        f"rank(Interactions) gave {by_log.items.shape}, expected one row per active user"
+
+
+def check_topk_consistent(model, queries: Queries, ks=(1, 3, 7)) -> None:
+    """The top-k list is the first k positions of the full list."""
+    full = model.rank(queries)
+    for k in ks:
+        top = model.rank(queries, k=k)
+        kk = min(k, full.depth)
+        assert np.array_equal(top.items, full.items[:, :kk]), f"top-{k} != full[:, :{k}]"
+
+
+def _param_bytes(model) -> bytes | None:
+    net = getattr(model, "network_", None)
+    if net is None or not hasattr(net, "state_dict"):
+        return None
+    return b"".join(v.detach().cpu().numpy().tobytes() for v in net.state_dict().values())
+
+
+def check_determinism(make_model: ModelFactory, train: Interactions, queries: Queries,
+                      seed: int = 0) -> RankLists:
+    """Two fits with the same data and seed: bit-identical parameters (when exposed as
+    ``network_``) and bit-identical rank lists (items and scores)."""
+    a, b = make_model().fit(train, seed=seed), make_model().fit(train, seed=seed)
+    pa, pb = _param_bytes(a), _param_bytes(b)
+    assert pa == pb, "parameters differ between two fits with the same seed"
+    la, lb = a.rank(queries), b.rank(queries)
+    assert la.equals(lb), "rank lists differ between two fits with the same seed"
+    return la
+
+
+def check_seed_changes(make_model: ModelFactory, train: Interactions, queries: Queries) -> None:
+    """A different seed gives different rank lists (the seed controls the randomness)."""
+    a = make_model().fit(train, seed=0).rank(queries)
+    b = make_model().fit(train, seed=1).rank(queries)
+    assert not a.equals(b), "seeds 0 and 1 give identical rank lists: is the seed used?"
+
+
+def check_deletion_changes(make_model: ModelFactory, train: Interactions, queries: Queries,
+                           seed: int = 0) -> None:
+    """Deleting one training interaction changes the rank lists (same seed)."""
+    a = make_model().fit(train, seed=seed).rank(queries)
+    drop = np.ones(len(train), dtype=bool)
+    drop[len(train) // 3] = False
+    b = make_model().fit(train.take(drop), seed=seed).rank(queries)
+    assert not np.array_equal(a.items, b.items), \
+        "deleting a training interaction left every rank list unchanged"
+
+
+def _snapshot(obj) -> list[tuple[str, bytes, bool]]:
+    out = []
+    for name, v in sorted(vars(obj).items()):
+        if isinstance(v, np.ndarray):
+            out.append((name, v.tobytes(), bool(v.flags.writeable)))
+    return out
+
+
+def check_inputs_not_mutated(make_model: ModelFactory, train: Interactions,
+                             queries: Queries) -> None:
+    """fit and rank leave the content and the writeable flags of their inputs unchanged."""
+    before_t, before_q, fp = _snapshot(train), _snapshot(queries), train.fingerprint()
+    model = make_model().fit(train, seed=0)
+    model.rank(queries)
+    model.rank(queries, k=2)
+    model.rank(train, k=2)
+    assert _snapshot(train) == before_t, "fit/rank modified the training log"
+    assert _snapshot(queries) == before_q, "rank modified the queries"
+    assert train.replace().fingerprint() == fp, "training log content changed"
+
+
+def check_targets_not_read(make_model: ModelFactory, train: Interactions,
+                           queries: Queries) -> None:
+    """Ranking never looks at the queries' ground truth: scrambled or hidden targets give the
+    same lists."""
+    model = make_model().fit(train, seed=0)
+    ref = model.rank(queries)
+    rng = np.random.default_rng(0)
+    for target in (rng.permutation(queries.target), np.full(len(queries), -1)):
+        q2 = Queries(queries.user, queries.context_indptr, queries.context_item,
+                     queries.context_time, target, queries.timestamp, queries.n_items,
+                     queries.n_users)
+        assert model.rank(q2).equals(ref), "rank lists depend on the queries' targets"
+
+
+def check_query_independence(make_model: ModelFactory, train: Interactions,
+                             queries: Queries) -> None:
+    """Each query's answer depends on that query only: ranking a reversed subset gives the
+    same rows (scores compared with a float tolerance, as batch shapes change summations)."""
+    model = make_model().fit(train, seed=0)
+    ref = model.rank(queries)
+    rows = np.arange(len(queries))[::-2].copy()
+    sub = model.rank(queries.subset(rows))
+    if ref.scores is not None and sub.scores is not None:
+        a = np.take_along_axis(ref.scores[rows], np.argsort(ref.items[rows], 1), 1)
+        b = np.take_along_axis(sub.scores, np.argsort(sub.items, 1), 1)
+        assert np.allclose(a, b, rtol=1e-4, atol=1e-5), "a query's scores depend on its batch"
+    else:
+        agree = (ref.items[rows, :3] == sub.items[:, :3]).mean()
+        assert agree > 0.95, "a query's rank list depends on the other queries of the batch"
+
+
+def check_learns(make_model: ModelFactory, log: Interactions | None = None, seed: int = 0,
+                 margin: float = 1.2) -> tuple[float, float]:
+    """Next-item MRR on a planted-pattern log beats popularity by a factor ``margin``."""
+    log = planted_log() if log is None else log
+    train, queries = leave_last_out(log)
+    mrr = next_item_mrr(make_model().fit(train, seed=seed).rank(queries), queries.target)
+    pop = next_item_mrr(popularity_ranklists(train, len(queries)), queries.target)
+    assert mrr > margin * pop, f"model MRR {mrr:.3f} does not beat popularity {pop:.3f}"
+    return mrr, pop
+
+
+class RecommenderConformance:
+    """Pytest mixin: subclass as ``TestX(RecommenderConformance)`` and define ``make_model``.
+
+    Override ``make_log`` to use other data; set ``check_changes = False`` for a model that
+    legitimately ignores seeds (e.g. a deterministic closed-form model).
+    """
+
+    check_changes: bool = True
+
+    def make_model(self):  # pragma: no cover - must be overridden
+        raise NotImplementedError
+
+    def make_log(self) -> Interactions:
+        return planted_log()
+
+    def _data(self) -> tuple[Interactions, Queries]:
+        return leave_last_out(self.make_log())
+
+    def test_rank_shapes(self) -> None:
+        train, queries = self._data()
+        check_rank_shapes(self.make_model().fit(train, seed=0), train, queries)
+
+    def test_topk_consistent(self) -> None:
+        train, queries = self._data()
+        check_topk_consistent(self.make_model().fit(train, seed=0), queries)
+
+    def test_determinism(self) -> None:
+        check_determinism(self.make_model, *self._data())
+
+    def test_seed_and_data_change_lists(self) -> None:
+        if not self.check_changes:
+            import pytest
+
+            pytest.skip("model declares that seeds do not change its lists")
+        check_seed_changes(self.make_model, *self._data())
+        check_deletion_changes(self.make_model, *self._data())
+
+    def test_inputs_not_mutated(self) -> None:
+        check_inputs_not_mutated(self.make_model, *self._data())
+
+    def test_targets_not_read(self) -> None:
+        check_targets_not_read(self.make_model, *self._data())
+
+    def test_query_independence(self) -> None:
+        check_query_independence(self.make_model, *self._data())

@@ -1,0 +1,285 @@
+"""CASPER cascading scores (seed 000, Algorithm 1 and section 6.2), exact and fast.
+
+The interaction DAG (IDAG) has one node per training interaction -- with ``max_len = L`` only
+each user's latest ``L`` interactions are nodes (the window a model with maximum sequence length
+``L`` sees). Rows are in the log's stable ``(timestamp, row)`` order. An edge joins
+
+- consecutive nodes of the same user, and
+- consecutive nodes of the same item (among nodes, i.e. skipping interactions outside the window),
+
+only when the timestamp strictly increases along it ("no edges between nodes with the same
+timestamp", section 6.2): a consecutive pair with equal timestamps gets *no* edge, and no edge
+jumps over it. The cascading score of a zero-in-degree node is its number of descendants
+including itself; every other row (non-root nodes, rows outside the window) scores 0, as in
+Algorithm 1 which only runs the BFS from roots.
+
+Because every edge goes from a row to a strictly later timestamp, the row order is a topological
+order, which both algorithms below use.
+
+``method="exact"`` -- word-parallel reachability. Roots are taken 64 at a time; each node holds a
+``uint64`` mask of which of the 64 roots reach it; the masks are pushed along the (at most two)
+out-edges in row order, and a 64-lane bit-sliced counter adds each visited mask, so one pass
+over the rows from the first root of the chunk counts the descendants of 64 roots at once
+(``block_words = W`` words per node do ``64 W`` roots per pass: the random writes to a child
+cost one cache miss for all ``W`` words). Work is ``O(sum over passes of (n - first root row))``
+row visits, i.e. ``O(n * Z / (64 W))`` for ``Z`` roots in the worst case, memory ``8 W n`` bytes
+per thread (plus the edge arrays); passes run in parallel threads and stop as soon as no mask is
+pending.
+
+``method="approx"`` -- Cohen (1997), "Size-estimation framework with applications to transitive
+closure and reachability": every node draws ``k`` independent ``Exp(1)`` ranks (from a hash of
+``seed``, pass and row); in reverse topological order each node keeps the minimum rank over its
+descendants. For a root with ``s`` descendants the minimum is ``Exp(s)``, the sum ``S`` of the
+``k`` minima is ``Gamma(k, s)`` and ``(k - 1) / S`` is an unbiased estimator of ``s`` with
+relative standard deviation ``1 / sqrt(k - 2)`` (6.3 % for the default ``k = 256``); see
+:func:`casper_error_bound` for a two-sided probability bound. ``O(k n)`` time, ``O(n)`` memory.
+
+``method="auto"`` (default) runs exact unless its predicted work exceeds ``exact_budget`` row
+visits, then approx.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from recaudit.data import Interactions
+
+__all__ = ["casper_scores", "casper_graph", "casper_error_bound"]
+
+_PLANES = 48  # bit-sliced counter width: counts up to 2**48
+
+
+def casper_graph(interactions: Interactions, max_len: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The IDAG as arrays aligned with rows: ``(is_node, next_user, next_item)``.
+
+    ``next_user[r]`` / ``next_item[r]`` is the row the edge from ``r`` points to, or ``-1``.
+    """
+    if max_len is not None and (isinstance(max_len, bool) or int(max_len) != max_len
+                                or max_len < 1):
+        raise ValueError(f"max_len must be a positive integer or None, got {max_len!r}")
+    n = len(interactions)
+    ts = interactions.timestamp
+    next_user = np.full(n, -1, dtype=np.int64)
+    next_item = np.full(n, -1, dtype=np.int64)
+    indptr, rows = _group_rows(interactions.user, interactions.n_users)
+    if max_len is None:
+        is_node = np.ones(n, dtype=bool)
+    else:
+        users = interactions.user[rows]
+        from_end = indptr[users.astype(np.int64) + 1] - 1 - np.arange(n)
+        is_node = np.zeros(n, dtype=bool)
+        is_node[rows[from_end < max_len]] = True
+    # user chains: consecutive rows of the grouped order, same user, both nodes, ts increases
+    if n > 1:
+        a, b = rows[:-1], rows[1:]
+        ok = (interactions.user[a] == interactions.user[b]) & is_node[a] & is_node[b] \
+            & (ts[b] > ts[a])
+        next_user[a[ok]] = b[ok]
+        nodes = np.flatnonzero(is_node)
+        by_item = nodes[_group_rows(interactions.item[nodes], interactions.n_items)[1]]
+        a, b = by_item[:-1], by_item[1:]
+        ok = (interactions.item[a] == interactions.item[b]) & (ts[b] > ts[a])
+        next_item[a[ok]] = b[ok]
+    return is_node, next_user, next_item
+
+
+def _roots(is_node: np.ndarray, next_user: np.ndarray, next_item: np.ndarray) -> np.ndarray:
+    indeg = np.zeros(len(is_node), dtype=np.int64)
+    for nxt in (next_user, next_item):
+        indeg += np.bincount(nxt[nxt >= 0], minlength=len(is_node))
+    return np.flatnonzero(is_node & (indeg == 0)).astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _count_block(next_user, next_item, roots, lo, hi, mask, out):  # pragma: no cover - numba
+    """Descendant counts of ``roots[lo:hi]`` (at most ``64 * W`` roots) in one pass."""
+    n = len(next_user)
+    w_count = mask.shape[1]
+    planes = np.zeros((w_count, _PLANES), dtype=np.uint64)
+    one = np.uint64(1)
+    for j in range(lo, hi):
+        b = j - lo
+        mask[roots[j], b >> 6] |= one << np.uint64(b & 63)
+    frontier = roots[hi - 1]
+    i = roots[lo]
+    while i < n and i <= frontier:
+        any_set = False
+        for w in range(w_count):
+            if mask[i, w] != 0:
+                any_set = True
+                break
+        if any_set:
+            cu = next_user[i]
+            ci = next_item[i]
+            if cu > frontier:
+                frontier = cu
+            if ci > frontier:
+                frontier = ci
+            for w in range(w_count):
+                m = mask[i, w]
+                if m == 0:
+                    continue
+                mask[i, w] = 0
+                carry = m
+                p = 0
+                while carry != 0:
+                    t = planes[w, p] & carry
+                    planes[w, p] ^= carry
+                    carry = t
+                    p += 1
+                if cu >= 0:
+                    mask[cu, w] |= m
+                if ci >= 0:
+                    mask[ci, w] |= m
+        i += 1
+    for j in range(lo, hi):
+        b = j - lo
+        w = b >> 6
+        cnt = np.int64(0)
+        for p in range(_PLANES):
+            cnt |= np.int64((planes[w, p] >> np.uint64(b & 63)) & one) << p
+        out[j] = cnt
+
+
+@njit(cache=True, parallel=True)
+def _exact_kernel(next_user, next_item, roots, n_threads, w_count):  # pragma: no cover - numba
+    n = len(next_user)
+    out = np.zeros(len(roots), dtype=np.int64)
+    per = 64 * w_count
+    n_blocks = (len(roots) + per - 1) // per
+    for t in prange(n_threads):
+        if t < n_blocks:
+            mask = np.zeros((n, w_count), dtype=np.uint64)
+            for c in range(t, n_blocks, n_threads):
+                lo = c * per
+                hi = min(lo + per, len(roots))
+                _count_block(next_user, next_item, roots, lo, hi, mask, out)
+    return out
+
+
+@njit(cache=True)
+def _group_rows(keys, n_keys):  # pragma: no cover - numba
+    """Stable counting sort: rows grouped by key (CSR ``indptr``, ``rows``)."""
+    indptr = np.zeros(n_keys + 1, dtype=np.int64)
+    for k in keys:
+        indptr[k + 1] += 1
+    for k in range(n_keys):
+        indptr[k + 1] += indptr[k]
+    pos = indptr[:-1].copy()
+    rows = np.empty(len(keys), dtype=np.int64)
+    for r in range(len(keys)):
+        rows[pos[keys[r]]] = r
+        pos[keys[r]] += 1
+    return indptr, rows
+
+
+@njit(cache=True, nogil=True)
+def _splitmix(x):  # pragma: no cover - numba
+    x = (x + np.uint64(0x9E3779B97F4A7C15))
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, parallel=True)
+def _approx_kernel(is_node, next_user, next_item, roots, k, seed):  # pragma: no cover - numba
+    n = len(next_user)
+    sums = np.zeros((k, len(roots)), dtype=np.float64)
+    for s in prange(k):
+        mins = np.empty(n, dtype=np.float64)
+        base = _splitmix(np.uint64(seed) ^ _splitmix(np.uint64(s)))
+        for i in range(n - 1, -1, -1):
+            if not is_node[i]:
+                continue
+            h = _splitmix(base ^ np.uint64(i))
+            u = (np.float64(h >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
+            v = -math.log(u)
+            c = next_user[i]
+            if c >= 0 and mins[c] < v:
+                v = mins[c]
+            c = next_item[i]
+            if c >= 0 and mins[c] < v:
+                v = mins[c]
+            mins[i] = v
+        for j in range(len(roots)):
+            sums[s, j] = mins[roots[j]]
+    return sums.sum(axis=0)
+
+
+def _block_words(n_roots: int, threads: int, block_words: int) -> int:
+    """Words per node: as many as asked, but no more than keeps every thread busy."""
+    return max(1, min(block_words, -(-n_roots // (64 * threads))))
+
+
+def _exact_work(roots: np.ndarray, n: int, words: int = 1) -> int:
+    """Upper bound on the row visits of the exact method (each visit touches ``words`` words)."""
+    return int(np.sum(n - roots[:: 64 * words])) if len(roots) else 0
+
+
+def casper_error_bound(k: int, eps: float) -> float:
+    """Probability that the approximate score of one root is off by more than ``eps`` (relative).
+
+    ``P(|s_hat / s - 1| > eps)`` for ``s_hat = (k - 1) / S``, ``S ~ Gamma(k, rate s)`` -- exact,
+    independent of ``s``. E.g. ``k = 256, eps = 0.15`` gives about 0.016.
+    """
+    from scipy.stats import gamma
+
+    if k < 3:
+        raise ValueError(f"k must be >= 3, got {k}")
+    lo = (k - 1) / (1 + eps)
+    hi = (k - 1) / (1 - eps) if eps < 1 else math.inf
+    return float(gamma.cdf(lo, k) + gamma.sf(hi, k))
+
+
+def casper_scores(
+    interactions: Interactions,
+    max_len: int | None = None,
+    *,
+    method: str = "auto",
+    k: int = 256,
+    seed: int = 0,
+    exact_budget: float = 5e10,
+    n_threads: int | None = None,
+    block_words: int = 4,
+) -> np.ndarray:
+    """CASPER cascading score of every row of ``interactions`` (``int64``, aligned with rows).
+
+    ``score[r]`` is the number of IDAG descendants of ``r`` (itself included) when ``r`` is a
+    zero-in-degree node, else 0 (see the module docstring for the graph). ``method`` is
+    ``"exact"``, ``"approx"`` (Cohen's min-rank estimator with ``k`` ranks per node and ``seed``;
+    rounded to integers; relative std ``1/sqrt(k-2)``) or ``"auto"`` (exact unless it would take
+    more than ``exact_budget`` row visits). ``n_threads`` defaults to numba's thread count;
+    the exact method processes ``64 * block_words`` roots per pass and needs
+    ``8 * block_words * n`` bytes per thread besides the graph (``~24 n`` bytes).
+    """
+    if not isinstance(interactions, Interactions):
+        raise TypeError(f"interactions must be Interactions, got {type(interactions).__name__}")
+    if method not in ("auto", "exact", "approx"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'approx', got {method!r}")
+    n = len(interactions)
+    scores = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return scores
+    is_node, next_user, next_item = casper_graph(interactions, max_len)
+    roots = _roots(is_node, next_user, next_item)
+    threads = numba.get_num_threads() if n_threads is None else int(n_threads)
+    if threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if int(block_words) != block_words or block_words < 1:
+        raise ValueError(f"block_words must be a positive integer, got {block_words!r}")
+    words = _block_words(len(roots), threads, int(block_words))
+    if method == "auto":
+        method = "exact" if _exact_work(roots, n, words) <= exact_budget else "approx"
+    if method == "exact":
+        scores[roots] = _exact_kernel(next_user, next_item, roots, threads, words)
+    else:
+        if int(k) != k or k < 3:
+            raise ValueError(f"k must be an integer >= 3, got {k!r}")
+        sums = _approx_kernel(is_node, next_user, next_item, roots, int(k), int(seed) & (2**63 - 1))
+        scores[roots] = np.maximum(1, np.rint((k - 1) / sums)).astype(np.int64)
+    return scores

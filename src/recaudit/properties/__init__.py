@@ -1,0 +1,34 @@
+"""Property templates over users, items, ratings and rankings (seed 004, Chapter 3).
+
+- :class:`Universe` and its vectorised query API (:class:`Ranks`, :class:`Items`,
+  :class:`Values`, :class:`Groups`) — write your own templates with it;
+- :data:`TEMPLATES` — the 12 built-ins (NRANKS, NRI, NTRI, NRLMU, NRL, NRS, NUPRL, NUIR,
+  IANRLCMP, ARTK, IANR, NRTK); :func:`instantiate` solves a partial instantiation or evaluates a
+  full one, and renders its sentence; :func:`register_template` adds one;
+- the study: :func:`property_table` (Table 3.4), :func:`evolving_study` (Table 3.6),
+  :func:`cross_validate` (precision/recall@k, five folds on users, 80/20 per test user).
+"""
+
+from recaudit.properties._study import (
+    STUDY_PROPERTIES,
+    StudyProperty,
+    cross_validate,
+    evolving_study,
+    percent_change,
+    property_table,
+    recommend_all,
+)
+from recaudit.properties._templates import (
+    RELATIONS,
+    TEMPLATES,
+    Property,
+    Template,
+    instantiate,
+    register_template,
+)
+from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Universe, Values
+
+__all__ = ["AGGREGATES", "RELATIONS", "STUDY_PROPERTIES", "TEMPLATES", "Groups", "Items",
+           "Property", "Ranks", "StudyProperty", "Template", "Universe", "Values",
+           "cross_validate", "evolving_study", "instantiate", "percent_change", "property_table",
+           "recommend_all", "register_template"]

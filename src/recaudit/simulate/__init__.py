@@ -1,0 +1,93 @@
+"""MIRROR: does a recommender gain online by understanding users or by manipulating them?
+
+An implementation of the MIRROR benchmark of seed 002 (Zhu et al., "Understanding or
+Manipulation: Rethinking Online Performance Gains of Modern Recommender Systems", ACM TOIS 2023,
+§4-§5). A scenario combines the components of §4.1 (:class:`DocumentSet`, a document sampler, users,
+:class:`FeatureExtractor`, a ranking interface and an action model ``M(u, d, D)``); the runner
+(:func:`run_mirror`) plays the four stages of §4.2:
+
+1. initial preferences ``phi(d) = M(u^0, d, {d})`` (single-document slates);
+2. training data from an unbiased and a manipulative strategy mixed at ratio ``alpha``;
+3. training the algorithms and letting them interact with the same users;
+4. metrics: CTR, FCTR, ManiScore, Preference Shift (:mod:`recaudit.simulate.metrics`), offline
+   NDCG and AUC.
+
+Scenarios
+---------
+* ``decoy-slate`` (§5.1): the RRM action model (:mod:`recaudit.simulate.rrm`), slates of three,
+  :class:`DecoyOracle` vs :class:`UnbiasedSlateOracle` (or :class:`GreedySlateOracle`); algorithms
+  :class:`DeepFM`, :class:`LambdaFM`, :class:`SetRank`.
+* ``topic-sequential`` (§5.3): topics, hidden quality, time budget, preference dynamics
+  (:class:`TopicConfig`); :class:`PlannerOracle` (or :class:`PPOOracle`) vs
+  :class:`UnbiasedTopicOracle`; algorithms :class:`DNN`, :class:`GRU` (dynamic or static). Also a
+  Gymnasium environment: ``recaudit.simulate.env.TopicSequentialEnv`` (needs the ``simulate``
+  extra).
+
+Plugging in your own click model (data-driven scenarios, §5.2/§5.4)
+------------------------------------------------------------------
+Any callable ``M(u, d, D) -> probability`` -- a Python function or a ``torch.nn.Module`` -- can be
+the action model of a :class:`SlateScenario`. ``u`` is the user's full feature vector, ``d`` one
+document's feature row and ``D`` the rows of the whole shown slate, position 1 first (modules get
+float32 tensors and are called under ``torch.no_grad()``). An object with a vectorised
+``click_probabilities(user, slate) -> [len(slate)]`` method is used as it is::
+
+    import numpy as np
+    from recaudit.seeds import make_rng
+    from recaudit.simulate import (DocumentSet, RandomSampler, SlateScenario, GreedySlateOracle,
+                                   UnbiasedSlateOracle, collect_slates, evaluate_slates,
+                                   draw_sessions)
+
+    def my_click_model(u, d, D):            # e.g. a trained AICM generator wrapped in a function
+        rank = int(np.flatnonzero((D == d).all(axis=1))[0])
+        return float(1 / (1 + np.exp(-(u @ d)))) * 0.9 ** rank
+
+    docs = DocumentSet(features=np.random.default_rng(0).random((10, 4)),
+                       queries=(np.arange(10),), observable=np.ones(4, bool))
+    scen = SlateScenario("mine", docs, users=np.random.default_rng(1).random((50, 4)),
+                         user_queries=tuple(np.array([0]) for _ in range(50)),
+                         action_model=my_click_model, sampler=RandomSampler(5), slate_size=5)
+    log = collect_slates(scen, [UnbiasedSlateOracle(), GreedySlateOracle()], alpha=0.5, n=1000,
+                         rng=make_rng(0, "collect"))
+    sessions = draw_sessions(scen, 200, make_rng(0, "eval"))
+    evaluate_slates(scen, GreedySlateOracle(), sessions, make_rng(0, "rank"))  # CTR, FCTR, ...
+
+The Greedy Oracle enumerates every ordered slate (``m!/(m-K)!`` of them), so it suits small
+candidate sets; for larger ones (and for sequential scenarios) use the PPO oracle, a policy trained
+by PPO on the simulator (:class:`PPOOracle`).
+
+Randomness: every run draws from generators derived with :mod:`recaudit.seeds` from the seed and
+the stage's keys (``numpy.random.Generator`` for the simulation, ``torch.Generator`` for the
+models), so the same seed repeats bit for bit.
+"""
+
+from recaudit.simulate import metrics, rrm
+from recaudit.simulate._components import (ActionModel, CallableActionModel, CTRWeightedSampler,
+                                           DocumentSet, FeatureExtractor, RandomSampler,
+                                           as_action_model)
+from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
+                                      decoy_slate_scenario, example_documents)
+from recaudit.simulate._ppo import PPOOracle
+from recaudit.simulate._runner import MirrorConfig, run_mirror, summarise
+from recaudit.simulate._seq_models import DNN, GRU
+from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
+                                           simulate_sessions)
+from recaudit.simulate._slate import (GreedySlateOracle, ModelSlatePolicy, SlateLog,
+                                      SlateScenario, UnbiasedSlateOracle, collect_slates,
+                                      draw_sessions, evaluate_slates)
+from recaudit.simulate._slate_models import DeepFM, LambdaFM, SetRank
+from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, TopicWorld,
+                                      UnbiasedTopicOracle)
+from recaudit.simulate._torch_util import TrainConfig
+
+__all__ = [
+    "metrics", "rrm",
+    "ActionModel", "CallableActionModel", "as_action_model", "DocumentSet", "FeatureExtractor",
+    "RandomSampler", "CTRWeightedSampler",
+    "SlateScenario", "SlateLog", "UnbiasedSlateOracle", "GreedySlateOracle", "ModelSlatePolicy",
+    "collect_slates", "evaluate_slates", "draw_sessions",
+    "decoy_slate_scenario", "decoy_documents", "example_documents", "DecoyOracle", "DecoyRecall",
+    "TopicConfig", "TopicWorld", "TopicUsers", "UnbiasedTopicOracle", "PlannerOracle",
+    "PPOOracle", "simulate_sessions", "SessionResult", "ModelTopicPolicy", "EpsilonPolicy",
+    "DeepFM", "LambdaFM", "SetRank", "DNN", "GRU", "TrainConfig",
+    "MirrorConfig", "run_mirror", "summarise",
+]

@@ -1,0 +1,187 @@
+"""The MIRROR runner: the four stages of seed 002 §4.2 over mix ratios and seeds.
+
+For every seed the scenario is built from ``make_rng(seed, "mirror", scenario, "scenario")``
+(stage 1 computes the initial preferences); for every mix ratio ``alpha`` the training data is
+collected with the unbiased strategy and the manipulative one mixed at ``alpha`` (stage 2), every
+algorithm is trained and interacts with the same users (stage 3), and the metrics are computed
+(stage 4). The results are long-format rows ``(scenario, algorithm, mix, seed, round, metric,
+value)``; oracle rows have ``mix = None`` and rows that are not per-round have ``round = None``.
+Every random draw derives from the seed and its stage's keys, so a run repeats exactly and does not
+depend on the order of mixes or algorithms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from recaudit.errors import ConfigError
+from recaudit.seeds import derive_seed, make_rng
+from recaudit.simulate import metrics as _m
+from recaudit.simulate._torch_util import TrainConfig
+
+__all__ = ["MirrorConfig", "run_mirror", "SLATE_ALGORITHMS", "SEQUENTIAL_ALGORITHMS", "SCENARIOS"]
+
+SCENARIOS = ("decoy-slate", "topic-sequential")
+SLATE_ALGORITHMS = ("DeepFM", "LambdaFM", "SetRank")
+SEQUENTIAL_ALGORITHMS = ("DNN", "GRU", "GRU-static")
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    """One MIRROR benchmark run.
+
+    ``scenario``: ``"decoy-slate"`` (§5.1) or ``"topic-sequential"`` (§5.3). ``mixes``: ratios
+    ``alpha`` of manipulative training data. ``algorithms``: ``None`` = the scenario's defaults
+    (DeepFM, SetRank; or DNN, GRU). ``manipulative``: the manipulative oracle (``"decoy"`` or
+    ``"greedy"`` for slates, ``"planner"`` or ``"ppo"`` for the sequential scenario).
+    ``n_train``/``n_eval``: training / evaluation slates (slate scenario; default 2000 / 500) or
+    training sessions / users (sequential; default 150 / 150; training sessions are played by
+    distinct users of the evaluation pool). ``explore`` (sequential scenario only): probability
+    that a data-collection oracle shows a random candidate instead of its choice. Without it
+    (``explore=0``, the paper's setting) the logged data never shows most (profile, topic) pairs
+    and the learned models extrapolate badly; we default to ``0.2`` and state it.
+    ``rbo_p``/``rbo_variant``: the RBO of Preference Shift.
+    """
+
+    scenario: str = "decoy-slate"
+    mixes: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    algorithms: tuple[str, ...] | None = None
+    manipulative: str | None = None
+    n_train: int | None = None
+    n_eval: int | None = None
+    test_fraction: float = 0.15
+    train: TrainConfig = field(default_factory=TrainConfig)
+    rbo_p: float = 0.9
+    explore: float = 0.2
+    rbo_variant: str = "ext"
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ConfigError(f"scenario: unknown {self.scenario!r}; choose one of {SCENARIOS}")
+        if not self.mixes or any(not 0.0 <= a <= 1.0 for a in self.mixes):
+            raise ConfigError(f"mixes: every mix ratio must lie in [0, 1]; got {self.mixes}")
+        if not self.seeds:
+            raise ConfigError("seeds: give at least one seed")
+        if self.train_size < 10 or self.eval_size < 1:
+            raise ConfigError(f"n_train must be >= 10 and n_eval >= 1; got {self.n_train}, "
+                              f"{self.n_eval}")
+        if not 0.0 <= self.explore <= 1.0:
+            raise ConfigError(f"explore must lie in [0, 1]; got {self.explore}")
+        if not 0.0 < self.test_fraction < 1.0:
+            raise ConfigError(f"test_fraction must lie in (0, 1); got {self.test_fraction}")
+        allowed = SLATE_ALGORITHMS if self.scenario == "decoy-slate" else SEQUENTIAL_ALGORITHMS
+        for a in self.resolved_algorithms():
+            if a not in allowed:
+                raise ConfigError(f"algorithms: {a!r} is not available for {self.scenario}; "
+                                  f"choose from {allowed}")
+        oracles = ("decoy", "greedy") if self.scenario == "decoy-slate" else ("planner", "ppo")
+        if self.manipulative is not None and self.manipulative not in oracles:
+            raise ConfigError(f"manipulative: choose one of {oracles} for {self.scenario}; "
+                              f"got {self.manipulative!r}")
+
+    @property
+    def train_size(self) -> int:
+        if self.n_train is not None:
+            return int(self.n_train)
+        return 2000 if self.scenario == "decoy-slate" else 150
+
+    @property
+    def eval_size(self) -> int:
+        if self.n_eval is not None:
+            return int(self.n_eval)
+        return 500 if self.scenario == "decoy-slate" else 150
+
+    def resolved_algorithms(self) -> tuple[str, ...]:
+        if self.algorithms is not None:
+            return tuple(self.algorithms)
+        return ("DeepFM", "SetRank") if self.scenario == "decoy-slate" else ("DNN", "GRU")
+
+    def resolved_manipulative(self) -> str:
+        if self.manipulative is not None:
+            return self.manipulative
+        return "decoy" if self.scenario == "decoy-slate" else "planner"
+
+
+def _row(cfg, algo, mix, seed, metric, value, rnd=None) -> dict:
+    return {"scenario": cfg.scenario, "algorithm": algo, "mix": mix, "seed": int(seed),
+            "round": rnd, "metric": metric, "value": float(value)}
+
+
+def run_mirror(config: MirrorConfig, progress=None) -> list[dict]:
+    """Run the benchmark; returns the long-format result rows (see the module docstring).
+
+    ``progress``: optional callable ``progress(message)`` for status lines.
+    """
+    if config.scenario == "decoy-slate":
+        return _run_slate(config, progress)
+    from recaudit.simulate._sequential import run_sequential
+
+    return run_sequential(config, progress)
+
+
+def _slate_oracle(name: str):
+    from recaudit.simulate._decoy import DecoyOracle
+    from recaudit.simulate._slate import GreedySlateOracle
+
+    return DecoyOracle() if name == "decoy" else GreedySlateOracle()
+
+
+def _slate_model(name: str, train: TrainConfig):
+    from recaudit.simulate import _slate_models
+
+    return getattr(_slate_models, name)(train)
+
+
+def _run_slate(cfg: MirrorConfig, progress) -> list[dict]:
+    from recaudit.simulate._decoy import decoy_slate_scenario
+    from recaudit.simulate._slate import (ModelSlatePolicy, UnbiasedSlateOracle, collect_slates,
+                                          draw_sessions, evaluate_slates)
+
+    rows: list[dict] = []
+    manip_name = cfg.resolved_manipulative()
+    for seed in cfg.seeds:
+        scen = decoy_slate_scenario(make_rng(seed, "mirror", cfg.scenario, "scenario"))
+        scen.initial_preferences()  # stage 1
+        sessions = draw_sessions(scen, cfg.eval_size, make_rng(seed, "mirror", "eval-sessions"))
+        unbiased, manip = UnbiasedSlateOracle(), _slate_oracle(manip_name)
+        for pol in (unbiased, manip):
+            res = evaluate_slates(scen, pol, sessions, make_rng(seed, "mirror", "eval", pol.name))
+            for met in ("ctr", "fctr", "mani_score"):
+                rows.append(_row(cfg, pol.name, None, seed, met, res[met]))
+        fx = scen.features
+        for mix in cfg.mixes:
+            log = collect_slates(scen, [unbiased, manip], mix, cfg.train_size,
+                                 make_rng(seed, "mirror", "collect", float(mix)))
+            perm = make_rng(seed, "mirror", "split", float(mix)).permutation(cfg.train_size)
+            n_test = max(1, int(round(cfg.test_fraction * cfg.train_size)))
+            test, train = log.take(perm[:n_test]), log.take(perm[n_test:])
+            for algo in cfg.resolved_algorithms():
+                if progress:
+                    progress(f"seed {seed} mix {mix:g}: {algo}")
+                model = _slate_model(algo, cfg.train).fit(
+                    fx.users(scen.users[train.users]),
+                    fx.documents(scen.documents.features[train.slates]), train.clicks,
+                    seed=derive_seed(seed, "mirror", "fit", algo, float(mix)))
+                s = model.score(fx.users(scen.users[test.users]),
+                                fx.documents(scen.documents.features[test.slates]))
+                rows.append(_row(cfg, algo, mix, seed, "ndcg", _m.ndcg_at_k(s, test.clicks)))
+                rows.append(_row(cfg, algo, mix, seed, "auc", _m.auc(s, test.clicks)))
+                res = evaluate_slates(scen, ModelSlatePolicy(model, algo), sessions,
+                                      make_rng(seed, "mirror", "eval", algo, float(mix)))
+                for met in ("ctr", "fctr", "mani_score"):
+                    rows.append(_row(cfg, algo, mix, seed, met, res[met]))
+    return rows
+
+
+def summarise(rows: Sequence[dict]):
+    """Mean and standard deviation over seeds per (scenario, algorithm, mix, round, metric)."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    keys = ["scenario", "algorithm", "mix", "round", "metric"]
+    return (df.groupby(keys, dropna=False, sort=False)["value"]
+            .agg(["mean", "std", "count"]).reset_index())

@@ -1,0 +1,81 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from recaudit.audit import Store, compare_methods, seed_summary, trial_summary, user_groups
+
+
+def _fill(store, rows):
+    for tid, seed, pert, q in rows:
+        store.write_trial(
+            {"trial_id": tid, "dataset": "d", "model": "m", "model_label": "m",
+             "perturbation": pert, "seed": seed, "n_queries": len(q), "status": "done",
+             "fit_seconds": 1.0, "total_seconds": 2.0},
+            q, {"kind": pert})
+
+
+def _queries(users, rr_base, rbo):
+    n = len(users)
+    z = np.zeros(n)
+    return pd.DataFrame({"query": np.arange(n), "user": users, "target": z, "rbo": rbo,
+                         "rbo_min": z, "rbo_max": z, "rbo_trunc": z, "average_overlap": z,
+                         "frbo": rbo, "jaccard": rbo, "rr_base": rr_base, "rr_pert": rr_base,
+                         "hit_base": z, "hit_pert": z, "ndcg_base": z, "ndcg_pert": z})
+
+
+def test_summaries_and_user_groups_by_hand(tmp_path):
+    with Store(tmp_path / "s.duckdb") as st:
+        # 5 users, one query each; baseline MRR order: u4 > u3 > u2 > u1 > u0
+        q = _queries(np.arange(5), [0.1, 0.2, 0.3, 0.4, 0.5], [1.0, 0.8, 0.6, 0.4, 0.2])
+        _fill(st, [("t0", 0, "a", q), ("t1", 1, "a", q.assign(rbo=q.rbo / 2))])
+        s = trial_summary(st)
+        assert s.rbo.tolist() == pytest.approx([0.6, 0.3])
+        agg = seed_summary(s)
+        assert agg.rbo_mean.iloc[0] == pytest.approx(0.45)
+        assert agg.rbo_std.iloc[0] == pytest.approx(np.std([0.6, 0.3], ddof=1))
+        g = user_groups(st)
+        t0 = g[g.trial_id == "t0"].set_index("group")
+        # top 20 % of 5 users = 1 user (u4, rbo 0.2), bottom = u0 (rbo 1.0), mid = u1..u3
+        assert t0.loc["high", "rbo"] == pytest.approx(0.2)
+        assert t0.loc["low", "rbo"] == pytest.approx(1.0)
+        assert t0.loc["mid", "rbo"] == pytest.approx(0.6)
+        assert t0.loc["mid", "users"] == 3
+
+
+def test_compare_methods_tests():
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in range(12):
+        base = rng.normal(0.5, 0.05)
+        rows.append({"dataset": "d", "model_label": "m", "perturbation": "a", "seed": seed,
+                     "rbo": base})
+        rows.append({"dataset": "d", "model_label": "m", "perturbation": "b", "seed": seed,
+                     "rbo": base - 0.1 + rng.normal(0, 0.01)})
+    df = pd.DataFrame(rows)
+    from scipy import stats
+
+    w = compare_methods(df, "rbo", "a", "b", test="wilcoxon").iloc[0]
+    a, b = df[df.perturbation == "a"].rbo.to_numpy(), df[df.perturbation == "b"].rbo.to_numpy()
+    assert w.p_value == pytest.approx(stats.wilcoxon(a - b).pvalue)
+    t = compare_methods(df, "rbo", "a", "b", test="paired-t").iloc[0]
+    assert t.test == "paired-t" and t.p_value == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    assert 0 <= t.shapiro_p <= 1
+    welch = compare_methods(df, "rbo", "a", "b", test="welch").iloc[0]
+    assert welch.p_value == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    with pytest.raises(ValueError):
+        compare_methods(df, "rbo", "a", "b", test="anova")
+
+
+def test_store_is_atomic_and_exports(tmp_path):
+    path = tmp_path / "s.duckdb"
+    q = _queries(np.arange(3), [1, 0.5, 0.2], [1, 1, 1])
+    with Store(path) as st:
+        _fill(st, [("t0", 0, "a", q)])
+        bad = q.drop(columns=["rbo"])
+        with pytest.raises(KeyError):
+            _fill(st, [("t1", 1, "a", bad)])
+        assert st.finished() == {"t0"}  # the failed trial left nothing behind
+        assert len(st.query_results()) == 3
+        files = st.export(tmp_path / "out", "csv")
+    assert {f.name for f in files} >= {"trials.csv", "query_results.csv"}
+    assert pd.read_csv(tmp_path / "out" / "query_results.csv").shape[0] == 3

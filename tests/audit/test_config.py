@@ -1,0 +1,90 @@
+import pytest
+
+from recaudit.audit import (
+    AuditConfig,
+    DatasetSpec,
+    ModelSpec,
+    config_from_dict,
+    config_to_dict,
+    load_config,
+)
+from recaudit.errors import ConfigError
+
+GOOD = """
+name = "t"
+output = "x.duckdb"
+seeds = [0, 1]
+perturbations = ["random-delete"]
+
+[[datasets]]
+name = "synthetic"
+options = { n_users = 50 }
+
+[[models]]
+name = "gru4rec"
+params = { epochs = 2 }
+
+[metrics]
+k = 5
+
+[executor]
+kind = "process"
+workers = 2
+"""
+
+
+def test_good_config_round_trips(tmp_path):
+    path = tmp_path / "a.toml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.seeds == (0, 1) and cfg.metrics.k == 5 and cfg.executor.workers == 2
+    assert cfg.models[0].params == {"epochs": 2}
+    again = config_from_dict(config_to_dict(cfg))
+    assert config_to_dict(again) == config_to_dict(cfg)
+    assert len(cfg.trials()) == 2
+
+
+@pytest.mark.parametrize("bad, key, line, hint", [
+    (GOOD.replace("workers = 2", "workrs = 2"), "executor.workrs", 21, "workers"),
+    (GOOD.replace("k = 5", "k = \"five\""), "metrics.k", 18, "expected int"),
+    (GOOD.replace("k = 5", "k = 0"), "metrics.k", 18, ">= 1"),
+    (GOOD.replace('name = "t"', 'nam = "t"'), "nam", 2, "name"),
+    (GOOD.replace("kind = \"process\"", "kind = \"threads\""), "executor.kind", 20, "inprocess"),
+])
+def test_errors_name_key_file_line_and_closest_key(tmp_path, bad, key, line, hint):
+    path = tmp_path / "bad.toml"
+    path.write_text(bad)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert str(path) in msg and f"line {line}" in msg and repr(key) in msg and hint in msg
+
+
+def test_invalid_toml_and_missing_models(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text("seeds = [0,\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="models"):
+        config_from_dict({"seeds": [0]})
+
+
+def test_python_spec_trial_ids_depend_on_spec_and_data():
+    cfg = AuditConfig(models=(ModelSpec("gru4rec", {"epochs": 1}),),
+                      perturbations=("random-delete", "none"), seeds=(0, 1))
+    trials = cfg.trials()
+    ids = {t.trial_id("fp") for t in trials}
+    assert len(ids) == 4
+    assert trials[0].trial_id("fp") != trials[0].trial_id("other-fp")
+    # the two perturbations of one seed share the baseline
+    assert trials[0].baseline_key("fp") == trials[1].baseline_key("fp")
+    assert trials[0].baseline_key("fp") != trials[2].baseline_key("fp")
+
+
+def test_spec_validation():
+    with pytest.raises(ConfigError):
+        AuditConfig(models=())
+    with pytest.raises(ConfigError):
+        AuditConfig(models=(ModelSpec("x"),), seeds=(1, 1))
+    with pytest.raises(ConfigError):
+        DatasetSpec(min_user_interactions=-1)
