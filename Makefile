@@ -20,11 +20,12 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 # rbo (the reference package the metric tests and benchmark compare against) pins numpy<2 in
-# its metadata but runs on numpy 2; install it without its dependencies.
+# its metadata but runs on numpy 2; install it without its dependencies. recbole likewise, only
+# for the ML-100k files its wheel carries (the registry resolves ml-100k from them offline).
 $(DEVSTAMP): pyproject.toml $(STAMP)
 	$(PIP) install --quiet "$(TORCH)"
 	$(PIP) install --quiet -e ".[dev]"
-	$(PIP) install --quiet --no-deps "rbo==0.1.3" "tqdm>=4.59"
+	$(PIP) install --quiet --no-deps "rbo==0.1.3" "tqdm>=4.59" "recbole==1.2.1"
 	touch $@
 
 venv: $(STAMP)

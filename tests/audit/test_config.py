@@ -45,11 +45,11 @@ def test_good_config_round_trips(tmp_path):
 
 
 @pytest.mark.parametrize("bad, key, line, hint", [
-    (GOOD.replace("workers = 2", "workrs = 2"), "executor.workrs", 21, "workers"),
-    (GOOD.replace("k = 5", "k = \"five\""), "metrics.k", 18, "expected int"),
-    (GOOD.replace("k = 5", "k = 0"), "metrics.k", 18, ">= 1"),
+    (GOOD.replace("workers = 2", "workrs = 2"), "executor.workrs", 20, "workers"),
+    (GOOD.replace("k = 5", "k = \"five\""), "metrics.k", 16, "expected int"),
+    (GOOD.replace("k = 5", "k = 0"), "metrics.k", 16, ">= 1"),
     (GOOD.replace('name = "t"', 'nam = "t"'), "nam", 2, "name"),
-    (GOOD.replace("kind = \"process\"", "kind = \"threads\""), "executor.kind", 20, "inprocess"),
+    (GOOD.replace("kind = \"process\"", "kind = \"threads\""), "executor.kind", 19, "inprocess"),
 ])
 def test_errors_name_key_file_line_and_closest_key(tmp_path, bad, key, line, hint):
     path = tmp_path / "bad.toml"

@@ -75,11 +75,21 @@ def test_process_pool_gives_identical_numbers(tmp_path):
 @pytest.mark.slow
 def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     pytest.importorskip("ray")
-    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    import shutil
+    import tempfile
+
+    # Ray's unix sockets need a short path; keep its files (and ~/.ray) out of the real home.
+    short = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    monkeypatch.setenv("RAY_TMPDIR", short)
+    monkeypatch.setenv("HOME", short)
+    request_cleanup = lambda: shutil.rmtree(short, ignore_errors=True)  # noqa: E731
     a = _config(tmp_path, "a.duckdb", seeds=(0,))
     b = _config(tmp_path, "b.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2))
-    run_audit(a)
-    run_audit(b)
+    try:
+        run_audit(a)
+        run_audit(b)
+    finally:
+        request_cleanup()
     pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
 
 

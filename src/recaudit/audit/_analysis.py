@@ -20,7 +20,8 @@ import pandas as pd
 
 from recaudit.audit._store import Store
 
-__all__ = ["trial_summary", "seed_summary", "user_groups", "compare_methods", "METRICS"]
+__all__ = ["trial_summary", "seed_summary", "user_groups", "compare_methods", "METRICS",
+           "query_distribution", "paired_query_test"]
 
 #: Per-query columns averaged into a trial's figures.
 METRICS = ["rbo", "rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "frbo", "jaccard",
@@ -137,3 +138,88 @@ def compare_methods(summary: pd.DataFrame, metric: str, a: str, b: str, *,
             stat, p = stats.ttest_ind(xa, xb, equal_var=False)
         rows.append({**row, "test": used, "statistic": float(stat), "p_value": float(p)})
     return pd.DataFrame(rows)
+
+
+def query_distribution(store: Store | str | Path,
+                       metrics: tuple[str, ...] = ("rbo", "frbo", "jaccard")) -> pd.DataFrame:
+    """Box-plot statistics of per-query ``metrics`` per (dataset, model, perturbation).
+
+    Computed inside DuckDB, so memory stays bounded however many queries the store holds.
+    Columns: ``metric``, ``n``, ``mean``, ``q1``, ``median``, ``q3`` (linear-interpolated
+    quantiles over all queries of all seeds) and the Tukey whiskers ``whislo``/``whishi``:
+    the most extreme values within 1.5 IQR of the quartiles.
+    """
+    s = _open(store)
+    try:
+        parts = []
+        for m in metrics:
+            if m not in METRICS:
+                raise ValueError(f"unknown per-query metric {m!r}; use one of {METRICS}")
+            parts.append(s.con.execute(f"""
+                WITH q AS (
+                    SELECT t.dataset, t.model, t.model_label, t.perturbation, r.{m} AS v
+                    FROM query_results r JOIN trials t USING (trial_id)
+                    WHERE r.{m} IS NOT NULL AND NOT isnan(r.{m})),
+                stats AS (
+                    SELECT dataset, model, model_label, perturbation, count(*) AS n,
+                           avg(v) AS mean, quantile_cont(v, 0.25) AS q1,
+                           quantile_cont(v, 0.5) AS median, quantile_cont(v, 0.75) AS q3
+                    FROM q GROUP BY ALL)
+                SELECT s.*, '{m}' AS metric,
+                       min(q.v) FILTER (WHERE q.v >= s.q1 - 1.5 * (s.q3 - s.q1)) AS whislo,
+                       max(q.v) FILTER (WHERE q.v <= s.q3 + 1.5 * (s.q3 - s.q1)) AS whishi
+                FROM stats s JOIN q USING (dataset, model, model_label, perturbation)
+                GROUP BY ALL""").df())
+    finally:
+        if s is not store:
+            s.close()
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["metric", *_KEYS]).reset_index(drop=True)
+
+
+def paired_query_test(store: Store | str | Path, a: str, metric_a: str,
+                      b: str | None = None, metric_b: str | None = None, *,
+                      test: str = "paired-t", alpha: float = 1e-3) -> pd.DataFrame:
+    """Per-query paired test of ``metric_a`` of perturbation ``a`` against ``metric_b`` of
+    perturbation ``b`` (default: the same trials), per (dataset, model).
+
+    Pairs are the same test query of the same seed, pooled over seeds. This is the test of
+    seed 003 Table 3, which compares each user's metric with and without removal in one run
+    (one training seed), so the pairing unit is the user/query, not the seed: e.g.
+    ``paired_query_test(store, "remove-end-10", "ndcg_pert", metric_b="ndcg_base")`` asks
+    whether removal changed NDCG, and ``paired_query_test(store, "remove-end-10", "frbo",
+    "seed-only", "frbo")`` whether removal moved the rankings more than a new seed does.
+    The test is :func:`compare_methods`'s (Shapiro–Wilk on the differences at ``alpha``,
+    then paired t or, for non-normal differences, Wilcoxon). Columns as
+    :func:`compare_methods`, with ``a``/``b`` naming ``perturbation:metric``.
+    """
+    import warnings
+
+    b = a if b is None else b
+    metric_b = metric_a if metric_b is None else metric_b
+    for m in (metric_a, metric_b):
+        if m not in METRICS:
+            raise ValueError(f"unknown per-query metric {m!r}; use one of {METRICS}")
+    s = _open(store)
+    try:
+        frames = []
+        for tag, pert, m in (("A", a, metric_a), ("B", b, metric_b)):
+            frames.append(s.con.execute(f"""
+                SELECT t.dataset, t.model_label, '{tag}' AS perturbation,
+                       t.seed::VARCHAR || ':' || r.query::VARCHAR AS seed, r.{m} AS value
+                FROM query_results r JOIN trials t USING (trial_id)
+                WHERE t.perturbation = ?""", [pert]).df())
+    finally:
+        if s is not store:
+            s.close()
+    long = pd.concat(frames, ignore_index=True)
+    with warnings.catch_warnings():
+        # Shapiro-Wilk warns that its p-value is approximate above 5000 pairs and when all
+        # differences are equal; both cases are handled by the fallback rule and NaN checks.
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = compare_methods(long, "value", "A", "B", test=test, alpha=alpha)
+    if out.empty:
+        return out
+    return out.assign(a=f"{a}:{metric_a}", b=f"{b}:{metric_b}",
+                      metric=metric_a if metric_a == metric_b else f"{metric_a}-{metric_b}")

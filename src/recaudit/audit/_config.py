@@ -174,13 +174,14 @@ def config_from_dict(data: Mapping[str, Any], *, source: str = "<config>",
 
 
 def _perturbation(value: Any, where: _Where) -> Any:
-    from recaudit.perturb import parse
+    """Validate a perturbation entry; names are kept canonical, tables as given."""
+    from recaudit.audit._runner import perturbation_spec
 
     try:
-        spec = parse(value)
+        spec = perturbation_spec(dict(value) if isinstance(value, Mapping) else value)
     except ConfigError as exc:
         raise where.error(str(exc), "perturbations") from None
-    return spec.name if hasattr(spec, "name") else value
+    return spec.name if isinstance(value, str) else dict(value)
 
 
 def load_config(path: str | Path) -> AuditConfig:

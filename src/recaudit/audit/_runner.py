@@ -121,7 +121,15 @@ def _baseline(trial: TrialSpec, log: Interactions, split: Split, cache_dir: Path
 
 
 def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) -> pd.DataFrame:
-    """Per-query similarity of two rank lists and accuracy of both (one row per query)."""
+    """Per-query similarity of two rank lists and accuracy of both (one row per query).
+
+    Columns: ``rbo`` (RBO_ext, Webber et al. eq. 32), ``rbo_min``/``rbo_max`` (its bounds),
+    ``rbo_trunc`` (seed 000's finite sum over the compared depth), ``average_overlap`` (what
+    CASPER's released code reports as "RBO": p = 1, over the compared depth), ``frbo``
+    (FRBO@k, seed 003), ``jaccard`` (top-k), and reciprocal rank (over the compared depth; 0
+    when the target is not in the list), hit@k and NDCG@k of the baseline (``_base``) and the
+    perturbed (``_pert``) model.
+    """
     from recaudit import metrics as M
 
     a, b = base.items, pert.items
@@ -133,13 +141,13 @@ def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) ->
            "rbo_min": M.rbo_batch(a, b, p=p, variant="min"),
            "rbo_max": M.rbo_batch(a, b, p=p, variant="max"),
            "rbo_trunc": M.rbo_batch(a, b, p=p, variant="trunc"),
-           "average_overlap": M.average_overlap_batch(a[:, :k], b[:, :k]),
+           "average_overlap": M.average_overlap_batch(a, b),
            "frbo": M.frbo_batch(a, b, k=k, p=p, n_items=n_items),
            "jaccard": M.jaccard_batch(a, b, k=k)}
     for tag, items in (("base", a), ("pert", b)):
-        out[f"rr_{tag}"] = M.mrr_batch(items, target, per_query=True)
-        out[f"hit_{tag}"] = M.hit_rate_at_k_batch(items, target, k=k, per_query=True)
-        out[f"ndcg_{tag}"] = M.ndcg_at_k_batch(items, target, k=k, per_query=True)
+        out[f"rr_{tag}"] = M.mrr_batch(items, target)
+        out[f"hit_{tag}"] = M.hit_rate_at_k_batch(items, target, k)
+        out[f"ndcg_{tag}"] = M.ndcg_at_k_batch(items, target, k)
     return pd.DataFrame(out)
 
 
@@ -155,8 +163,6 @@ class TrialOutcome:
 def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path | None = None,
               threads: int | None = None) -> TrialOutcome:
     """Run one trial from its spec (pure: same spec, same numbers)."""
-    from recaudit.perturb import parse
-
     if threads is not None:
         import torch
 
@@ -167,13 +173,13 @@ def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path |
     fingerprint = log.fingerprint()
     base, base_fit, base_rank = _baseline(trial, log, split,
                                           None if cache_dir is None else Path(cache_dir))
-    spec = parse(trial.perturbation)
+    spec = perturbation_spec(trial.perturbation)
     p0 = time.perf_counter()
     rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation))
-    train, record = spec.apply(split.train, rng)
+    context = _tracin_context(trial, split) if spec.selector == "tracin" else {}
+    train, record = spec.apply(split.train, rng, **context)
     perturb_s = time.perf_counter() - p0
-    seed = derive_seed(trial.seed, "seed-only") if getattr(spec, "changes_seed", False) \
-        else trial.seed
+    seed = derive_seed(trial.seed, "seed-only") if spec.reseed else trial.seed
     pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, trial.metrics.depth)
     queries = compare(base, pert, split, trial.metrics.k, trial.metrics.p)
     row = {"trial_id": trial.trial_id(fingerprint), "baseline_key": trial.baseline_key(fingerprint),
@@ -187,6 +193,37 @@ def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path |
            "versions": canonical_json(versions()), "host": socket.gethostname()}
     rec = record.to_dict() if record is not None and hasattr(record, "to_dict") else None
     return TrialOutcome(row, queries, rec)
+
+
+def perturbation_spec(perturbation: Any):
+    """A :class:`~recaudit.perturb.PerturbationSpec` from a name or a mapping.
+
+    A mapping either has ``name`` (parsed, other keys override fields, e.g.
+    ``{name = "casper-delete", max_len = 50}``) or the spec's fields themselves.
+    """
+    from recaudit.perturb import PerturbationSpec, parse
+
+    if isinstance(perturbation, str):
+        return parse(perturbation)
+    if isinstance(perturbation, dict):
+        fields = dict(perturbation)
+        if "name" in fields:
+            return parse(fields.pop("name"), **fields)
+        return PerturbationSpec.from_dict(fields)
+    from recaudit.errors import ConfigError
+
+    raise ConfigError(f"a perturbation is a name or a table, got {type(perturbation).__name__}")
+
+
+def _tracin_context(trial: TrialSpec, split: Split) -> dict[str, Any]:
+    """TracIn needs the baseline model with checkpoints: refit it (deterministic, so the same
+    model as the cached baseline; checkpointing does not change training)."""
+    from recaudit.models import create
+
+    params = dict(trial.model.params)
+    params.setdefault("checkpoint_every", 1)
+    model = create(trial.model.name, **params).fit(split.train, seed=trial.seed)
+    return {"model": model, "queries": split.queries}
 
 
 def _label(perturbation: Any) -> str:

@@ -27,7 +27,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 def _attach() -> None:
     import importlib
 
-    for mod in ("_datasets", "_models", "_audit", "_simulate", "_properties"):
+    for mod in ("_datasets", "_models", "_audit", "_report", "_simulate", "_properties", "_fuzz"):
         try:
             module = importlib.import_module(f"recaudit.cli.{mod}")
         except ModuleNotFoundError as exc:

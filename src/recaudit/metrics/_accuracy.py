@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from recaudit.metrics._kernels import PARALLEL_MIN_WORK
-from recaudit.metrics._validate import as_code_matrix, as_ranking, check_k, check_same_rows
+from recaudit.metrics._validate import as_code_matrix, as_ranking, check_k
 
 __all__ = [
     "hit_rate_at_k",

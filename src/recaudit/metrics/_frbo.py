@@ -10,12 +10,11 @@ from recaudit.metrics import _kernels as K
 from recaudit.metrics._rbo import _similarity
 from recaudit.metrics._validate import (
     as_code_matrix,
-    as_ranking,
     check_codes,
     check_k,
     check_p,
     check_same_rows,
-    encode_pair,
+    encode_rankings,
 )
 
 __all__ = ["frbo", "frbo_batch", "rbo_at_k_bounds"]
@@ -44,28 +43,27 @@ def rbo_at_k_bounds(k: int, p: float = 0.9, n_items: int | None = None) -> tuple
                 f"k = {k} exceeds n_items = {n_items}: a ranking cannot hold more distinct items "
                 "than exist"
             )
-    # Both bounds are evaluated by the very recurrence the RBO@k kernel runs on the extremal
-    # pair (overlap d at depth d for identical lists, max(0, 2d - N) for the minimum), so
-    # FRBO is exactly 1 and 0 on those pairs rather than 1 +- 1 ulp.
+    # Both bounds are evaluated with the weights and summation order of the RBO@k kernel on the
+    # extremal pair (overlap d at depth d for identical lists, max(0, 2d - N) for the minimum),
+    # so FRBO is exactly 1 and 0 on those pairs rather than 1 +- 1 ulp.
+    _, w = K.weights(p, k, False)
     acc_hi = 0.0
     acc_lo = 0.0
-    pw = 1.0
     for d in range(1, k + 1):
-        acc_hi += pw * d / d
+        acc_hi += float(w[d - 1]) * d
         if n_items is not None:
-            acc_lo += pw * max(0, 2 * d - n_items) / d
-        pw *= p
+            acc_lo += float(w[d - 1]) * max(0, 2 * d - n_items)
     return (1.0 - p) * acc_lo, (1.0 - p) * acc_hi
 
 
-def _normalise(raw: np.ndarray, k: int, p: float, n_items: int | None) -> np.ndarray:
+def _bounds(k: int, p: float, n_items: int | None) -> tuple[float, float]:
     lo, hi = rbo_at_k_bounds(k, p, n_items)
     if not hi > lo:
         raise ValueError(
             f"FRBO@{k} is undefined for n_items = {n_items}: every pair of rankings has the same "
             "RBO@k (a one-item catalogue)"
         )
-    return (raw - lo) / (hi - lo)
+    return lo, hi
 
 
 def _check_lengths(wa: int, wb: int, k: int, what: str) -> None:
@@ -100,13 +98,15 @@ def frbo(
     """
     k = check_k(k)
     p = check_p(p)
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    _check_lengths(len(ra), len(rb), k, "frbo")
-    ca, cb, n_union = encode_pair(ra[:k], rb[:k])
+    lo, hi = _bounds(k, p, n_items)
+    ca, cb = encode_rankings(a, b)
+    _check_lengths(ca.shape[1], cb.shape[1], k, "frbo")
+    ca, cb = np.ascontiguousarray(ca[:, :k]), np.ascontiguousarray(cb[:, :k])
+    n_union = np.union1d(ca, cb).size
     if n_items is not None and n_union > n_items:
         raise ValueError(f"the top-{k} lists hold {n_union} distinct items but n_items = {n_items}")
     raw = _similarity(ca, k, cb, k, K.TRUNC, p)
-    return float(_normalise(raw, k, p, n_items)[0])
+    return float(((raw - lo) / (hi - lo))[0])
 
 
 def frbo_batch(
@@ -120,6 +120,7 @@ def frbo_batch(
     scalar form. With ``n_items`` given, codes must lie in ``[0, n_items)``."""
     k = check_k(k)
     p = check_p(p)
+    lo, hi = _bounds(k, p, n_items)
     am, bm = as_code_matrix(a, name="a"), as_code_matrix(b, name="b")
     check_same_rows(am, bm)
     _check_lengths(am.shape[1], bm.shape[1], k, "frbo_batch")
@@ -128,4 +129,4 @@ def frbo_batch(
         if n_codes > n_items:
             raise ValueError(f"item code {n_codes - 1} is outside [0, n_items = {n_items})")
     raw = _similarity(am, k, bm, k, K.TRUNC, p)
-    return _normalise(raw, k, p, n_items)
+    return (raw - lo) / (hi - lo)

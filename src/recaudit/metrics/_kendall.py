@@ -10,10 +10,9 @@ from numba import njit, prange
 from recaudit.metrics._kernels import PARALLEL_MIN_WORK
 from recaudit.metrics._validate import (
     as_code_matrix,
-    as_ranking,
     check_codes,
     check_same_rows,
-    encode_pair,
+    encode_rankings,
     raise_row_error,
 )
 
@@ -141,8 +140,7 @@ def kendall_tau(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
     (inversion count by merge sort). Rankings of different item sets are an error: use
     :func:`rbo` for non-conjoint lists.
     """
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(a, b)
     return float(_run(ca, cb)[0])
 
 

@@ -25,104 +25,147 @@ KINDS = {"ext": EXT, "min": MIN, "max": MAX, "trunc": TRUNC}
 ERR_DUP_A, ERR_DUP_B = 1, 2
 
 
+@njit(cache=True)
+def weights(p, n, average):  # pragma: no cover - numba
+    """``powers[d] = p^d`` (by repeated multiplication) for ``d <= n`` and the per-depth weight
+    ``w[d]`` of ``X_{d+1}``: ``p^d / (d + 1)`` (RBO sums), or ``1 / (d + 1)`` (average overlap)."""
+    powers = np.empty(n + 1, np.float64)
+    w = np.empty(n, np.float64)
+    pw = 1.0
+    for d in range(n + 1):
+        powers[d] = pw
+        if d < n:
+            w[d] = (1.0 if average else pw) / (d + 1)
+        pw *= p
+    return powers, w
+
+
 @njit(cache=True, nogil=True)
-def _pair(a, len_a, b, len_b, kind, p, tail, mark_a, mark_b, stamp):  # pragma: no cover - numba
+def _pair(a, len_a, b, len_b, kind, p, w, powers, tail, mark_a, mark_b, stamp):  # pragma: no cover
     """One pair. Returns (value, error code). For EXT/MIN/MAX the caller ensures len_a <= len_b."""
-    x = 0  # overlap X_d after step d
-    x_s = 0  # X at depth s = len_a (EXT, MAX)
+    x = 0  # overlap X_D after depth D
     acc = 0.0
-    pw = 1.0  # p ** (depth - 1)
+    both = len_a if len_a < len_b else len_b
+    # depths where both lists advance: the hot loop of every measure
+    for d in range(both):
+        ia = a[d]
+        if mark_a[ia] == stamp:
+            return np.nan, 1
+        mark_a[ia] = stamp
+        if mark_b[ia] == stamp:
+            x += 1
+        ib = b[d]
+        if mark_b[ib] == stamp:
+            return np.nan, 2
+        mark_b[ib] = stamp
+        if mark_a[ib] == stamp:
+            x += 1
+        acc += w[d] * x
     s = len_a
-    n_steps = len_a if len_a > len_b else len_b
-    for d in range(n_steps):
-        if d < len_a:
-            it = a[d]
-            if mark_a[it] == stamp:
-                return np.nan, 1
-            mark_a[it] = stamp
-            if mark_b[it] == stamp:
-                x += 1
-        if d < len_b:
-            it = b[d]
-            if mark_b[it] == stamp:
-                return np.nan, 2
-            mark_b[it] = stamp
-            if mark_a[it] == stamp:
-                x += 1
+    x_s = x  # X_s (EXT, MAX: len_a is the shorter length)
+    # depths where only one list advances (lists of different lengths)
+    for d in range(both, len_b):
+        ib = b[d]
+        if mark_b[ib] == stamp:
+            return np.nan, 2
+        mark_b[ib] = stamp
+        if mark_a[ib] == stamp:
+            x += 1
         depth = d + 1
-        if kind == TRUNC:
-            acc += pw * x / depth
-            pw *= p
-        elif kind == AO:
-            acc += x / depth
-        elif kind == EXT:
-            if depth <= s:
-                acc += pw * x / depth
-                if depth == s:
-                    x_s = x
-            else:
-                acc += pw * ((x + (depth - s) * x_s / s) / depth)
-            pw *= p
-        elif kind == MIN:
-            acc += pw * x / depth
-            pw *= p
+        if kind == EXT:
+            acc += powers[d] * ((x + (depth - s) * x_s / s) / depth)
         elif kind == MAX:
-            if depth <= s:
-                acc += pw * x / depth
-            else:
-                acc += pw * ((x + depth - s) / depth)
-            pw *= p
+            acc += powers[d] * ((x + depth - s) / depth)
+        else:
+            acc += w[d] * x
+    for d in range(both, len_a):  # only TOPOUT/JACCARD can have len_a > len_b
+        ia = a[d]
+        if mark_a[ia] == stamp:
+            return np.nan, 1
+        mark_a[ia] = stamp
+        if mark_b[ia] == stamp:
+            x += 1
     if kind == TRUNC:
         return (1.0 - p) * acc, 0
     if kind == AO:
-        return acc / n_steps, 0
+        return acc / both, 0
     if kind == JACCARD:
         return x / (len_a + len_b - x), 0
     if kind == TOPOUT:
         return 1.0 - x, 0
     l = len_b  # noqa: E741 - the paper's name for the longer length
     if kind == EXT:
-        # pw == p ** l here
-        return (1.0 - p) * acc + pw * ((x - x_s) / l + x_s / s), 0
+        return (1.0 - p) * acc + powers[l] * ((x - x_s) / l + x_s / s), 0
     if kind == MIN:
         return (1.0 - p) * acc + (1.0 - p) / p * x * tail, 0
     # MAX: the residual part, both lists continuing with each other's unseen items, then agreeing
     f = l + s - x
     rest = 0.0
     for depth in range(l + 1, f + 1):
-        rest += pw * ((2 * depth - l - s + x) / depth)
-        pw *= p
-    return (1.0 - p) * (acc + rest) + pw, 0
+        rest += powers[depth - 1] * ((2 * depth - l - s + x) / depth)
+    return (1.0 - p) * (acc + rest) + powers[f], 0
 
 
 @njit(cache=True, nogil=True)
-def _rows(a, len_a, b, len_b, kind, p, tail, n_codes, lo, hi, out, err):  # pragma: no cover
+def _rows(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes, lo, hi, out, err):  # pragma: no cover
     mark_a = np.zeros(n_codes, np.int32)
     mark_b = np.zeros(n_codes, np.int32)
     for i in range(lo, hi):
-        v, e = _pair(a[i], len_a, b[i], len_b, kind, p, tail, mark_a, mark_b, np.int32(i + 1))
+        v, e = _pair(a[i], len_a, b[i], len_b, kind, p, w, powers, tail, mark_a, mark_b, np.int32(i + 1))
         out[i] = v
         err[i] = e
 
 
 @njit(cache=True, parallel=True)
-def _similarity_parallel(a, len_a, b, len_b, kind, p, tail, n_codes):  # pragma: no cover
+def _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes):  # pragma: no cover
     n = a.shape[0]
     out = np.empty(n, np.float64)
     err = np.zeros(n, np.int8)
     n_chunks = min(n, 64)
     for c in prange(n_chunks):
-        _rows(a, len_a, b, len_b, kind, p, tail, n_codes, c * n // n_chunks, (c + 1) * n // n_chunks, out, err)
+        lo = c * n // n_chunks
+        hi = (c + 1) * n // n_chunks
+        _rows(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes, lo, hi, out, err)
     return out, err
 
 
 @njit(cache=True)
-def _similarity_serial(a, len_a, b, len_b, kind, p, tail, n_codes):  # pragma: no cover
+def _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes):  # pragma: no cover
     n = a.shape[0]
     out = np.empty(n, np.float64)
     err = np.zeros(n, np.int8)
-    _rows(a, len_a, b, len_b, kind, p, tail, n_codes, 0, n, out, err)
+    _rows(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes, 0, n, out, err)
     return out, err
+
+
+@njit(cache=True, parallel=True)
+def _min_max_parallel(arr, width):  # pragma: no cover - numba
+    n = arr.shape[0]
+    n_chunks = min(n, 64)
+    los = np.empty(n_chunks, np.int64)
+    his = np.empty(n_chunks, np.int64)
+    for c in prange(n_chunks):
+        lo = arr[c * n // n_chunks, 0]
+        hi = lo
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            for j in range(width):
+                v = arr[i, j]
+                if v < lo:
+                    lo = v
+                if v > hi:
+                    hi = v
+        los[c] = lo
+        his[c] = hi
+    return los.min(), his.max()
+
+
+def min_max(arr: np.ndarray, width: int) -> tuple[int, int]:
+    """Smallest and largest code in ``arr[:, :width]`` (one pass; ``arr`` has >= 1 row)."""
+    if arr.shape[0] * width < PARALLEL_MIN_WORK:
+        part = arr[:, :width]
+        return int(part.min()), int(part.max())
+    lo, hi = _min_max_parallel(arr, width)
+    return int(lo), int(hi)
 
 
 PARALLEL_MIN_WORK = 200_000  # row-positions below which waking the thread pool costs more than it saves
@@ -134,9 +177,11 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, n_codes):
     Small inputs run serially; both paths evaluate each row with the same compiled ``_pair``, so
     the values are bit-identical whichever path runs.
     """
-    if a.shape[0] * max(len_a, len_b) < PARALLEL_MIN_WORK:
-        return _similarity_serial(a, len_a, b, len_b, kind, p, tail, n_codes)
-    return _similarity_parallel(a, len_a, b, len_b, kind, p, tail, n_codes)
+    n_steps = max(len_a, len_b)
+    powers, w = weights(p, len_a + len_b, kind == AO)
+    if a.shape[0] * n_steps < PARALLEL_MIN_WORK:
+        return _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes)
+    return _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, n_codes)
 
 
 def log_tail(p: float, depth: int) -> float:

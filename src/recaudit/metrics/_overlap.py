@@ -14,10 +14,9 @@ from recaudit.metrics import _kernels as K
 from recaudit.metrics._rbo import _lengths, _similarity
 from recaudit.metrics._validate import (
     as_code_matrix,
-    as_ranking,
     check_k,
     check_same_rows,
-    encode_pair,
+    encode_rankings,
 )
 
 __all__ = ["aod", "aod_batch", "jaccard", "jaccard_batch", "topout", "topout_batch"]
@@ -40,9 +39,8 @@ def jaccard(a: Sequence[Hashable], b: Sequence[Hashable], k: int | None = None) 
     distance is ``1 - jaccard``. ``k=None`` uses the whole lists; a list shorter than ``k``
     contributes all its items. Identical sets give 1, disjoint sets 0.
     """
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    len_a, len_b = _prefix(len(ra), len(rb), k)
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(a, b)
+    len_a, len_b = _prefix(ca.shape[1], cb.shape[1], k)
     return float(_similarity(ca, len_a, cb, len_b, K.JACCARD, 1.0)[0])
 
 
@@ -62,9 +60,8 @@ def aod(a: Sequence[Hashable], b: Sequence[Hashable], k: int | None = None) -> f
     i.e. ``1 - average_overlap(a, b, k)``. 0 for identical top-k lists, 1 for disjoint ones.
     Both lists must hold at least ``k`` items (default: the shorter length).
     """
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    len_a, len_b = _lengths(K.AO, len(ra), len(rb), k, "aod")
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(a, b)
+    len_a, len_b = _lengths(K.AO, ca.shape[1], cb.shape[1], k, "aod")
     return float(1.0 - _similarity(ca, len_a, cb, len_b, K.AO, 1.0)[0])
 
 
@@ -84,9 +81,8 @@ def topout(original: Sequence[Hashable], modified: Sequence[Hashable], k: int | 
     where ``r_1`` is the top item of the ``original`` ranking and ``R'_k`` the top-``k`` of the
     ``modified`` one (``k=None``: the whole modified list). Returns a float (0.0 or 1.0).
     """
-    ra, rb = as_ranking(original, name="original"), as_ranking(modified, name="modified")
-    _, len_b = _prefix(len(ra), len(rb), k)
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(original, modified, names=("original", "modified"))
+    _, len_b = _prefix(ca.shape[1], cb.shape[1], k)
     return float(_similarity(ca, 1, cb, len_b, K.TOPOUT, 1.0, names=("original", "modified"))[0])
 
 

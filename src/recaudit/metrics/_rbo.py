@@ -15,12 +15,11 @@ import numpy as np
 from recaudit.metrics import _kernels as K
 from recaudit.metrics._validate import (
     as_code_matrix,
-    as_ranking,
     check_codes,
     check_k,
     check_p,
     check_same_rows,
-    encode_pair,
+    encode_rankings,
     raise_row_error,
 )
 
@@ -147,9 +146,8 @@ def rbo(
         if kind == K.TRUNC:
             raise ValueError("ties are supported for variant 'ext', 'min' and 'max' only")
         return rbo_ties(a, b, p, variant=variant, ties=ties)
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    len_a, len_b = _lengths(kind, len(ra), len(rb), depth, "rbo(variant='trunc')")
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(a, b)
+    len_a, len_b = _lengths(kind, ca.shape[1], cb.shape[1], depth, "rbo(variant='trunc')")
     return float(_similarity(ca, len_a, cb, len_b, kind, p)[0])
 
 
@@ -187,9 +185,8 @@ def average_overlap(a: Sequence[Hashable], b: Sequence[Hashable], depth: int | N
     shorter length; a larger depth is an error. Webber et al.'s Fig. 5 example:
     ``average_overlap("abcdefg", "zcavwxy") = 0.3122...``.
     """
-    ra, rb = as_ranking(a, name="a"), as_ranking(b, name="b")
-    len_a, len_b = _lengths(K.AO, len(ra), len(rb), depth, "average_overlap")
-    ca, cb, _ = encode_pair(ra, rb)
+    ca, cb = encode_rankings(a, b)
+    len_a, len_b = _lengths(K.AO, ca.shape[1], cb.shape[1], depth, "average_overlap")
     return float(_similarity(ca, len_a, cb, len_b, K.AO, 1.0)[0])
 
 

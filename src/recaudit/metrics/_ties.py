@@ -24,7 +24,7 @@ This is an ``O(n_items * l)`` reference implementation for scalar use (no batch 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np

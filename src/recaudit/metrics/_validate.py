@@ -8,7 +8,7 @@ scalar value and the corresponding batch value are bit-identical.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -50,32 +50,81 @@ def as_ranking(x: Any, *, name: str) -> list[Hashable]:
     items = list(x)
     if len(items) == 0:
         raise ValueError(f"{name} is empty; a ranking needs at least one item")
-    seen: set[Hashable] = set()
-    for pos, item in enumerate(items):
-        try:
-            duplicate = item in seen
-        except TypeError:
-            raise TypeError(f"{name}[{pos}] = {item!r} is not hashable") from None
-        if duplicate:
-            first = items.index(item)
-            raise ValueError(
-                f"{name} contains item {item!r} twice (positions {first} and {pos}); a ranking "
-                "lists each item once"
-            )
-        seen.add(item)
+    try:
+        distinct = len(set(items))
+    except TypeError:
+        bad = next(i for i, item in enumerate(items) if not _hashable(item))
+        raise TypeError(f"{name}[{bad}] = {items[bad]!r} is not hashable") from None
+    if distinct != len(items):
+        seen: dict[Hashable, int] = {}
+        for pos, item in enumerate(items):
+            if item in seen:
+                raise ValueError(
+                    f"{name} contains item {item!r} twice (positions {seen[item]} and {pos}); a "
+                    "ranking lists each item once"
+                )
+            seen[item] = pos
     return items
 
 
-def encode_pair(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray, int]:
-    """Encode two validated rankings to ``int32`` codes ``[1, len]`` over their union."""
-    codes: dict[Hashable, int] = {}
-    for item in a:
-        codes.setdefault(item, len(codes))
-    for item in b:
-        codes.setdefault(item, len(codes))
-    ca = np.fromiter((codes[i] for i in a), dtype=np.int32, count=len(a)).reshape(1, -1)
-    cb = np.fromiter((codes[i] for i in b), dtype=np.int32, count=len(b)).reshape(1, -1)
-    return ca, cb, len(codes)
+def _hashable(item: Any) -> bool:
+    try:
+        hash(item)
+    except TypeError:
+        return False
+    return True
+
+
+def _int_codes(x: Any) -> np.ndarray | None:
+    """``x`` as a 1-D integer array when it is one (or a list of ints), else ``None``."""
+    if isinstance(x, np.ndarray):
+        return x if x.ndim == 1 and x.dtype.kind in "iu" else None
+    if isinstance(x, list) and x and type(x[0]) is int:
+        try:
+            arr = np.asarray(x)
+        except (ValueError, OverflowError):
+            return None
+        return arr if arr.ndim == 1 and arr.dtype.kind in "iu" else None
+    return None
+
+
+def _check_int_duplicates(codes: np.ndarray, raw: np.ndarray, name: str) -> None:
+    counts = np.bincount(codes)
+    if counts.size and counts.max() > 1:
+        dup = int(np.flatnonzero(counts > 1)[0])
+        pos = np.flatnonzero(codes == dup)[:2].tolist()
+        raise ValueError(
+            f"{name} contains item {raw[pos[0]]!r} twice (positions {pos[0]} and {pos[1]}); a "
+            "ranking lists each item once"
+        )
+
+
+def encode_rankings(a: Any, b: Any, *, names: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np.ndarray]:
+    """Validate two rankings and encode them as ``int32`` code rows ``[1, len]``.
+
+    Items must be hashable and distinct within a ranking; rankings must be non-empty. The values
+    of the metrics never depend on the codes (they only index marker arrays), so relabelling
+    items changes nothing. Integer arrays/lists take a vectorised path; other items are encoded
+    by position (``a[i] -> i``; an item only in ``b``, at position ``j``, gets ``len(a) + j``).
+    """
+    ia, ib = _int_codes(a), _int_codes(b)
+    if ia is not None and ib is not None and ia.size and ib.size:
+        both = np.concatenate([ia.astype(np.int64, copy=False), ib.astype(np.int64, copy=False)])
+        if both.min() >= 0 and both.max() < 4 * both.size + 1024:
+            codes = both  # small non-negative codes are used as they are
+        else:
+            codes = np.unique(both, return_inverse=True)[1].reshape(-1)
+        ca, cb = codes[: ia.size].astype(np.int32), codes[ia.size :].astype(np.int32)
+        _check_int_duplicates(ca, ia, names[0])
+        _check_int_duplicates(cb, ib, names[1])
+        return ca.reshape(1, -1), cb.reshape(1, -1)
+    ra, rb = as_ranking(a, name=names[0]), as_ranking(b, name=names[1])
+    na, nb = len(ra), len(rb)
+    lookup = dict(zip(rb, range(na, na + nb)))
+    lookup.update(zip(ra, range(na)))
+    ca = np.arange(na, dtype=np.int32).reshape(1, -1)
+    cb = np.fromiter(map(lookup.__getitem__, rb), dtype=np.int32, count=nb).reshape(1, -1)
+    return ca, cb
 
 
 def as_code_matrix(x: Any, *, name: str) -> np.ndarray:
@@ -105,15 +154,16 @@ def check_codes(arr: np.ndarray, width: int, *, name: str) -> int:
     """Codes in the evaluated prefix ``arr[:, :width]`` are >= 0; returns ``max code + 1``."""
     if arr.shape[0] == 0:
         return 1
-    part = arr[:, :width]
-    lo = int(part.min())
+    from recaudit.metrics._kernels import min_max
+
+    lo, hi = min_max(arr, width)
     if lo < 0:
-        row = int(np.argwhere(part < 0)[0, 0])
+        row = int(np.argwhere(arr[:, :width] < 0)[0, 0])
         raise ValueError(
             f"{name} row {row} holds a negative item code ({lo}); rank lists hold valid codes "
             "only (no -1 padding)"
         )
-    return int(part.max()) + 1
+    return int(hi) + 1
 
 
 def check_same_rows(a: np.ndarray, b: np.ndarray, *, names: tuple[str, str] = ("a", "b")) -> None:

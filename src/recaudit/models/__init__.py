@@ -18,3 +18,4 @@ from recaudit.models._tisasrec import TiSASRec as TiSASRec  # noqa: E402,F401
 from recaudit.models._bert4rec import BERT4Rec as BERT4Rec  # noqa: E402,F401
 from recaudit.models._latentcross import LatentCross as LatentCross  # noqa: E402,F401
 from recaudit.models._jodie import JODIE as JODIE  # noqa: E402,F401
+from recaudit.models._recbole import RecBoleModel as RecBoleModel  # noqa: E402,F401

@@ -66,6 +66,9 @@ class JODIEConfig(SequentialConfig):
         if self.batch_order != "temporal":
             raise ConfigError("JODIEConfig.batch_order must be 'temporal': JODIE's embedding "
                               "trajectories are updated in time order (t-batches)")
+        for key in ("patience", "checkpoint_every"):
+            if getattr(self, key) is not None:
+                raise ConfigError(f"JODIEConfig.{key} is not supported by jodie; leave it None")
         for key in ("lambda_user", "lambda_item"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"JODIEConfig.{key} must be >= 0")

@@ -165,7 +165,8 @@ class CausalSelfAttentionBlock(nn.Module):
     with a key-padding mask (BERT4Rec uses its own post-LN variant, see there).
     """
 
-    def __init__(self, dim: int, heads: int, dropout: float, *, device=None) -> None:
+    def __init__(self, dim: int, heads: int, dropout: float, *, inner: int | None = None,
+                 device=None) -> None:
         super().__init__()
         if dim % heads:
             raise ConfigError(f"hidden size {dim} must be divisible by heads={heads}")
@@ -175,8 +176,8 @@ class CausalSelfAttentionBlock(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim, device=device)
         self.out = nn.Linear(dim, dim, device=device)
         self.ln_ffn = nn.LayerNorm(dim, device=device)
-        self.ff1 = nn.Linear(dim, dim, device=device)
-        self.ff2 = nn.Linear(dim, dim, device=device)
+        self.ff1 = nn.Linear(dim, inner or dim, device=device)
+        self.ff2 = nn.Linear(inner or dim, dim, device=device)
         self.drop_attn = SeededDropout(dropout)
         self.drop_out = SeededDropout(dropout)
         self.drop_ff1 = SeededDropout(dropout)

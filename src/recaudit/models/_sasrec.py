@@ -35,11 +35,13 @@ __all__ = ["SASRec"]
 @dataclass(frozen=True)
 class SASRecConfig(SequentialConfig):
     """SASRec options (see :class:`SequentialConfig`). blocks: self-attention blocks (2);
-    heads: attention heads (1)."""
+    heads: attention heads (1); inner_dim: feed-forward inner size (None = embedding_dim, as
+    the paper's point-wise Conv1d; RecBole uses 256 for d = 64)."""
 
     blocks: int = 2
     heads: int = 1
     samples: str = "window"
+    inner_dim: int | None = None
 
     def validate(self) -> None:
         super().validate()
@@ -47,6 +49,10 @@ class SASRecConfig(SequentialConfig):
             v = getattr(self, key)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"{type(self).__name__}.{key} = {v!r}: must be an integer >= 1")
+        if self.inner_dim is not None and (not isinstance(self.inner_dim, int)
+                                           or self.inner_dim < 1):
+            raise ConfigError(f"{type(self).__name__}.inner_dim = {self.inner_dim!r}: must be "
+                              "None or an integer >= 1")
         if self.embedding_dim % self.heads:
             raise ConfigError(f"{type(self).__name__}: embedding_dim {self.embedding_dim} must be "
                               f"divisible by heads {self.heads}")
@@ -61,7 +67,7 @@ class _SASRecNet(nn.Module):
         self.position = nn.Embedding(cfg.max_len, d, device="meta")
         self.drop = SeededDropout(cfg.dropout)
         self.blocks = nn.ModuleList(CausalSelfAttentionBlock(d, cfg.heads, cfg.dropout,
-                                                             device="meta")
+                                                             inner=cfg.inner_dim, device="meta")
                                     for _ in range(cfg.blocks))
         self.ln = nn.LayerNorm(d, device="meta")
 

@@ -71,7 +71,8 @@ def interval_buckets(times: torch.Tensor, lengths: torch.Tensor, k: int) -> torc
 
 
 class _TimeAwareBlock(nn.Module):
-    def __init__(self, d: int, heads: int, dropout: float, max_len: int, k: int) -> None:
+    def __init__(self, d: int, heads: int, dropout: float, max_len: int, k: int,
+                 inner: int | None = None) -> None:
         super().__init__()
         self.heads = heads
         self.ln_attn = nn.LayerNorm(d, device="meta")
@@ -83,8 +84,8 @@ class _TimeAwareBlock(nn.Module):
         self.int_k = nn.Embedding(k + 1, d, device="meta")
         self.int_v = nn.Embedding(k + 1, d, device="meta")
         self.ln_ffn = nn.LayerNorm(d, device="meta")
-        self.ff1 = nn.Linear(d, d, device="meta")
-        self.ff2 = nn.Linear(d, d, device="meta")
+        self.ff1 = nn.Linear(d, inner or d, device="meta")
+        self.ff2 = nn.Linear(inner or d, d, device="meta")
         self.drops = nn.ModuleList(SeededDropout(dropout) for _ in range(5))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
@@ -121,7 +122,8 @@ class _TiSASRecNet(nn.Module):
         self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
         self.drop = SeededDropout(cfg.dropout)
         self.blocks = nn.ModuleList(_TimeAwareBlock(d, cfg.heads, cfg.dropout, cfg.max_len,
-                                                    cfg.time_span) for _ in range(cfg.blocks))
+                                                    cfg.time_span, cfg.inner_dim)
+                                    for _ in range(cfg.blocks))
         self.ln = nn.LayerNorm(d, device="meta")
 
     def forward(self, batch: Batch) -> torch.Tensor:

@@ -52,8 +52,8 @@ float32 tensors and are called under ``torch.no_grad()``). An object with a vect
     evaluate_slates(scen, GreedySlateOracle(), sessions, make_rng(0, "rank"))  # CTR, FCTR, ...
 
 The Greedy Oracle enumerates every ordered slate (``m!/(m-K)!`` of them), so it suits small
-candidate sets; for larger ones (and for sequential scenarios) use the PPO oracle, a policy trained
-by PPO on the simulator (:class:`PPOOracle`).
+candidate sets; for larger ones use :class:`SlatePPOOracle`, a slate-building policy trained by PPO
+on the scenario's own action model (and :class:`PPOOracle` for the sequential scenario).
 
 Randomness: every run draws from generators derived with :mod:`recaudit.seeds` from the seed and
 the stage's keys (``numpy.random.Generator`` for the simulation, ``torch.Generator`` for the
@@ -66,7 +66,7 @@ from recaudit.simulate._components import (ActionModel, CallableActionModel, CTR
                                            as_action_model)
 from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
                                       decoy_slate_scenario, example_documents)
-from recaudit.simulate._ppo import PPOOracle
+from recaudit.simulate._ppo import PPOConfig, PPOOracle, SlatePPOOracle
 from recaudit.simulate._runner import MirrorConfig, run_mirror, summarise
 from recaudit.simulate._seq_models import DNN, GRU
 from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
@@ -87,7 +87,8 @@ __all__ = [
     "collect_slates", "evaluate_slates", "draw_sessions",
     "decoy_slate_scenario", "decoy_documents", "example_documents", "DecoyOracle", "DecoyRecall",
     "TopicConfig", "TopicWorld", "TopicUsers", "UnbiasedTopicOracle", "PlannerOracle",
-    "PPOOracle", "simulate_sessions", "SessionResult", "ModelTopicPolicy", "EpsilonPolicy",
+    "PPOOracle", "SlatePPOOracle", "PPOConfig", "simulate_sessions", "SessionResult",
+    "ModelTopicPolicy", "EpsilonPolicy",
     "DeepFM", "LambdaFM", "SetRank", "DNN", "GRU", "TrainConfig",
     "MirrorConfig", "run_mirror", "summarise",
 ]

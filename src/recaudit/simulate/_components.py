@@ -40,9 +40,10 @@ class CallableActionModel:
 
     def __init__(self, fn: Callable) -> None:
         if not callable(fn):
-            raise TypeError(f"a click model must be callable as M(u, d, D); got {type(fn).__name__}")
+            raise TypeError(f"a click model must be callable as M(u, d, D); "
+                            f"got {type(fn).__name__}")
         self.fn = fn
-        self._torch = type(fn).__module__.startswith("torch") or _is_torch_module(fn)
+        self._torch = _is_torch_module(fn)
 
     def click_probabilities(self, user: np.ndarray, slate: np.ndarray) -> np.ndarray:
         slate = np.asarray(slate, dtype=np.float64)

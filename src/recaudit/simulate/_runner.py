@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from recaudit.errors import ConfigError
 from recaudit.seeds import derive_seed, make_rng
 from recaudit.simulate import metrics as _m
@@ -35,8 +33,8 @@ class MirrorConfig:
 
     ``scenario``: ``"decoy-slate"`` (§5.1) or ``"topic-sequential"`` (§5.3). ``mixes``: ratios
     ``alpha`` of manipulative training data. ``algorithms``: ``None`` = the scenario's defaults
-    (DeepFM, SetRank; or DNN, GRU). ``manipulative``: the manipulative oracle (``"decoy"`` or
-    ``"greedy"`` for slates, ``"planner"`` or ``"ppo"`` for the sequential scenario).
+    (DeepFM, SetRank; or DNN, GRU). ``manipulative``: the manipulative oracle (``"decoy"``,
+    ``"greedy"`` or ``"ppo"`` for slates, ``"planner"`` or ``"ppo"`` for the sequential scenario).
     ``n_train``/``n_eval``: training / evaluation slates (slate scenario; default 2000 / 500) or
     training sessions / users (sequential; default 150 / 150; training sessions are played by
     distinct users of the evaluation pool). ``explore`` (sequential scenario only): probability
@@ -78,7 +76,8 @@ class MirrorConfig:
             if a not in allowed:
                 raise ConfigError(f"algorithms: {a!r} is not available for {self.scenario}; "
                                   f"choose from {allowed}")
-        oracles = ("decoy", "greedy") if self.scenario == "decoy-slate" else ("planner", "ppo")
+        oracles = (("decoy", "greedy", "ppo") if self.scenario == "decoy-slate"
+                   else ("planner", "ppo"))
         if self.manipulative is not None and self.manipulative not in oracles:
             raise ConfigError(f"manipulative: choose one of {oracles} for {self.scenario}; "
                               f"got {self.manipulative!r}")
@@ -123,10 +122,14 @@ def run_mirror(config: MirrorConfig, progress=None) -> list[dict]:
     return run_sequential(config, progress)
 
 
-def _slate_oracle(name: str):
+def _slate_oracle(name: str, scenario, seed: int):
     from recaudit.simulate._decoy import DecoyOracle
+    from recaudit.simulate._ppo import PPOConfig, SlatePPOOracle
     from recaudit.simulate._slate import GreedySlateOracle
 
+    if name == "ppo":
+        return SlatePPOOracle(seed=derive_seed(seed, "mirror", "ppo"),
+                              config=PPOConfig(expected_reward=True)).train(scenario)
     return DecoyOracle() if name == "decoy" else GreedySlateOracle()
 
 
@@ -147,7 +150,7 @@ def _run_slate(cfg: MirrorConfig, progress) -> list[dict]:
         scen = decoy_slate_scenario(make_rng(seed, "mirror", cfg.scenario, "scenario"))
         scen.initial_preferences()  # stage 1
         sessions = draw_sessions(scen, cfg.eval_size, make_rng(seed, "mirror", "eval-sessions"))
-        unbiased, manip = UnbiasedSlateOracle(), _slate_oracle(manip_name)
+        unbiased, manip = UnbiasedSlateOracle(), _slate_oracle(manip_name, scen, seed)
         for pol in (unbiased, manip):
             res = evaluate_slates(scen, pol, sessions, make_rng(seed, "mirror", "eval", pol.name))
             for met in ("ctr", "fctr", "mani_score"):

@@ -7,7 +7,8 @@ the user's click history (a sequence of document ids whose features are ``x_h``)
 * **DNN**: ``logit = MLP([x_u, x_d]) + x_u' W x_d``; it does not see the history. (The bilinear
   user-document term, as in a factorisation machine, lets it learn "preference for this
   document's topic" from few samples.)
-* **GRU**: ``logit = MLP([x_u, x_d, h]) + x_u' W x_d + h' V x_d`` with ``h`` the last hidden state of a GRU run over a start
+* **GRU**: ``logit = MLP([x_u, x_d, h]) + x_u' W x_d + h' V x_d``
+  with ``h`` the last hidden state of a GRU run over a start
   token followed by the history's document features. ``dynamic=True`` ("GRU Dynamic") feeds the
   history including the clicks of the current session; ``dynamic=False`` ("GRU Static") only the
   history the user started with (§5.4.2).

@@ -8,11 +8,12 @@ All three score the candidates of a slate from observable features only:
   ``e_i = x_i v_i``; ``logit = w.x + b + FM(e) + MLP(e)`` with
   ``FM(e) = 1/2 sum_k [(sum_i e_ik)^2 - sum_i e_ik^2]``; binary cross-entropy on clicks.
 * **LambdaFM** (Yuan et al. 2016): the DeepFM encoder trained pair-wise, LambdaRank style: for each
-  pair with ``y_i > y_j`` the loss ``|dNDCG_ij| log(1 + exp(-(s_i - s_j)))`` where ``dNDCG_ij`` is the
-  NDCG change of swapping ``i`` and ``j`` in the current score order (gains ``2^y - 1``).
+  pair with ``y_i > y_j`` the loss ``|dNDCG_ij| log(1 + exp(-(s_i - s_j)))`` where ``dNDCG_ij``
+  is the NDCG change of swapping ``i`` and ``j`` in the current score order (gains ``2^y - 1``).
 * **SetRank** (Pang et al. 2020): a permutation-equivariant self-attention encoder over the slate
   (two Transformer encoder blocks, no positional information) and a linear scorer, trained with the
-  attention loss ``-sum_i t_i log softmax(s)_i``, ``t = y / sum(y)`` (slates without clicks skipped).
+  attention loss ``-sum_i t_i log softmax(s)_i``, ``t = y / sum(y)`` (slates without clicks
+  skipped).
 
 Training draws its initial weights and batch order from ``make_torch_generator(seed, name)``, on
 one thread, so a seed gives bit-identical scores.
@@ -161,8 +162,8 @@ class LambdaFM(DeepFM):
             gain = 2.0 ** y - 1.0
             ideal = (torch.sort(gain, dim=1, descending=True).values
                      / torch.log2(torch.arange(k, dtype=torch.float32) + 2.0)).sum(1, keepdim=True)
-            delta = ((gain[:, :, None] - gain[:, None, :])
-                     * (disc[:, :, None] - disc[:, None, :])).abs() / ideal[:, :, None].clamp_min(1e-12)
+            swap = (gain[:, :, None] - gain[:, None, :]) * (disc[:, :, None] - disc[:, None, :])
+            delta = swap.abs() / ideal[:, :, None].clamp_min(1e-12)
             pairs = (y[:, :, None] > y[:, None, :]).float()
         w = delta * pairs
         if w.sum() == 0:

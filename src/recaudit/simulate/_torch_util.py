@@ -38,7 +38,7 @@ def seeded_init(module, generator) -> None:
             if p.ndim >= 2:
                 bound = 1.0 / math.sqrt(p.shape[1])
                 p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
-            elif name.endswith("bias"):
+            elif "bias" in name.rsplit(".", 1)[-1]:
                 p.zero_()
 
 

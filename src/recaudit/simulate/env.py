@@ -1,8 +1,8 @@
 """The topic-sequential MIRROR scenario (seed 002, §5.3) as a Gymnasium environment.
 
 ``TopicSequentialEnv(config=TopicConfig(), world_seed=0)`` fixes the document set (topics and hidden
-qualities) from ``world_seed``; every ``reset(seed=...)`` draws a new user (profile, initial history)
-from the environment's ``np_random``, and every draw of the episode (recall, clicks) comes from the
+qualities) from ``world_seed``; every ``reset(seed=...)`` draws a new user (profile, initial
+history) from the environment's ``np_random``, and every draw of the episode (recall, clicks) comes from the
 same generator, so ``reset(seed=s)`` followed by the same actions repeats exactly.
 
 * observation (``Dict``): ``"user"`` -- the observable profile ``u^0`` (``[m]``, in ``[0, 1]``);
@@ -51,7 +51,8 @@ class TopicSequentialEnv(gym.Env):
         self.observation_space = spaces.Dict({
             "user": spaces.Box(0.0, 1.0, (c.n_topics,), dtype=np.float32),
             "candidates": spaces.Box(0.0, 1.0, (c.n_recall, c.n_topics), dtype=np.float32),
-            "history": spaces.Box(0.0, np.inf, (c.n_topics,), dtype=np.float32),
+            "history": spaces.Box(0.0, float(c.initial_history + c.n_rounds), (c.n_topics,),
+                                  dtype=np.float32),
             "round": spaces.Box(0.0, float(c.n_rounds), (1,), dtype=np.float32),
         })
         self.action_space = spaces.Discrete(c.n_recall)
@@ -79,7 +80,8 @@ class TopicSequentialEnv(gym.Env):
         if self._users is None:
             raise RuntimeError("call reset() before step()")
         if not self.action_space.contains(action):
-            raise ValueError(f"action must be an int in [0, {self.config.n_recall}); got {action!r}")
+            raise ValueError(f"action must be an int in [0, {self.config.n_recall}); "
+                             f"got {action!r}")
         doc = int(self._cands[int(action)])
         p, clicks = self._users.step(self.world, np.array([doc]), self.np_random)
         cur = _m.preference_list(self._users.u[0][self.world.topic])

@@ -12,8 +12,8 @@ probability from the action model; ``phi(d) = M(u^0, d, {d})`` is the *initial p
   (``nan`` when no click is possible at all).
 * **Unbiased rankings** (Def. 4.4, *redefined*): the paper calls a permutation unbiased when its
   click probabilities are non-increasing down the list. Under a position-biased examination model
-  that admits almost every ordering (in §5.1.1's example the decoy ranking ``(d1, d2, d3)`` itself has
-  non-increasing click probabilities), so the ManiScore of the decoy ranking would be 1. We define
+  that admits almost every ordering (in §5.1.1's example the decoy ranking ``(d1, d2, d3)``
+  itself has non-increasing click probabilities), so the ManiScore of the decoy ranking would be 1. We define
   the unbiased rankings of a slate as its orderings by non-increasing ``phi``, every order within
   ties (exact equality) -- what the paper's Unbiased Oracle does.
 * **ManiScore** (Def. 4.5, Eq. 1)::
@@ -76,7 +76,8 @@ def favourite_set(scores, k: int) -> np.ndarray:
 
 
 def preference_list(scores, k: int | None = None) -> np.ndarray:
-    """Indices of the top-``k`` ``scores``, best first; ties keep index order (Def. 4.6's ``L^K``)."""
+    """Indices of the top-``k`` ``scores``, best first; ties keep index order (Def. 4.6's
+    ``L^K``)."""
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"scores must be 1-D; got shape {s.shape}")

@@ -14,7 +14,7 @@ Seed 002 (Zhu et al., TOIS 2023), §5.1.1. A document ``d`` has a travelling tim
 Position ``k`` of a slate is examined independently with probability ``q_k`` (``(1.0, 0.8, 0.6)``
 in the paper), so the click probability of the document at position ``i`` is
 
-``p(c_i = 1) = sum_{E subset of positions, i in E} prod_{k in E} q_k prod_{k not in E} (1 - q_k) p(i | E)``.
+``p(c_i = 1) = sum_{E ⊆ positions, i in E} prod_{k in E} q_k prod_{k not in E} (1 - q_k) p(i | E)``.
 
 **Deviation from the printed formula.** The paper prints the weight of an examined subset as
 ``prod_k q_k^{e_k}``, omitting the ``(1 - q_k)^{1 - e_k}`` factors; those weights do not sum to one

@@ -13,7 +13,8 @@ The base class turns scores into rankings. :meth:`recommend` follows the thesis'
 model can score, and ``-1`` pads the rest of the row. :meth:`rank` satisfies the
 :class:`~recaudit.models.Recommender` protocol (rows are never padded): after the scored
 items come the unscored candidates ordered by the damped-mean baseline
-``mu + b_i`` (score ``-inf``), so every row has the same depth.
+``mu + b_i`` (their scores are that baseline shifted below the row's lowest model score), so
+every row has the same depth.
 """
 
 from __future__ import annotations
@@ -161,14 +162,18 @@ class RatingRecommender:
         return items, out_scores
 
     def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
-        """Protocol ranking for the queries' users (see the module docstring for fallbacks)."""
+        """Protocol ranking for the queries' users (see the module docstring for fallbacks).
+
+        Every row has depth ``min(k, n_items - max_u #seen(u))`` (over all training users, so
+        a query's answer does not depend on the rest of its batch).
+        """
         self._check_fitted()
         users = self._users_of(queries)
         n = self.n_items_
         rows, rows_s = [], []
-        seen_counts = np.diff(self.R_.indptr)[users] if self.exclude_seen else np.zeros(
-            len(users), dtype=np.int64)
-        depth = int(n - seen_counts.max()) if len(users) else 0
+        # the depth depends on the model only (not on the batch): every user of the training
+        # data must be able to fill it with unseen items
+        depth = int(n - np.diff(self.R_.indptr).max(initial=0)) if self.exclude_seen else n
         if k is not None:
             depth = min(depth, int(k))
         for start in range(0, len(users), _BATCH):
@@ -188,8 +193,14 @@ class RatingRecommender:
                                 np.where(scored, 0.0, -fallback),
                                 np.where(scored, -s, 0.0), prim), axis=-1)[:, :depth]
             vals = np.take_along_axis(s, order, axis=1)
+            # fallback items get their baseline shifted below the row's lowest model score,
+            # so scores stay finite and non-increasing along every list
+            fb = np.take_along_axis(fallback, order, axis=1)
+            low = np.where(np.isnan(vals), np.inf, vals).min(axis=1, initial=np.inf)
+            low = np.where(np.isfinite(low), low, self.item_baseline_.max() + 1.0)
+            shifted = fb - self.item_baseline_.max() + low[:, None] - 1.0
             rows.append(order.astype(np.int32))
-            rows_s.append(np.where(np.isnan(vals), -np.inf, vals).astype(np.float32))
+            rows_s.append(np.where(np.isnan(vals), shifted, vals).astype(np.float32))
         if not rows:
             return RankLists(np.zeros((0, max(depth, 0)), dtype=np.int32))
         return RankLists(np.concatenate(rows), np.concatenate(rows_s))

@@ -16,7 +16,12 @@ weighted numerator is ``sum_i c_ji dev_ji x_i + sum_i c_ji r_ui`` with ``x = B_u
 expands to ``R^T (B x) - B^T (R x) + B^T (B r_u)`` and the denominator to ``B^T (B x)``: the
 weighted form needs no item x item matrix at all (sparse x dense products over a user batch;
 the ``i = j`` terms are removed for rated ``j``). The unweighted form needs the deviation of
-every co-rated pair; it is stored as a sparse ``items x items`` matrix.
+every co-rated pair; a numba kernel builds it as a sparse ``items x items`` matrix in
+``O(sum_u |R_u|^2)`` without materialising the three ``items x items`` products.
+
+The prediction follows LensKit's Slope One (and Lemire & Maclachlan's definition) exactly; the
+scikit-surprise ``SlopeOne`` replaces the mean of ``r_ui`` over ``S_j(u)`` by the user's overall
+mean (the paper's approximation for dense data), so its predictions differ slightly.
 """
 
 from __future__ import annotations
@@ -25,12 +30,60 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from recaudit.errors import ConfigError
 from recaudit.models._cf._base import RatingRecommender
 from recaudit.models._registry import register
 
 __all__ = ["SlopeOne"]
+
+
+@njit(cache=True)
+def _deviations(c_indptr, c_users, c_vals, r_indptr, r_items, r_vals, n_items):
+    """CSR ``items x items`` of ``dev_ji`` over co-rated pairs ``j != i`` (columns sorted).
+
+    Row ``j`` walks the users who rated ``j`` and their ratings: cost ``sum_u |R_u|^2``, dense
+    per-row accumulators, two passes (count, then fill).
+    """
+    mark = np.full(n_items, -1, dtype=np.int64)
+    indptr = np.zeros(n_items + 1, dtype=np.int64)
+    for j in range(n_items):
+        c = 0
+        for p in range(c_indptr[j], c_indptr[j + 1]):
+            v = c_users[p]
+            for q in range(r_indptr[v], r_indptr[v + 1]):
+                i = r_items[q]
+                if i != j and mark[i] != j:
+                    mark[i] = j
+                    c += 1
+        indptr[j + 1] = indptr[j] + c
+    indices = np.empty(indptr[n_items], dtype=np.int32)
+    dev = np.empty(indptr[n_items], dtype=np.float64)
+    cnt = np.zeros(n_items, dtype=np.int64)
+    acc = np.zeros(n_items, dtype=np.float64)
+    for j in range(n_items):
+        pos = indptr[j]
+        for p in range(c_indptr[j], c_indptr[j + 1]):
+            v = c_users[p]
+            rvj = c_vals[p]
+            for q in range(r_indptr[v], r_indptr[v + 1]):
+                i = r_items[q]
+                if i == j:
+                    continue
+                if cnt[i] == 0:
+                    indices[pos] = i
+                    pos += 1
+                cnt[i] += 1
+                acc[i] += rvj - r_vals[q]
+        row = np.sort(indices[indptr[j]:pos])
+        for t in range(len(row)):
+            i = row[t]
+            indices[indptr[j] + t] = i
+            dev[indptr[j] + t] = acc[i] / cnt[i]
+            cnt[i] = 0
+            acc[i] = 0.0
+    return indptr, indices, dev
 
 
 @dataclass(frozen=True)
@@ -61,26 +114,14 @@ class SlopeOne(RatingRecommender):
         self.n_rated_ = np.bincount(R.indices, minlength=R.shape[1]).astype(np.float64)
         if self.config.weighted:
             return
-        # shift ratings to >= 1 so that every co-rated pair gives a non-zero sum: the three
-        # products then share one sparsity pattern (scipy drops exact zeros) and align entrywise
-        Rp = R.copy()
-        Rp.data = R.data - R.data.min() + 1.0 if R.nnz else R.data
-        Bt = B.T.tocsr()
-        count = (Bt @ B).tocsr()                              # c_ji
-        plus = (Rp.T.tocsr() @ B).tocsr()                     # sum r'_vj
-        minus = (Bt @ Rp).tocsr()                             # sum r'_vi
-        for m in (count, plus, minus):
-            m.sort_indices()
-        if not (np.array_equal(count.indptr, plus.indptr) and np.array_equal(count.indices,
-                plus.indices) and np.array_equal(count.indices, minus.indices)):
-            raise RuntimeError("slope-one: co-rating patterns do not align (internal error)")
-        coo_c = count.tocoo()
-        keep = coo_c.row != coo_c.col                         # i = j is not a neighbour
-        rows, cols = coo_c.row[keep], coo_c.col[keep]
-        dev = (plus.data[keep] - minus.data[keep]) / count.data[keep]
-        shape = count.shape
-        self.dev_ = sp.csr_array((dev, (rows, cols)), shape=shape)
-        self.mask_ = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=shape)
+        C = R.tocsc()
+        C.sort_indices()
+        indptr, indices, dev = _deviations(
+            C.indptr.astype(np.int64), C.indices.astype(np.int64), C.data,
+            R.indptr.astype(np.int64), R.indices.astype(np.int64), R.data, R.shape[1])
+        shape = (R.shape[1], R.shape[1])
+        self.dev_ = sp.csr_array((dev, indices, indptr), shape=shape)
+        self.mask_ = sp.csr_array((np.ones(len(dev)), indices, indptr), shape=shape)
 
     def _score_users(self, users: np.ndarray) -> np.ndarray:
         X = self.B_[users]                       # batch x items indicator

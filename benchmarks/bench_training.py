@@ -1,0 +1,90 @@
+"""Training and ranking speed of our SASRec and GRU4Rec on MovieLens-100k.
+
+Architectures match RecBole 1.2.1's defaults (SASRec: d 64, 2 blocks, 2 heads, FFN 256,
+dropout 0.5; GRU4Rec: embedding 64, GRU 128, 1 layer, dropout 0.3; max length 50, batch 2048,
+full-softmax cross-entropy). Two sample layouts are timed: ``prefix`` = one sample per target
+with up to 50 preceding items (exactly RecBole's 97k training samples of ML-100k) and
+``window`` = windows of 50 positions, every position a target (SASRec's own scheme; the same
+targets, each once). Split: each user's last interaction is the test query (943 queries); the
+full-catalogue rank of every query is timed too.
+
+Anchor: RecBole 1.2.1 itself, run in the same process tree when ``RECAUDIT_RECBOLE_PYTHON``
+points to a Python with recbole and numpy<2 (see ``recaudit.models._recbole``). Otherwise the
+figures measured on 2026-11-21 on this machine kind (DEPENDENCIES.md) are printed, labelled as
+*not measured in this run*.
+
+    python benchmarks/bench_training.py [--threads 2] [--epochs 1] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from recaudit.models import create
+from recaudit.models.testing import leave_last_out, next_item_mrr
+
+RECBOLE_ANCHOR = {"sasrec": (143.0, 166.0), "gru4rec": (48.0, 50.0)}  # s/epoch, 2 cores
+
+CONFIGS = {
+    "sasrec": dict(embedding_dim=64, blocks=2, heads=2, inner_dim=256, dropout=0.5, max_len=50),
+    "gru4rec": dict(embedding_dim=64, hidden_dim=128, layers=1, dropout=0.3, max_len=50),
+}
+
+
+def load_ml100k():
+    from recaudit.data import datasets
+
+    return datasets.load("ml-100k")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (2 = cores)")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--models", default="sasrec,gru4rec")
+    args = ap.parse_args()
+
+    log = load_ml100k()
+    train, queries = leave_last_out(log)
+    print(f"ML-100k: {len(log):,} interactions, {log.n_users} users, {log.n_items} items; "
+          f"train {len(train):,}, {len(queries)} test queries; threads={args.threads}, "
+          f"device={args.device}")
+    recbole_py = os.environ.get("RECAUDIT_RECBOLE_PYTHON")
+    print(f"{'model':8} {'layout':7} {'batch':>5} {'samples':>7} {'s/epoch':>8} "
+          f"{'rank all (s)':>12} {'MRR':>6}  vs RecBole")
+    for name in args.models.split(","):
+        recbole = None
+        if recbole_py:
+            from recaudit.models._recbole import time_recbole_epoch
+
+            recbole = time_recbole_epoch(name, log, epochs=args.epochs, threads=args.threads)
+        for layout, batch in (("prefix", 2048), ("window", 64)):
+            model = create(name, **CONFIGS[name], samples=layout, batch_size=batch,
+                           epochs=args.epochs, num_threads=args.threads, device=args.device)
+            model.fit(train, seed=0)
+            per_epoch = float(np.mean([h["seconds"] for h in model.history_]))
+            tic = time.perf_counter()
+            lists = model.rank(queries)
+            rank_s = time.perf_counter() - tic
+            mrr = next_item_mrr(lists, queries.target)
+            from recaudit.models._samples import SequenceData
+
+            n = SequenceData(train, 50, layout)
+            if recbole is not None:
+                ref = f"{recbole / per_epoch:5.1f}x faster (RecBole {recbole:.1f} s/epoch, " \
+                      "measured in this run)"
+            else:
+                lo, hi = RECBOLE_ANCHOR[name]
+                ref = (f"{lo / per_epoch:5.1f}-{hi / per_epoch:.1f}x faster than RecBole 1.2.1 "
+                       f"measured 2026-11-21 ({lo:.0f}-{hi:.0f} s/epoch; NOT measured in this run)")
+            print(f"{name:8} {layout:7} {batch:5d} {n.n_targets:7d} {per_epoch:8.2f} "
+                  f"{rank_s:12.3f} {mrr:6.3f}  {ref}")
+
+
+if __name__ == "__main__":
+    main()

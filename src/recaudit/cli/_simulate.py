@@ -1,0 +1,154 @@
+"""``recaudit simulate mirror``: the MIRROR manipulation benchmark (seed 002)."""
+
+from __future__ import annotations
+
+import math
+
+import typer
+
+from recaudit.errors import ConfigError
+
+TABLE = "mirror_results"
+
+
+def _console():
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=140)
+
+
+def parse_mixes(text: str) -> tuple[float, ...]:
+    """``"0,0.5,1"`` -> (0, 0.5, 1); ``"0,0.2,...,1"`` -> the arithmetic progression 0, 0.2 … 1."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        if "..." in parts:
+            i = parts.index("...")
+            if i != 2 or len(parts) != 4:
+                raise ConfigError(f"--mix: write a progression as 'a,b,...,c'; got {text!r}")
+            a, b, c = float(parts[0]), float(parts[1]), float(parts[3])
+            step = b - a
+            if step <= 0 or c < a:
+                raise ConfigError(f"--mix: a progression must increase; got {text!r}")
+            n = int(math.floor((c - a) / step + 1e-9))
+            vals = [round(a + k * step, 10) for k in range(n + 1)]
+            if abs(vals[-1] - c) > 1e-9:
+                vals.append(c)
+            return tuple(vals)
+        return tuple(float(p) for p in parts)
+    except ValueError as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"--mix: expected comma-separated numbers in [0, 1]; got {text!r}") \
+            from exc
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"3"`` -> seeds 0, 1, 2; ``"4,7"`` -> seeds 4 and 7."""
+    try:
+        if "," in text:
+            return tuple(int(p) for p in text.split(",") if p.strip())
+        n = int(text)
+    except ValueError as exc:
+        raise ConfigError(f"--seeds: give a count (3) or a list (0,5,7); got {text!r}") from exc
+    if n < 1:
+        raise ConfigError(f"--seeds: the count must be >= 1; got {n}")
+    return tuple(range(n))
+
+
+def write_results(rows, path: str) -> int:
+    """Store result rows in the DuckDB file ``path``, table ``mirror_results``; rows with the same
+    (scenario, algorithm, mix, seed) as new ones are replaced. Returns the number written."""
+    import duckdb
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows), columns=["scenario", "algorithm", "mix", "seed", "round",
+                                           "metric", "value"])
+    df["round"] = df["round"].astype("Int64")
+    df["mix"] = df["mix"].astype("float64")
+    con = duckdb.connect(path)
+    try:
+        con.execute(f"""CREATE TABLE IF NOT EXISTS {TABLE} (scenario VARCHAR, algorithm VARCHAR,
+                        mix DOUBLE, seed INTEGER, round INTEGER, metric VARCHAR, value DOUBLE)""")
+        con.register("new_rows", df)
+        con.execute(f"""DELETE FROM {TABLE} t USING (SELECT DISTINCT scenario, algorithm, mix, seed
+                        FROM new_rows) n WHERE t.scenario = n.scenario
+                        AND t.algorithm = n.algorithm AND t.seed = n.seed
+                        AND t.mix IS NOT DISTINCT FROM n.mix""")
+        con.execute(f"INSERT INTO {TABLE} SELECT scenario, algorithm, mix, seed, round, metric, "
+                    f"value FROM new_rows")
+    finally:
+        con.close()
+    return len(df)
+
+
+def mirror_cmd(
+    scenario: str = typer.Option("decoy-slate", "--scenario",
+                                 help="decoy-slate (§5.1) or topic-sequential (§5.3)."),
+    mix: str = typer.Option("0,0.2,...,1", "--mix",
+                            help="Mix ratios of manipulative training data: '0,0.5,1' or "
+                                 "'0,0.2,...,1'."),
+    seeds: str = typer.Option("3", "--seeds", help="Number of seeds (0..n-1) or a list '0,5'."),
+    algorithms: str = typer.Option(None, "--algorithms",
+                                   help="Comma list: DeepFM,LambdaFM,SetRank (slate) or "
+                                        "DNN,GRU,GRU-static (sequential)."),
+    manipulative: str = typer.Option(None, "--manipulative",
+                                     help="decoy|greedy|ppo (slate) or planner|ppo (sequential)."),
+    n_train: int = typer.Option(None, "--n-train", help="Training slates / sessions."),
+    n_eval: int = typer.Option(None, "--n-eval", help="Evaluation slates / users."),
+    epochs: int = typer.Option(20, "--epochs", help="Training epochs of the algorithms."),
+    out: str = typer.Option(None, "--out", help="DuckDB file to store the results in "
+                                               f"(table {TABLE})."),
+    figure: str = typer.Option(None, "--figure", help="Write a CTR/FCTR (and per-round) figure."),
+) -> None:
+    """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
+    import pandas as pd
+    from rich.table import Table
+
+    from recaudit.simulate import MirrorConfig, TrainConfig, run_mirror, summarise
+
+    algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
+    cfg = MirrorConfig(scenario=scenario, mixes=parse_mixes(mix), seeds=parse_seeds(seeds),
+                       algorithms=algos, manipulative=manipulative, n_train=n_train,
+                       n_eval=n_eval, train=TrainConfig(epochs=epochs))
+    console = _console()
+    with console.status("running MIRROR") as status:
+        rows = run_mirror(cfg, progress=lambda msg: status.update(f"MIRROR: {msg}"))
+    summ = summarise(rows)
+    summ = summ[summ["round"].isna()]
+    metrics = [m for m in ("ctr", "fctr", "mani_score", "ps", "ndcg", "auc")
+               if m in set(summ["metric"])]
+    table = Table(title=f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)")
+    table.add_column("algorithm", no_wrap=True)
+    table.add_column("mix", justify="right")
+    for m in metrics:
+        table.add_column(m, justify="right", no_wrap=True)
+    keys = summ[["algorithm", "mix"]].drop_duplicates()
+    for _, key in keys.iterrows():
+        same_mix = (summ["mix"] == key["mix"]) | (summ["mix"].isna() & pd.isna(key["mix"]))
+        sub = summ[(summ["algorithm"] == key["algorithm"]) & same_mix]
+        cells = []
+        for m in metrics:
+            r = sub[sub["metric"] == m]
+            if r.empty or r["mean"].isna().all():
+                cells.append("-")
+            else:
+                sd = r["std"].iloc[0]
+                cells.append(f"{r['mean'].iloc[0]:.4f}" + (f" ± {sd:.4f}" if sd == sd else ""))
+        table.add_row(str(key["algorithm"]), "-" if key["mix"] != key["mix"] else f"{key['mix']:g}",
+                      *cells)
+    console.print(table)
+    if out:
+        n = write_results(rows, out)
+        console.print(f"wrote {n} rows to {out} (table {TABLE})")
+    if figure:
+        from recaudit.simulate._figure import plot_mirror
+
+        plot_mirror(rows, figure)
+        console.print(f"wrote figure {figure}")
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(no_args_is_help=True, help="Simulation benchmarks (MIRROR).")
+    sub.command("mirror")(mirror_cmd)
+    app.add_typer(sub, name="simulate")

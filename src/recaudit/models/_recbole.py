@@ -1,0 +1,171 @@
+"""Adapter to RecBole's sequential models, run in a separate Python (a worker process).
+
+RecBole 1.2.1 does not run in recaudit's environment: it needs ``numpy<2``, ``pandas<3`` and
+``setuptools<81``, pins ``ray<=2.6.3``, and loads checkpoints in a way torch's ``weights_only``
+default refuses (see DEPENDENCIES.md). Patching RecBole is out of scope, so the adapter talks
+to RecBole in *another* interpreter: set ``python=`` or the environment variable
+``RECAUDIT_RECBOLE_PYTHON`` to a Python that has ``recbole==1.2.1`` and ``numpy<2``, e.g.::
+
+    python3 -m venv /opt/recbole && /opt/recbole/bin/pip install torch==2.13.0 \\
+        "recbole==1.2.1" "numpy<2" "pandas<3" "setuptools<81"
+    export RECAUDIT_RECBOLE_PYTHON=/opt/recbole/bin/python
+
+``create("recbole", model="SASRec", epochs=5, params={"hidden_size": 64})`` then wraps any
+RecBole sequential model by name. ``fit`` writes the training log as RecBole atomic files
+(``benchmark_filename`` train/valid/test, so RecBole trains on exactly our training set and
+splits nothing), runs the worker with ``seed`` and ``reproducibility=True`` forwarded (RecBole
+seeds its global RNGs inside the worker process, never ours), and keeps the trained state;
+``rank`` asks the worker for ``full_sort_predict`` scores of the queries' contexts (most recent
+``MAX_ITEM_LIST_LENGTH`` items, mapped to RecBole's internal ids) and ranks them with
+:func:`top_k_from_scores`. Items RecBole never saw in training score lowest (float32 minimum)
+and keep the catalogue order among themselves; context items it never saw are dropped.
+
+Not supported: RecBole's general/context-aware models (they need other input fields), its
+evaluation loop (recaudit evaluates), and loss settings that need negative sampling are left to
+``params`` (default ``loss_type="CE"``, ``train_neg_sample_args=None``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recaudit.data import Interactions, Queries, RankLists
+from recaudit.errors import ConfigError, RecauditError
+from recaudit.models._protocol import as_queries, top_k_from_scores
+from recaudit.models._registry import register
+
+__all__ = ["RecBoleModel", "recbole_python", "time_recbole_epoch"]
+
+_WORKER = Path(__file__).with_name("_recbole_worker.py")
+
+
+def recbole_python(explicit: str | None = None) -> str | None:
+    """The interpreter that runs RecBole: ``explicit``, else ``$RECAUDIT_RECBOLE_PYTHON``."""
+    py = explicit or os.environ.get("RECAUDIT_RECBOLE_PYTHON")
+    return py or None
+
+
+@dataclass(frozen=True)
+class RecBoleConfig:
+    """model: RecBole model name (e.g. ``"SASRec"``, ``"GRU4Rec"``); epochs; params: extra
+    RecBole config keys (validated by RecBole in the worker); python: interpreter with RecBole
+    (default ``$RECAUDIT_RECBOLE_PYTHON``); exclude_seen: drop context items from lists;
+    timeout: seconds allowed for one worker call."""
+
+    model: str = "SASRec"
+    epochs: int = 50
+    params: dict = field(default_factory=dict)
+    python: str | None = None
+    exclude_seen: bool = False
+    timeout: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ConfigError("RecBoleConfig.model must be a RecBole model name, e.g. 'SASRec'")
+        if not isinstance(self.epochs, int) or self.epochs < 1:
+            raise ConfigError(f"RecBoleConfig.epochs = {self.epochs!r}: must be an integer >= 1")
+        if not isinstance(self.params, dict):
+            raise ConfigError("RecBoleConfig.params must be a dict of RecBole config keys")
+        for key in ("seed", "epochs", "model", "dataset", "data_path", "benchmark_filename"):
+            if key in self.params:
+                raise ConfigError(f"RecBoleConfig.params[{key!r}] is set by recaudit; remove it")
+
+
+def _run_worker(python: str, job: Path, timeout: float) -> dict:
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    proc = subprocess.run([python, str(_WORKER), str(job)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=job)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout)[-3000:]
+        raise RecauditError(f"RecBole worker ({python}) failed with exit code "
+                            f"{proc.returncode}:\n{tail}")
+    return json.loads((job / "result.json").read_text())
+
+
+@register("recbole")
+class RecBoleModel:
+    """Any RecBole 1.2.1 sequential model, trained and queried in a worker process."""
+
+    Config = RecBoleConfig
+
+    def __init__(self, **params: Any) -> None:
+        self.config = RecBoleConfig(**params)
+        self._dir: tempfile.TemporaryDirectory | None = None
+
+    def _python(self) -> str:
+        py = recbole_python(self.config.python)
+        if py is None:
+            raise ConfigError("the RecBole adapter needs a Python with recbole==1.2.1 and "
+                              "numpy<2: set RECAUDIT_RECBOLE_PYTHON or python=... (see "
+                              "recaudit.models._recbole)")
+        return py
+
+    def fit(self, train: Interactions, *, seed: int) -> RecBoleModel:
+        if not isinstance(train, Interactions):
+            raise TypeError(f"train must be Interactions, got {type(train).__name__}")
+        python = self._python()
+        self._dir = tempfile.TemporaryDirectory(prefix="recaudit-recbole-")
+        job = Path(self._dir.name)
+        data = job / "data" / "rl"
+        data.mkdir(parents=True)
+        header = "user_id:token\titem_id:token\ttimestamp:float\n"
+        rows = "".join(f"{u}\t{i}\t{t!r}\n" for u, i, t in
+                       zip(train.user.tolist(), train.item.tolist(),
+                           train.timestamp.astype(np.float64).tolist()))
+        (data / "rl.train.inter").write_text(header + rows)
+        # valid/test: a copy of the last training row (RecBole needs non-empty files; unused)
+        last = rows.splitlines()[-1] + "\n"
+        (data / "rl.valid.inter").write_text(header + last)
+        (data / "rl.test.inter").write_text(header + last)
+        cfg = {"loss_type": "CE", "train_neg_sample_args": None, **self.config.params,
+               "seed": int(seed), "reproducibility": True, "epochs": self.config.epochs,
+               "data_path": str(job / "data"), "dataset": "rl",
+               "benchmark_filename": ["train", "valid", "test"], "show_progress": False,
+               "checkpoint_dir": str(job / "saved"), "log_wandb": False}
+        (job / "job.json").write_text(json.dumps({"action": "fit", "model": self.config.model,
+                                                  "n_items": train.n_items, "config": cfg}))
+        self.result_ = _run_worker(python, job, self.config.timeout)
+        self.n_items_ = train.n_items
+        self.max_len_ = int(self.result_["max_len"])
+        self.seconds_per_epoch_ = float(self.result_["seconds"]) / self.config.epochs
+        return self
+
+    def score(self, queries: Queries | Interactions) -> np.ndarray:
+        if self._dir is None:
+            raise RuntimeError("RecBoleModel is not fitted; call fit(train, seed=...)")
+        q = as_queries(queries, max_len=self.max_len_)
+        items, _ = q.padded(self.max_len_)
+        job = Path(self._dir.name)
+        np.save(job / "context.npy", items)  # right-aligned, -1 padded, our item codes
+        spec = json.loads((job / "job.json").read_text())
+        spec["action"] = "score"
+        (job / "job.json").write_text(json.dumps(spec))
+        _run_worker(self._python(), job, self.config.timeout)
+        scores = np.load(job / "scores.npy")  # [n, n_items] in our codes (NaN = unknown item)
+        low = np.finfo(np.float32).min
+        return np.where(np.isnan(scores), low, scores).astype(np.float32)
+
+    def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
+        scores = self.score(queries)
+        if self.config.exclude_seen:
+            q = as_queries(queries, max_len=self.max_len_)
+            scores[np.repeat(np.arange(len(q)), q.lengths()), q.context_item] = -np.inf
+        return top_k_from_scores(scores, k)
+
+
+def time_recbole_epoch(name: str, log: Interactions, *, epochs: int = 1,
+                       threads: int = 2) -> float:
+    """Seconds per training epoch of RecBole's ``name`` (sasrec|gru4rec) with its defaults on
+    ``log`` (used by ``benchmarks/bench_training.py``)."""
+    model = {"sasrec": "SASRec", "gru4rec": "GRU4Rec"}[name]
+    m = RecBoleModel(model=model, epochs=epochs, params={"worker_threads": threads})
+    m.fit(log, seed=0)
+    return m.seconds_per_epoch_

@@ -1,0 +1,448 @@
+"""The report's tables as plain data (:class:`Table` of :class:`Cell`), no rendering.
+
+- :func:`rls_tables` — RLS per model x perturbation, mean ± std over seeds, best and
+  second best (lowest RLS, i.e. the most effective perturbation) marked per model
+  (seed 000 Table 3);
+- :func:`accuracy_table` — next-item metrics without and with perturbation and their
+  difference (seed 000 Figure 3(b));
+- :func:`position_table` — position removal: % change of the accuracy metrics and RLS at
+  the largest ``n`` with significance marks (seed 003 Table 3);
+- :func:`user_group_table` — RLS per user group by baseline MRR (seed 000 Figures 6, 7);
+- :func:`timing_table`, :func:`data_table`, :func:`version_table`, :func:`config_table`.
+
+Each returns ``[]``/``None`` when the store lacks the data, so a section can be left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from recaudit.report._data import ReportData
+
+__all__ = ["Cell", "Table", "rls_tables", "accuracy_table", "position_table",
+           "user_group_table", "count_table", "timing_table", "data_table", "version_table",
+           "config_table", "SIGNIFICANCE_ALPHA"]
+
+#: Significance level of seed 003 §4.3 (Shapiro–Wilk and the paired test).
+SIGNIFICANCE_ALPHA = 1e-3
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One table cell: its display ``text`` and, for numbers, the ``value`` (mean), the
+    ``std`` over seeds, a ``mark`` (``"best"``/``"second"``) and whether it is
+    ``significant`` (with the ``p_value``)."""
+
+    text: str
+    value: float | None = None
+    std: float | None = None
+    mark: str | None = None
+    significant: bool = False
+    p_value: float | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table; the first ``n_labels`` columns are row labels."""
+
+    key: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    caption: str = ""
+    n_labels: int = 1
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def display_rows(self) -> list[tuple[bool, list[tuple[Cell, bool]]]]:
+        """Rows for display: ``(starts_group, [(cell, repeated), ...])`` where ``repeated``
+        marks a leading label equal to the one above (with all labels left of it), shown
+        blank, and ``starts_group`` a row whose first label differs from the row above."""
+        rows = []
+        prev: tuple[Cell, ...] | None = None
+        for row in self.rows:
+            flags, same = [], prev is not None
+            for j, cell in enumerate(row):
+                same = same and j < self.n_labels - 1 and prev is not None \
+                    and prev[j].text == cell.text
+                flags.append((cell, same))
+            rows.append(flags)
+            prev = row
+        g = self.n_labels - 2  # the last label column that can repeat
+        grouped = g >= 0 and any(flags[g][1] for flags in rows)
+        return [(grouped and i > 0 and not flags[g][1], flags) for i, flags in enumerate(rows)]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Numbers as numbers: one column per table column, plus ``<col> std``,
+        ``<col> mark`` and ``<col> p`` columns where the table has them."""
+        data: dict[str, list[Any]] = {}
+        for j, col in enumerate(self.columns):
+            cells = [r[j] for r in self.rows]
+            if j < self.n_labels or all(c.value is None for c in cells):
+                data[col] = [c.text for c in cells]
+                continue
+            data[col] = [c.value for c in cells]
+            if any(c.std is not None for c in cells):
+                data[f"{col} std"] = [c.std for c in cells]
+            if any(c.mark for c in cells):
+                data[f"{col} mark"] = [c.mark or "" for c in cells]
+            if any(c.p_value is not None for c in cells):
+                data[f"{col} p"] = [c.p_value for c in cells]
+        return pd.DataFrame(data)
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def _fmt(v: float | None, digits: int = 4) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _mean_std(mean: Any, std: Any, mark: str | None = None) -> Cell:
+    m, s = _num(mean), _num(std)
+    text = _fmt(m) + ("" if s is None else f" ± {_fmt(s)}")
+    return Cell(text, m, s, mark)
+
+
+def _text(x: Any) -> Cell:
+    return Cell("" if x is None else str(x))
+
+
+_RLS = (("rbo", "RBO"), ("frbo", "FRBO"), ("jaccard", "Jaccard"))
+
+
+def rls_tables(data: ReportData) -> list[Table]:
+    """Seed 000 Table 3, one table per (dataset, similarity): rows are the perturbations
+    compared at one edit budget (:meth:`ReportData.main_perturbations`, then the reference
+    rows), columns models, cells mean ± std over seeds. In each column the lowest and second
+    lowest mean among the non-reference perturbations are marked ``best``/``second``
+    (lower similarity = a more effective perturbation). Ties share a mark."""
+    tables = []
+    for dataset in data.datasets:
+        agg = data.agg[data.agg.dataset == dataset]
+        models = data.models(dataset)
+        main = set(data.main_perturbations(dataset)) | {"none"}
+        perts = [p for p in data.perturbations(dataset) if p in main]  # references last
+        for metric, name in _RLS:
+            name = name if metric == "rbo" else name + data.k_label
+            pivot = agg.pivot_table(index="perturbation", columns="model_label",
+                                    values=[f"{metric}_mean", f"{metric}_std"], aggfunc="first",
+                                    dropna=False)
+            if pivot[f"{metric}_mean"].isna().all().all():
+                continue
+            marks: dict[tuple[str, str], str] = {}
+            for model in models:
+                col = pivot[f"{metric}_mean"].get(model)
+                if col is None:
+                    continue
+                ranked = col[[p for p in perts
+                              if p in col.index and not data.infos[p].reference]].dropna()
+                levels = sorted(set(ranked))
+                for tag, level in zip(("best", "second"), levels[:2], strict=False):
+                    for p in ranked.index[ranked == level]:
+                        marks[(p, model)] = tag
+            rows = []
+            for p in perts:
+                cells = [_text(p)]
+                for model in models:
+                    mean = pivot[f"{metric}_mean"].get(model, {}).get(p)
+                    std = pivot[f"{metric}_std"].get(model, {}).get(p)
+                    cells.append(_mean_std(mean, std, marks.get((p, model))))
+                rows.append(tuple(cells))
+            if not rows:
+                continue
+            n_seeds = sorted(set(agg.n_seeds))
+            tables.append(Table(
+                f"rls-{metric}-{_slug(dataset)}", f"{name} · {dataset}",
+                ("perturbation", *models), tuple(rows),
+                caption=f"Mean ± std over {'/'.join(map(str, n_seeds))} seeds."))
+    return tables
+
+
+_ACC = (("mrr", "MRR"), ("hit", "HR"), ("ndcg", "NDCG"))
+
+
+def accuracy_table(data: ReportData) -> Table | None:
+    """Seed 000 Figure 3(b) as a table: per (dataset, model) the accuracy of the model
+    trained without perturbation (mean over seeds of the shared baselines), then for each
+    perturbation the accuracy with it and the mean difference ``Δ = with − without``."""
+    rows = []
+    for dataset in data.datasets:
+        perts = data.main_perturbations(dataset)
+        for model in data.models(dataset):
+            s = data.summary[(data.summary.dataset == dataset)
+                             & (data.summary.model_label == model)]
+            if s.empty:
+                continue
+            cells = [_text(dataset), _text(model), _text("without perturbation")]
+            for m, _ in _ACC:
+                base = _num(s.groupby("seed")[f"{m}_base"].first().mean())
+                cells += [Cell(_fmt(base), base), Cell("")]
+            rows.append(tuple(cells))
+            for pert in perts:
+                g = s[s.perturbation == pert]
+                if g.empty:
+                    continue
+                cells = [_text(dataset), _text(model), _text(pert)]
+                for m, _ in _ACC:
+                    new = _num(g[f"{m}_pert"].mean())
+                    diff = _num((g[f"{m}_pert"] - g[f"{m}_base"]).mean())
+                    cells += [Cell(_fmt(new), new), Cell(_signed(diff), diff)]
+                rows.append(tuple(cells))
+    if not rows:
+        return None
+    k = data.k_label
+    cols = ("dataset", "model", "perturbation", "MRR", "Δ MRR", f"HR{k}", f"Δ HR{k}",
+            f"NDCG{k}", f"Δ NDCG{k}")
+    return Table("accuracy", "Next-item accuracy without and with perturbation", cols,
+                 tuple(rows), n_labels=3,
+                 caption="Mean over seeds; Δ = with − without, averaged over seeds. A small Δ "
+                         "next to a low RLS means equally accurate models that recommend "
+                         "different lists (seed 000 Figure 3(b)). Perturbations compared at one "
+                         "edit; position removal has its own section.")
+
+
+def _signed(v: float | None) -> str:
+    return "–" if v is None else f"{v:+.4f}"
+
+
+def position_table(data: ReportData, alpha: float = SIGNIFICANCE_ALPHA) -> Table | None:
+    """Seed 003 Table 3: for each position (beginning, middle, end) at the largest ``n``
+    removed, the % change of HR@k, MRR and NDCG@k against the unperturbed model and the
+    RLS (FRBO@k, Jaccard@k), per (dataset, model).
+
+    † marks a significant result at ``alpha`` by the per-query paired test of
+    :func:`recaudit.audit._analysis.paired_query_test` (Shapiro–Wilk, then paired t or
+    Wilcoxon): for accuracy, metric with vs without removal; for RLS, the removal's
+    similarity vs that of ``seed-only`` (a new training seed on the same data), when the
+    audit has seed-only trials — a similarity is only meaningful relative to the
+    instability a model has anyway. Without seed-only trials RLS cells carry no mark.
+    """
+    from recaudit.audit._analysis import paired_query_test
+
+    pos = {p: i for p, i in data.infos.items() if i.position is not None}
+    if not pos:
+        return None
+    has_seed_only = "seed-only" in data.infos
+    memo: dict[tuple[str, ...], pd.DataFrame] = {}
+
+    def test(*args: str) -> pd.DataFrame:
+        if args not in memo:
+            memo[args] = paired_query_test(data.path, args[0], args[1], args[2] or None,
+                                           args[3], alpha=alpha)
+        return memo[args]
+
+    rows = []
+    order = {"beginning": 0, "middle": 1, "end": 2}
+    for dataset in data.datasets:
+        for model in data.models(dataset):
+            s = data.summary[(data.summary.dataset == dataset)
+                             & (data.summary.model_label == model)]
+            present = [p for p in pos if p in set(s.perturbation)]
+            for position in sorted({pos[p].position for p in present}, key=order.get):
+                label = max((p for p in present if pos[p].position == position),
+                            key=lambda p: pos[p].count or 0)
+                g = s[s.perturbation == label]
+                cells = [_text(dataset), _text(model), _text(position),
+                         Cell(str(pos[label].count), float(pos[label].count or 0))]
+                for m in ("hit", "mrr", "ndcg"):
+                    base, new = g[f"{m}_base"].mean(), g[f"{m}_pert"].mean()
+                    change = 100.0 * (new - base) / base if base else float("nan")
+                    q = "rr" if m == "mrr" else m  # per-query column of the metric
+                    p = _p(test(label, f"{q}_pert", "", f"{q}_base"), dataset, model)
+                    cells.append(_pct(change, p, alpha))
+                for m in ("frbo", "jaccard"):
+                    p = _p(test(label, m, "seed-only", m), dataset, model) \
+                        if has_seed_only else None
+                    v = _num(g[m].mean())
+                    sig = p is not None and p < alpha
+                    cells.append(Cell(_fmt(v, 3) + ("†" if sig else ""), v, None, None, sig, p))
+                rows.append(tuple(cells))
+    if not rows:
+        return None
+    k = data.k_label
+    return Table("position", "Position removal (largest n per position)",
+                 ("dataset", "model", "removal", "n", f"HR{k} Δ%", "MRR Δ%", f"NDCG{k} Δ%",
+                  f"FRBO{k}", f"Jaccard{k}"), tuple(rows), n_labels=3,
+                 caption=f"% change against the model trained on all items; † = significant at "
+                         f"{alpha:g} (per-query paired t-test after Shapiro–Wilk, Wilcoxon when "
+                         "not normal; RLS tested against seed-only instability"
+                         + ("" if has_seed_only else ", not run: the audit has no seed-only "
+                                                     "trials") + ").")
+
+
+def _p(result: pd.DataFrame, dataset: str, model: str) -> float | None:
+    if result.empty:
+        return None
+    r = result[(result.dataset == dataset) & (result.model == model)]
+    return None if r.empty else _num(r.p_value.iloc[0])
+
+
+def _pct(v: float, p: float | None, alpha: float) -> Cell:
+    val = _num(v)
+    sig = p is not None and p < alpha
+    text = "–" if val is None else f"{val:+.2f}%"
+    return Cell(text + ("†" if sig else ""), val, None, None, sig, p)
+
+
+def user_group_table(data: ReportData) -> Table | None:
+    """Mean over seeds of RBO and Jaccard@k per user group (users ranked by the baseline
+    model's MRR: high = top 20 %, low = bottom 20 %; seed 000 §7.3)."""
+    parts = []
+    for metric in ("rbo", "jaccard"):
+        g = data.user_groups(metric)
+        g = g[~g.perturbation.eq("none")]
+        if g.empty:
+            return None
+        parts.append(g.groupby(["dataset", "model_label", "perturbation", "group"], sort=False)
+                     [metric].mean())
+    both = pd.concat(parts, axis=1)
+    rows = []
+    groups = ("high", "mid", "low")
+    for dataset in data.datasets:
+        for model in data.models(dataset):
+            for pert in data.main_perturbations(dataset):
+                if (dataset, model, pert) not in both.index.droplevel(3):
+                    continue
+                g = both.loc[(dataset, model, pert)]
+                cells = [_text(dataset), _text(model), _text(pert)]
+                for metric in ("rbo", "jaccard"):
+                    for grp in groups:
+                        v = _num(g[metric].get(grp)) if grp in g.index else None
+                        cells.append(Cell(_fmt(v), v))
+                rows.append(tuple(cells))
+    if not rows:
+        return None
+    k = data.k_label
+    cols = ("dataset", "model", "perturbation", *(f"RBO {x}" for x in groups),
+            *(f"Jaccard{k} {x}" for x in groups))
+    return Table("user-groups", "RLS by user group (baseline MRR)", cols, tuple(rows),
+                 n_labels=3, caption="Users ranked by the unperturbed model's MRR: high = top "
+                 "20 %, mid = middle 60 %, low = bottom 20 % (seed 000 §7.3); mean over seeds.")
+
+
+def count_table(data: ReportData) -> Table | None:
+    """RLS versus the number of perturbed interactions (the numbers of seed 000 Figure
+    8(a)): per (dataset, model, family, count) RBO and Jaccard@k, mean ± std over seeds."""
+    rows = []
+    for dataset in data.datasets:
+        counts = data.counts(dataset)
+        if counts.empty:
+            continue
+        agg = data.agg[data.agg.dataset == dataset].set_index(["model_label", "perturbation"])
+        for model in data.models(dataset):
+            for family, g in counts.groupby("family", sort=False):
+                for _, r in g.sort_values("count").iterrows():
+                    if (model, r.perturbation) not in agg.index:
+                        continue
+                    a = agg.loc[(model, r.perturbation)]
+                    rows.append((_text(dataset), _text(model), _text(family),
+                                 Cell(str(r["count"]), float(r["count"])),
+                                 _mean_std(a.rbo_mean, a.rbo_std),
+                                 _mean_std(a.jaccard_mean, a.jaccard_std)))
+    if not rows:
+        return None
+    return Table("counts", "RLS vs number of perturbations",
+                 ("dataset", "model", "perturbation", "count", "RBO",
+                  f"Jaccard{data.k_label}"), tuple(rows), n_labels=3,
+                 caption="Mean ± std over seeds (seed 000 §7.4, Figure 8(a)).")
+
+
+def timing_table(data: ReportData) -> Table:
+    """Mean seconds per trial by (model, perturbation), and trial counts."""
+    t = data.trials
+    cols = [c for c in ("fit_seconds", "rank_seconds", "perturb_seconds", "total_seconds")
+            if c in t]
+    rows = []
+    order = {p: i for i, p in enumerate(data.perturbations())}
+    t = t.assign(_o=t.perturbation.map(order)).sort_values(["model_label", "_o"], kind="stable")
+    for (model, pert), g in t.groupby(["model_label", "perturbation"], sort=False):
+        cells = [_text(model), _text(pert), Cell(str(len(g)), float(len(g)))]
+        for c in cols:
+            v = _num(g[c].mean())
+            cells.append(Cell(_fmt(v, 2), v))
+        rows.append(tuple(cells))
+    names = {"fit_seconds": "fit s", "rank_seconds": "rank s", "perturb_seconds": "perturb s",
+             "total_seconds": "total s"}
+    return Table("timings", "Timings (mean per trial)",
+                 ("model", "perturbation", "trials", *(names[c] for c in cols)), tuple(rows),
+                 n_labels=2, caption="Fit and rank times include the baseline model when this "
+                 "trial trained it (baselines are cached and shared).")
+
+
+def data_table(data: ReportData) -> Table | None:
+    """The data summary of every dataset (store meta ``data``)."""
+    info = data.meta.get("data")
+    if not isinstance(info, dict) or not info:
+        return None
+    keys = list(dict.fromkeys(k for v in info.values() if isinstance(v, dict) for k in v))
+    rows = [tuple([_text(name)] + [_value_cell(v.get(k)) for k in keys])
+            for name, v in info.items() if isinstance(v, dict)]
+    return Table("data", "Data", ("dataset", *keys), tuple(rows))
+
+
+def _value_cell(v: Any) -> Cell:
+    if isinstance(v, bool) or v is None:
+        return _text("" if v is None else v)
+    if isinstance(v, int):
+        return Cell(f"{v:,}", float(v))
+    if isinstance(v, float):
+        return Cell(f"{v:.4g}", v)
+    return _text(v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+
+
+def version_table(data: ReportData) -> Table | None:
+    """Library versions and hosts recorded with the trials (several values if they differ)."""
+    t = data.trials
+    if "versions" not in t or t.versions.isna().all():
+        return None
+    seen: dict[str, list[str]] = {}
+    for v in t.versions.dropna():
+        for lib, ver in (v.items() if isinstance(v, dict) else ()):
+            seen.setdefault(lib, [])
+            if str(ver) not in seen[lib]:
+                seen[lib].append(str(ver))
+    if "host" in t:
+        seen["host"] = [str(h) for h in dict.fromkeys(t.host.dropna())]
+    rows = tuple((_text(lib), _text(", ".join(vers))) for lib, vers in seen.items())
+    return Table("versions", "Versions", ("component", "version"), rows, n_labels=2) \
+        if rows else None
+
+
+def config_table(data: ReportData) -> Table | None:
+    """The audit configuration, flattened to dotted keys (store meta ``config``)."""
+    if not data.config:
+        return None
+    rows = tuple((_text(k), _text(v)) for k, v in _flatten(data.config))
+    return Table("config", "Configuration", ("key", "value"), rows, n_labels=2)
+
+
+def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(obj, dict) and obj:
+        out = []
+        for k, v in obj.items():
+            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if isinstance(obj, list) and obj and any(isinstance(x, dict) for x in obj):
+        out = []
+        for i, v in enumerate(obj):
+            out += _flatten(v, f"{prefix}[{i}]")
+        return out
+    return [(prefix, obj if isinstance(obj, str) else json.dumps(obj))]
+
+
+def _slug(text: str) -> str:
+    import hashlib
+    import re
+
+    base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+    return f"{base}-{hashlib.sha1(text.encode()).hexdigest()[:6]}"

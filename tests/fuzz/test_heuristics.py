@@ -1,0 +1,191 @@
+"""Heuristics (seed 004 Tables 4.2, 4.4): promised type, users/items, test data untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recaudit.errors import ConfigError
+from recaudit.fuzz import KIND_OF, FuzzSpec, pair_keys
+
+ALL = ("ZERO", "ARAND", "RRAND", "CBRAND", "CTRAND", "AMU", "RMU", "CMU", "ALI", "AMR", "AMA",
+       "APORTFOLIO")
+
+
+def _apply(spec, log, recs, seed=0, protected=None):
+    return FuzzSpec.parse(spec).apply(log, np.random.default_rng(seed), recommendations=recs,
+                                      protected=protected)
+
+
+def _pairs(rec):
+    return list(zip(rec.user, rec.item, strict=True))
+
+
+def test_amu_adds_random_items_to_the_most_influential_user(small_log, small_recs):
+    # I^U = [2, 2, 1, 1]: u0 or u1 (tie, random); u0 can take items {2,3,4}, u1 {0,3,4}
+    seen_users = set()
+    for seed in range(12):
+        _, rec = _apply("fuzz:AMU:3", small_log, small_recs, seed)
+        assert set(rec.kind) == {"add"} and len(set(rec.user)) == 1
+        u = rec.user[0]
+        seen_users.add(u)
+        assert sorted(rec.item) == {0: [2, 3, 4], 1: [0, 3, 4]}[u]
+        assert all(v in (1, 2, 3, 4, 5) for v in rec.value)
+        assert rec.info["influence"] == [2]
+    assert seen_users == {0, 1}  # ties are broken at random, both happen
+
+
+def test_amu_respects_protected_pairs_and_falls_through(small_log, small_recs):
+    n = small_log.n_items
+    protected = pair_keys([1, 1, 1, 1, 1, 0, 0], [0, 1, 2, 3, 4, 2, 3], n)
+    for seed in range(5):
+        _, rec = _apply("fuzz:AMU:1", small_log, small_recs, seed, protected)
+        assert _pairs(rec) == [(0, 4)]
+    # four adds: u0/u1 have at most 3 free items -> continue with the next user in order
+    _, rec = _apply("fuzz:AMU:4", small_log, small_recs, 0)
+    assert len(rec.info["chosen"]) == 2 and rec.info["chosen"][0] in (0, 1)
+
+
+def test_rmu_and_cmu_edit_the_most_influential_users_ratings(small_log, small_recs):
+    ratings = {(0, 0): 5.0, (0, 1): 3.0, (1, 1): 4.0, (1, 2): 2.0}
+    _, rec = _apply("fuzz:RMU:2", small_log, small_recs, 1)
+    assert set(rec.kind) == {"remove"} and len(set(rec.user)) == 1 and rec.user[0] in (0, 1)
+    assert all(p in ratings for p in _pairs(rec))
+    _, rec = _apply("fuzz:CMU:2", small_log, small_recs, 2)
+    assert set(rec.kind) == {"change"} and rec.value == [1.0, 1.0]
+    assert all(p in ratings for p in _pairs(rec)) and len(set(rec.user)) == 1
+    # three removals: all of one top user's two ratings, then one of the other's
+    _, rec = _apply("fuzz:RMU:3", small_log, small_recs, 3)
+    assert sorted(set(rec.user)) == [0, 1] and len(set(_pairs(rec))) == 3
+
+
+def test_ali_adds_to_the_least_influential_item(small_log, small_recs):
+    # I^I = [2, 2, 1, 1, 0]: item 4; users without a rating of it: 0, 1, 2
+    _, rec = _apply("fuzz:ALI:3", small_log, small_recs, 0)
+    assert set(rec.kind) == {"add"} and set(rec.item) == {4} and sorted(rec.user) == [0, 1, 2]
+    _, rec = _apply("fuzz:ALI:4", small_log, small_recs, 0)  # next: item 2 or 3 (influence 1)
+    assert rec.item[:3] == [4, 4, 4] and rec.item[3] in (2, 3)
+
+
+def test_amr_adds_to_items_near_the_most_influential_rating(small_log, small_recs):
+    # I^R = [0, 1, 2, 0, 1] over 1..5: rating 3; items with mean 3 +- 0.05: i0 (3.0), i4 (3.0)
+    for seed in range(6):
+        _, rec = _apply("fuzz:AMR:3", small_log, small_recs, seed)
+        assert set(rec.kind) == {"add"} and set(rec.item) <= {0, 4}
+        assert rec.info["rating"] == 3.0
+        assert all(v in (1, 2, 3, 4, 5) for v in rec.value)
+
+
+def test_ama_adds_low_ratings_to_the_top_attribute_item(small_log, small_recs):
+    # summed eq. 4.9 scores [4, 2, 4, 6, -2]: item 3; users without it: 0, 1, 3
+    _, rec = _apply("fuzz:AMA:2", small_log, small_recs, 0)
+    assert set(rec.item) == {3} and set(rec.user) <= {0, 1, 3} and rec.value == [1.0, 1.0]
+
+
+def test_random_baselines(small_log):
+    rated = {(0, 0): 5.0, (0, 1): 3.0, (1, 1): 4.0, (1, 2): 2.0, (2, 0): 1.0, (2, 3): 5.0,
+             (3, 4): 3.0}
+    _, rec = _apply("fuzz:ARAND:5", small_log, None, 0)
+    assert set(rec.kind) == {"add"} and not set(_pairs(rec)) & set(rated)
+    _, rec = _apply("fuzz:RRAND:7", small_log, None, 0)
+    assert set(_pairs(rec)) == set(rated)
+    _, rec = _apply("fuzz:CBRAND:6", small_log, None, 0)  # (2, 0) is already at the low value
+    assert set(_pairs(rec)) == set(rated) - {(2, 0)} and set(rec.value) == {1.0}
+    _, rec = _apply("fuzz:CTRAND:5", small_log, None, 0)
+    assert set(_pairs(rec)) == set(rated) - {(0, 0), (2, 3)} and set(rec.value) == {5.0}
+    with pytest.raises(ValueError, match="only 5 ratings"):
+        _apply("fuzz:CTRAND:6", small_log, None, 0)
+    new, rec = _apply("fuzz:ZERO:10", small_log, None, 0)
+    assert len(rec) == 0 and new.fingerprint() == small_log.fingerprint()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_promised_type_and_test_data_untouched(name, fz):
+    log = fz.random_log(11)
+    recs = fz.popularity_recs(log)
+    rng = np.random.default_rng(0)
+    rated = set(zip(log.user.tolist(), log.item.tolist()))
+    unrated = [(u, i) for u in range(log.n_users) for i in range(log.n_items)
+               if (u, i) not in rated]
+    # the "test data": a third of the unrated pairs
+    test = [unrated[j] for j in rng.choice(len(unrated), len(unrated) // 3, replace=False)]
+    protected = pair_keys(*np.array(test).T, log.n_items)
+    for size in (1, 10, 25):
+        new, rec = _apply(f"fuzz:{name}:{size}", log, recs, size, protected)
+        assert len(rec) == (0 if name == "ZERO" else size)
+        kind = KIND_OF[name]
+        if name != "ZERO":
+            assert set(rec.kind) == {kind}
+        pairs = _pairs(rec)
+        assert len(set(pairs)) == len(pairs)
+        for (u, i), k in zip(pairs, rec.kind, strict=True):
+            assert ((u, i) in rated) == (k != "add")
+        assert not set(pairs) & set(test)
+        assert rec.apply(log).fingerprint() == new.fingerprint()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_seeded_repeatability(name, fz):
+    log = fz.random_log(2)
+    recs = fz.popularity_recs(log)
+    a = _apply(f"fuzz:{name}:10", log, recs, 42)[1]
+    b = _apply(f"fuzz:{name}:10", log, recs, 42)[1]
+    assert a.to_dict() == b.to_dict()
+    if name != "ZERO":
+        c = _apply(f"fuzz:{name}:10", log, recs, 43)[1]
+        assert (c.user, c.item, c.value) != (a.user, a.item, a.value)
+
+
+def test_portfolio_round_robin(fz):
+    log = fz.random_log(4)
+    recs = fz.popularity_recs(log)
+    spec = FuzzSpec("APORTFOLIO", 7, {"portfolio": ["AMA", "RMU", "CMU"]})
+    _, rec = spec.apply(log, np.random.default_rng(0), recommendations=recs)
+    assert rec.kind == ["add", "remove", "change"] * 2 + ["add"]
+    assert spec.kind == "mixed" and rec.info["members"] == ["AMA", "RMU", "CMU"]
+    # the member heuristics' own choices: AMA adds low values to one item, CMU to low
+    adds = [j for j in range(7) if rec.kind[j] == "add"]
+    assert len({rec.item[j] for j in adds}) == 1 and {rec.value[j] for j in adds} == {0.5}
+    assert FuzzSpec("APORTFOLIO", 4).members == ("AMU", "ALI", "AMR", "AMA")
+
+
+def test_spec_names_round_trip_and_validation():
+    for spec in (FuzzSpec("amr", 10), FuzzSpec("AMR", 1, {"epsilon": 0.1}),
+                 FuzzSpec("APORTFOLIO", 100, {"portfolio": "AMU+AMR", "scale": [1, 2, 3]})):
+        assert FuzzSpec.parse(spec.name) == spec
+    assert FuzzSpec("amr", 10).name == "fuzz:AMR:10"
+    assert FuzzSpec.parse("fuzz:APORTFOLIO:10:portfolio=AMU+AMR").members == ("AMU", "AMR")
+    with pytest.raises(ConfigError, match="unknown fuzzing heuristic"):
+        FuzzSpec("XYZ", 1)
+    with pytest.raises(ConfigError, match="unknown fuzz parameter"):
+        FuzzSpec("AMR", 1, {"eps": 1})
+    with pytest.raises(ConfigError, match=">= 0"):
+        FuzzSpec("AMR", -1)
+    with pytest.raises(ConfigError, match="fuzz:<HEURISTIC>"):
+        FuzzSpec.parse("AMR")
+    with pytest.raises(ConfigError, match="APORTFOLIO only"):
+        FuzzSpec("AMR", 1, {"portfolio": "AMU"})
+
+
+def test_influence_guided_needs_recommendations(small_log):
+    assert FuzzSpec("AMR", 1).needs_recommendations
+    assert not FuzzSpec("ARAND", 1).needs_recommendations
+    with pytest.raises(ConfigError, match="recommendations"):
+        FuzzSpec("AMU", 1).apply(small_log, np.random.default_rng(0))
+
+
+def test_audit_inputs_protect_the_test_split(fz):
+    from recaudit.data import split
+    from recaudit.fuzz import audit_inputs
+
+    log = fz.random_log(9)
+    sp = split(log, "leave-last-out")
+    base = fz.popularity_recs(sp.train, k=5)
+    per_query = base.items[sp.queries.user]  # one row per test query
+    kw = audit_inputs(sp, per_query, k=3)
+    assert kw["recommendations"].items.shape == (len(np.unique(sp.queries.user)), 3)
+    test_pairs = set(zip(sp.test.user.tolist(), sp.test.item.tolist()))
+    assert set(kw["protected"].tolist()) == {u * log.n_items + i for u, i in test_pairs}
+    for name in ("ARAND", "AMU", "ALI", "AMR", "AMA"):
+        _, rec = FuzzSpec(name, 25).apply(sp.train, np.random.default_rng(1), **kw)
+        assert not set(zip(rec.user, rec.item)) & test_pairs

@@ -1,0 +1,99 @@
+"""Selectors: random, earliest/latest-random, TracIn (fake model), Rev.Adv."""
+
+import numpy as np
+import pytest
+
+from recaudit.data import Interactions, Queries
+from recaudit.errors import ConfigError
+from recaudit.perturb import (SupportsTracIn, parse, select_earliest_random,
+                              select_latest_random, select_random, select_rev_adv,
+                              tracin_scores)
+
+from .conftest import random_log
+
+
+def test_random_distinct_and_seeded(small_log):
+    rows, scores = select_random(small_log, 7, np.random.default_rng(1))
+    assert sorted(rows.tolist()) == list(range(7)) and len(scores) == 0
+    a = select_random(small_log, 3, np.random.default_rng(9))[0]
+    assert np.array_equal(a, select_random(small_log, 3, np.random.default_rng(9))[0])
+    with pytest.raises(ValueError, match="only 7"):
+        select_random(small_log, 8, np.random.default_rng(0))
+
+
+def test_earliest_and_latest(small_log):
+    # users' first rows: 0 (user 0), 1 (user 1), 3 (user 2); last rows: 4, 5, 6
+    rows, _ = select_earliest_random(small_log, 3, np.random.default_rng(0))
+    assert sorted(rows.tolist()) == [0, 1, 3]
+    rows, _ = select_latest_random(small_log, 3, np.random.default_rng(0))
+    assert sorted(rows.tolist()) == [4, 5, 6]
+    for seed in range(10):
+        (r,), _ = select_earliest_random(small_log, 1, np.random.default_rng(seed))
+        assert r in (0, 1, 3)
+    with pytest.raises(ValueError, match="users"):
+        select_latest_random(small_log, 4, np.random.default_rng(0))
+
+
+class FakeTracIn:
+    """Gradients by hand: at checkpoint c, g_train(r) = c * [r - 3, 1], g_test = [[1, 0], [0, 2]].
+
+    score(r) = sum_c lr_c * c * ((r - 3) * 1 + 1 * 2) = (0.5 * 1 + 0.25 * 2) * (r - 1) = r - 1
+    """
+
+    def __init__(self):
+        self.calls = 0
+
+    def checkpoint_gradients(self, train, rows, queries):
+        self.calls += 1
+        for c, lr in ((1, 0.5), (2, 0.25)):
+            rows = np.asarray(rows, dtype=float)
+            yield lr, c * np.stack([rows - 3, np.ones_like(rows)], axis=1), \
+                np.array([[1.0, 0.0], [0.0, 2.0]])
+
+
+def test_tracin_scores_hand_computed(small_log):
+    model = FakeTracIn()
+    assert isinstance(model, SupportsTracIn)
+    queries = Queries.next_item(small_log)
+    assert np.allclose(tracin_scores(model, small_log, queries), np.arange(7) - 1.0)
+    assert np.allclose(tracin_scores(model, small_log, queries, rows=[5, 2], chunk_size=1),
+                       [4.0, 1.0])
+    assert model.calls == 3  # once, then once per chunk of one row
+
+
+def test_tracin_selector_picks_most_influential(small_log):
+    spec = parse("tracin-delete-k2")
+    out, rec = spec.apply(small_log, np.random.default_rng(0), model=FakeTracIn(),
+                          queries=Queries.next_item(small_log))
+    assert rec.rows == (6, 5) and rec.scores == (5.0, 4.0) and len(out) == 5
+    with pytest.raises(ConfigError, match="tracin"):
+        spec.apply(small_log, np.random.default_rng(0))
+
+
+def test_tracin_rejects_models_without_gradients(small_log):
+    with pytest.raises(TypeError, match="checkpoint_gradients"):
+        tracin_scores(object(), small_log, Queries.next_item(small_log))
+
+
+def test_rev_adv_maps_fake_user_to_similar_user():
+    # users 0..9 share items 0..4; users 10..11 only item 9: a fake user crafted against the
+    # surrogate concentrates on the shared block, so the most similar user is one of 0..9
+    user = [u for u in range(10) for _ in range(5)] + [10, 10, 11, 11]
+    item = [i for _ in range(10) for i in range(5)] + [9, 9, 9, 9]
+    log = Interactions.from_codes(user, item, np.arange(len(user)), n_items=10)
+    rows, sims = select_rev_adv(log, 2, np.random.default_rng(0), variant="earliest")
+    users = log.user[rows]
+    assert set(users.tolist()) <= set(range(10)) and len(set(users.tolist())) == 2
+    assert np.all(sims > 0) and sims[0] >= sims[1]
+    # earliest variant: each row is its user's first
+    first = {u: np.flatnonzero(log.user == u)[0] for u in users.tolist()}
+    assert [first[u] for u in users.tolist()] == rows.tolist()
+
+
+def test_rev_adv_deterministic_and_random_variant():
+    log = random_log(np.random.default_rng(3), 300, 20, 15, 1000)
+    a = select_rev_adv(log, 3, np.random.default_rng(7), variant="random")
+    b = select_rev_adv(log, 3, np.random.default_rng(7), variant="random")
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    with pytest.raises(ValueError, match="variant"):
+        select_rev_adv(log, 1, np.random.default_rng(0), variant="latest")

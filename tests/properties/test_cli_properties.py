@@ -1,0 +1,47 @@
+"""``recaudit properties`` on a tiny stand-in for the dataset (the loader is patched)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recaudit.cli import main
+from recaudit.data import Interactions
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    rng = np.random.default_rng(0)
+    n_users, n_items, per = 20, 25, 8
+    u = np.repeat(np.arange(n_users), per)
+    i = np.concatenate([rng.choice(n_items, per, replace=False) for _ in range(n_users)])
+    ts = 1.0e9 + rng.permutation(len(u)) * 1000.0
+    log = Interactions.from_codes(u, i, ts, rng.integers(1, 11, len(u)) / 2.0,
+                                  n_users=n_users, n_items=n_items,
+                                  item_attributes={j: {f"g{j % 3}"} for j in range(n_items)})
+    import recaudit.data.datasets as ds
+
+    monkeypatch.setattr(ds, "load", lambda name, **kw: log)
+    return log
+
+
+def test_table_34(tiny, capsys):
+    assert main(["properties", "--dataset", "tiny", "--models", "slope-one,user-user",
+                 "--folds", "2", "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    for label in ("Precision", "Recall", "NRANKS (min, >=)", "NUPRL (max, <=)", "IANRLCMP",
+                  "ARTK (median, =)", "NRTK (max, >=)", "slope-one", "user-user"):
+        assert label in out
+
+
+def test_evolving_table_36(tiny, capsys):
+    assert main(["properties", "--dataset", "tiny", "--models", "slope-one", "--evolving",
+                 "--no-accuracy", "--k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Maximum absolute % change" in out and "NRI" in out and "%" in out
+    assert "Property values per step" in out and "50%" in out and "100%" in out
+
+
+def test_unknown_model_is_a_clean_error(tiny, capsys):
+    assert main(["properties", "--dataset", "tiny", "--models", "slope-two"]) == 2
+    assert "unknown model 'slope-two'" in capsys.readouterr().err

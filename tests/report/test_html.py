@@ -1,0 +1,52 @@
+"""The HTML page: escaped, self-contained, with every section the store has data for."""
+
+import re
+
+import pytest
+
+from recaudit.report import render_html
+
+EVIL = "fsq-<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def html(fake_report):
+    return render_html(fake_report)
+
+
+def test_data_strings_are_escaped(html):
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "onerror" not in html
+
+
+def test_self_contained(html):
+    # no external resources: nothing fetched by src/href, no stylesheets, no imports
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
+    assert "<link" not in html and "@import" not in html and "url(http" not in html
+    assert html.count("<style>") == 1
+
+
+def test_every_section_table_and_figure_is_there(html, fake_report):
+    for key in ("rls", "accuracy", "groups", "counts", "position", "setup"):
+        assert f'<section id="{key}">' in html
+    n_figures = sum(len(s.figures) for s in fake_report.sections)
+    # distributions, accuracy, 2 user-group (one per model), counts, 2 position figures;
+    # no runtime figure: CASPER ran on one dataset only and no benchmark is stored
+    assert n_figures == 7
+    assert html.count("<svg") == n_figures
+    assert html.count("<table") == len(fake_report.tables)
+    # best and second best: 3 RLS tables x 2 models each
+    assert html.count('<td class="best"') == 6 and html.count('<td class="second"') == 6
+    assert "†" in html
+
+
+def test_figure_ids_do_not_collide(html):
+    ids = re.findall(r'<clipPath id="([^"]+)"', html)
+    assert ids and len(ids) == len(set(ids))
+
+
+def test_rendering_is_deterministic(fake_report, html):
+    again = render_html(fake_report)
+    strip = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    assert strip.sub("", again) == strip.sub("", html)

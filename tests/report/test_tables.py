@@ -1,0 +1,124 @@
+"""Table numbers against independent computations from the raw per-query rows."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from recaudit.report import _tables as T
+from recaudit.report import load
+
+MAIN = ["random-delete", "earliest-random-delete", "latest-random-delete", "casper-delete",
+        "seed-only"]
+
+
+@pytest.fixture(scope="module")
+def data(fake_store):
+    return load(fake_store)
+
+
+@pytest.fixture(scope="module")
+def per_trial(raw_rows):
+    return raw_rows.groupby(["model_label", "perturbation", "seed"]).mean(numeric_only=True)
+
+
+def test_main_perturbations_leave_out_counts_positions_and_none(data):
+    assert data.main_perturbations() == MAIN
+    counts = data.counts()
+    assert counts.set_index("perturbation")["count"].to_dict() == {
+        "casper-delete": 1, "casper-delete-k2": 2, "casper-delete-k4": 4}
+
+
+def test_rls_table_is_mean_and_std_over_seeds_with_best_marks(data, per_trial):
+    tables = {t.key.split("-")[1]: t for t in T.rls_tables(data)}
+    assert set(tables) == {"rbo", "frbo", "jaccard"}
+    for metric, table in tables.items():
+        models = list(table.columns[1:])
+        rows = {r[0].text: r[1:] for r in table.rows}
+        assert list(rows) == [*MAIN[:-1], "none", "seed-only"]
+        for j, model in enumerate(models):
+            means = {}
+            for pert, cells in rows.items():
+                x = per_trial.loc[(model, pert)][metric].to_numpy()
+                assert cells[j].value == pytest.approx(x.mean())
+                assert cells[j].std == pytest.approx(x.std(ddof=1))
+                means[pert] = x.mean()
+            ranked = sorted((v, p) for p, v in means.items() if p not in ("none", "seed-only"))
+            marks = {p: rows[p][j].mark for p in rows}
+            assert marks[ranked[0][1]] == "best" and marks[ranked[1][1]] == "second"
+            assert sum(m is not None for m in marks.values()) == 2
+            assert marks["none"] is None and marks["seed-only"] is None
+
+
+def test_accuracy_table_baseline_row_and_differences(data, per_trial):
+    table = T.accuracy_table(data)
+    model = table.rows[0][1].text
+    rows = [r for r in table.rows if r[1].text == model]
+    assert rows[0][2].text == "without perturbation"
+    base = per_trial.loc[(model, "random-delete")]["rr_base"].mean()
+    assert rows[0][3].value == pytest.approx(base)
+    for r in rows[1:]:
+        t = per_trial.loc[(model, r[2].text)]
+        assert r[3].value == pytest.approx(t.rr_pert.mean())
+        assert r[4].value == pytest.approx((t.rr_pert - t.rr_base).mean())
+        assert r[8].value == pytest.approx((t.ndcg_pert - t.ndcg_base).mean())
+
+
+def _paired(x, y, alpha=1e-3):
+    d = x - y
+    if stats.shapiro(d).pvalue < alpha:
+        return stats.wilcoxon(d).pvalue
+    return stats.ttest_rel(x, y).pvalue
+
+
+def test_position_table_changes_and_significance(data, raw_rows):
+    table = T.position_table(data)
+    assert [r[2].text for r in table.rows[:3]] == ["beginning", "middle", "end"]
+    assert all(r[3].text == "10" for r in table.rows)
+    model = table.rows[2][1].text
+    end = table.rows[2]
+    q = raw_rows[(raw_rows.model_label == model)].sort_values(["seed", "query"])
+    pert = q[q.perturbation == "remove-end-10"]
+    change = 100 * (pert.hit_pert.mean() - pert.hit_base.mean()) / pert.hit_base.mean()
+    assert end[4].value == pytest.approx(change)
+    p_mrr = _paired(pert.rr_pert.to_numpy(), pert.rr_base.to_numpy())
+    assert end[5].p_value == pytest.approx(p_mrr)
+    assert end[5].significant == (p_mrr < 1e-3) and end[5].text.endswith("†") == end[5].significant
+    seed_only = q[q.perturbation == "seed-only"]
+    p_frbo = _paired(pert.frbo.to_numpy(), seed_only.frbo.to_numpy())
+    assert end[7].p_value == pytest.approx(p_frbo)
+    assert end[7].value == pytest.approx(pert.frbo.mean())
+    # removing the last 10 items lowers MRR by ~40 % in this data: clearly significant
+    assert end[5].value < -30 and end[5].significant
+
+
+def test_position_table_without_seed_only_has_no_rls_marks(tmp_path, make_store):
+    store = make_store(tmp_path / "s.duckdb", models=("gru4rec",), seeds=(0, 1, 2),
+                       perturbations=("random-delete", "remove-end-2", "remove-end-4"))
+    table = T.position_table(load(store))
+    assert len(table.rows) == 1 and table.rows[0][3].text == "4"
+    assert table.rows[0][7].p_value is None and not table.rows[0][7].significant
+    assert "no seed-only" in table.caption
+
+
+def test_sections_absent_without_data(tmp_path, make_store):
+    from recaudit.report import build_report
+
+    store = make_store(tmp_path / "s.duckdb", models=("gru4rec",), seeds=(0,),
+                       perturbations=("random-delete",), meta=False)
+    report = build_report(store, figures=False)
+    keys = [s.key for s in report.sections]
+    assert keys == ["rls", "accuracy", "groups", "setup"]
+    assert [t.key for t in report.sections[-1].tables] == ["versions", "timings"]
+    rbo = report.sections[0].tables[0]
+    # one seed: no std, and a single perturbation is the best without a second best
+    assert rbo.rows[0][1].std is None and rbo.rows[0][1].mark == "best"
+    assert "±" not in rbo.rows[0][1].text
+
+
+def test_to_frame_keeps_numbers_and_marks(data):
+    t = T.rls_tables(data)[0]
+    df = t.to_frame()
+    model = t.columns[1]
+    assert df[model].dtype.kind == "f"
+    assert set(df[f"{model} mark"]) == {"", "best", "second"}
+    assert df[f"{model} std"].notna().all()
