@@ -31,7 +31,8 @@ $(DEVSTAMP): pyproject.toml $(STAMP)
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/recaudit audit --dataset synthetic --model gru4rec --perturbation random-delete --seeds 3
+	$(VENV)/bin/recaudit audit --dataset synthetic --model gru4rec --perturbation random-delete --seeds 3 \
+		--param epochs=10 --param samples=window --output results/demo.duckdb
 
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q

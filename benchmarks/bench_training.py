@@ -46,14 +46,15 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (2 = cores)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--models", default="sasrec,gru4rec")
+    ap.add_argument("--models", default="gru4rec,sasrec")
+    ap.add_argument("--layouts", default="window,prefix")
     args = ap.parse_args()
 
     log = load_ml100k()
     train, queries = leave_last_out(log)
     print(f"ML-100k: {len(log):,} interactions, {log.n_users} users, {log.n_items} items; "
           f"train {len(train):,}, {len(queries)} test queries; threads={args.threads}, "
-          f"device={args.device}")
+          f"device={args.device}", flush=True)
     recbole_py = os.environ.get("RECAUDIT_RECBOLE_PYTHON")
     print(f"{'model':8} {'layout':7} {'batch':>5} {'samples':>7} {'s/epoch':>8} "
           f"{'rank all (s)':>12} {'MRR':>6}  vs RecBole")
@@ -63,7 +64,8 @@ def main() -> None:
             from recaudit.models._recbole import time_recbole_epoch
 
             recbole = time_recbole_epoch(name, log, epochs=args.epochs, threads=args.threads)
-        for layout, batch in (("prefix", 2048), ("window", 64)):
+        for layout in args.layouts.split(","):
+            batch = {"prefix": 2048, "window": 64}[layout]
             model = create(name, **CONFIGS[name], samples=layout, batch_size=batch,
                            epochs=args.epochs, num_threads=args.threads, device=args.device)
             model.fit(train, seed=0)
@@ -83,7 +85,7 @@ def main() -> None:
                 ref = (f"{lo / per_epoch:5.1f}-{hi / per_epoch:.1f}x faster than RecBole 1.2.1 "
                        f"measured 2026-11-21 ({lo:.0f}-{hi:.0f} s/epoch; NOT measured in this run)")
             print(f"{name:8} {layout:7} {batch:5d} {n.n_targets:7d} {per_epoch:8.2f} "
-                  f"{rank_s:12.3f} {mrr:6.3f}  {ref}")
+                  f"{rank_s:12.3f} {mrr:6.3f}  {ref}", flush=True)
 
 
 if __name__ == "__main__":

@@ -161,3 +161,18 @@ def test_cli_fuzz(csv_path, tmp_path, capsys):
     assert len(load_results(out)) == 5 * 2 * 2
     assert main(["fuzz", "--path", csv_path, "--heuristics", "XYZ", "--output",
                  str(out)]) == 2
+
+
+def test_aggregate_f_and_study_filter(csv_path, tmp_path):
+    out = tmp_path / "f.duckdb"
+    avg = _study(csv_path, out, heuristics=("ARAND",), sizes=(10,))
+    mx = _study(csv_path, out, heuristics=("ARAND",), sizes=(10,), f="max")
+    run_study(avg)
+    run_study(mx)
+    a, m = load_results(out, avg), load_results(out, mx)
+    assert len(load_results(out)) == 4 and len(a) == len(m) == 2
+    assert set(a["f"]) == {"avg"} and set(m["f"]) == {"max"}
+    # the same modification sets (seeds do not depend on f): max >= avg, max of TopOut is 0/1
+    assert (m["jaccard"].to_numpy() >= a["jaccard"].to_numpy()).all()
+    assert set(m["topout"]) <= {0.0, 1.0}
+    assert a["record"].tolist() == m["record"].tolist()

@@ -138,3 +138,10 @@ def test_bad_arguments(small_log):
     with pytest.raises(TypeError):
         casper_scores(np.zeros(3))
     assert casper_scores(Interactions.from_codes([], [], n_users=1, n_items=1)).tolist() == []
+
+
+def test_approx_independent_of_threads():
+    log = random_log(np.random.default_rng(2), 2000, 50, 40, 500)
+    a = casper_scores(log, method="approx", k=64, seed=1, n_threads=1)
+    b = casper_scores(log, method="approx", k=64, seed=1, n_threads=2)
+    assert np.array_equal(a, b)

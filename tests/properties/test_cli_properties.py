@@ -45,3 +45,18 @@ def test_evolving_table_36(tiny, capsys):
 def test_unknown_model_is_a_clean_error(tiny, capsys):
     assert main(["properties", "--dataset", "tiny", "--models", "slope-two"]) == 2
     assert "unknown model 'slope-two'" in capsys.readouterr().err
+
+
+def test_results_go_to_the_store(tiny, tmp_path, capsys):
+    import json
+
+    import duckdb
+
+    path = tmp_path / "props.duckdb"
+    assert main(["properties", "--dataset", "tiny", "--models", "funksvd", "--no-accuracy",
+                 "--k", "3", "--store", str(path)]) == 0
+    con = duckdb.connect(str(path), read_only=True)
+    (raw,) = con.execute("SELECT value FROM meta WHERE key = 'properties.table'").fetchone()
+    saved = json.loads(raw)
+    assert saved["k"] == 3 and saved["values"]["funksvd"]["NRANKS (min, >=)"] == 3
+    assert isinstance(saved["values"]["funksvd"]["IANR"], list)

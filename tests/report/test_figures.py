@@ -35,6 +35,12 @@ def test_runtime_from_casper_trials_on_two_datasets(make_store, tmp_path):
     # conftest writes perturb_seconds = interactions / 5000 for CASPER trials
     assert pts.interactions.tolist() == [2_000, 20_000]
     assert pts.seconds.tolist() == pytest.approx([0.4, 4.0])
+    report = build_report(path)
+    rls = next(s for s in report.sections if s.key == "rls")
+    assert len(rls.tables) == 2 * 3  # per dataset: RBO, FRBO, Jaccard
+    assert {t.title.split(" · ")[1] for t in rls.tables} == {"small", "large"}
+    counts = next(s for s in report.sections if s.key == "counts")
+    assert [f.key for f in counts.figures] == ["runtime"]
 
 
 def test_one_dataset_gives_no_runtime_figure(make_store, tmp_path):
@@ -52,10 +58,14 @@ def test_svg_has_no_prolog_and_text_is_drawn_as_paths(make_store, tmp_path):
     assert svg.startswith("<svg") and "<?xml" not in svg and "<b>" not in svg
 
 
-def test_report_package_imports_without_matplotlib_and_jinja():
+def test_report_package_imports_without_matplotlib_and_jinja(fake_store, tmp_path):
     code = ("import sys; sys.modules['matplotlib'] = None; sys.modules['jinja2'] = None\n"
             "import recaudit.report, recaudit.cli\n"
             "from recaudit.cli import main\n"
-            "print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+            "print('imported', flush=True)\n"
+            "sys.exit(main(['report', sys.argv[1], '-o', sys.argv[2]]))")
+    out = subprocess.run([sys.executable, "-c", code, str(fake_store), str(tmp_path / "r.html")],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "imported", out.stderr
+    assert out.returncode == 2
+    assert "install the report extra" in out.stderr

@@ -122,3 +122,21 @@ def test_to_frame_keeps_numbers_and_marks(data):
     assert df[model].dtype.kind == "f"
     assert set(df[f"{model} mark"]) == {"", "best", "second"}
     assert df[f"{model} std"].notna().all()
+
+
+def test_control_only_store_and_empty_store(tmp_path, make_store):
+    from recaudit.audit import Store
+    from recaudit.errors import RecauditError
+    from recaudit.report import build_report, render_html
+
+    store = make_store(tmp_path / "s.duckdb", models=("gru4rec",), seeds=(0, 1),
+                       perturbations=("none",))
+    report = build_report(store)
+    assert [s.key for s in report.sections] == ["rls", "accuracy", "setup"]
+    rbo = report.sections[0].tables[0]
+    assert [(r[0].text, r[1].value, r[1].mark) for r in rbo.rows] == [("none", 1.0, None)]
+    assert "<svg" not in render_html(report)  # nothing to plot for the control alone
+    with Store(tmp_path / "empty.duckdb"):
+        pass
+    with pytest.raises(RecauditError, match="no finished trials"):
+        build_report(tmp_path / "empty.duckdb")

@@ -48,11 +48,30 @@ def test_cli_writes_duckdb_and_figure(tmp_path):
     assert fig.stat().st_size > 1000
 
 
+def test_cli_sequential_with_per_round_rows(tmp_path):
+    import duckdb
+
+    from recaudit.cli import main
+
+    db, fig = tmp_path / "s.duckdb", tmp_path / "s.png"
+    assert main(["simulate", "mirror", "--scenario", "topic-sequential", "--mix", "0.5",
+                 "--seeds", "1", "--n-train", "10", "--n-eval", "10", "--epochs", "1",
+                 "--algorithms", "DNN", "--rbo-p", "0.8", "--out", str(db),
+                 "--figure", str(fig)]) == 0
+    con = duckdb.connect(str(db))
+    rounds = con.execute("SELECT count(DISTINCT round) FROM mirror_results WHERE metric = 'ps' "
+                         "AND round IS NOT NULL AND algorithm = 'DNN'").fetchone()[0]
+    assert rounds == 20
+    assert fig.stat().st_size > 1000
+
+
 def test_cli_rejects_bad_options(capsys):
     from recaudit.cli import main
 
     assert main(["simulate", "mirror", "--scenario", "nope"]) == 2
     assert "scenario" in capsys.readouterr().err
+    assert main(["simulate", "mirror", "--rbo-variant", "avg"]) == 2
+    assert "rbo_variant" in capsys.readouterr().err
 
 
 def _plugin_scenario(action_model):
@@ -106,3 +125,16 @@ def test_plugged_torch_module_and_bad_models():
         bad.click_probabilities(np.ones(3), np.ones((2, 3)))
     with pytest.raises(TypeError, match="callable"):
         CallableActionModel(3)
+
+
+def test_core_package_works_without_gymnasium():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['gymnasium'] = None\n"
+            "import recaudit.simulate as s\n"
+            "assert s.metrics.mani_score(0.2, 0.5, 0.2, 0.5) == 1.0\n"
+            "try:\n    import recaudit.simulate.env\nexcept ImportError as e:\n"
+            "    assert 'recaudit[simulate]' in str(e)\nelse:\n    raise SystemExit(1)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr

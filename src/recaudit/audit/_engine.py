@@ -12,14 +12,27 @@ from recaudit.audit._runner import prepare
 from recaudit.audit._spec import AuditConfig, TrialSpec
 from recaudit.audit._store import Store
 
-__all__ = ["run_audit", "plan", "Progress"]
+__all__ = ["run_audit", "plan", "validate", "Progress"]
 
 #: ``progress(event, trial, done, total)`` with event in {"start", "skip", "done"}.
 Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
+def validate(config: AuditConfig) -> None:
+    """Fail fast, before any data is loaded: every model name and parameter, every
+    perturbation must be valid (raises :class:`~recaudit.errors.ConfigError`)."""
+    from recaudit.audit._runner import perturbation_spec
+    from recaudit.models import create
+
+    for m in config.models:
+        create(m.name, **m.params)
+    for p in config.perturbations:
+        perturbation_spec(p)
+
+
 def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
     """Every trial of ``config`` with its trial id and baseline key (loads the data)."""
+    validate(config)
     out = []
     for trial in config.trials():
         log, _ = prepare(trial.dataset, trial.split)

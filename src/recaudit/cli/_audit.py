@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -11,7 +12,9 @@ from rich.table import Table
 
 __all__ = ["register"]
 
-console = Console()
+# Off a terminal (pipes, CI logs, `make demo` under tee) rich falls back to 80 columns, too
+# narrow for the results table; use a fixed comfortable width there.
+console = Console(width=None if sys.stdout.isatty() else 120)
 
 
 def _progress_runner(config) -> Path:
@@ -40,29 +43,34 @@ def _progress_runner(config) -> Path:
         return run_audit(config, progress=progress)
 
 
-def _summary_table(store: Path, title: str) -> Table:
+def _summary_table(store: Path, title: str) -> list[Table]:
+    """One table per (dataset, model): a row per perturbation and seed, then mean ± std."""
     from recaudit.audit import seed_summary, trial_summary
 
     summary = trial_summary(store)
-    table = Table(title=title)
-    for col in ("dataset", "model", "perturbation", "seed", "RBO", "FRBO@k", "Jaccard@k",
-                "MRR base", "MRR pert"):
-        table.add_column(col, justify="left" if col in ("dataset", "model", "perturbation")
-                         else "right")
-    for _, r in summary.iterrows():
-        table.add_row(r.dataset, r.model_label, r.perturbation, str(r.seed), f"{r.rbo:.4f}",
-                      f"{r.frbo:.4f}", f"{r.jaccard:.4f}", f"{r.mrr_base:.4f}",
-                      f"{r.mrr_pert:.4f}")
     agg = seed_summary(summary)
-    for _, r in agg.iterrows():
-        def pm(m: str) -> str:
-            std = r[f"{m}_std"]
-            return f"{r[f'{m}_mean']:.4f}" + ("" if std != std else f" ± {std:.4f}")
+    tables = []
+    for (dataset, model), g in summary.groupby(["dataset", "model_label"], sort=False):
+        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left")
+        for col in ("perturbation", "seed", "RBO", "FRBO@k", "Jaccard@k", "MRR base",
+                    "MRR pert"):
+            table.add_column(col, justify="left" if col == "perturbation" else "right",
+                             no_wrap=True)
+        for pert, rows in g.groupby("perturbation", sort=False):
+            for _, r in rows.iterrows():
+                table.add_row(pert, str(r.seed), f"{r.rbo:.4f}", f"{r.frbo:.4f}",
+                              f"{r.jaccard:.4f}", f"{r.mrr_base:.4f}", f"{r.mrr_pert:.4f}")
+            a = agg[(agg.dataset == dataset) & (agg.model_label == model)
+                    & (agg.perturbation == pert)].iloc[0]
 
-        table.add_row(r.dataset, r.model_label, r.perturbation, f"mean of {r.n_seeds}",
-                      pm("rbo"), pm("frbo"), pm("jaccard"), pm("mrr_base"), pm("mrr_pert"),
-                      style="bold")
-    return table
+            def pm(m: str, a=a) -> str:
+                std = a[f"{m}_std"]
+                return f"{a[f'{m}_mean']:.4f}" + ("" if std != std else f" ± {std:.4f}")
+
+            table.add_row(pert, "mean", pm("rbo"), pm("frbo"), pm("jaccard"), pm("mrr_base"),
+                          pm("mrr_pert"), style="bold", end_section=True)
+        tables.append(table)
+    return tables
 
 
 def audit(
@@ -105,7 +113,8 @@ def audit(
                          executor=ExecutorSpec("process" if workers > 1 else "inprocess", workers),
                          output=str(output), name="quick-audit")
     store = _progress_runner(config)
-    console.print(_summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"))
+    for table in _summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"):
+        console.print(table)
     console.print(f"results: {store}")
 
 
@@ -115,7 +124,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML).")) -> None
 
     cfg = load_config(config)
     store = _progress_runner(cfg)
-    console.print(_summary_table(store, cfg.name))
+    for table in _summary_table(store, cfg.name):
+        console.print(table)
     console.print(f"results: {store}")
 
 
@@ -151,11 +161,14 @@ def results(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
     if format not in ("table", "csv", "json"):
         raise ConfigError(f"--format must be table, csv or json, got {format!r}")
     if format == "table":
-        console.print(_summary_table(store, str(store)))
+        for table in _summary_table(store, str(store)):
+            console.print(table)
         return
     summary = trial_summary(store)
-    typer.echo(summary.to_csv(index=False) if format == "csv"
-               else summary.to_json(orient="records", indent=2))
+    if format == "csv":
+        typer.echo(summary.to_csv(index=False), nl=False)
+    else:
+        typer.echo(summary.to_json(orient="records", indent=2))
 
 
 def export(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),

@@ -53,6 +53,7 @@ def fuzz_cmd(
                                   help="APORTFOLIO's members (round robin)."),
     k: int = typer.Option(10, "--k", min=1, help="Length of the top-k lists."),
     seed: int = typer.Option(0, "--seed", help="Training and fuzzing seed."),
+    f: str = typer.Option("avg", "--f", help="Aggregate over users: avg, min, max, median."),
     metric: str = typer.Option("topout", "--metric", help="Distance in the tables: topout, "
                                "aod or jaccard."),
     output: str = typer.Option("fuzz.duckdb", "--output", "-o",
@@ -81,7 +82,7 @@ def fuzz_cmd(
     spec = DatasetSpec(dataset if path is None else "file", path=path, min_user_interactions=0)
     study = FuzzStudy(models=tuple(ModelSpec(m) for m in _split(model, "model")),
                       heuristics=tuple(h.upper() for h in _split(heuristics, "heuristics")),
-                      sizes=size_list, sets=sets, dataset=spec, seed=seed, k=k,
+                      sizes=size_list, sets=sets, dataset=spec, seed=seed, k=k, f=f,
                       portfolio=tuple(p.upper() for p in _split(portfolio, "portfolio")),
                       output=output, workers=workers)
     console = _console()
@@ -94,11 +95,7 @@ def fuzz_cmd(
             bar.update(task, completed=done, total=total)
 
         run_study(study, progress=progress)
-    results = load_results(output)
-    results = results[results["model"].isin([m.label for m in study.models])
-                      & results["heuristic"].isin(study.heuristics)
-                      & results["size"].isin(size_list) & (results["k"] == k)
-                      & (results["seed"] == seed)]
+    results = load_results(output, study)
     sig = significance(results, metric=metric)
     _print(console, "Table 4.5: time (s) to generate a modification set (add heuristics)",
            time_table(results))

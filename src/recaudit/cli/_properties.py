@@ -64,13 +64,16 @@ def properties_cmd(
                                   help="Compute precision/recall by cross-validation."),
     evolving: bool = typer.Option(False, "--evolving",
                                   help="Run the evolving-dataset study (Table 3.6)."),
+    store: Path | None = typer.Option(None, "--store",
+                                      help="Also save the tables in this DuckDB results store "
+                                           "(meta keys properties.*)."),
 ) -> None:
     """Property templates next to precision/recall for several recommenders (seed 004)."""
     from rich.table import Table
 
     from recaudit.data import datasets
     from recaudit.models import available, create
-    from recaudit.properties import evolving_study, property_table
+    from recaudit.properties import evolving_study, property_table, to_jsonable
 
     names = [m.strip() for m in models.split(",") if m.strip()]
     if not names:
@@ -95,6 +98,8 @@ def properties_cmd(
         for label, row in table.iterrows():
             out.add_row(str(label), *(_fmt(row[n]) for n in names))
         console.print(out)
+        _save(store, {"properties.table": {"dataset": dataset, "k": k, "seed": seed,
+                                            "values": to_jsonable(table)}})
         return
     years = _release_years(dataset, log)
     steps, summary = evolving_study(factories, log, k=k, seed=seed, item_years=years,
@@ -118,6 +123,21 @@ def properties_cmd(
     for _, r in steps.iterrows():
         per.add_row(r["model"], f"{r['fraction']:.0%}", *(_fmt(r[c]) for c in cols))
     console.print(per)
+    _save(store, {"properties.evolving": {
+        "dataset": dataset, "k": k, "seed": seed, "max_abs_percent_change": to_jsonable(summary),
+        "steps": [{key: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                   for key, v in row.items()} for row in steps.to_dict(orient="records")]}})
+
+
+def _save(path: Path | None, entries: dict[str, Any]) -> None:
+    if path is None:
+        return
+    from recaudit.audit._store import Store
+
+    with Store(path) as st:
+        for key, value in entries.items():
+            st.set_meta(key, value)
+    typer.echo(f"saved {', '.join(entries)} to {path}")
 
 
 def register(app: typer.Typer) -> None:

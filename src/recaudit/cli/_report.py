@@ -25,15 +25,19 @@ def report(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
     fmt = {"md": "markdown", "tex": "latex"}.get(fmt, fmt)
     if fmt not in ("html", "markdown", "latex", "csv"):
         raise ConfigError(f"--format must be html, markdown, latex or csv, got {format!r}")
-    try:
-        from recaudit.report import write_report
-    except ModuleNotFoundError as exc:  # the report extra is optional
-        raise ConfigError(f"the report needs {exc.name}; install it with "
-                          "pip install 'recaudit[report]'") from None
+    from recaudit.report import write_report
+
     if output is None:
         output = store.with_name(store.stem + "-tables") if fmt == "csv" \
             else store.with_suffix(suffix[fmt])
-    for path in write_report(store, output, fmt):
+    try:
+        paths = write_report(store, output, fmt)
+    except ModuleNotFoundError as exc:  # the report extra is optional
+        if exc.name not in ("matplotlib", "jinja2", "markupsafe"):
+            raise
+        raise ConfigError(f"the report needs {exc.name}; install the report extra: "
+                          "pip install 'recaudit[report]'") from None
+    for path in paths:
         typer.echo(str(path))
 
 

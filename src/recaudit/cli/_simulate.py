@@ -97,6 +97,12 @@ def mirror_cmd(
     n_train: int = typer.Option(None, "--n-train", help="Training slates / sessions."),
     n_eval: int = typer.Option(None, "--n-eval", help="Evaluation slates / users."),
     epochs: int = typer.Option(20, "--epochs", help="Training epochs of the algorithms."),
+    explore: float = typer.Option(0.2, "--explore",
+                                  help="Sequential only: chance a data-collection oracle shows a "
+                                       "random candidate."),
+    rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO persistence p of Preference Shift."),
+    rbo_variant: str = typer.Option("ext", "--rbo-variant",
+                                    help="RBO variant of Preference Shift: ext|min|max|trunc."),
     out: str = typer.Option(None, "--out", help="DuckDB file to store the results in "
                                                f"(table {TABLE})."),
     figure: str = typer.Option(None, "--figure", help="Write a CTR/FCTR (and per-round) figure."),
@@ -110,7 +116,8 @@ def mirror_cmd(
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
     cfg = MirrorConfig(scenario=scenario, mixes=parse_mixes(mix), seeds=parse_seeds(seeds),
                        algorithms=algos, manipulative=manipulative, n_train=n_train,
-                       n_eval=n_eval, train=TrainConfig(epochs=epochs))
+                       n_eval=n_eval, train=TrainConfig(epochs=epochs), explore=explore,
+                       rbo_p=rbo_p, rbo_variant=rbo_variant)
     console = _console()
     with console.status("running MIRROR") as status:
         rows = run_mirror(cfg, progress=lambda msg: status.update(f"MIRROR: {msg}"))
@@ -118,7 +125,10 @@ def mirror_cmd(
     summ = summ[summ["round"].isna()]
     metrics = [m for m in ("ctr", "fctr", "mani_score", "ps", "ndcg", "auc")
                if m in set(summ["metric"])]
-    table = Table(title=f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)")
+    title = f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)"
+    if scenario == "topic-sequential":
+        title += f"; PS = 1 - RBO[{rbo_variant}, p={rbo_p:g}]"
+    table = Table(title=title)
     table.add_column("algorithm", no_wrap=True)
     table.add_column("mix", justify="right")
     for m in metrics:

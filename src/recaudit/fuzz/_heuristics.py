@@ -24,8 +24,9 @@ APORTFOLIO mixed  round robin over a list of heuristics (default AMU, ALI, AMR, 
 
 Documented choices where the thesis is silent:
 
-- "Random" means uniform; the rating scale is the distinct values of the training log unless
-  ``scale`` is given; low/top are its ends.
+- "Random" means uniform (ARAND: uniform over the unrated, unprotected pairs, by rejection
+  sampling; RRAND/CBRAND/CTRAND: uniform over the rated pairs). The rating scale is the
+  distinct values of the training log unless ``scale`` is given; low/top are its ends.
 - Modifications of a set are on distinct ``(user, item)`` pairs, and an added pair is never a
   *protected* pair (the test interactions, so fuzzing never touches the test data). Change
   heuristics skip ratings already at the target value (a change must change something).

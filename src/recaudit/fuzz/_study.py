@@ -6,7 +6,7 @@ seed ``seed`` (as in the thesis, recommendations for every user), the modificati
 from ``make_rng(seed, data fingerprint, spec name, set index)`` -- the same random sets for
 every model -- the modified log is retrained with the *same* seed, and both models rank the
 same users (queries built once from the original log). Each trial stores its time to generate
-the set, the average AOD / Jaccard / TopOut distance over users, the default threshold
+the set, the AOD / Jaccard / TopOut distances aggregated over users with ``f`` (avg default), the default threshold
 ``δ = 100 M / |D|`` and the three verdicts (``stable = value < δ``), and its record.
 
 Results go to a DuckDB file (table ``fuzz_trials``, one transaction per trial); re-running a
@@ -31,7 +31,7 @@ from recaudit.audit._spec import DatasetSpec, ModelSpec, canonical_json
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError
 from recaudit.fuzz._influence import Recommendations
-from recaudit.fuzz._oracles import DISTANCES, default_delta, distances
+from recaudit.fuzz._oracles import AGGREGATES, DISTANCES, default_delta, distances
 from recaudit.fuzz._spec import FuzzSpec
 from recaudit.seeds import make_rng
 
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS fuzz_trials (
     dataset VARCHAR, model VARCHAR, heuristic VARCHAR, spec VARCHAR, kind VARCHAR,
     size BIGINT, set_index BIGINT, seed BIGINT, k BIGINT, n_modifications BIGINT,
     n_ratings BIGINT, n_users BIGINT, gen_seconds DOUBLE, fit_seconds DOUBLE,
-    aod DOUBLE, jaccard DOUBLE, topout DOUBLE, delta DOUBLE,
+    f VARCHAR, aod DOUBLE, jaccard DOUBLE, topout DOUBLE, delta DOUBLE,
     stable_aod BOOLEAN, stable_jaccard BOOLEAN, stable_topout BOOLEAN,
     record JSON, trial JSON, data_fingerprint VARCHAR, finished DOUBLE
 );
@@ -63,6 +63,7 @@ class FuzzTrial:
     set_index: int
     seed: int = 0
     k: int = 10
+    f: str = "avg"
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(canonical_json(asdict(self)))
@@ -86,6 +87,7 @@ class FuzzStudy:
         "ml-latest-small", min_user_interactions=0))
     seed: int = 0
     k: int = 10
+    f: str = "avg"
     epsilon: float = 0.05
     portfolio: tuple[str, ...] = ("AMU", "ALI", "AMR", "AMA")
     output: str = "fuzz.duckdb"
@@ -102,6 +104,8 @@ class FuzzStudy:
             raise ConfigError(f"sizes must be integers >= 1, got {list(self.sizes)}")
         if self.sets < 1 or self.k < 1 or self.workers < 1:
             raise ConfigError("sets, k and workers must be >= 1")
+        if self.f not in AGGREGATES:
+            raise ConfigError(f"aggregate f={self.f!r} is not one of {sorted(AGGREGATES)}")
         self.specs()  # validates heuristic names and parameters
 
     def specs(self) -> list[FuzzSpec]:
@@ -118,7 +122,7 @@ class FuzzStudy:
 
     def trials(self) -> list[FuzzTrial]:
         """Grid order: model, heuristic, size, set."""
-        return [FuzzTrial(self.dataset, m, s.name, j, self.seed, self.k)
+        return [FuzzTrial(self.dataset, m, s.name, j, self.seed, self.k, self.f)
                 for m in self.models for s in self.specs() for j in range(self.sets)]
 
 
@@ -174,9 +178,11 @@ def run_fuzz_trial(trial: FuzzTrial) -> dict[str, Any]:
         "model": trial.model.label, "heuristic": spec.heuristic, "spec": spec.name,
         "kind": spec.kind or "none", "size": spec.size, "set_index": trial.set_index,
         "seed": trial.seed, "k": trial.k, "n_modifications": len(record),
-        "n_ratings": len(log), "n_users": len(base), "gen_seconds": gen_s, "fit_seconds": fit_s}
+        "n_ratings": len(log), "n_users": len(base), "gen_seconds": gen_s, "fit_seconds": fit_s,
+        "f": trial.f}
+    agg = AGGREGATES[trial.f]
     for metric in DISTANCES:
-        row[metric] = float(distances(base, after, metric, trial.k).mean()) if len(base) else 0.0
+        row[metric] = float(agg(distances(base, after, metric, trial.k))) if len(base) else 0.0
     row["delta"] = delta
     for metric in DISTANCES:
         row[f"stable_{metric}"] = bool(row[metric] < delta)
@@ -247,13 +253,19 @@ def run_study(study: FuzzStudy, *, progress: Progress | None = None) -> Path:
     return out
 
 
-def load_results(path: str | Path) -> pd.DataFrame:
-    """All stored trials of a fuzz store, sorted (model, heuristic, size, set)."""
+def load_results(path: str | Path, study: FuzzStudy | None = None) -> pd.DataFrame:
+    """Stored trials of a fuzz store (only ``study``'s when given), sorted (model, heuristic,
+    size, set)."""
     from recaudit.audit import Store
 
     with Store(path, read_only=True) as store:
         tables = {r[0] for r in store.con.execute("SHOW TABLES").fetchall()}
         if "fuzz_trials" not in tables:
             raise ConfigError(f"{path} holds no fuzzing results; run `recaudit fuzz` first")
-        return store.con.execute("SELECT * FROM fuzz_trials ORDER BY model, heuristic, size, "
-                                 "set_index").df()
+        df = store.con.execute("SELECT * FROM fuzz_trials ORDER BY model, heuristic, size, "
+                               "set_index").df()
+    if study is not None:
+        fp = _data(canonical_json(asdict(study.dataset))).fingerprint()
+        ids = {t.trial_id(fp) for t in study.trials()}
+        df = df[df["trial_id"].isin(ids)].reset_index(drop=True)
+    return df

@@ -38,6 +38,7 @@ def significance(results: pd.DataFrame, metric: str = "topout", alpha: float = 0
     rows = []
     for (model, size), g in results.groupby(["model", "size"], sort=True):
         by = {h: gh[metric].to_numpy(dtype=float) for h, gh in g.groupby("heuristic")}
+        kinds = g.groupby("heuristic")["kind"].first().to_dict() if "kind" in g else {}
         delta = float(g["delta"].iloc[0])
         for h, x in sorted(by.items()):
             base = BASELINE_OF.get(h)
@@ -47,7 +48,7 @@ def significance(results: pd.DataFrame, metric: str = "topout", alpha: float = 0
                 p_lt = _welch(x, by[base], "less")
             mark = "bold" if p_gt < alpha else "italic" if p_lt < alpha else ""
             rows.append({"model": model, "size": int(size), "heuristic": h,
-                         "kind": KIND_OF.get(h) or "none", "n": len(x), "mean": x.mean(),
+                         "kind": kinds.get(h) or KIND_OF.get(h) or "none", "n": len(x), "mean": x.mean(),
                          "variance": x.var(ddof=1) if len(x) > 1 else float("nan"),
                          "delta": delta, "baseline": base if base in by else None,
                          "p_greater": p_gt, "p_less": p_lt, "mark": mark,

@@ -115,9 +115,11 @@ def frbo_batch(
     k: int,
     p: float = 0.9,
     n_items: int | None = None,
+    full_scan: bool = False,
 ) -> np.ndarray:
     """:func:`frbo` of every row pair of two code arrays; ``float64[n]``, bit-identical to the
-    scalar form. With ``n_items`` given, codes must lie in ``[0, n_items)``."""
+    scalar form. With ``n_items`` given, codes must lie in ``[0, n_items)``. ``full_scan`` as
+    in :func:`rbo_batch` (the early exit never changes a value)."""
     k = check_k(k)
     p = check_p(p)
     lo, hi = _bounds(k, p, n_items)
@@ -128,5 +130,5 @@ def frbo_batch(
         n_codes = max(check_codes(am, k, name="a"), check_codes(bm, k, name="b"))
         if n_codes > n_items:
             raise ValueError(f"item code {n_codes - 1} is outside [0, n_items = {n_items})")
-    raw = _similarity(am, k, bm, k, K.TRUNC, p)
+    raw = _similarity(am, k, bm, k, K.TRUNC, p, full_scan=full_scan)
     return (raw - lo) / (hi - lo)

@@ -154,7 +154,7 @@ def check_codes(arr: np.ndarray, width: int, *, name: str) -> int:
     """Codes in the evaluated prefix ``arr[:, :width]`` are >= 0; returns ``max code + 1``."""
     if arr.shape[0] == 0:
         return 1
-    from recaudit.metrics._kernels import min_max
+    from recaudit.metrics._kernels import MAX_CODE, min_max
 
     lo, hi = min_max(arr, width)
     if lo < 0:
@@ -163,6 +163,8 @@ def check_codes(arr: np.ndarray, width: int, *, name: str) -> int:
             f"{name} row {row} holds a negative item code ({lo}); rank lists hold valid codes "
             "only (no -1 padding)"
         )
+    if hi >= MAX_CODE:
+        raise ValueError(f"{name} holds item code {hi} >= {MAX_CODE}; encode items as dense codes 0..n_items-1")
     return int(hi) + 1
 
 

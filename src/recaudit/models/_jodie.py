@@ -170,7 +170,6 @@ class JODIE(SequentialRecommender):
                               self._init_rule())
             opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                    foreach=False)
-            eye = torch.eye(train.n_items, device=device)
             for epoch in range(cfg.epochs):
                 U = net.init_user.expand(train.n_users, d).clone()
                 Ie = net.init_item.expand(train.n_items, d).clone()
@@ -182,7 +181,8 @@ class JODIE(SequentialRecommender):
                                         torch.zeros_like(i_prev))
                     u_proj = u_prev * (1.0 + net.project(du_t[lo:hi]))
                     pred = net.predict(u_proj, u, p_dyn, p)
-                    target = torch.cat([i_prev, eye[i]], dim=1)
+                    target = torch.cat([i_prev, nn.functional.one_hot(i, train.n_items)
+                                        .to(i_prev.dtype)], dim=1)
                     u_new = nn.functional.normalize(torch.tanh(
                         net.user_rnn(torch.cat([u_prev, i_prev, du_t[lo:hi]], 1))), dim=1)
                     i_new = nn.functional.normalize(torch.tanh(

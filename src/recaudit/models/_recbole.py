@@ -11,9 +11,10 @@ to RecBole in *another* interpreter: set ``python=`` or the environment variable
     export RECAUDIT_RECBOLE_PYTHON=/opt/recbole/bin/python
 
 ``create("recbole", model="SASRec", epochs=5, params={"hidden_size": 64})`` then wraps any
-RecBole sequential model by name. ``fit`` writes the training log as RecBole atomic files
-(``benchmark_filename`` train/valid/test, so RecBole trains on exactly our training set and
-splits nothing), runs the worker with ``seed`` and ``reproducibility=True`` forwarded (RecBole
+RecBole sequential model by name. ``fit`` writes the training log as RecBole's pre-augmented atomic files
+(``benchmark_filename`` train/valid/test: one line per training target with its preceding
+``MAX_ITEM_LIST_LENGTH`` items, exactly RecBole's own augmentation, so RecBole trains on our
+training set and splits nothing), runs the worker with ``seed`` and ``reproducibility=True`` forwarded (RecBole
 seeds its global RNGs inside the worker process, never ours), and keeps the trained state;
 ``rank`` asks the worker for ``full_sort_predict`` scores of the queries' contexts (most recent
 ``MAX_ITEM_LIST_LENGTH`` items, mapped to RecBole's internal ids) and ranks them with
@@ -79,6 +80,20 @@ class RecBoleConfig:
                 raise ConfigError(f"RecBoleConfig.params[{key!r}] is set by recaudit; remove it")
 
 
+def _prefix_samples(train: Interactions, max_len: int) -> list[str]:
+    """RecBole's pre-augmented sequential format: header + one line per training target,
+    ``user <TAB> preceding items (at most max_len, oldest first) <TAB> target``."""
+    indptr, rows = train.user_sequences()
+    items = train.item[rows].tolist()
+    out = ["user_id:token\titem_id_list:token_seq\titem_id:token\n"]
+    for u in range(train.n_users):
+        lo, hi = int(indptr[u]), int(indptr[u + 1])
+        for t in range(lo + 1, hi):
+            ctx = " ".join(map(str, items[max(lo, t - max_len):t]))
+            out.append(f"{u}\t{ctx}\t{items[t]}\n")
+    return out
+
+
 def _run_worker(python: str, job: Path, timeout: float) -> dict:
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
     proc = subprocess.run([python, str(_WORKER), str(job)], capture_output=True, text=True,
@@ -116,19 +131,20 @@ class RecBoleModel:
         job = Path(self._dir.name)
         data = job / "data" / "rl"
         data.mkdir(parents=True)
-        header = "user_id:token\titem_id:token\ttimestamp:float\n"
-        rows = "".join(f"{u}\t{i}\t{t!r}\n" for u, i, t in
-                       zip(train.user.tolist(), train.item.tolist(),
-                           train.timestamp.astype(np.float64).tolist()))
-        (data / "rl.train.inter").write_text(header + rows)
-        # valid/test: a copy of the last training row (RecBole needs non-empty files; unused)
-        last = rows.splitlines()[-1] + "\n"
-        (data / "rl.valid.inter").write_text(header + last)
-        (data / "rl.test.inter").write_text(header + last)
+        max_len = int(self.config.params.get("MAX_ITEM_LIST_LENGTH", 50))
+        lines = _prefix_samples(train, max_len)
+        if len(lines) == 1:
+            raise ValueError("recbole: no user has two or more training interactions")
+        (data / "rl.train.inter").write_text("".join(lines))
+        # valid/test: a copy of one training sample (RecBole needs non-empty files; unused)
+        (data / "rl.valid.inter").write_text(lines[0] + lines[-1])
+        (data / "rl.test.inter").write_text(lines[0] + lines[-1])
         cfg = {"loss_type": "CE", "train_neg_sample_args": None, **self.config.params,
                "seed": int(seed), "reproducibility": True, "epochs": self.config.epochs,
                "data_path": str(job / "data"), "dataset": "rl",
                "benchmark_filename": ["train", "valid", "test"], "show_progress": False,
+               "alias_of_item_id": ["item_id_list"],
+               "load_col": {"inter": ["user_id", "item_id_list", "item_id"]},
                "checkpoint_dir": str(job / "saved"), "log_wandb": False}
         (job / "job.json").write_text(json.dumps({"action": "fit", "model": self.config.model,
                                                   "n_items": train.n_items, "config": cfg}))

@@ -23,6 +23,7 @@ __all__ = ["planted_log", "leave_last_out", "next_item_mrr", "popularity_ranklis
            "check_rank_shapes", "check_topk_consistent", "check_determinism",
            "check_seed_changes", "check_deletion_changes", "check_inputs_not_mutated",
            "check_targets_not_read", "check_query_independence", "check_learns",
+           "check_global_rng_untouched",
            "RecommenderConformance"]
 
 ModelFactory = Callable[[], object]
@@ -199,6 +200,24 @@ def check_query_independence(make_model: ModelFactory, train: Interactions,
         assert agree > 0.95, "a query's rank list depends on the other queries of the batch"
 
 
+def check_global_rng_untouched(make_model: ModelFactory, train: Interactions,
+                               queries: Queries) -> None:
+    """fit and rank neither read nor reseed numpy's or torch's global random generators."""
+    np_state = np.random.get_state()
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        torch = None
+    t_state = torch.random.get_rng_state() if torch is not None else None
+    make_model().fit(train, seed=0).rank(queries)
+    after = np.random.get_state()
+    assert np_state[0] == after[0] and np.array_equal(np_state[1], after[1]) \
+        and np_state[2:] == after[2:], "numpy's global random state changed"
+    if torch is not None:
+        assert torch.equal(t_state, torch.random.get_rng_state()), \
+            "torch's global random state changed (use a seeded torch.Generator)"
+
+
 def check_learns(make_model: ModelFactory, log: Interactions | None = None, seed: int = 0,
                  margin: float = 1.2) -> tuple[float, float]:
     """Next-item MRR on a planted-pattern log beats popularity by a factor ``margin``."""
@@ -252,6 +271,9 @@ class RecommenderConformance:
 
     def test_targets_not_read(self) -> None:
         check_targets_not_read(self.make_model, *self._data())
+
+    def test_global_rng_untouched(self) -> None:
+        check_global_rng_untouched(self.make_model, *self._data())
 
     def test_query_independence(self) -> None:
         check_query_independence(self.make_model, *self._data())

@@ -29,8 +29,8 @@ as no mask can still be pending.
 
 ``method="approx"`` -- Cohen (1997), "Size-estimation framework with applications to transitive
 closure and reachability": every node draws ``k`` independent ``Exp(1)`` ranks (from a hash of
-``seed``, pass and row); in reverse topological order each node keeps the minimum rank over its
-descendants. For a root with ``s`` descendants the minimum is ``Exp(s)``, the sum ``S`` of the
+``seed``, rank set and row, 32-bit uniforms); in reverse topological order each node keeps the
+minimum rank over its descendants (four rank sets per pass, ``16 n`` bytes per thread). For a root with ``s`` descendants the minimum is ``Exp(s)``, the sum ``S`` of the
 ``k`` minima is ``Gamma(k, s)`` and ``(k - 1) / S`` is an unbiased estimator of ``s`` with
 relative standard deviation ``1 / sqrt(k - 2)`` (6.3 % for the default ``k = 256``); see
 :func:`casper_error_bound` for a two-sided probability bound. ``O(k n)`` time, ``O(n)`` memory.
@@ -189,28 +189,46 @@ def _splitmix(x):  # pragma: no cover - numba
     return x ^ (x >> np.uint64(31))
 
 
+_SKETCHES = 4  # rank sets per pass: one random child read serves all of them
+
+
 @njit(cache=True, parallel=True)
-def _approx_kernel(is_node, next_user, next_item, roots, k, seed):  # pragma: no cover - numba
+def _approx_kernel(is_node, next_user, next_item, roots, k, seed, n_threads
+                   ):  # pragma: no cover - numba
+    """Sum over ``k`` rank sets of each root's minimum descendant rank, as ``Exp(1)`` values.
+
+    Ranks are 32-bit hashes of (seed, set, row) read as uniforms; the minimum is taken on the
+    integers and only the roots' minima go through ``-log(1 - u)`` (monotone, so the minimum
+    of the transformed ranks is the transform of the minimum: ``Exp(s)`` for ``s``
+    descendants).
+    """
     n = len(next_user)
-    sums = np.zeros((k, len(roots)), dtype=np.float64)
-    for s in prange(k):
-        mins = np.empty(n, dtype=np.float64)
-        base = _splitmix(np.uint64(seed) ^ _splitmix(np.uint64(s)))
-        for i in range(n - 1, -1, -1):
-            if not is_node[i]:
-                continue
-            h = _splitmix(base ^ np.uint64(i))
-            u = (np.float64(h >> np.uint64(11)) + 0.5) * (1.0 / 9007199254740992.0)
-            v = -math.log(u)
-            c = next_user[i]
-            if c >= 0 and mins[c] < v:
-                v = mins[c]
-            c = next_item[i]
-            if c >= 0 and mins[c] < v:
-                v = mins[c]
-            mins[i] = v
-        for j in range(len(roots)):
-            sums[s, j] = mins[roots[j]]
+    n_groups = (k + _SKETCHES - 1) // _SKETCHES
+    sums = np.zeros((n_groups, len(roots)), dtype=np.float64)  # fixed order: no thread effect
+    for t in prange(n_threads):
+        mins = np.empty((n, _SKETCHES), dtype=np.uint32)
+        for g in range(t, n_groups, n_threads):
+            base = np.empty(_SKETCHES, dtype=np.uint64)
+            for b in range(_SKETCHES):
+                base[b] = _splitmix(np.uint64(seed) ^ _splitmix(np.uint64(g * _SKETCHES + b)))
+            for i in range(n - 1, -1, -1):
+                if not is_node[i]:
+                    continue
+                cu = next_user[i]
+                ci = next_item[i]
+                for b in range(_SKETCHES):
+                    v = np.uint32(_splitmix(base[b] ^ np.uint64(i)) >> np.uint64(32))
+                    if cu >= 0 and mins[cu, b] < v:
+                        v = mins[cu, b]
+                    if ci >= 0 and mins[ci, b] < v:
+                        v = mins[ci, b]
+                    mins[i, b] = v
+            for b in range(_SKETCHES):
+                if g * _SKETCHES + b >= k:
+                    break
+                for j in range(len(roots)):
+                    u = (np.float64(mins[roots[j], b]) + 0.5) * (1.0 / 4294967296.0)
+                    sums[g, j] += -math.log1p(-u)
     return sums.sum(axis=0)
 
 
@@ -241,7 +259,7 @@ def casper_scores(
     method: str = "auto",
     k: int = 256,
     seed: int = 0,
-    exact_budget: float = 5e10,
+    exact_budget: float = 1e9,
     n_threads: int | None = None,
 ) -> np.ndarray:
     """CASPER cascading score of every row of ``interactions`` (``int64``, aligned with rows).
@@ -281,6 +299,7 @@ def casper_scores(
     else:
         if int(k) != k or k < 3:
             raise ValueError(f"k must be an integer >= 3, got {k!r}")
-        sums = _approx_kernel(is_node, next_user, next_item, roots, int(k), int(seed) & (2**63 - 1))
+        sums = _approx_kernel(is_node, next_user, next_item, roots, int(k),
+                              int(seed) & (2**63 - 1), threads)
         scores[roots] = np.maximum(1, np.rint((k - 1) / sums)).astype(np.int64)
     return scores

@@ -17,6 +17,7 @@ from recaudit.properties._study import (
     percent_change,
     property_table,
     recommend_all,
+    to_jsonable,
 )
 from recaudit.properties._templates import (
     RELATIONS,
@@ -31,4 +32,4 @@ from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Univ
 __all__ = ["AGGREGATES", "RELATIONS", "STUDY_PROPERTIES", "TEMPLATES", "Groups", "Items",
            "Property", "Ranks", "StudyProperty", "Template", "Universe", "Values",
            "cross_validate", "evolving_study", "instantiate", "percent_change", "property_table",
-           "recommend_all", "register_template"]
+           "recommend_all", "register_template", "to_jsonable"]

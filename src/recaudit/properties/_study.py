@@ -34,7 +34,7 @@ from recaudit.properties._universe import Universe
 from recaudit.seeds import make_rng
 
 __all__ = ["STUDY_PROPERTIES", "StudyProperty", "cross_validate", "evolving_study",
-           "percent_change", "property_table", "recommend_all"]
+           "percent_change", "property_table", "recommend_all", "to_jsonable"]
 
 
 @dataclass(frozen=True)
@@ -220,3 +220,20 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
         for name, g in steps.groupby("model", sort=False)})
     summary.attrs["robust"] = summary < threshold
     return steps, summary
+
+
+def to_jsonable(frame: pd.DataFrame) -> dict[str, Any]:
+    """A study frame as plain JSON data (sets -> sorted lists, NaN/inf -> None)."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, (frozenset, set)):
+            return sorted(v)
+        if isinstance(v, tuple):
+            return list(v)
+        if isinstance(v, (float, np.floating)):
+            return float(v) if np.isfinite(v) else None
+        if isinstance(v, np.integer):
+            return int(v)
+        return v
+
+    return {str(c): {str(i): conv(v) for i, v in frame[c].items()} for c in frame.columns}

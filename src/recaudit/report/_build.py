@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.report import _figures as F
+from recaudit.report import _setup as S
 from recaudit.report import _tables as T
 from recaudit.report._data import ReportData, load
 
@@ -124,7 +125,7 @@ def build_report(store: str | Path | ReportData, *, figures: bool = True) -> Rep
         sections.append(pos)
 
     setup = Section("setup", "Audit setup", "Configuration, data, versions and timings.")
-    for make in (T.config_table, T.data_table, T.version_table, T.timing_table):
+    for make in (S.config_table, S.data_table, S.version_table, S.timing_table):
         t = make(data)
         if t is not None:
             setup.tables.append(t)

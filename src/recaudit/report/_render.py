@@ -58,7 +58,8 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
         "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
         "±": r"$\pm$", "†": r"$^\dagger$", "Δ": r"$\Delta$", "–": "--", "→": r"$\to$",
-        "·": r"$\cdot$", "…": r"\ldots{}", "◆": r"$\diamond$"}
+        "·": r"$\cdot$", "…": r"\ldots{}", "◆": r"$\diamond$", "−": r"$-$",
+        "×": r"$\times$", "§": r"\S{}", "≥": r"$\geq$", "≤": r"$\leq$"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX))
 
 

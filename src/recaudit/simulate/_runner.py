@@ -41,7 +41,8 @@ class MirrorConfig:
     that a data-collection oracle shows a random candidate instead of its choice. Without it
     (``explore=0``, the paper's setting) the logged data never shows most (profile, topic) pairs
     and the learned models extrapolate badly; we default to ``0.2`` and state it.
-    ``rbo_p``/``rbo_variant``: the RBO of Preference Shift.
+    ``rbo_p``/``rbo_variant``: the RBO of Preference Shift (default: extrapolated RBO, p = 0.9);
+    ``ps_k``: length of the preference lists ``L_r`` (default: all documents).
     """
 
     scenario: str = "decoy-slate"
@@ -56,6 +57,7 @@ class MirrorConfig:
     rbo_p: float = 0.9
     explore: float = 0.2
     rbo_variant: str = "ext"
+    ps_k: int | None = None
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -67,6 +69,13 @@ class MirrorConfig:
         if self.train_size < 10 or self.eval_size < 1:
             raise ConfigError(f"n_train must be >= 10 and n_eval >= 1; got {self.n_train}, "
                               f"{self.n_eval}")
+        if not 0.0 < self.rbo_p < 1.0:
+            raise ConfigError(f"rbo_p must lie in (0, 1); got {self.rbo_p}")
+        if self.rbo_variant not in ("ext", "min", "max", "trunc"):
+            raise ConfigError(f"rbo_variant: choose ext, min, max or trunc; got "
+                              f"{self.rbo_variant!r}")
+        if self.ps_k is not None and self.ps_k < 1:
+            raise ConfigError(f"ps_k must be >= 1 or None; got {self.ps_k}")
         if not 0.0 <= self.explore <= 1.0:
             raise ConfigError(f"explore must lie in [0, 1]; got {self.explore}")
         if not 0.0 < self.test_fraction < 1.0:

@@ -165,7 +165,7 @@ def run_sequential(cfg, progress=None) -> list[dict]:
 
     tc = TopicConfig()
     rows: list[dict] = []
-    kw = {"rbo_p": cfg.rbo_p, "rbo_variant": cfg.rbo_variant}
+    kw = {"rbo_p": cfg.rbo_p, "rbo_variant": cfg.rbo_variant, "ps_k": cfg.ps_k}
     for seed in cfg.seeds:
         world = TopicWorld.sample(tc, make_rng(seed, "mirror", cfg.scenario, "scenario"))
         u0 = make_rng(seed, "mirror", "users").uniform(0.0, 1.0, (cfg.eval_size, tc.n_topics))

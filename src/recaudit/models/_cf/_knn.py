@@ -39,33 +39,58 @@ __all__ = ["ItemKNN", "UserKNN"]
 
 
 @njit(cache=True)
-def _push(buf_s, buf_v, cnt, mini, pos, s, v, nn):
-    """Keep the ``nn`` largest similarities of slot ``pos`` (ties keep the earlier one).
+def _sift_down(buf_s, buf_v, pos, nn):
+    """Restore the min-heap order of slot ``pos`` after its root changed."""
+    t = 0
+    while True:
+        left = 2 * t + 1
+        if left >= nn:
+            return
+        c = left
+        if left + 1 < nn and buf_s[pos, left + 1] < buf_s[pos, left]:
+            c = left + 1
+        if buf_s[pos, c] < buf_s[pos, t]:
+            buf_s[pos, c], buf_s[pos, t] = buf_s[pos, t], buf_s[pos, c]
+            buf_v[pos, c], buf_v[pos, t] = buf_v[pos, t], buf_v[pos, c]
+            t = c
+        else:
+            return
 
-    ``mini[pos]`` is the index of the smallest kept similarity once the slot is full, so a
-    candidate that does not beat it is rejected in O(1).
+
+@njit(cache=True)
+def _push(buf_s, buf_v, cnt, pos, s, v, nn):
+    """Keep the ``nn`` largest similarities offered to slot ``pos``.
+
+    The slot fills up in arrival order; once full it is a min-heap on the similarity, so a
+    candidate that does not beat the smallest kept one is rejected in O(1) and a better one
+    replaces it in O(log nn). A candidate equal to the smallest is rejected (earlier wins).
     """
     c = cnt[pos]
     if c < nn:
         buf_s[pos, c] = s
         buf_v[pos, c] = v
         cnt[pos] = c + 1
-        if c + 1 == nn:
-            m = 0
-            for t in range(1, nn):
-                if buf_s[pos, t] < buf_s[pos, m]:
-                    m = t
-            mini[pos] = m
+        if c + 1 == nn:                       # heapify
+            for start in range(nn // 2 - 1, -1, -1):
+                t = start
+                while True:
+                    left = 2 * t + 1
+                    if left >= nn:
+                        break
+                    ch = left
+                    if left + 1 < nn and buf_s[pos, left + 1] < buf_s[pos, left]:
+                        ch = left + 1
+                    if buf_s[pos, ch] < buf_s[pos, t]:
+                        buf_s[pos, ch], buf_s[pos, t] = buf_s[pos, t], buf_s[pos, ch]
+                        buf_v[pos, ch], buf_v[pos, t] = buf_v[pos, t], buf_v[pos, ch]
+                        t = ch
+                    else:
+                        break
         return
-    m = mini[pos]
-    if s > buf_s[pos, m]:
-        buf_s[pos, m] = s
-        buf_v[pos, m] = v
-        m = 0
-        for t in range(1, nn):
-            if buf_s[pos, t] < buf_s[pos, m]:
-                m = t
-        mini[pos] = m
+    if s > buf_s[pos, 0]:
+        buf_s[pos, 0] = s
+        buf_v[pos, 0] = v
+        _sift_down(buf_s, buf_v, pos, nn)
 
 
 @njit(cache=True)
@@ -77,7 +102,6 @@ def _user_user_scores(sims, users, indptr, rater, cval, umean, n_items, nn, min_
     buf_s = np.empty((1, nn))
     buf_v = np.empty((1, nn))
     cnt = np.zeros(1, dtype=np.int64)
-    mini = np.zeros(1, dtype=np.int64)
     for b in range(nb):
         u = users[b]
         for i in range(n_items):
@@ -86,7 +110,7 @@ def _user_user_scores(sims, users, indptr, rater, cval, umean, n_items, nn, min_
                 v = rater[p]
                 s = sims[b, v]
                 if v != u and s >= min_sim:
-                    _push(buf_s, buf_v, cnt, mini, 0, s, cval[p], nn)
+                    _push(buf_s, buf_v, cnt, 0, s, cval[p], nn)
             c = cnt[0]
             if c >= min_nbrs and c > 0:
                 num = 0.0
@@ -116,7 +140,6 @@ def _item_item_scores(users, r_indptr, r_items, r_cval, s_indptr, s_nbr, s_val, 
     buf_s = np.empty((n_items, nn))
     buf_v = np.empty((n_items, nn))
     cnt = np.zeros(n_items, dtype=np.int64)
-    mini = np.zeros(n_items, dtype=np.int64)
     rated = np.full(n_items, np.nan)
     total = s_indptr[n_items]
     for b in range(nb):
@@ -133,7 +156,7 @@ def _item_item_scores(users, r_indptr, r_items, r_cval, s_indptr, s_nbr, s_val, 
                 j = r_items[p]
                 x = r_cval[p]
                 for q in range(s_indptr[j], s_indptr[j + 1]):
-                    _push(buf_s, buf_v, cnt, mini, s_nbr[q], s_val[q], x, nn)
+                    _push(buf_s, buf_v, cnt, s_nbr[q], s_val[q], x, nn)
             for i in range(n_items):
                 c = cnt[i]
                 if c >= min_nbrs and c > 0:

@@ -86,6 +86,30 @@ def _deviations(c_indptr, c_users, c_vals, r_indptr, r_items, r_vals, n_items):
     return indptr, indices, dev
 
 
+@njit(cache=True)
+def _unweighted_scores(users, r_indptr, r_items, r_vals, d_indptr, d_items, d_vals, n_items):
+    """Unweighted predictions; uses ``dev_ji = -dev_ij`` (the pattern is symmetric), so row
+    ``i`` of every rated item scatters ``-dev_ij + r_ui`` onto the targets ``j``."""
+    out = np.full((len(users), n_items), np.nan)
+    num = np.zeros(n_items)
+    cnt = np.zeros(n_items, dtype=np.int64)
+    for b in range(len(users)):
+        u = users[b]
+        for p in range(r_indptr[u], r_indptr[u + 1]):
+            i = r_items[p]
+            r = r_vals[p]
+            for q in range(d_indptr[i], d_indptr[i + 1]):
+                j = d_items[q]
+                num[j] += r - d_vals[q]
+                cnt[j] += 1
+        for j in range(n_items):
+            if cnt[j] > 0:
+                out[b, j] = num[j] / cnt[j]
+                num[j] = 0.0
+                cnt[j] = 0
+    return out
+
+
 @dataclass(frozen=True)
 class SlopeOneConfig:
     weighted: bool = False
@@ -121,25 +145,25 @@ class SlopeOne(RatingRecommender):
             R.indptr.astype(np.int64), R.indices.astype(np.int64), R.data, R.shape[1])
         shape = (R.shape[1], R.shape[1])
         self.dev_ = sp.csr_array((dev, indices, indptr), shape=shape)
-        self.mask_ = sp.csr_array((np.ones(len(dev)), indices, indptr), shape=shape)
 
     def _score_users(self, users: np.ndarray) -> np.ndarray:
+        if not self.config.weighted:
+            d = self.dev_
+            return _unweighted_scores(users.astype(np.int64), self.R_.indptr.astype(np.int64),
+                                      self.R_.indices.astype(np.int64), self.R_.data,
+                                      d.indptr.astype(np.int64), d.indices, d.data,
+                                      self.n_items_)
         X = self.B_[users]                       # batch x items indicator
         Y = self.R_[users]                       # batch x items ratings
-        if self.config.weighted:
-            BX = self.B_ @ X.T.toarray()         # users x batch: co-rated counts
-            RX = self.R_ @ X.T.toarray()
-            BY = self.B_ @ Y.T.toarray()
-            num = self.R_.T @ BX - self.B_.T @ RX + self.B_.T @ BY   # items x batch
-            den = self.B_.T @ BX
-            # remove the i = j terms for rated j: c_jj = n_j, dev_jj = 0
-            xd = X.toarray().T
-            num -= xd * (Y.toarray().T * self.n_rated_[:, None])
-            den -= xd * self.n_rated_[:, None]
-            num, den = num.T, den.T
-        else:
-            num = (self.dev_ @ X.T + self.mask_ @ Y.T).toarray().T
-            den = (self.mask_ @ X.T).toarray().T
+        BX = self.B_ @ X.T.toarray()             # users x batch: co-rated counts
+        RX = self.R_ @ X.T.toarray()
+        BY = self.B_ @ Y.T.toarray()
+        num = self.R_.T @ BX - self.B_.T @ RX + self.B_.T @ BY   # items x batch
+        den = self.B_.T @ BX
+        # remove the i = j terms for rated j: c_jj = n_j, dev_jj = 0
+        xd = X.toarray().T
+        num -= xd * (Y.toarray().T * self.n_rated_[:, None])
+        den -= xd * self.n_rated_[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(den > 0.5, num / np.where(den > 0.5, den, 1.0), np.nan)
-        return out
+        return out.T

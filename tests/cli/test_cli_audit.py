@@ -1,0 +1,65 @@
+import pytest
+
+from recaudit.cli import main
+
+TINY = """
+name = "cli"
+output = "{out}"
+seeds = [0]
+perturbations = ["none", "random-delete"]
+
+[[datasets]]
+name = "synthetic"
+options = {{ n_users = 30, n_items = 20, n_clusters = 3, mean_length = 12, seed = 1 }}
+
+[[models]]
+name = "gru4rec"
+params = {{ epochs = 1, embedding_dim = 8, hidden_dim = 8 }}
+
+[metrics]
+k = 5
+"""
+
+
+def test_run_status_results_export(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    store = tmp_path / "s.duckdb"
+    cfg.write_text(TINY.format(out=store))
+    assert main(["run", str(cfg)]) == 0
+    out = capsys.readouterr().out
+    assert "random-delete" in out and "mean" in out and "RBO" in out
+    assert main(["status", str(store)]) == 0
+    assert "2 trials done of 2 planned" in capsys.readouterr().out
+    assert main(["results", str(store), "--format", "csv"]) == 0
+    import io
+
+    import pandas as pd
+
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(table) == 2
+    assert table.set_index("perturbation").loc["none", "rbo"] == 1.0
+    assert main(["export", str(store), str(tmp_path / "x"), "--format", "parquet"]) == 0
+    assert (tmp_path / "x" / "query_results.parquet").exists()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "does-not-exist.toml"], "cannot read config"),
+    (["audit", "--model", "gru4rc", "--seeds", "1"], "Did you mean 'gru4rec'"),
+    (["audit", "--perturbation", "random-delet", "--seeds", "1"], "random-delete"),
+    (["audit", "--param", "epochs", "--seeds", "1"], "KEY=VALUE"),
+    (["results", "nope.duckdb"], "no audit store"),
+])
+def test_errors_are_one_clean_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert err.startswith("error: ")
+
+
+def test_debug_flag_shows_the_exception(tmp_path, monkeypatch):
+    from recaudit.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError):
+        main(["--debug", "run", "does-not-exist.toml"])
