@@ -11,7 +11,7 @@ The reference is time-limited (``--ref-budget`` seconds per case): it processes 
 until the budget is spent, then its total is EXTRAPOLATED as graph time + (elapsed BFS time /
 roots done) * all roots, and printed with a ``~`` and "(extrapolated)".
 
-Each measurement runs in a fresh forked process; ``peak MB`` is that process's maximum RSS
+Each measurement runs in a fresh (spawned) process; ``peak MB`` is that process's maximum RSS
 (it includes the log itself, about 20 bytes/row).
 
 Logs: Wikipedia (``../shared/data/wikipedia.tsv``, headerless TSV row_id, user, item, timestamp;
@@ -129,11 +129,17 @@ def _child(conn, name, size, max_len, what, budget, out_path):
 
 def measure(name, size, max_len, what, budget, tmp):
     out_path = os.path.join(tmp, f"{name}-{size}-{max_len}-{what}.npy")
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("spawn")  # numba thread pools do not survive fork
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_child, args=(child, name, size, max_len, what, budget, out_path))
     proc.start()
-    result = parent.recv()
+    child.close()  # so that recv() fails instead of hanging if the child dies
+    try:
+        result = parent.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"measurement {what} on {name}-{size} died "
+                           f"(exit code {proc.exitcode})") from None
     proc.join()
     result["data"] = np.load(out_path)
     return result
@@ -150,15 +156,14 @@ def main(argv=None) -> None:
     ap.add_argument("--max-exact", type=int, default=10_000_000,
                     help="largest synthetic size on which to run the exact method")
     args = ap.parse_args(argv)
-    import numba
-
-    print(f"numba threads: {numba.get_num_threads()}, cpus: {os.cpu_count()}, "
-          f"load avg: {os.getloadavg()[0]:.1f}")
+    print(f"numba threads: {os.environ.get('NUMBA_NUM_THREADS', 'default')}, "
+          f"cpus: {os.cpu_count()}, "
+          f"load avg: {os.getloadavg()[0]:.1f}", flush=True)
     cases = ([] if args.no_wikipedia or not DATA.exists() else [("wikipedia", 0)]) + \
         [("synthetic", s) for s in args.sizes]
     header = (f"{'log':<18}{'rows':>10}{'L':>5}{'roots':>8}{'reference s':>22}{'exact s':>10}"
               f"{'speed-up':>10}{'approx s':>10}{'approx err':>12}{'peak MB ref/ex/ap':>22}")
-    print(header)
+    print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name, size in cases:
             for w in args.windows:

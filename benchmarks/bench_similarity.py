@@ -40,6 +40,9 @@ def _permutations(rng: np.random.Generator, rows: int, n_items: int) -> np.ndarr
 class _Clock:
     """Wall and process CPU time (all threads) of a block, in seconds."""
 
+    wall: float
+    cpu: float
+
     def __enter__(self) -> _Clock:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         return self
@@ -68,13 +71,15 @@ def _time_ours_scalar(a: np.ndarray, b: np.ndarray, p: float) -> float:
     return (time.perf_counter() - t0) / len(la)
 
 
-def _time_ours_batch(a: np.ndarray, b: np.ndarray, p: float, repeats: int = 3) -> tuple[float, float, np.ndarray]:
+def _time_ours_batch(
+    a: np.ndarray, b: np.ndarray, p: float, repeats: int = 3, full_scan: bool = False
+) -> tuple[float, float, np.ndarray]:
     from recaudit.metrics import rbo_batch
 
     best, best_cpu = float("inf"), float("inf")
     for _ in range(repeats):
         with _Clock() as clock:
-            out = rbo_batch(a, b, p)
+            out = rbo_batch(a, b, p, full_scan=full_scan)
         best, best_cpu = min(best, clock.wall), min(best_cpu, clock.cpu)
     return best / a.shape[0], best_cpu / a.shape[0], out
 
@@ -95,6 +100,7 @@ def compare(rng: np.random.Generator, rbo_pkg, *, quick: bool, p: float) -> None
     )
     units = f"{'':<16}{'us/pair':>13}{'us/pair':>12}{'':>8}{'us/pair':>13}{'us/pair':>10}{'':>8}{'us/pair':>13}"
     print(header + "\n" + units)
+    full_scans: list[tuple[str, float]] = []
     print("-" * len(header))
     for label, n_items, k, n_anchor, n_ours in cases:
         if k is None:
@@ -104,7 +110,12 @@ def compare(rng: np.random.Generator, rbo_pkg, *, quick: bool, p: float) -> None
             a = np.stack([rng.choice(n_items, k, replace=False) for _ in range(n_ours)]).astype(np.int32)
             b = np.stack([rng.choice(n_items, k, replace=False) for _ in range(n_ours)]).astype(np.int32)
         ours_batch, ours_cpu, values = _time_ours_batch(a, b, p)
+        full_wall, _, full_values = _time_ours_batch(a, b, p, repeats=1, full_scan=True)
+        if full_values.tobytes() != values.tobytes():  # the early exit must never change a value
+            raise RuntimeError(f"{label}: full_scan=True changed a value")
+        full_scans.append((label, full_wall))
         n_scalar = min(n_ours, max(n_anchor, 200))
+        _time_ours_scalar(a[:2], b[:2], p)  # warm the scalar path
         ours_scalar = _time_ours_scalar(a[:n_scalar], b[:n_scalar], p)
         if rbo_pkg is None:
             print(
@@ -119,6 +130,9 @@ def compare(rng: np.random.Generator, rbo_pkg, *, quick: bool, p: float) -> None
             f"{anchor_cpu * 1e6:>13.1f}{ours_cpu * 1e6:>10.3f}{anchor_cpu / ours_cpu:>7.0f}x"
             f"{ours_scalar * 1e6:>13.1f}{anchor / ours_scalar:>6.0f}x{diff:>11.1e}"
         )
+    print("\nours with full_scan=True (no early exit; identical values), wall us/pair: " + ", ".join(
+        f"{label} {t * 1e6:.3f}" for label, t in full_scans
+    ))
 
 
 def batch_goal(rng: np.random.Generator, *, quick: bool, p: float, full_array: bool) -> None:
@@ -128,13 +142,15 @@ def batch_goal(rng: np.random.Generator, *, quick: bool, p: float, full_array: b
     n_pairs = 20_000 if quick else 100_000
     base = _permutations(rng, chunk, n_items)  # reused with shifted row pairings
     rbo_batch(base[:10], base[1:11], p)  # load the cached kernels before timing
-    times = {"rbo ext": 0.0, "rbo min": 0.0, "rbo max": 0.0, "jaccard@10": 0.0, "frbo@20": 0.0}
+    rbo_batch(base, base[::-1], p)
+    times = {"rbo ext": 0.0, "ext full": 0.0, "rbo min": 0.0, "rbo max": 0.0, "jaccard@10": 0.0, "frbo@20": 0.0}
     cpu = dict.fromkeys(times, 0.0)
     rss_before = _peak_rss_mb()
     for c in range(n_pairs // chunk):
         other = np.roll(base, c + 1, axis=0)
         for label, fn in (
             ("rbo ext", lambda: rbo_batch(base, other, p)),
+            ("ext full", lambda: rbo_batch(base, other, p, full_scan=True)),
             ("rbo min", lambda: rbo_batch(base, other, p, variant="min")),
             ("rbo max", lambda: rbo_batch(base, other, p, variant="max")),
             ("jaccard@10", lambda: jaccard_batch(base, other, 10)),

@@ -64,14 +64,20 @@ def test_modified_attribute_influence_properties():
     assert out[np.argmax(inf)] == 12  # the most influential attribute scores #A
 
 
-def test_user_influence_matches_brute_force_in_blocks(fz):
+def test_user_influence_matches_brute_force(fz):
     log = fz.random_log(5)
-    recs = fz.popularity_recs(log, k=4)
+    rng = np.random.default_rng(1)
     rated = [set(log.item[log.user == u].tolist()) for u in range(log.n_users)]
-    lists = [set(row.tolist()) for row in recs.items]
-    brute = [sum(1 for v in range(log.n_users) if v != u and rated[u] & lists[v])
-             for u in range(log.n_users)]
-    np.testing.assert_array_equal(user_influence(log, recs, block=7), brute)
+    users = rng.choice(log.n_users, 25, replace=False)  # some users have no list
+    # lists may hold the user's own items and -1 padding
+    items = np.where(rng.random((25, 6)) < 0.2, -1,
+                     np.stack([rng.choice(log.n_items, 6, replace=False) for _ in users]))
+    for recs in (fz.popularity_recs(log, k=4), Recommendations(users, items)):
+        lists = {int(v): set(row.tolist()) - {-1} for v, row in zip(recs.users, recs.items,
+                                                                    strict=True)}
+        brute = [sum(1 for v, lst in lists.items() if v != u and rated[u] & lst)
+                 for u in range(log.n_users)]
+        np.testing.assert_array_equal(user_influence(log, recs), brute)
 
 
 def test_missing_attributes_and_bad_recommendations(small_log, small_recs):

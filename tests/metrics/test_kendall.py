@@ -49,3 +49,11 @@ def test_validation():
         kendall_tau_batch(np.array([[0, 1], [0, 1]]), np.array([[0, 1], [1, 1]]))
     with pytest.raises(ValueError, match="row 0.*same items"):
         kendall_tau_batch(np.array([[0, 1]]), np.array([[0, 2]]))
+
+
+def test_sparse_codes_are_remapped():
+    rng = np.random.default_rng(8)
+    items = rng.choice(10**7, size=50, replace=False)
+    a = np.stack([rng.permutation(items) for _ in range(4)])
+    b = np.stack([rng.permutation(items) for _ in range(4)])
+    assert kendall_tau_batch(a, b).tolist() == [kendall_tau(x, y) for x, y in zip(a.tolist(), b.tolist())]

@@ -179,8 +179,11 @@ def test_symmetry_bounds_and_order(a, b, p):
 @SETTINGS
 @given(rankings, ps)
 def test_identical_and_disjoint(a, p):
-    assert rbo(a, a, p) == pytest.approx(1.0, abs=1e-12)
-    assert rbo(a, a, p, variant="max") == pytest.approx(1.0, abs=1e-12)
+    # eq. 32: a list that is a prefix of the other has agreement 1 at every depth -> exactly 1
+    assert rbo(a, a, p) == 1.0
+    assert rbo(a, a, p, variant="max") == 1.0
+    assert rbo(a[: max(1, len(a) // 2)], a, p) == 1.0
+    assert rbo(a, a + [1000, 1001], p, variant="max") == 1.0
     assert rbo(a, a, p, variant="trunc") == pytest.approx(1 - p ** len(a), abs=1e-12)
     assert average_overlap(a, a) == pytest.approx(1.0, abs=1e-15)
     other = [i + 1000 for i in a]
@@ -409,3 +412,47 @@ def test_invalid_batches():
         rbo_batch(good[0], good[0])
     with pytest.raises(TypeError, match="integer"):
         rbo_batch(good.astype(float), good)
+
+
+# --- early exit and marker growth in the batch kernel ---------------------------------------------
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.9, 0.98])
+def test_early_exit_is_bit_identical_to_a_full_scan(p):
+    rng = np.random.default_rng(int(p * 100))
+    n_items = 3000
+    a = rng.permuted(np.tile(np.arange(n_items, dtype=np.int32), (60, 1)), axis=1)
+    b = rng.permuted(np.tile(np.arange(n_items, dtype=np.int32), (60, 1)), axis=1)
+    b[:20] = a[:20]  # identical rows
+    b[20:40, :50] = a[20:40, :50]  # shared head, random tail
+    for i in range(20, 40):
+        b[i, 50:] = rng.permutation(np.setdiff1d(np.arange(n_items), a[i, :50]))
+    for variant in (*VARIANTS, "trunc"):
+        for bb in (b, b[:, :1000]):  # same and different lengths
+            fast = rbo_batch(a, bb, p, variant=variant)
+            full = rbo_batch(a, bb, p, variant=variant, full_scan=True)
+            assert fast.tobytes() == full.tobytes(), variant
+
+
+def test_full_scan_checks_every_position():
+    a = np.arange(2000, dtype=np.int32)[None, :].copy()
+    fixed = a.copy()
+    fixed[0, :2] = [1, 0]  # not identical, so the scan may stop early
+    b = fixed.copy()
+    b[0, -1] = b[0, -2]  # a duplicate far below where p = 0.5 stops contributing
+    with pytest.raises(ValueError, match="b lists an item twice"):
+        rbo_batch(a, b, 0.5, full_scan=True)
+    with pytest.raises(ValueError, match="twice"):
+        rbo(a[0].tolist(), b[0].tolist(), 0.5)  # scalar forms always check the whole list
+    # documented: the default scan checks only the prefix it reads
+    assert rbo_batch(a, b, 0.5)[0] == rbo_batch(a, fixed, 0.5, full_scan=True)[0]
+
+
+def test_sparse_large_codes_grow_the_markers():
+    rng = np.random.default_rng(9)
+    a = rng.choice(10**6, size=(30, 8), replace=False).astype(np.int64)
+    b = np.concatenate([a[:, :4], rng.choice(10**6, size=(30, 4), replace=False)], axis=1)
+    got = rbo_batch(a, b, 0.8)
+    assert got.tolist() == [rbo(x, y, 0.8) for x, y in zip(a.tolist(), b.tolist())]
+    with pytest.raises(ValueError, match="dense codes"):
+        rbo_batch(np.array([[1, 2**40]]), np.array([[1, 2]]))

@@ -97,3 +97,18 @@ def test_prefix_samples_cover_every_target_once():
         assert np.array_equal(np.sort(targets), np.sort(data.item[np.setdiff1d(
             np.arange(len(train)), data.indptr[:-1])]))
         assert (b.lengths <= 5).all()
+
+
+def test_query_batch_left_aligns_most_recent_context():
+    from recaudit.data import Queries
+    from recaudit.models._samples import batch_from_queries
+
+    q = Queries(user=[0, 1], context_indptr=[0, 3, 3], context_item=[4, 5, 6],
+                context_time=[10.0, 20.0, 35.0], target=[-1, -1], timestamp=[50.0, 7.0],
+                n_items=8, n_users=2)
+    b = batch_from_queries(q, max_len=2, device="cpu", with_time=True)
+    assert b.items.tolist() == [[6, 7], [0, 0]]          # codes + 1, padding 0
+    assert b.lengths.tolist() == [2, 1]
+    assert b.gaps[0].tolist() == [0.0, 15.0]             # 35 - 20
+    assert b.next_gaps[0].tolist() == [15.0, 15.0]       # 50 - 35 at the last position
+    assert b.times[0].tolist() == [0.0, 15.0]

@@ -246,3 +246,14 @@ def test_errors():
         model.recommend([0], k=0)
     with pytest.raises(RuntimeError, match="not fitted"):
         create("funksvd").predict([0], [0])
+
+
+def test_candidates_restrict_recommendations():
+    m = random_ratings(7, n_users=10, n_items=12)
+    model = create("slope-one").fit(log_from_matrix(m), seed=0)
+    allowed = np.zeros(12, bool)
+    allowed[[1, 3, 5]] = True
+    items, _ = model.recommend(np.arange(10), k=5, candidates=allowed)
+    assert np.isin(items[items >= 0], [1, 3, 5]).all()
+    with pytest.raises(ValueError, match="boolean mask"):
+        model.recommend([0], k=2, candidates=np.ones(3, bool))

@@ -5,7 +5,7 @@ import pytest
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError
-from recaudit.perturb import (SupportsTracIn, parse, select_earliest_random,
+from recaudit.perturb import (SupportsTracIn, craft_fake_user, parse, select_earliest_random,
                               select_latest_random, select_random, select_rev_adv,
                               tracin_scores)
 
@@ -75,19 +75,27 @@ def test_tracin_rejects_models_without_gradients(small_log):
         tracin_scores(object(), small_log, Queries.next_item(small_log))
 
 
-def test_rev_adv_maps_fake_user_to_similar_user():
-    # users 0..9 share items 0..4; users 10..11 only item 9: a fake user crafted against the
-    # surrogate concentrates on the shared block, so the most similar user is one of 0..9
+def test_rev_adv_maps_profile_to_most_similar_users():
+    # user 0: items {0,1,2} (rows 0,3,5), user 1: {0,1} (rows 1,4), user 2: {3} (row 2).
+    # fake profile {0,1}: cosine u1 = 2/sqrt(2*2) = 1, u0 = 2/sqrt(3*2) = 0.816, u2 = 0
+    log = Interactions.from_codes([0, 1, 2, 0, 1, 0], [0, 0, 3, 1, 1, 2], np.arange(6))
+    rows, sims = select_rev_adv(log, 2, np.random.default_rng(0), fake=np.array([0, 1]))
+    assert rows.tolist() == [1, 0]  # each user's earliest interaction
+    assert np.allclose(sims, [1.0, 2 / np.sqrt(6)])
+    rows, _ = select_rev_adv(log, 1, np.random.default_rng(0), variant="random",
+                             fake=np.array([0, 1]))
+    assert rows[0] in (1, 4)
+
+
+def test_crafted_profile_is_valid():
     user = [u for u in range(10) for _ in range(5)] + [10, 10, 11, 11]
     item = [i for _ in range(10) for i in range(5)] + [9, 9, 9, 9]
-    log = Interactions.from_codes(user, item, np.arange(len(user)), n_items=10)
-    rows, sims = select_rev_adv(log, 2, np.random.default_rng(0), variant="earliest")
-    users = log.user[rows]
-    assert set(users.tolist()) <= set(range(10)) and len(set(users.tolist())) == 2
-    assert np.all(sims > 0) and sims[0] >= sims[1]
-    # earliest variant: each row is its user's first
-    first = {u: np.flatnonzero(log.user == u)[0] for u in users.tolist()}
-    assert [first[u] for u in users.tolist()] == rows.tolist()
+    log = Interactions.from_codes(user, item, np.arange(len(user)), n_items=12)
+    fake = craft_fake_user(log, np.random.default_rng(0))
+    # m = min(median distinct items per user (5), items in the log (6) // 2) = 3 seen items
+    assert len(fake) == 3 and len(set(fake.tolist())) == 3
+    assert set(fake.tolist()) <= {0, 1, 2, 3, 4, 9}
+    assert np.array_equal(fake, craft_fake_user(log, np.random.default_rng(0)))
 
 
 def test_rev_adv_deterministic_and_random_variant():

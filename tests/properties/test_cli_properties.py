@@ -34,12 +34,22 @@ def test_table_34(tiny, capsys):
         assert label in out
 
 
-def test_evolving_table_36(tiny, capsys):
+def test_evolving_table_36(tiny, tmp_path, capsys):
+    import json
+
+    import duckdb
+
+    path = tmp_path / "evo.duckdb"
     assert main(["properties", "--dataset", "tiny", "--models", "slope-one", "--evolving",
-                 "--no-accuracy", "--k", "3"]) == 0
+                 "--no-accuracy", "--k", "3", "--store", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Maximum absolute % change" in out and "NRI" in out and "%" in out
     assert "Property values per step" in out and "50%" in out and "100%" in out
+    con = duckdb.connect(str(path), read_only=True)
+    (raw,) = con.execute("SELECT value FROM meta WHERE key = 'properties.evolving'").fetchone()
+    saved = json.loads(raw)
+    assert [s["fraction"] for s in saved["steps"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert "NRI" in saved["max_abs_percent_change"]["slope-one"]
 
 
 def test_unknown_model_is_a_clean_error(tiny, capsys):

@@ -140,3 +140,21 @@ def test_control_only_store_and_empty_store(tmp_path, make_store):
         pass
     with pytest.raises(RecauditError, match="no finished trials"):
         build_report(tmp_path / "empty.duckdb")
+
+
+def test_method_tests_need_six_seeds_and_match_scipy(tmp_path, make_store, data):
+    assert T.method_test_table(data) is None  # 3 seeds: p >= 0.25, never significant
+    store = make_store(tmp_path / "s.duckdb", models=("gru4rec",), seeds=tuple(range(6)),
+                       perturbations=("random-delete", "casper-delete",
+                                      "earliest-random-delete"))
+    six = load(store)
+    table = T.method_test_table(six)
+    assert [(r[2].text, r[3].text) for r in table.rows] == [
+        ("casper-delete", "random-delete"), ("casper-delete", "earliest-random-delete")]
+    s = six.summary.set_index(["perturbation", "seed"]).rbo
+    for r in table.rows:
+        a, b = s.loc[r[2].text].sort_index(), s.loc[r[3].text].sort_index()
+        p = stats.wilcoxon(a.to_numpy() - b.to_numpy()).pvalue
+        assert r[7].value == pytest.approx(p)
+        # CASPER is ~0.15 lower on every seed: all 6 differences negative, p = 2/64
+        assert p == pytest.approx(2 / 64) and r[7].significant and r[7].text.endswith("†")

@@ -138,3 +138,23 @@ def test_core_package_works_without_gymnasium():
             "    assert 'recaudit[simulate]' in str(e)\nelse:\n    raise SystemExit(1)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_samplers_and_document_set_validation():
+    from recaudit.simulate import CTRWeightedSampler
+
+    docs = np.arange(6)
+    s = CTRWeightedSampler(size=1, n_docs=6, prior=1.0)
+    s.observe([0] * 50 + [1] * 50, [1.0] * 50 + [0.0] * 50)  # doc 0 always clicked, doc 1 never
+    rng = make_rng(0, "sampler")
+    counts = np.bincount([s.recall(docs, rng)[0] for _ in range(3000)], minlength=6)
+    w = np.array([51 / 52, 1 / 52, 0.5, 0.5, 0.5, 0.5])
+    np.testing.assert_allclose(counts / 3000, w / w.sum(), atol=0.03)
+    r = RandomSampler(4).recall(docs, rng)
+    assert len(set(r.tolist())) == 4
+    with pytest.raises(ValueError, match="recall 7"):
+        RandomSampler(7).recall(docs, rng)
+    with pytest.raises(ValueError, match="query 0"):
+        DocumentSet(np.ones((3, 2)), (np.array([0, 5]),), np.ones(2, bool))
+    with pytest.raises(ValueError, match="observable"):
+        DocumentSet(np.ones((3, 2)), (np.array([0]),), np.ones(3, bool))

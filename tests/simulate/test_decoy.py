@@ -103,3 +103,20 @@ def test_config_errors_name_the_key():
         MirrorConfig(algorithms=("GRU",))
     with pytest.raises(ConfigError, match="manipulative"):
         MirrorConfig(manipulative="planner")
+
+
+def test_config_round_trips_and_rejects_unknown_keys():
+    from recaudit.errors import ConfigError
+
+    cfg = MirrorConfig(scenario="topic-sequential", mixes=(0.0, 0.5), seeds=(3,),
+                       algorithms=("GRU-static",), manipulative="ppo", n_train=40,
+                       train=TrainConfig(epochs=3, lr=0.01), rbo_p=0.8, ps_k=10)
+    d = cfg.to_dict()
+    assert MirrorConfig.from_dict(d) == cfg
+    import json
+
+    assert MirrorConfig.from_dict(json.loads(json.dumps(d))) == cfg
+    with pytest.raises(ConfigError, match="mix_ratio"):
+        MirrorConfig.from_dict({**d, "mix_ratio": 0.3})
+    with pytest.raises(ConfigError, match="epoch"):
+        MirrorConfig.from_dict({**d, "train": {"epoch": 3}})

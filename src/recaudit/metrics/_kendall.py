@@ -125,6 +125,11 @@ def _run(am: np.ndarray, bm: np.ndarray) -> np.ndarray:
     if am.shape[1] < 2:
         raise ValueError("Kendall's tau needs rankings of at least 2 items")
     n_codes = max(check_codes(am, am.shape[1], name="a"), check_codes(bm, bm.shape[1], name="b"))
+    if n_codes > max(1024, 8 * am.shape[1]):
+        # sparse codes: remap to 0..u-1 so the per-chunk position arrays stay small
+        inverse = np.unique(np.concatenate([am, bm]), return_inverse=True)[1].reshape(-1, am.shape[1])
+        am, bm = np.ascontiguousarray(inverse[: am.shape[0]]), np.ascontiguousarray(inverse[am.shape[0] :])
+        n_codes = int(inverse.max()) + 1
     kernel = _kendall_parallel if am.size >= PARALLEL_MIN_WORK else _kendall_serial
     out, err = kernel(am, bm, n_codes)
     raise_row_error(err, messages=_ERR)

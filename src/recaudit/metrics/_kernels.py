@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+import numba
+from numba import njit, prange
 
 __all__: list[str] = []
 
@@ -29,7 +30,7 @@ EXT, MIN, MAX, TRUNC, AO, JACCARD, TOPOUT = 0, 1, 2, 3, 4, 5, 6
 KINDS = {"ext": EXT, "min": MIN, "max": MAX, "trunc": TRUNC}
 ERR_DUP_A, ERR_DUP_B, ERR_NEGATIVE, ERR_TOO_LARGE = 1, 2, 3, 4
 _OUT_OF_RANGE = 5  # internal: a code beyond the marker arrays (grow them and retry the row)
-MAX_CODE = 2**28  # codes index marker arrays; larger ones must be encoded densely first
+MAX_CODE = 2**26  # codes index marker arrays; larger ones must be encoded densely first
 
 
 @njit(cache=True)
@@ -54,6 +55,7 @@ def _pair(a, len_a, b, len_b, kind, p, w, powers, tail, stop, mark_a, mark_b, st
     acc = 0.0
     both = len_a if len_a < len_b else len_b
     size = mark_a.shape[0]
+    same = True  # X_D == D so far: the prefixes are identical
     # depths where both lists advance: the hot loop of every measure
     for d in range(both):
         ia = a[d]
@@ -73,7 +75,9 @@ def _pair(a, len_a, b, len_b, kind, p, w, powers, tail, stop, mark_a, mark_b, st
         if mark_a[ib] == stamp:
             x += 1
         acc += w[d] * x
-        if (d & 31) == 31 and powers[d + 1] * stop < acc:
+        if x != d + 1:
+            same = False
+        if (d & 31) == 31 and not same and powers[d + 1] * stop < acc:
             # provably no further effect: see similarity_kernel
             return (1.0 - p) * acc, 0
     s = len_a
@@ -113,6 +117,10 @@ def _pair(a, len_a, b, len_b, kind, p, w, powers, tail, stop, mark_a, mark_b, st
     if kind == TOPOUT:
         return 1.0 - x, 0
     l = len_b  # noqa: E741 - the paper's name for the longer length
+    if same and (kind == EXT or kind == MAX):
+        # the shorter list is a prefix of the longer: both are exactly 1 (A_d = 1 at every depth),
+        # which the float sum would miss by an ulp
+        return 1.0, 0
     if kind == EXT:
         return (1.0 - p) * acc + powers[l] * ((x - x_s) / l + x_s / s), 0
     if kind == MIN:
@@ -150,11 +158,10 @@ def _rows(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, lo, hi, out,
 
 
 @njit(cache=True, parallel=True)
-def _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size):  # pragma: no cover
+def _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, n_chunks):  # pragma: no cover
     n = a.shape[0]
     out = np.empty(n, np.float64)
     err = np.zeros(n, np.int8)
-    n_chunks = min(n, 4 * get_num_threads())
     for c in prange(n_chunks):
         lo = c * n // n_chunks
         hi = (c + 1) * n // n_chunks
@@ -218,8 +225,10 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
     (extrapolation, bound tails) are at most ``2 p^d``. Once ``p^d * 8 * 2^53 / (1-p)^2 < acc``
     each of them is below half an ulp of ``acc`` and of ``(1-p) acc``, so under round-to-nearest
     none of them can change the float64 result: the value is bit-identical to the full scan.
-    (For ``p = 0.9`` and a typical RBO this happens near depth 400.) Duplicates are then only
-    detected in the scanned prefix; ``full_scan=True`` checks every position.
+    (For ``p = 0.9`` and a typical RBO this happens near depth 400.) Rows whose prefixes are
+    identical so far never stop early, so ``"ext"``/``"max"`` can return exactly 1.0 when the
+    shorter list is a prefix of the longer (the float sum would fall an ulp short). Duplicates
+    are only detected in the scanned prefix; ``full_scan=True`` checks every position.
     """
     n_steps = max(len_a, len_b)
     powers, w = weights(p, len_a + len_b, kind == AO)
@@ -228,7 +237,8 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
     size = max(64, 2 * n_steps)
     if a.shape[0] * n_steps < PARALLEL_MIN_WORK:
         return _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size)
-    return _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size)
+    n_chunks = min(a.shape[0], 4 * numba.get_num_threads())
+    return _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, n_chunks)
 
 
 def log_tail(p: float, depth: int) -> float:

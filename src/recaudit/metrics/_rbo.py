@@ -100,7 +100,8 @@ def rbo(
         RBO_ext = (1-p)/p * ( sum_{d=1}^{l} X_d/d p^d + sum_{d=s+1}^{l} X_s (d-s)/(s d) p^d )
                   + ((X_l - X_s)/l + X_s/s) p^l
 
-      It equals ``1`` for identical lists and ``0`` for disjoint ones. (The ``rbo`` PyPI
+      It is exactly ``1.0`` when one list is a prefix of the other (identical lists included:
+      the agreement is 1 at every depth) and ``0.0`` for disjoint ones. (The ``rbo`` PyPI
       package's ``rbo(ext=True)`` stops at the shorter length; its ``rbo_ext`` agrees with this.)
     - ``"min"`` -- the lower bound (eq. 11; for lists of different lengths the shorter one's
       unseen items, like everything past depth ``l``, are assumed never to match)::

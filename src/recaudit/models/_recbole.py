@@ -57,7 +57,8 @@ def recbole_python(explicit: str | None = None) -> str | None:
 @dataclass(frozen=True)
 class RecBoleConfig:
     """model: RecBole model name (e.g. ``"SASRec"``, ``"GRU4Rec"``); epochs; params: extra
-    RecBole config keys (validated by RecBole in the worker); python: interpreter with RecBole
+    RecBole config keys (validated by RecBole in the worker; ``worker_threads`` sets the
+    worker's torch threads); python: interpreter with RecBole
     (default ``$RECAUDIT_RECBOLE_PYTHON``); exclude_seen: drop context items from lists;
     timeout: seconds allowed for one worker call."""
 
@@ -152,6 +153,7 @@ class RecBoleModel:
         self.n_items_ = train.n_items
         self.max_len_ = int(self.result_["max_len"])
         self.seconds_per_epoch_ = float(self.result_["seconds"]) / self.config.epochs
+        self.cpu_seconds_per_epoch_ = float(self.result_["cpu_seconds"]) / self.config.epochs
         return self
 
     def score(self, queries: Queries | Interactions) -> np.ndarray:
@@ -177,11 +179,11 @@ class RecBoleModel:
         return top_k_from_scores(scores, k)
 
 
-def time_recbole_epoch(name: str, log: Interactions, *, epochs: int = 1,
-                       threads: int = 2) -> float:
-    """Seconds per training epoch of RecBole's ``name`` (sasrec|gru4rec) with its defaults on
-    ``log`` (used by ``benchmarks/bench_training.py``)."""
+def time_recbole_epoch(name: str, train: Interactions, *, epochs: int = 1,
+                       threads: int = 2) -> tuple[float, float]:
+    """(wall, process-CPU) seconds per training epoch of RecBole's ``name`` (sasrec|gru4rec)
+    with its default architecture on ``train`` (used by ``benchmarks/bench_training.py``)."""
     model = {"sasrec": "SASRec", "gru4rec": "GRU4Rec"}[name]
     m = RecBoleModel(model=model, epochs=epochs, params={"worker_threads": threads})
-    m.fit(log, seed=0)
-    return m.seconds_per_epoch_
+    m.fit(train, seed=0)
+    return m.seconds_per_epoch_, m.cpu_seconds_per_epoch_

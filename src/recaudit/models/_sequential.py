@@ -109,7 +109,7 @@ class SequentialRecommender:
     The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
     (causal: position ``j`` sees positions ``<= j`` only); ``output() -> (W [n_items, D], b | None)``.
     Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_`` (one
-    dict per epoch: loss, seconds, valid_mrr with ``patience``).
+    dict per epoch: loss, wall and process-CPU seconds, valid_mrr with ``patience``).
     """
 
     Config: ClassVar[type[SequentialConfig]] = SequentialConfig
@@ -189,7 +189,7 @@ class SequentialRecommender:
                                    foreach=False)
             best, best_state, stale = -1.0, None, 0
             for epoch in range(cfg.epochs):
-                tic = time.perf_counter()
+                tic, cpu = time.perf_counter(), time.process_time()
                 net.train()
                 order = data.order(cfg.batch_order, make_rng(seed, name, "order", epoch))
                 total = 0.0
@@ -201,7 +201,8 @@ class SequentialRecommender:
                     opt.step()
                     total += float(loss.detach()) * len(batch)
                 record = {"epoch": epoch + 1, "loss": total / len(data),
-                          "seconds": time.perf_counter() - tic}
+                          "seconds": time.perf_counter() - tic,
+                          "cpu_seconds": time.process_time() - cpu}
                 if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
                     self.checkpoints_.append((cfg.lr, _state_copy(net)))
                 if valid_q is not None:

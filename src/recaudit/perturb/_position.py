@@ -58,7 +58,7 @@ def remove_positions(train: Interactions, where: str, n: int, *, min_keep: int =
     keep[deleted] = False
     active = length > 0
     record = PerturbationRecord(
-        kind="delete", selector=f"position-{where}", rows=tuple(deleted.tolist()),
+        kind="delete", selector=f"position-{where}",
         deleted=tuple(deleted.tolist()), users=tuple(np.flatnonzero(removed > 0).tolist()),
         params={"where": where, "n": int(n), "min_keep": int(min_keep),
                 "short_users": int(np.sum(active & (removed < n)))},

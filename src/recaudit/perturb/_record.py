@@ -43,7 +43,7 @@ class PerturbationRecord:
         Name of what chose the rows (``"random"``, ``"casper"``, ``"position-end"``, ...).
     rows:
         The selected original rows, in selection order (for ``insert`` the rows the new
-        interactions follow).
+        interactions follow; empty for position removal, where ``deleted`` says it all).
     deleted:
         Original rows removed (sorted).
     inserted:

@@ -10,15 +10,17 @@ earliest``) or a random (``rev-adv-random``) interaction.
 What we do, precisely:
 
 - surrogate: matrix factorisation ``P = U V^T`` (dimension ``dim``) on the binary user-item
-  matrix ``R`` of at most ``max_users`` users (drawn from ``rng``), squared loss with L2
+  matrix ``R`` of at most ``max_users`` users (drawn from ``rng``) and the ``max_items`` most
+  interacted items (ties to the lower code; bounds the cost), squared loss with L2
   ``reg``, trained by ``inner_steps`` full-batch gradient steps from a seeded initialisation;
 - fake user: profile ``x = sigmoid(theta)`` over the items, appended as an extra row of ``R``;
 - outer objective (untargeted, because seed 000 seeks instability, not promotion of an item):
   maximise ``||P_x - P_0||^2`` over the real users, the change of the surrogate's predictions
   caused by the fake user (``P_0``: the same unrolled training without it), by ``outer_steps``
   Adam steps on ``theta`` through the unrolled inner loop;
-- projection: the fake profile is the ``m`` items with the largest ``x``, ``m`` = median
-  number of distinct items per user;
+- projection: the fake profile is the ``m`` items with the largest ``x`` (ties to the lower
+  code), ``m`` = median number of distinct items of the surrogate's users, at most half the
+  surrogate's items and at least 1;
 - mapping: the ``k`` real users (all users of the log) with the highest cosine similarity
   between their item set and the fake profile (ties to the lower user code); one interaction
   each: the user's first, or one drawn uniformly. Scores are the similarities.
@@ -34,7 +36,8 @@ __all__ = ["craft_fake_user", "select_rev_adv"]
 
 
 def craft_fake_user(log: Interactions, rng: np.random.Generator, *, dim: int = 16,
-                    max_users: int = 512, inner_steps: int = 10, outer_steps: int = 20,
+                    max_users: int = 512, max_items: int = 2000, inner_steps: int = 10,
+                    outer_steps: int = 20,
                     inner_lr: float = 0.5, outer_lr: float = 0.3, reg: float = 0.01
                     ) -> np.ndarray:
     """Item codes of the crafted fake user's profile (sorted)."""
@@ -45,14 +48,19 @@ def craft_fake_user(log: Interactions, rng: np.random.Generator, *, dim: int = 1
         raise ValueError("the log has no interactions")
     if len(users) > max_users:
         users = np.sort(rng.choice(users, size=max_users, replace=False))
-    n_items = log.n_items
+    counts = log.item_counts()
+    items = np.lexsort((np.arange(log.n_items), -counts))[:max_items]
+    items = np.sort(items[counts[items] > 0])
+    n_items = len(items)
     local = np.full(log.n_users, -1, dtype=np.int64)
     local[users] = np.arange(len(users))
-    sel = local[log.user] >= 0
+    item_local = np.full(log.n_items, -1, dtype=np.int64)
+    item_local[items] = np.arange(n_items)
+    sel = (local[log.user] >= 0) & (item_local[log.item] >= 0)
     dense = np.zeros((len(users), n_items), dtype=np.float32)
-    dense[local[log.user[sel]], log.item[sel]] = 1.0
+    dense[local[log.user[sel]], item_local[log.item[sel]]] = 1.0
     distinct = (dense > 0).sum(axis=1)
-    m = int(max(1, min(np.median(distinct), n_items // 2 if n_items > 1 else 1)))
+    m = int(max(1, min(np.median(distinct), n_items // 2)))
     seed = int(rng.integers(2**62))
     threads = torch.get_num_threads()
     try:
@@ -87,14 +95,15 @@ def craft_fake_user(log: Interactions, rng: np.random.Generator, *, dim: int = 1
     finally:
         torch.set_num_threads(threads)
     order = np.lexsort((np.arange(n_items), -x))
-    return np.sort(order[:m]).astype(np.int64)
+    return np.sort(items[order[:m]]).astype(np.int64)
 
 
 def select_rev_adv(log: Interactions, k: int, rng: np.random.Generator, *,
-                   variant: str = "earliest", **surrogate: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   variant: str = "earliest", fake: np.ndarray | None = None,
+                   **surrogate: float) -> tuple[np.ndarray, np.ndarray]:
     """``k`` rows: one (earliest or random) interaction of each of the ``k`` users most similar
-    to a crafted fake user; scores are the cosine similarities."""
+    to a crafted fake user (or to the given ``fake`` profile, item codes); scores are the
+    cosine similarities."""
     from recaudit.perturb._selectors import _check_k
 
     if variant not in ("earliest", "random"):
@@ -102,7 +111,8 @@ def select_rev_adv(log: Interactions, k: int, rng: np.random.Generator, *,
     indptr, rows = log.user_sequences()
     active = np.flatnonzero(np.diff(indptr) > 0)
     k = _check_k(k, len(active), "users")
-    fake = craft_fake_user(log, rng, **surrogate)
+    fake = craft_fake_user(log, rng, **surrogate) if fake is None \
+        else np.unique(np.asarray(fake, dtype=np.int64))
     in_fake = np.zeros(log.n_items, dtype=bool)
     in_fake[fake] = True
     pairs = np.unique(np.stack([log.user.astype(np.int64), log.item.astype(np.int64)]), axis=1)

@@ -194,7 +194,8 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
     ``steps``: one row per (model, fraction) with every numeric property (and precision/recall).
     ``summary``: rows properties, columns models, the maximum absolute percentage change between
     consecutive steps; ``summary.attrs["robust"]`` is the boolean frame ``summary < threshold``.
-    ``item_years``: release year per item code (``NaN`` = unknown, never excluded).
+    ``item_years``: release year per item code (``NaN`` = unknown, never excluded); the year
+    of the latest rating is read from the timestamps as Unix seconds (MovieLens).
     """
     props = [p for p in STUDY_PROPERTIES if p.numeric]
     n = len(log)

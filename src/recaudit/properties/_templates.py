@@ -19,7 +19,10 @@ Choices where the thesis' formulas are ambiguous (documented and tested):
 
 - sets are sets: NRL/NRS count *distinct* lists/sets over all users (a user without any ranked
   item contributes the empty list); NRLMU counts distinct lists received by more than one user;
-  NUPRL aggregates, over users, the number of users sharing that user's list;
+  NUPRL aggregates, over users, the number of users sharing that user's list. Table 3.4
+  confirms the NRLMU reading: for User-User, NRL = 132,390 lists for 138,493 users means the
+  shared lists hold 6,103 more users than there are shared lists, impossible if NRLMU = 3,442
+  counted users rather than lists;
 - NUIR aggregates over *all* items (never-recommended items count 0), NRANKS over all users;
 - ARTK and NRTK aggregate over recommended items; the average rating of an item without
   ratings is undefined and left out of ARTK, its number of ratings (0) is kept in NRTK;

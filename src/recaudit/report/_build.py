@@ -66,6 +66,8 @@ def build_report(store: str | Path | ReportData, *, figures: bool = True) -> Rep
                   "Similarity of the rank lists of the model trained with and without each "
                   "perturbation (seed 000 Table 3 and Figure 3(a)). 1 = identical lists.",
                   tables=T.rls_tables(data))
+    table = T.method_test_table(data)
+    rls.tables += [table] if table else []
     for d in data.datasets:
         rls.figures += fig(f"dist-{T._slug(d)}", f"Per-query RLS distributions on {d}",
                            lambda d=d: F.rls_distribution_figure(data, d),

@@ -8,7 +8,9 @@
 - :func:`position_table` — position removal: % change of the accuracy metrics and RLS at
   the largest ``n`` with significance marks (seed 003 Table 3);
 - :func:`user_group_table` — RLS per user group by baseline MRR (seed 000 Figures 6, 7);
-- :func:`count_table` — RLS versus the number of perturbations (seed 000 Figure 8(a)).
+- :func:`count_table` — RLS versus the number of perturbations (seed 000 Figure 8(a));
+- :func:`method_test_table` — the most effective perturbation against each other one,
+  Wilcoxon signed-rank paired by seed (seed 000 §6.1, Table 4).
 
 The audit's setup (configuration, data, versions, timings) is in :mod:`._setup`.
 
@@ -26,10 +28,13 @@ import pandas as pd
 from recaudit.report._data import ReportData
 
 __all__ = ["Cell", "Table", "rls_tables", "accuracy_table", "position_table",
-           "user_group_table", "count_table", "SIGNIFICANCE_ALPHA"]
+           "user_group_table", "count_table", "method_test_table", "SIGNIFICANCE_ALPHA",
+           "WILCOXON_ALPHA"]
 
 #: Significance level of seed 003 §4.3 (Shapiro–Wilk and the paired test).
 SIGNIFICANCE_ALPHA = 1e-3
+#: Significance level of seed 000 §6.1 (Wilcoxon signed-rank over repetitions).
+WILCOXON_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,9 @@ def accuracy_table(data: ReportData) -> Table | None:
 
 
 def _signed(v: float | None) -> str:
-    return "–" if v is None else f"{v:+.4f}"
+    if v is None:
+        return "–"
+    return f"{(0.0 if round(v, 4) == 0 else v):+.4f}"  # no "-0.0000"
 
 
 def position_table(data: ReportData, alpha: float = SIGNIFICANCE_ALPHA) -> Table | None:
@@ -355,6 +362,55 @@ def count_table(data: ReportData) -> Table | None:
                  ("dataset", "model", "perturbation", "count", "RBO",
                   f"Jaccard{data.k_label}"), tuple(rows), n_labels=3,
                  caption="Mean ± std over seeds (seed 000 §7.4, Figure 8(a)).")
+
+
+def method_test_table(data: ReportData, metric: str = "rbo",
+                      alpha: float = WILCOXON_ALPHA) -> Table | None:
+    """Seed 000 §6.1: per (dataset, model), the perturbation with the lowest mean ``metric``
+    against every other perturbation compared at one edit, by the Wilcoxon signed-rank test
+    on the per-seed values paired by seed (:func:`recaudit.audit.compare_methods`).
+
+    Shown only when every pair has at least 6 common seeds: with n pairs the smallest
+    two-sided exact p-value is 2 / 2^n, so below 6 seeds (p >= 0.0625) no difference could
+    ever be significant at 0.05 and the table would only suggest otherwise.
+    """
+    from recaudit.audit import compare_methods
+
+    rows = []
+    for dataset in data.datasets:
+        perts = [p for p in data.main_perturbations(dataset) if not data.infos[p].reference]
+        agg = data.agg[data.agg.dataset == dataset]
+        s = data.summary[data.summary.dataset == dataset]
+        for model in data.models(dataset):
+            a = agg[(agg.model_label == model) & agg.perturbation.isin(perts)]
+            if len(a) < 2 or a[f"{metric}_mean"].isna().all():
+                continue
+            best = a.loc[a[f"{metric}_mean"].idxmin(), "perturbation"]
+            for other in perts:
+                if other == best or other not in set(a.perturbation):
+                    continue
+                r = compare_methods(s[s.model_label == model], metric, best, other,
+                                    test="wilcoxon")
+                if r.empty or r.n.iloc[0] < 6:
+                    return None
+                r = r.iloc[0]
+                p = _num(r.p_value)
+                sig = p is not None and p < alpha
+                rows.append((_text(dataset), _text(model), _text(best), _text(other),
+                             Cell(str(int(r.n)), float(r.n)),
+                             Cell(_fmt(_num(r.mean_a)), _num(r.mean_a)),
+                             Cell(_fmt(_num(r.mean_b)), _num(r.mean_b)),
+                             Cell(("–" if p is None else f"{p:.3g}") + ("†" if sig else ""),
+                                  p, None, None, sig, p)))
+    if not rows:
+        return None
+    name = {"rbo": "RBO", "frbo": f"FRBO{data.k_label}",
+            "jaccard": f"Jaccard{data.k_label}"}.get(metric, metric)
+    return Table("method-tests", f"Most effective perturbation vs the others ({name})",
+                 ("dataset", "model", "best", "vs", "seeds", f"{name} best",
+                  f"{name} other", "p"), tuple(rows), n_labels=4,
+                 caption=f"Wilcoxon signed-rank test paired by seed (seed 000 §6.1); † = p < "
+                         f"{alpha:g}.")
 
 
 def _slug(text: str) -> str:

@@ -12,6 +12,7 @@ depend on the order of mixes or algorithms.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,6 +91,33 @@ class MirrorConfig:
         if self.manipulative is not None and self.manipulative not in oracles:
             raise ConfigError(f"manipulative: choose one of {oracles} for {self.scenario}; "
                               f"got {self.manipulative!r}")
+
+    def to_dict(self) -> dict:
+        """Plain-data form (lists, numbers, strings); :meth:`from_dict` inverts it."""
+        out = dataclasses.asdict(self)
+        out["mixes"], out["seeds"] = list(self.mixes), list(self.seeds)
+        if self.algorithms is not None:
+            out["algorithms"] = list(self.algorithms)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> MirrorConfig:
+        """Build from :meth:`to_dict` output; unknown keys raise :class:`ConfigError`."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown MIRROR config key(s) {unknown}; known: {sorted(known)}")
+        kw = dict(data)
+        for key in ("mixes", "seeds", "algorithms"):
+            if kw.get(key) is not None:
+                kw[key] = tuple(kw[key])
+        if isinstance(kw.get("train"), dict):
+            tk = {f.name for f in dataclasses.fields(TrainConfig)}
+            bad = sorted(set(kw["train"]) - tk)
+            if bad:
+                raise ConfigError(f"unknown train key(s) {bad}; known: {sorted(tk)}")
+            kw["train"] = TrainConfig(**kw["train"])
+        return cls(**kw)
 
     @property
     def train_size(self) -> int:

@@ -37,9 +37,9 @@ class SlateScenario:
     slate_size: int
     favourite_k: int = 1
     user_observable: np.ndarray | None = None
-    _cache: dict = field(default_factory=dict, repr=False)
-    _phi: np.ndarray | None = field(default=None, repr=False)
-    _fav: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, init=False, repr=False)
+    _phi: np.ndarray | None = field(default=None, init=False, repr=False)
+    _fav: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.users = np.atleast_2d(np.asarray(self.users, dtype=np.float64))

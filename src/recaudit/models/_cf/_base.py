@@ -150,6 +150,11 @@ class RatingRecommender:
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         users = self._users_of(users)
+        if candidates is not None:
+            candidates = np.asarray(candidates)
+            if candidates.dtype != bool or candidates.shape != (self.n_items_,):
+                raise ValueError(f"candidates must be a boolean mask of shape ({self.n_items_},),"
+                                 f" got dtype {candidates.dtype} and shape {candidates.shape}")
         k = int(min(k, self.n_items_))
         items = np.full((len(users), k), -1, dtype=np.int32)
         out_scores = np.full((len(users), k), np.nan, dtype=np.float32)

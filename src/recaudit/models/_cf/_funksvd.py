@@ -3,7 +3,8 @@
 Simon Funk's 2006 method as implemented by LensKit (seed 004 §3.4.1.1 uses 25 features). The
 baseline is the damped bias model
 
-    mu = mean rating;  b_i = sum_u (r_ui - mu) / (n_i + d);  b_u = sum_i (r_ui - mu - b_i) / (n_u + d)
+    mu = mean rating;  b_i = sum_u (r_ui - mu) / (n_i + d);
+    b_u = sum_i (r_ui - mu - b_i) / (n_u + d)
 
 and the prediction is ``s(u, i) = mu + b_i + b_u + p_u . q_i``. Features start at ``init``
 (0.1) and are trained one at a time: for feature ``f`` and ``iterations`` passes over the

@@ -20,7 +20,9 @@ are the (at most ``max_nbrs``) items ``j`` rated by ``u`` most similar to ``i``:
     s(u, i) = mean_i + sum_j sim(i, j) (r_uj - mean_j) / sum_j |sim(i, j)|.
 
 Both are deterministic (no randomness). Kernels are numba-compiled; the user loop runs in
-compiled code over CSR/CSC arrays.
+compiled code over CSR/CSC arrays. When several candidates tie on the similarity at the
+``max_nbrs`` boundary, which of them is kept is fixed by the data layout (deterministic, but not
+specified; LensKit leaves it unspecified too).
 """
 
 from __future__ import annotations
