@@ -88,6 +88,7 @@ def main() -> None:
     print(f"{log!r}")
     recs = stand_in_recs(log)
 
+    user_influence(log, recs)  # warm-up: loads / compiles the numba kernel
     t0 = time.perf_counter()
     fast = user_influence(log, recs)
     t_fast = time.perf_counter() - t0

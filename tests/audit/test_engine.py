@@ -158,3 +158,28 @@ def test_read_only_store_missing_is_a_clear_error(tmp_path):
 
     with pytest.raises(RecauditError, match="no audit store"):
         Store(tmp_path / "nope.duckdb", read_only=True)
+
+
+def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
+    """Seed 004's rating-level fuzzing through the audit engine: ZERO changes nothing, so a
+    deterministic recommender's lists stay identical; AMU adds exactly M ratings for one
+    user, never on a test pair."""
+    data = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
+                                             "mean_length": 14, "seed": 5, "ratings": True})
+    cfg = AuditConfig(models=(ModelSpec("item-item"),), datasets=(data,),
+                      perturbations=("fuzz:ZERO:1", "fuzz:AMU:5"), seeds=(0,),
+                      metrics=MetricSpec(k=5), output=str(tmp_path / "f.duckdb"))
+    run_audit(cfg)
+    s = trial_summary(cfg.output).set_index("perturbation")
+    assert s.loc["fuzz:ZERO:1", "rbo"] == 1.0 and s.loc["fuzz:ZERO:1", "jaccard"] == 1.0
+    with Store(cfg.output, read_only=True) as st:
+        records = st.records()
+        trials = st.trials().set_index("perturbation")
+    amu = records[trials.loc["fuzz:AMU:5", "trial_id"]]
+    assert amu["kind"] == ["add"] * 5 and len(set(amu["user"])) == 1
+    assert amu["n_rows_after"] == amu["n_rows_before"] + 5
+    from recaudit.audit import prepare
+
+    _, split = prepare(data, cfg.split)
+    test_pairs = set(zip(split.test.user.tolist(), split.test.item.tolist()))
+    assert not test_pairs & set(zip(amu["user"], amu["item"]))

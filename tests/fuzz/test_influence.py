@@ -86,5 +86,19 @@ def test_missing_attributes_and_bad_recommendations(small_log, small_recs):
         attribute_influence(plain, small_recs)
     with pytest.raises(ValueError, match="outside"):
         user_influence(small_log, Recommendations([0], [[7, 1]]))
+    for fn in (item_influence, rating_influence, attribute_influence):
+        with pytest.raises(ValueError, match="outside"):
+            fn(small_log, Recommendations([5], [[0, 1]]))
     with pytest.raises(ValueError, match="once"):
         Recommendations([0, 0], [[1], [2]])
+
+
+def test_recommendations_from_rank_lists(small_log):
+    from recaudit.data import RankLists
+
+    lists = RankLists(np.array([[2, 4, 3], [0, 2, 4]], dtype=np.int32))
+    recs = Recommendations.of([0, 1], lists, k=2)
+    np.testing.assert_array_equal(recs.items, [[2, 4], [0, 2]])
+    # u0 rated {0,1}: u1 holds 0; u1 rated {1,2}: u0 holds 2 (its own 2 does not count);
+    # u2 rated {0,3}: u1 holds 0; u3 rated {4}: u0 holds 4
+    np.testing.assert_array_equal(user_influence(small_log, recs), [1, 1, 1, 1])

@@ -17,9 +17,9 @@ class TestGRU4RecConformance(RecommenderConformance):
         return create("gru4rec", **SMALL)
 
 
-class TestGRU4RecTemporalWindow(RecommenderConformance):
+class TestGRU4RecTemporalPrefix(RecommenderConformance):
     def make_model(self):
-        return GRU4Rec(**SMALL, batch_order="temporal", samples="window")
+        return GRU4Rec(**SMALL, batch_order="temporal", samples="prefix")
 
 
 def _params(model):
@@ -40,7 +40,7 @@ def test_bit_identical_parameters_and_global_rng_untouched():
 
 def test_learns_planted_sequence():
     mrr, pop = check_learns(lambda: GRU4Rec(epochs=15, embedding_dim=32, hidden_dim=32,
-                                            batch_size=32, lr=0.01), margin=2.0)
+                                            batch_size=4, lr=0.01), margin=2.0)
     assert mrr > 0.3
 
 
@@ -112,3 +112,13 @@ def test_query_batch_left_aligns_most_recent_context():
     assert b.gaps[0].tolist() == [0.0, 15.0]             # 35 - 20
     assert b.next_gaps[0].tolist() == [15.0, 15.0]       # 50 - 35 at the last position
     assert b.times[0].tolist() == [0.0, 15.0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour of 'auto'")
+def test_device_auto_is_cpu_without_cuda():
+    train, queries = leave_last_out(planted_log(n_users=8, length=6))
+    a = GRU4Rec(**SMALL).fit(train, seed=0).rank(queries)
+    b = GRU4Rec(**SMALL, device="auto").fit(train, seed=0).rank(queries)
+    assert a.equals(b)
+    with pytest.raises(ConfigError, match="cuda"):
+        GRU4Rec(**SMALL, device="cuda").fit(train, seed=0)

@@ -64,7 +64,7 @@ class TestJODIE(RecommenderConformance):
 
 
 LEARN = {
-    "lstm": dict(epochs=10, embedding_dim=32, hidden_dim=32, batch_size=32, lr=0.01),
+    "lstm": dict(epochs=15, embedding_dim=32, hidden_dim=32, batch_size=4, lr=0.01),
     "sasrec": dict(epochs=15, embedding_dim=32, batch_size=8, lr=0.01),
     "tisasrec": dict(epochs=15, embedding_dim=32, batch_size=8, lr=0.01),
     "bert4rec": dict(epochs=30, embedding_dim=32, batch_size=16, lr=0.005, max_len=8, layers=1,

@@ -257,3 +257,14 @@ def test_candidates_restrict_recommendations():
     assert np.isin(items[items >= 0], [1, 3, 5]).all()
     with pytest.raises(ValueError, match="boolean mask"):
         model.recommend([0], k=2, candidates=np.ones(3, bool))
+
+
+@pytest.mark.parametrize("name", MODELS + ["lightfm"])
+def test_config_round_trips_and_unknown_keys_fail(name):
+    import dataclasses
+
+    model = create(name)
+    again = create(name, **dataclasses.asdict(model.config))
+    assert again.config == model.config and type(again) is type(model)
+    with pytest.raises(ConfigError, match="no parameter"):
+        create(name, n_neighbours=3)

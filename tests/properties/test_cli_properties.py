@@ -44,7 +44,7 @@ def test_evolving_table_36(tiny, tmp_path, capsys):
                  "--no-accuracy", "--k", "3", "--store", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Maximum absolute % change" in out and "NRI" in out and "%" in out
-    assert "Property values per step" in out and "50%" in out and "100%" in out
+    assert "slope-one: property values per step" in out and "50%" in out and "100%" in out
     con = duckdb.connect(str(path), read_only=True)
     (raw,) = con.execute("SELECT value FROM meta WHERE key = 'properties.evolving'").fetchone()
     saved = json.loads(raw)

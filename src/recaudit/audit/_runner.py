@@ -176,10 +176,11 @@ def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path |
     spec = perturbation_spec(trial.perturbation)
     p0 = time.perf_counter()
     rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation))
-    context = _tracin_context(trial, split) if spec.selector == "tracin" else {}
+    context = _perturb_context(spec, trial, split, base)
     train, record = spec.apply(split.train, rng, **context)
     perturb_s = time.perf_counter() - p0
-    seed = derive_seed(trial.seed, "seed-only") if spec.reseed else trial.seed
+    seed = derive_seed(trial.seed, "seed-only") if getattr(spec, "reseed", False) \
+        else trial.seed
     pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, trial.metrics.depth)
     queries = compare(base, pert, split, trial.metrics.k, trial.metrics.p)
     row = {"trial_id": trial.trial_id(fingerprint), "baseline_key": trial.baseline_key(fingerprint),
@@ -196,14 +197,20 @@ def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path |
 
 
 def perturbation_spec(perturbation: Any):
-    """A :class:`~recaudit.perturb.PerturbationSpec` from a name or a mapping.
+    """A perturbation spec from a name or a mapping.
 
-    A mapping either has ``name`` (parsed, other keys override fields, e.g.
+    Names are :func:`recaudit.perturb.parse` names, or ``fuzz:<HEURISTIC>:<M>`` for the
+    rating-level fuzzing heuristics of :mod:`recaudit.fuzz` (seed 004 Chapter 4). A mapping
+    either has ``name`` (parsed, other keys override fields, e.g.
     ``{name = "casper-delete", max_len = 50}``) or the spec's fields themselves.
     """
     from recaudit.perturb import PerturbationSpec, parse
 
     if isinstance(perturbation, str):
+        if perturbation.startswith("fuzz:"):
+            from recaudit.fuzz import FuzzSpec
+
+            return FuzzSpec.parse(perturbation)
         return parse(perturbation)
     if isinstance(perturbation, dict):
         fields = dict(perturbation)
@@ -213,6 +220,20 @@ def perturbation_spec(perturbation: Any):
     from recaudit.errors import ConfigError
 
     raise ConfigError(f"a perturbation is a name or a table, got {type(perturbation).__name__}")
+
+
+def _perturb_context(spec: Any, trial: TrialSpec, split: Split, base: RankLists
+                     ) -> dict[str, Any]:
+    """Extra inputs some perturbations need: TracIn the fitted baseline model and the test
+    queries; influence-guided fuzzing the baseline top-k lists and the test pairs (never
+    modified)."""
+    if getattr(spec, "selector", None) == "tracin":
+        return _tracin_context(trial, split)
+    if getattr(spec, "needs_recommendations", False):
+        from recaudit.fuzz import audit_inputs
+
+        return audit_inputs(split, base.items, trial.metrics.k)
+    return {}
 
 
 def _tracin_context(trial: TrialSpec, split: Split) -> dict[str, Any]:

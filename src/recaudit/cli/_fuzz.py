@@ -99,13 +99,14 @@ def fuzz_cmd(
     sig = significance(results, metric=metric)
     _print(console, "Table 4.5: time (s) to generate a modification set (add heuristics)",
            time_table(results))
+    style = "rich" if console.is_terminal else "markdown"  # marks survive a pipe
     names = {"add": "4.6", "remove": "4.7", "change": "4.8"}
     for kind, num in names.items():
         _print(console, f"Table {num}: mean {metric} instability, {kind} modifications "
                "(bold: > random baseline, italic: <, Welch p < 0.05; *: >= δ = 100 M/|D|)",
-               instability_table(sig, kind, style="rich"))
+               instability_table(sig, kind, style=style))
     _print(console, f"Table 4.9: mean {metric} instability of APORTFOLIO",
-           portfolio_table(sig, style="rich"))
+           portfolio_table(sig, style=style))
     console.print(f"results: {output} ({len(results)} trials)")
 
 

@@ -114,15 +114,16 @@ def properties_cmd(
         out.add_row(str(label), *(f"{row[n]:.2f}%{' *' if robust.loc[label, n] else ''}"
                                   for n in names))
     console.print(out)
-    per = Table(title="Property values per step")
-    per.add_column("model")
-    per.add_column("fraction", justify="right")
     cols = [c for c in steps.columns if c not in ("model", "fraction")]
-    for c in cols:
-        per.add_column(c, justify="right")
-    for _, r in steps.iterrows():
-        per.add_row(r["model"], f"{r['fraction']:.0%}", *(_fmt(r[c]) for c in cols))
-    console.print(per)
+    for n in names:
+        rows = steps[steps["model"] == n].sort_values("fraction")
+        per = Table(title=f"{n}: property values per step (earliest % of ratings)")
+        per.add_column("Property", no_wrap=True)
+        for frac in rows["fraction"]:
+            per.add_column(f"{frac:.0%}", justify="right")
+        for c in cols:
+            per.add_row(c, *(_fmt(v) for v in rows[c]))
+        console.print(per)
     _save(store, {"properties.evolving": {
         "dataset": dataset, "k": k, "seed": seed, "max_abs_percent_change": to_jsonable(summary),
         "steps": [{key: (None if isinstance(v, float) and not np.isfinite(v) else v)

@@ -66,19 +66,14 @@ class Recommendations:
         items = lists.items if isinstance(lists, RankLists) else np.asarray(lists)
         return cls(users, items if k is None else items[:, :k])
 
-    def matrix(self, n_users: int, n_items: int) -> sp.csr_array:
-        """Binary ``users x items`` matrix: 1 where the item is in the user's list."""
-        if len(self.users) and (self.users.max() >= n_users or self.users.min() < 0):
-            raise ValueError(f"recommendations name user codes outside [0, {n_users})")
+    def check(self, train: Interactions) -> Recommendations:
+        """Raise ``ValueError`` unless every user and item code lies in ``train``'s code space."""
+        if len(self.users) and (self.users.max() >= train.n_users or self.users.min() < 0):
+            raise ValueError(f"recommendations name user codes outside [0, {train.n_users})")
         valid = self.items >= 0
-        if valid.any() and self.items[valid].max() >= n_items:
-            raise ValueError(f"recommendations name item codes outside [0, {n_items})")
-        rows = np.broadcast_to(self.users[:, None], self.items.shape)[valid]
-        m = sp.csr_array((np.ones(int(valid.sum())), (rows, self.items[valid])),
-                         shape=(n_users, n_items))
-        m.sum_duplicates()
-        m.data[:] = 1.0
-        return m
+        if valid.any() and self.items[valid].max() >= train.n_items:
+            raise ValueError(f"recommendations name item codes outside [0, {train.n_items})")
+        return self
 
 
 def _rated(train: Interactions) -> sp.csr_array:
@@ -116,7 +111,7 @@ def user_influence(train: Interactions, recs: Recommendations) -> np.ndarray:
     ``u'`` gains one. Time ``O(sum over recommended slots of the item's raters)``, memory
     ``O(users + ratings)``; a compiled (numba) kernel.
     """
-    recs.matrix(train.n_users, train.n_items)  # validates the codes
+    recs.check(train)
     a = _rated(train).tocsc()
     return _user_influence_kernel(recs.users, np.ascontiguousarray(recs.items),
                                   a.indptr.astype(np.int64), a.indices.astype(np.int64),
@@ -125,6 +120,7 @@ def user_influence(train: Interactions, recs: Recommendations) -> np.ndarray:
 
 def item_influence(train: Interactions, recs: Recommendations) -> np.ndarray:
     """``I^I`` for every item code (int64 ``[n_items]``)."""
+    recs.check(train)
     has_rec = np.zeros(train.n_users, dtype=bool)
     has_rec[recs.users[(recs.items >= 0).any(axis=1)]] = True
     a = _rated(train).tocoo()
@@ -154,6 +150,7 @@ def rating_influence(train: Interactions, recs: Recommendations, values: Any = N
     """``(values, I^R(values))``; ``values`` defaults to :func:`rating_scale`."""
     if not epsilon >= 0:
         raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
+    recs.check(train)
     values = rating_scale(train) if values is None else np.asarray(values, dtype=np.float64)
     means = item_mean_ratings(train)
     rec_items = np.unique(recs.items[recs.items >= 0])
@@ -181,6 +178,7 @@ def _attribute_matrix(train: Interactions) -> tuple[sp.csr_array, list[str]]:
 def attribute_influence(train: Interactions, recs: Recommendations
                         ) -> tuple[list[str], np.ndarray]:
     """``(attribute names, I^A)``; names sorted, influence int64."""
+    recs.check(train)
     m, names = _attribute_matrix(train)
     valid = recs.items[recs.items >= 0]
     slots = np.bincount(valid, minlength=train.n_items).astype(np.float64)

@@ -238,6 +238,8 @@ def run_study(study: FuzzStudy, *, progress: Progress | None = None) -> Path:
                           ["data", json.dumps({"dataset": study.dataset.label, "ratings": len(log),
                                                "users": log.n_users, "items": log.n_items,
                                                "fingerprint": fp})])
+        store.con.execute("INSERT OR REPLACE INTO fuzz_meta VALUES (?, ?)",
+                          ["study", canonical_json(asdict(study))])
         done = {r[0] for r in store.con.execute("SELECT trial_id FROM fuzz_trials").fetchall()}
         jobs = [t for t in trials if t.trial_id(fp) not in done]
         n_done = len(trials) - len(jobs)

@@ -8,10 +8,10 @@ from recaudit.models._registry import available, create, model_class, register
 
 __all__ = ["Recommender", "as_queries", "available", "create", "model_class", "register",
            "top_k_from_scores"]
-from recaudit.models import _cf as _cf  # noqa: F401  (rating-based models)
+from recaudit.models._cf import FunkSVD, ItemKNN, LightFM, SlopeOne, UserKNN  # noqa: E402,F401
 from recaudit.models._gru4rec import GRU4Rec as GRU4Rec  # noqa: E402,F401
-from recaudit.models._sequential import SequentialConfig as SequentialConfig  # noqa: E402,F401
-from recaudit.models._sequential import SequentialRecommender as SequentialRecommender  # noqa: E402,F401,E501
+from recaudit.models._sequential import (  # noqa: E402,F401
+    SequentialConfig as SequentialConfig, SequentialRecommender as SequentialRecommender)
 from recaudit.models._lstm import LSTM as LSTM  # noqa: E402,F401
 from recaudit.models._sasrec import SASRec as SASRec  # noqa: E402,F401
 from recaudit.models._tisasrec import TiSASRec as TiSASRec  # noqa: E402,F401

@@ -47,7 +47,6 @@ class BERT4RecConfig(SequentialConfig):
     heads: int = 2
     mask_prob: float = 0.2
     dropout: float = 0.1
-    samples: str = "window"
 
     def validate(self) -> None:
         super().validate()

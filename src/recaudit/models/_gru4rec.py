@@ -13,8 +13,10 @@ GRU gates (Cho et al. 2014, the paper's eq. 1-4): ``z = σ(W_z x + U_z h)``,
 
 Deviations from the paper, on purpose: the loss is the full-softmax cross-entropy over the
 whole catalogue (the paper's session-parallel BPR/TOP1 with sampled negatives makes the rank
-list depend on the negative sampler); training uses the shared sample layouts (every target of
-every user, context up to ``max_len``) instead of session-parallel mini-batches; sizes follow
+list depend on the negative sampler); training uses windows of up to ``max_len`` items in which
+every position predicts the next item (the effect of session-parallel mini-batches, with the
+hidden state restarting at each window) or, with ``samples="prefix"``, one sample per target;
+sizes follow
 seed 000 §5 (embedding 128) rather than the paper's 100/1000 hidden units.
 """
 

@@ -158,7 +158,8 @@ class JODIE(SequentialRecommender):
         bounds = np.flatnonzero(np.diff(tb)) + 1
         starts = np.concatenate([[0], bounds])
         ends = np.concatenate([bounds, [len(train)]])
-        T = lambda a, dt=torch.long: torch.tensor(np.asarray(a), dtype=dt, device=device)  # noqa: E731
+        def T(a, dt=torch.long):  # noqa: N802
+            return torch.tensor(np.asarray(a), dtype=dt, device=device)
         users, items, pitems = T(train.user), T(train.item), T(prev_item)
         du_t = T(du / self.time_scale_, torch.float32)[:, None]
         di_t = T(di / self.time_scale_, torch.float32)[:, None]
@@ -226,14 +227,16 @@ class JODIE(SequentialRecommender):
             raise ValueError("queries contain user codes outside the training log's user space")
         dt = queries.timestamp.astype(np.float64) - self.user_last_time_[queries.user]
         dt = np.where(np.isnan(dt), 0.0, np.maximum(dt, 0.0)) / self.time_scale_
-        T = lambda a, t=torch.long: torch.tensor(np.asarray(a), dtype=t, device=device)  # noqa: E731
+        def T(a, t=torch.long):  # noqa: N802
+            return torch.tensor(np.asarray(a), dtype=t, device=device)
         item_dyn = self.item_state_
         item_sq = (item_dyn ** 2).sum(1)
         with torch.no_grad():
             for lo in range(0, len(queries), chunk):
                 sl = slice(lo, lo + chunk)
                 u, p = T(queries.user[sl]), T(last[sl])
-                u_proj = self.user_state_[u] * (1.0 + net.project(T(dt[sl], torch.float32)[:, None]))
+                dt_t = T(dt[sl], torch.float32)[:, None]
+                u_proj = self.user_state_[u] * (1.0 + net.project(dt_t))
                 p_dyn = torch.where((p >= 0)[:, None], item_dyn[p.clamp(min=0)],
                                     torch.zeros_like(u_proj))
                 pred = net.predict(u_proj, u, p_dyn, p)

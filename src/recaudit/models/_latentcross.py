@@ -17,8 +17,8 @@ last context time (known when the recommendation is asked, like YouTube's "time 
 watch"); the target is never read.
 
 Seed 000 uses all interactions of a user for LatentCross; ``max_len`` (default 50) truncates the
-context for cost only — set it larger for the full history. Default ``batch_order="temporal"``
-(seed 000 §6.1).
+context for cost only — set it larger for the full history. Defaults ``batch_order="temporal"``
+with ``samples="prefix"`` (seed 000 §6.1: mini-batches follow the time of every interaction).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class LatentCrossConfig(SequentialConfig):
     hidden_dim: int = 128
     time_buckets: int = 32
     batch_order: str = "temporal"
+    samples: str = "prefix"
 
     def validate(self) -> None:
         super().validate()

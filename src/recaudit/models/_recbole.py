@@ -11,11 +11,12 @@ to RecBole in *another* interpreter: set ``python=`` or the environment variable
     export RECAUDIT_RECBOLE_PYTHON=/opt/recbole/bin/python
 
 ``create("recbole", model="SASRec", epochs=5, params={"hidden_size": 64})`` then wraps any
-RecBole sequential model by name. ``fit`` writes the training log as RecBole's pre-augmented atomic files
-(``benchmark_filename`` train/valid/test: one line per training target with its preceding
-``MAX_ITEM_LIST_LENGTH`` items, exactly RecBole's own augmentation, so RecBole trains on our
-training set and splits nothing), runs the worker with ``seed`` and ``reproducibility=True`` forwarded (RecBole
-seeds its global RNGs inside the worker process, never ours), and keeps the trained state;
+RecBole sequential model by name. ``fit`` writes the training log as RecBole's pre-augmented
+atomic files (``benchmark_filename`` train/valid/test: one line per training target with its
+preceding ``MAX_ITEM_LIST_LENGTH`` items, exactly RecBole's own augmentation, so RecBole trains
+on our training set and splits nothing), runs the worker with ``seed`` and
+``reproducibility=True`` forwarded (RecBole seeds its global RNGs inside the worker process,
+never ours), and keeps the trained state;
 ``rank`` asks the worker for ``full_sort_predict`` scores of the queries' contexts (most recent
 ``MAX_ITEM_LIST_LENGTH`` items, mapped to RecBole's internal ids) and ranks them with
 :func:`top_k_from_scores`. Items RecBole never saw in training score lowest (float32 minimum)

@@ -37,8 +37,9 @@ class Batch:
 
     ``items`` uses code ``item + 1`` (0 = padding). ``targets[b, j]`` is the item to predict from
     positions ``<= j`` (``-1``: none). Time features (same shape, 0 at padding):
-    ``times`` (time minus the row's first time, float64), ``gaps`` (time since the previous item, 0 for the
-    first), ``next_gaps`` (time from item ``j`` to the event being predicted at ``j``); gaps float32.
+    ``times`` (time minus the row's first time, float64), ``gaps`` (time since the previous
+    item, 0 for the first; float32), ``next_gaps`` (time from item ``j`` to the event being
+    predicted at ``j``; float32).
     """
 
     items: torch.Tensor
@@ -58,7 +59,9 @@ def _time_features(times: np.ndarray, next_times: np.ndarray, valid: np.ndarray,
     gaps = np.zeros_like(times)
     gaps[:, 1:] = np.where(valid[:, 1:], times[:, 1:] - times[:, :-1], 0.0)
     nxt = np.where(valid, next_times - times, 0.0)
-    f = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)  # noqa: E731
+    def f(a):
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)
+
     return (torch.from_numpy(np.ascontiguousarray(rel, dtype=np.float64)).to(device), f(gaps),
             f(np.maximum(nxt, 0.0)))
 

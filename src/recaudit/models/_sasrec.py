@@ -40,7 +40,6 @@ class SASRecConfig(SequentialConfig):
 
     blocks: int = 2
     heads: int = 1
-    samples: str = "window"
     inner_dim: int | None = None
 
     def validate(self) -> None:

@@ -47,7 +47,12 @@ class SequentialConfig:
     epochs: training epochs (seed 000: at most 50). lr: Adam learning rate (0.001).
     embedding_dim: item embedding size (128). max_len: context length (50).
     batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
-    (seed 000 §6.1). samples: ``"prefix"`` or ``"window"`` (see ``_samples``).
+    (seed 000 §6.1). samples: ``"window"`` (default; every position of a window of up to
+    ``max_len`` items predicts its next item: the training scheme of SASRec, GRU4Rec's
+    session-parallel batches and the CASPER LSTM, ~max_len times cheaper) or ``"prefix"`` (one
+    sample per target with its preceding ``max_len`` items, RecBole's scheme; LatentCross's
+    default, since temporal batches then follow every single interaction). Both cover every
+    target exactly once per epoch (see ``_samples``).
     dropout: dropout probability. weight_decay: Adam L2 coefficient.
     exclude_seen: drop the query's context items from rank lists. Default False: repeat
     consumption is common in next-item data (LastFM, Wikipedia, Reddit), so the item just
@@ -66,7 +71,7 @@ class SequentialConfig:
     max_len: int = 50
     batch_size: int = 128
     batch_order: str = "shuffled"
-    samples: str = "prefix"
+    samples: str = "window"
     dropout: float = 0.2
     weight_decay: float = 0.0
     exclude_seen: bool = False
@@ -107,7 +112,8 @@ class SequentialRecommender:
     """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
 
     The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
-    (causal: position ``j`` sees positions ``<= j`` only); ``output() -> (W [n_items, D], b | None)``.
+    (causal: position ``j`` sees positions ``<= j`` only);
+    ``output() -> (W [n_items, D], b | None)``.
     Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_`` (one
     dict per epoch: loss, wall and process-CPU seconds, valid_mrr with ``patience``).
     """
@@ -181,8 +187,8 @@ class SequentialRecommender:
         self.checkpoints_: list[tuple[float, dict]] = []
         self.history_: list[dict] = []
         with deterministic_torch(cfg.num_threads, device):
-            net = materialize(self._network(train.n_items), make_torch_generator(seed, name, "init"),
-                              device, self._init_rule())
+            net = materialize(self._network(train.n_items),
+                              make_torch_generator(seed, name, "init"), device, self._init_rule())
             gen = make_torch_generator(seed, name, "dropout")
             set_dropout_generator(net, gen)
             opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
@@ -280,7 +286,10 @@ class SequentialRecommender:
         the checkpoint's network in evaluation mode (no dropout). Training example ``r``:
         predict ``train.item[r]`` from the user's preceding items in ``train`` (up to
         ``max_len``); test example ``q``: predict ``queries.target[q]`` from its context.
-        TracIn (Pruthi et al. 2020) scores ``sum_c lr_c G_train G_test^T``.
+        TracIn (Pruthi et al. 2020) scores ``sum_c lr_c G_train G_test^T``. Memory is
+        ``(len(rows) + len(queries)) * P`` float32 per checkpoint: pass rows in chunks. Since
+        each gradient is an outer product, ``G_a . G_b = ((p_a - e_a).(p_b - e_b)) (h_a.h_b)``
+        (+ the bias term) if a caller wants to avoid materialising them.
         """
         self._check_fitted()
         if not self.checkpoints_:

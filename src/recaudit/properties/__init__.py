@@ -7,6 +7,23 @@
   full one, and renders its sentence; :func:`register_template` adds one;
 - the study: :func:`property_table` (Table 3.4), :func:`evolving_study` (Table 3.6),
   :func:`cross_validate` (precision/recall@k, five folds on users, 80/20 per test user).
+
+Example::
+
+    model = recaudit.models.create("item-item").fit(log, seed=0)
+    items, _ = model.recommend(np.arange(log.n_users), k=10)   # -1 where nothing is ranked
+    u = Universe.from_log(log, items, item_noun="movies")
+    p = instantiate("NRANKS", u, k=10, f="min", rel=">=")      # solves n
+    p.value, p.sentence   # 10.0, "The minimum number of movies ranked in the top 10 for ..."
+    instantiate("NRANKS", u, k=10, f="min", rel=">=", n=11).holds   # False
+
+    # a template of your own, written with the query API
+    register_template(Template(
+        "NUPOP1", "Novelty", "Users whose top item is popular", "threshold",
+        lambda u, k: len(u.ranks(1).where(lambda r: u.item_rating_count[r.item] >= 100)
+                         .users()),
+        lambda p, noun: f"At least {p['n']:g} users get a top item with 100+ ratings.",
+        fixed_rel=">=", params=("k", "n")))
 """
 
 from recaudit.properties._study import (

@@ -170,7 +170,9 @@ class RatingRecommender:
         """Protocol ranking for the queries' users (see the module docstring for fallbacks).
 
         Every row has depth ``min(k, n_items - max_u #seen(u))`` (over all training users, so
-        a query's answer does not depend on the rest of its batch).
+        a query's answer does not depend on the rest of its batch). When some user has rated
+        (nearly) every item, as in Jester, that depth is (near) zero: use :meth:`recommend`,
+        whose rows may be partial, or ``exclude_seen=False``.
         """
         self._check_fitted()
         users = self._users_of(queries)
