@@ -1,4 +1,4 @@
-"""Audit reports: the seeds' tables and figures from any audit store.
+"""Reports: the seeds' tables and figures from any recaudit results file.
 
 ``write_report(store, "report.html")`` renders one self-contained HTML page (figures inline
 as SVG, CSS inline, no scripts, no network); ``fmt="markdown" | "latex" | "csv"`` writes the
@@ -11,6 +11,12 @@ perturbations (labels such as ``casper-delete-k4``), CASPER runtime versus data 
 meta ``casper_runtime``: a list of ``{"interactions", "seconds", "label"}``, or CASPER trials
 on two or more datasets), position removal (``remove-<where>-<n>``), and the audit's
 configuration, data summary, versions and timings.
+
+The same file (or a file of its own) may also hold the other studies, each rendered where
+present: property templates (``recaudit properties --store``: seed 004 Tables 3.4 and 3.6),
+fuzzing (``recaudit fuzz``: Tables 4.5-4.9 with the Welch marks) and MIRROR
+(``recaudit simulate mirror --out``: its table and seed 002 Figures 7, 8, 10). The page says
+what the file holds (:attr:`ReportData.kinds`); a file with none of them is an error.
 """
 
 from recaudit.report._build import FigureItem, Report, Section, build_report

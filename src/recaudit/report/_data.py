@@ -1,4 +1,11 @@
-"""Everything the report reads from a store, loaded once (numbers only, no rendering)."""
+"""Everything the report reads from a results file, loaded once (numbers only, no rendering).
+
+A file may hold any mix of: stability-audit trials (tables ``trials``/``query_results``),
+property-template studies (``meta`` keys ``properties.table`` and ``properties.evolving``, from
+``recaudit properties --store``), fuzzing trials (``fuzz_trials``/``fuzz_meta``, from
+``recaudit fuzz``) and MIRROR results (``mirror_results``, from ``recaudit simulate mirror
+--out``). :attr:`ReportData.kinds` names the ones present.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +42,38 @@ class ReportData:
     trials: pd.DataFrame
     meta: dict[str, Any]
     infos: dict[str, PerturbationInfo] = field(default_factory=dict)
+    fuzz: pd.DataFrame | None = None
+    fuzz_meta: dict[str, Any] = field(default_factory=dict)
+    mirror: pd.DataFrame | None = None
     _groups: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def has_audit(self) -> bool:
+        """Whether the file holds finished stability-audit trials."""
+        return len(self.summary) > 0
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        """The property studies: ``{"table": ..., "evolving": ...}`` where present."""
+        return {k.split(".", 1)[1]: v for k, v in self.meta.items()
+                if k in ("properties.table", "properties.evolving") and isinstance(v, dict)}
+
+    @property
+    def kinds(self) -> list[str]:
+        """What the file holds, in words (report order)."""
+        out = []
+        if self.has_audit:
+            out.append(f"stability audit ({len(self.trials)} trials)")
+        if "table" in self.properties:
+            out.append("property templates (Table 3.4)")
+        if "evolving" in self.properties:
+            out.append("evolving-dataset study (Table 3.6)")
+        if self.fuzz is not None and len(self.fuzz):
+            out.append(f"fuzzing study ({len(self.fuzz)} trials)")
+        if self.mirror is not None and len(self.mirror):
+            out.append(f"MIRROR benchmark ({len(self.mirror)} result rows)")
+        return out
 
     @property
     def config(self) -> dict[str, Any]:
@@ -124,23 +162,44 @@ def _label(perturbation: Any) -> str:
 
 
 def load(store: str | Path) -> ReportData:
-    """Read an audit store (read-only) into a :class:`ReportData`."""
+    """Read a results file (read-only) into a :class:`ReportData`; any of its kinds may be
+    missing, but not all of them."""
     from recaudit.audit import Store, seed_summary, trial_summary
+    from recaudit.errors import RecauditError
 
     path = Path(store)
+    fuzz_meta: dict[str, Any] = {}
+    mirror = None
     with Store(path, read_only=True) as s:
-        trials = s.trials()
-        meta = s.meta()
-        summary = trial_summary(s)
-    if not len(summary):
-        from recaudit.errors import RecauditError
+        tables = {r[0] for r in s.con.execute("SHOW TABLES").fetchall()}
+        audit = {"trials", "query_results", "meta"} <= tables
+        trials = s.trials() if audit else pd.DataFrame()
+        meta = s.meta() if "meta" in tables else {}
+        summary = trial_summary(s) if len(trials) else pd.DataFrame()
+        if "fuzz_meta" in tables:
+            fuzz_meta = {k: json.loads(v) if isinstance(v, str) else v for k, v in
+                         s.con.execute("SELECT key, value FROM fuzz_meta").fetchall()}
+        if "mirror_results" in tables:
+            mirror = s.con.execute("SELECT * FROM mirror_results").df()
+    fuzz = None
+    if "fuzz_trials" in tables:
+        from recaudit.fuzz import load_results
 
-        raise RecauditError(f"the audit store {path} has no finished trials yet; run the audit "
-                            "first (recaudit run CONFIG)")
-    summary = summary.dropna(subset=["rbo"]).reset_index(drop=True)
-    agg = seed_summary(summary, SUMMARY_METRICS)
-    infos = {p: parse_label(p) for p in summary["perturbation"].unique()}
+        fuzz = load_results(path)
+    if len(summary):
+        summary = summary.dropna(subset=["rbo"]).reset_index(drop=True)
+        agg = seed_summary(summary, SUMMARY_METRICS)
+    else:
+        summary, agg = pd.DataFrame(), pd.DataFrame()
+    infos = {p: parse_label(p) for p in summary["perturbation"].unique()} if len(summary) else {}
     for col in ("versions", "spec"):
         if col in trials:
             trials[col] = trials[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
-    return ReportData(path, summary, agg, trials, meta, infos)
+    data = ReportData(path, summary, agg, trials, meta, infos, fuzz, fuzz_meta, mirror)
+    if not data.kinds:
+        raise RecauditError(
+            f"{path} holds no finished trials yet and no other results: nothing to report. "
+            "Run an audit (recaudit run CONFIG), a fuzzing study (recaudit fuzz -o FILE), "
+            "the MIRROR benchmark (recaudit simulate mirror --out FILE) or a property study "
+            "(recaudit properties --store FILE) into it first")
+    return data

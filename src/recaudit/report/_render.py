@@ -1,6 +1,8 @@
 """Text renderers of the report's tables: Markdown, LaTeX (booktabs) and CSV files.
 
-Marks follow the HTML page: best = bold, second best = underlined, † = significant.
+Marks follow the HTML page: best = bold, second best = underlined, † = significant; a
+``bold``/``italic`` mark (fuzzing: greater / lower than the random baseline) is bold / italic
+and a ``highlight`` (a robust property) bold.
 Text from data is escaped for the target format (Markdown: ``|``, ``\\``, ``*``, ``_``, `````,
 ``<``, ``>``, ``[``, ``]``; LaTeX: its ten special characters).
 """
@@ -24,10 +26,12 @@ def _md(text: str) -> str:
 
 def _md_cell(cell: Cell) -> str:
     text = _md(cell.text)
-    if cell.mark == "best":
+    if cell.mark in ("best", "bold", "highlight"):
         return f"**{text}**"
     if cell.mark == "second":
         return f"<u>{text}</u>"
+    if cell.mark == "italic":
+        return f"_{text}_"
     return text
 
 
@@ -59,7 +63,9 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
         "±": r"$\pm$", "†": r"$^\dagger$", "Δ": r"$\Delta$", "–": "--", "→": r"$\to$",
         "·": r"$\cdot$", "…": r"\ldots{}", "◆": r"$\diamond$", "−": r"$-$",
-        "×": r"$\times$", "§": r"\S{}", "≥": r"$\geq$", "≤": r"$\leq$"}
+        "×": r"$\times$", "§": r"\S{}", "≥": r"$\geq$", "≤": r"$\leq$",
+        "∞": r"$\infty$", "∅": r"$\emptyset$", "α": r"$\alpha$", "δ": r"$\delta$",
+        "★": r"$\star$", "²": r"$^2$"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX))
 
 
@@ -69,10 +75,12 @@ def _tex(text: str) -> str:
 
 def _tex_cell(cell: Cell) -> str:
     text = _tex(cell.text)
-    if cell.mark == "best":
+    if cell.mark in ("best", "bold", "highlight"):
         return rf"\textbf{{{text}}}"
     if cell.mark == "second":
         return rf"\underline{{{text}}}"
+    if cell.mark == "italic":
+        return rf"\textit{{{text}}}"
     return text
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from recaudit.report._data import ReportData
 from recaudit.report._tables import Cell, Table, _fmt, _num, _text
 
-__all__ = ["config_table", "data_table", "version_table", "timing_table"]
+__all__ = ["config_table", "data_table", "version_table", "timing_table", "fuzz_setup_table"]
 
 
 def timing_table(data: ReportData) -> Table:
@@ -92,3 +92,13 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, str]]:
             out += _flatten(v, f"{prefix}[{i}]")
         return out
     return [(prefix, obj if isinstance(obj, str) else json.dumps(obj))]
+
+
+def fuzz_setup_table(data: ReportData) -> Table | None:
+    """The fuzzing study's configuration and data (``fuzz_meta`` keys ``study``, ``data``),
+    flattened to dotted keys."""
+    rows = [(_text(f"{key}.{k}"), _text(v)) for key in ("study", "data")
+            if isinstance(data.fuzz_meta.get(key), dict)
+            for k, v in _flatten(data.fuzz_meta[key])]
+    return Table("fuzz-config", "Fuzzing configuration", ("key", "value"), tuple(rows),
+                 n_labels=2) if rows else None

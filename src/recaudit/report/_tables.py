@@ -40,8 +40,11 @@ WILCOXON_ALPHA = 0.05
 @dataclass(frozen=True)
 class Cell:
     """One table cell: its display ``text`` and, for numbers, the ``value`` (mean), the
-    ``std`` over seeds, a ``mark`` (``"best"``/``"second"``) and whether it is
-    ``significant`` (with the ``p_value``)."""
+    ``std`` over seeds, a ``mark`` and whether it is ``significant`` (with the ``p_value``).
+
+    Marks: ``"best"``/``"second"`` (lowest RLS, seed 000 Table 3), ``"bold"``/``"italic"``
+    (significantly greater / lower than a baseline, seed 004 Tables 4.6-4.9) and
+    ``"highlight"`` (a flagged value, e.g. a robust property in seed 004 Table 3.6)."""
 
     text: str
     value: float | None = None
@@ -90,7 +93,9 @@ class Table:
             if j < self.n_labels or all(c.value is None for c in cells):
                 data[col] = [c.text for c in cells]
                 continue
-            data[col] = [c.value for c in cells]
+            # a cell without a number keeps its text (a set of items, "∞"), an empty one None
+            data[col] = [c.value if c.value is not None
+                         else (c.text if c.text not in ("", "–") else None) for c in cells]
             if any(c.std is not None for c in cells):
                 data[f"{col} std"] = [c.std for c in cells]
             if any(c.mark for c in cells):

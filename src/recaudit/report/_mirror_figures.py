@@ -1,0 +1,141 @@
+"""MIRROR figures (seed 002 Figures 7, 8 and 10) as matplotlib Figure objects, never pyplot.
+
+- :func:`mirror_mix_figure` — CTR, FCTR (and ManiScore) against the mix ratio α, one line per
+  algorithm, the initial strategies (oracles) as dashed lines (Figure 7);
+- :func:`mirror_trajectory_figure` — CTR against FCTR, one trajectory per algorithm with
+  arrows from low to high α, oracles as stars (Figure 8);
+- :func:`mirror_rounds_figure` — CTR and Preference Shift per interaction round for the
+  oracles and every algorithm at the smallest and the largest α (Figure 10), for scenarios
+  with rounds.
+
+All numbers are :func:`recaudit.report._studies.mirror_summary` (means over seeds).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from recaudit.report._data import ReportData
+from recaudit.report._figures import PALETTE, _figure, _short
+from recaudit.report._studies import mirror_summary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["mirror_mix_figure", "mirror_trajectory_figure", "mirror_rounds_figure"]
+
+_ORACLE_COLORS = ("#374151", "#9ca3af", "#6b7280", "#111827")
+
+
+def _split(data: ReportData, scenario: str, rounds: bool = False
+           ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    s = mirror_summary(data)
+    if s.empty:
+        return s, s
+    s = s[(s.scenario == scenario) & (s["round"].notna() if rounds else s["round"].isna())]
+    return s[s.mix.isna()], s[s.mix.notna()]
+
+
+def _colors(names: list[str]) -> dict[str, str]:
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+
+
+def mirror_mix_figure(data: ReportData, scenario: str) -> Figure | None:
+    """Seed 002 Figure 7: each metric against α (mean ± std over seeds)."""
+    oracles, algos = _split(data, scenario)
+    if algos.empty or algos.mix.nunique() < 2:
+        return None
+    metrics = [(m, n) for m, n in (("ctr", "CTR"), ("fctr", "FCTR"), ("mani_score", "ManiScore"))
+               if m in set(algos.metric)]
+    names = list(dict.fromkeys(algos.algorithm))
+    colors = _colors(names)
+    fig, axes = _figure(1, len(metrics), 3.6 * len(metrics) + 0.6, 3.2)
+    for ax, (m, title) in zip(axes[0], metrics, strict=True):
+        for name in names:
+            g = algos[(algos.algorithm == name) & (algos.metric == m)].sort_values("mix")
+            ax.errorbar(g.mix.to_numpy(dtype=float), g["mean"], yerr=g["std"].fillna(0),
+                        color=colors[name], marker="o", markersize=3.5, linewidth=1.4,
+                        capsize=2, label=_short(name, 30))
+        for j, (name, o) in enumerate(oracles[oracles.metric == m].groupby("algorithm",
+                                                                          sort=False)):
+            ax.axhline(float(o["mean"].iloc[0]), color=_ORACLE_COLORS[j % 4], linestyle="--",
+                       linewidth=1.1, label=_short(name, 30))
+        ax.set_xlabel("mix ratio α")
+        ax.set_title(title)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6))
+    return fig
+
+
+def mirror_trajectory_figure(data: ReportData, scenario: str) -> Figure | None:
+    """Seed 002 Figure 8: CTR (x) against FCTR (y) over α; arrows point to higher α."""
+    oracles, algos = _split(data, scenario)
+    if algos.empty or not {"ctr", "fctr"} <= set(algos.metric):
+        return None
+    names = list(dict.fromkeys(algos.algorithm))
+    colors = _colors(names)
+    fig, axes = _figure(1, 1, 6.2, 4.2)
+    ax = axes[0, 0]
+    for name in names:
+        piv = algos[algos.algorithm == name].pivot_table(index="mix", columns="metric",
+                                                          values="mean").sort_index()
+        if not {"ctr", "fctr"} <= set(piv.columns):
+            continue
+        x, y = piv["ctr"].to_numpy(), piv["fctr"].to_numpy()
+        ax.plot(x, y, "-o", color=colors[name], markersize=3.5, linewidth=1.2,
+                label=_short(name, 30))
+        for i in range(len(x) - 1):
+            ax.annotate("", (x[i + 1], y[i + 1]), (x[i], y[i]),
+                        arrowprops={"arrowstyle": "->", "color": colors[name], "lw": 1.2})
+        for mix, xi, yi in zip(piv.index, x, y, strict=True):
+            ax.annotate(f"{mix:g}", (xi, yi), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points", color="#4b5563")
+    for j, (name, o) in enumerate(oracles.groupby("algorithm", sort=False)):
+        m = o.set_index("metric")["mean"]
+        if {"ctr", "fctr"} <= set(m.index):
+            ax.plot([m["ctr"]], [m["fctr"]], marker="*", markersize=11, linestyle="none",
+                    color=_ORACLE_COLORS[j % 4], label=_short(name, 30))
+    ax.set_xlabel("CTR")
+    ax.set_ylabel("FCTR")
+    ax.grid(True, axis="both")
+    ax.legend(loc="best")
+    return fig
+
+
+def mirror_rounds_figure(data: ReportData, scenario: str) -> Figure | None:
+    """Seed 002 Figure 10: CTR and PS per round. Oracles dashed; each algorithm at the
+    smallest α (dotted) and the largest α (solid)."""
+    oracles, algos = _split(data, scenario, rounds=True)
+    if oracles.empty and algos.empty:
+        return None
+    panels = [(m, n) for m, n in (("ctr", "CTR"), ("ps", "Preference Shift"))
+              if m in set(oracles.metric) | set(algos.metric)]
+    names = list(dict.fromkeys(algos.algorithm))
+    colors = _colors(names)
+    mixes = sorted(set(algos.mix))
+    ends = [mixes[0], mixes[-1]] if len(mixes) > 1 else mixes
+    fig, axes = _figure(1, len(panels), 4.6 * len(panels) + 0.6, 3.2)
+    for ax, (m, title) in zip(axes[0], panels, strict=True):
+        for j, (name, o) in enumerate(oracles[oracles.metric == m].groupby("algorithm",
+                                                                          sort=False)):
+            o = o.sort_values("round")
+            ax.plot(o["round"].to_numpy(dtype=float), o["mean"], color=_ORACLE_COLORS[j % 4],
+                    linestyle="--", linewidth=1.3, label=_short(name, 30))
+        for name in names:
+            for mix in ends:
+                g = algos[(algos.algorithm == name) & (algos.metric == m)
+                          & np.isclose(algos.mix, mix)].sort_values("round")
+                if g.empty:
+                    continue
+                style = "-" if mix == ends[-1] else ":"
+                ax.plot(g["round"].to_numpy(dtype=float), g["mean"], color=colors[name],
+                        linestyle=style, linewidth=1.4, label=f"{_short(name, 24)} α={mix:g}")
+        ax.set_xlabel("round")
+        ax.set_title(f"{title} per round")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 4))
+    return fig
