@@ -88,3 +88,15 @@ def test_spec_validation():
         AuditConfig(models=(ModelSpec("x"),), seeds=(1, 1))
     with pytest.raises(ConfigError):
         DatasetSpec(min_user_interactions=-1)
+
+
+@pytest.mark.parametrize("name", ["seed000_table3.toml", "seed003_table3.toml", "quick.toml"])
+def test_example_configs_are_valid(name):
+    from pathlib import Path
+
+    from recaudit.audit._engine import validate
+
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / name)
+    validate(cfg)  # every model parameter and perturbation name is known
+    assert len(cfg.trials()) == (len(cfg.datasets) * len(cfg.models) * len(cfg.seeds)
+                                 * len(cfg.perturbations))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,7 +74,3 @@ def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
 
 def _trial_of(planned: list[tuple[TrialSpec, str, str]], trial_id: str) -> TrialSpec | None:
     return next((t for t, tid, _ in planned if tid == trial_id), None)
-
-
-def with_output(config: AuditConfig, output: str | Path) -> AuditConfig:
-    return dataclasses.replace(config, output=str(output))

@@ -1,21 +1,29 @@
 """Recommenders: the :class:`Recommender` protocol, built-in models and the registry.
 
-``create(name, **params)`` builds any registered model; ``available()`` lists the names.
+``create(name, **params)`` builds any registered model; ``available()`` lists the names:
+
+- sequential next-item models (``lstm``, ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4rec``,
+  ``jodie``, ``latentcross``) on :class:`SequentialRecommender`;
+- rating-based models (``user-user``, ``item-item``, ``funksvd``, ``slope-one``, ``lightfm``);
+- ``recbole``: any RecBole sequential model, run in a separate RecBole environment.
+
+:mod:`recaudit.models.testing` is the conformance kit every model passes.
 """
 
+from recaudit.models._bert4rec import BERT4Rec
+from recaudit.models._cf import FunkSVD, ItemKNN, LightFM, SlopeOne, UserKNN
+from recaudit.models._gru4rec import GRU4Rec
+from recaudit.models._jodie import JODIE
+from recaudit.models._latentcross import LatentCross
+from recaudit.models._lstm import LSTM
 from recaudit.models._protocol import Recommender, as_queries, top_k_from_scores
+from recaudit.models._recbole import RecBoleModel
 from recaudit.models._registry import available, create, model_class, register
+from recaudit.models._sasrec import SASRec
+from recaudit.models._sequential import SequentialConfig, SequentialRecommender
+from recaudit.models._tisasrec import TiSASRec
 
-__all__ = ["Recommender", "as_queries", "available", "create", "model_class", "register",
-           "top_k_from_scores"]
-from recaudit.models._cf import FunkSVD, ItemKNN, LightFM, SlopeOne, UserKNN  # noqa: E402,F401
-from recaudit.models._gru4rec import GRU4Rec as GRU4Rec  # noqa: E402,F401
-from recaudit.models._sequential import (  # noqa: E402,F401
-    SequentialConfig as SequentialConfig, SequentialRecommender as SequentialRecommender)
-from recaudit.models._lstm import LSTM as LSTM  # noqa: E402,F401
-from recaudit.models._sasrec import SASRec as SASRec  # noqa: E402,F401
-from recaudit.models._tisasrec import TiSASRec as TiSASRec  # noqa: E402,F401
-from recaudit.models._bert4rec import BERT4Rec as BERT4Rec  # noqa: E402,F401
-from recaudit.models._latentcross import LatentCross as LatentCross  # noqa: E402,F401
-from recaudit.models._jodie import JODIE as JODIE  # noqa: E402,F401
-from recaudit.models._recbole import RecBoleModel as RecBoleModel  # noqa: E402,F401
+__all__ = ["BERT4Rec", "FunkSVD", "GRU4Rec", "ItemKNN", "JODIE", "LSTM", "LatentCross",
+           "LightFM", "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
+           "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries", "available",
+           "create", "model_class", "register", "top_k_from_scores"]
