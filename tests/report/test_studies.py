@@ -166,8 +166,14 @@ def test_fuzz_only_file(files, tmp_path):
 
 
 def test_mirror_only_file(files):
+    """Both scenarios in one file written by ``recaudit simulate mirror --out`` (no other
+    tables): one table per scenario with the numbers of ``summarise``, Figures 7, 8 and (for
+    the sequential scenario, which has rounds) 10."""
     from recaudit.simulate import summarise
 
+    assert main(["simulate", "mirror", "--scenario", "decoy-slate", "--mix", "0,1", "--seeds",
+                 "1", "--algorithms", "DeepFM", "--n-train", "40", "--n-eval", "10",
+                 "--epochs", "1", "--out", str(files["mirror"])]) == 0
     report = build_report(files["mirror"])
     assert [s.key for s in report.sections] == ["mirror"]
     assert report.title == "MIRROR benchmark: mirror.duckdb"
@@ -184,25 +190,34 @@ def test_mirror_only_file(files):
     expected = summarise(rows)
     expected = expected[expected["round"].isna()]
     sec = _section(report, "mirror")
-    (table,) = sec.tables
-    assert table.columns == ("algorithm", "mix α", "CTR", "FCTR", "PS", "AUC")
-    assert [r[0].text for r in table.rows[:2]] == ["Unbiased Oracle", "Planner Oracle"]
-    assert [r[1].text for r in table.rows[2:]] == ["0", "0.5", "1"]
-    names = {"CTR": "ctr", "FCTR": "fctr", "PS": "ps", "AUC": "auc"}
+    seq, slate = sec.tables
+    assert seq.title == "MIRROR · topic-sequential" and slate.title == "MIRROR · decoy-slate"
+    assert seq.columns == ("algorithm", "mix α", "CTR", "FCTR", "PS", "AUC")
+    assert slate.columns == ("algorithm", "mix α", "CTR", "FCTR", "ManiScore", "NDCG", "AUC")
+    assert [r[0].text for r in seq.rows[:2]] == ["Unbiased Oracle", "Planner Oracle"]
+    assert [r[1].text for r in seq.rows[2:]] == ["0", "0.5", "1"]
+    assert [r[1].text for r in slate.rows] == ["oracle", "oracle", "0", "1"]
+    names = {"CTR": "ctr", "FCTR": "fctr", "PS": "ps", "AUC": "auc", "ManiScore": "mani_score",
+             "NDCG": "ndcg"}
     n = 0
-    for row in table.rows:
-        e = expected[expected.algorithm == row[0].text]
-        e = e[e.mix.isna()] if row[1].text == "oracle" else e[e.mix == float(row[1].text)]
-        for col, cell in zip(table.columns[2:], row[2:], strict=True):
-            m = e[e.metric == names[col]]
-            if m.empty:
-                assert cell.text == "–"
-                continue
-            assert cell.value == pytest.approx(m["mean"].iloc[0])
-            assert cell.std == pytest.approx(m["std"].iloc[0])
-            n += 1
-    assert n >= 14
-    assert [f.key.split("-")[0] for f in sec.figures] == ["mix", "traj", "rounds"]
+    for table, scenario in ((seq, "topic-sequential"), (slate, "decoy-slate")):
+        for row in table.rows:
+            e = expected[(expected.scenario == scenario) & (expected.algorithm == row[0].text)]
+            e = e[e.mix.isna()] if row[1].text == "oracle" else e[e.mix == float(row[1].text)]
+            for col, cell in zip(table.columns[2:], row[2:], strict=True):
+                m = e[e.metric == names[col]]
+                if m.empty:
+                    assert cell.text == "–"
+                    continue
+                assert cell.value == pytest.approx(m["mean"].iloc[0])
+                std = m["std"].iloc[0]
+                assert cell.std == pytest.approx(std) if not np.isnan(std) else cell.std is None
+                n += 1
+    assert n >= 14 + 14
+    assert slate.rows[0][4].value == 1.0  # the Unbiased Oracle's ManiScore (Def. 4.5)
+    assert [f.key.rsplit("-", 1)[0] for f in sec.figures] == [
+        "mix-topic-sequential", "traj-topic-sequential", "rounds-topic-sequential",
+        "mix-decoy-slate", "traj-decoy-slate"]  # no rounds in the slate scenario
     assert all(f.svg.startswith("<svg") for f in sec.figures)
 
 

@@ -179,7 +179,7 @@ def _study_sections(data: ReportData, fig: Any) -> list[Section]:
 
         for scenario in dict.fromkeys(data.mirror.scenario):
             slug = T._slug(scenario)
-            mirror.figures += fig(f"mix-{slug}", f"CTR and FCTR vs mix ratio · {scenario}",
+            mirror.figures += fig(f"mix-{slug}", f"Online metrics vs mix ratio · {scenario}",
                                   lambda s=scenario: MF.mirror_mix_figure(data, s),
                                   "Mean ± std over seeds; dashed: the initial strategies "
                                   "(seed 002 Figure 7).")

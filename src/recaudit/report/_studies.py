@@ -196,8 +196,10 @@ def fuzz_time_table(data: ReportData) -> list[Table]:
             continue
         sizes = sorted({s for s, _ in t.columns})
         order = [h for kind in TABLES.values() for h in kind]
-        heur = sorted(t.index, key=lambda h: (order.index(h) if h in order else len(order), h))
         kinds = res.groupby("heuristic")["kind"].first().to_dict()
+        ranks = {k: i for i, k in enumerate(("none", "add", "remove", "change"))}
+        heur = sorted(t.index, key=lambda h: (ranks.get(kinds.get(h) or KIND_OF.get(h), 9),
+                                              order.index(h) if h in order else len(order), h))
         rows = []
         for h in heur:
             cells = [_text(kinds.get(h) or KIND_OF.get(h) or ""), _text(h)]
@@ -342,13 +344,15 @@ def mirror_tables(data: ReportData) -> list[Table]:
                 cells.append(_mean_std(sub["mean"].get(m), sub["std"].get(m))
                              if m in sub.index else Cell("–"))
             rows.append(tuple(cells))
-        n = sorted(set(g["count"].astype(int)))
+        seeds = sorted(set(g["count"].astype(int)))
         out.append(Table(
             f"mirror-{_slug(scenario)}", f"MIRROR · {scenario}",
             ("algorithm", "mix α", *(n for _, n in metrics)), tuple(rows), n_labels=1,
-            caption=f"Mean ± std over {'/'.join(map(str, n))} seeds. α = share of training data "
+            caption=f"Mean ± std over {'/'.join(map(str, seeds))} "
+                    f"seed{'' if seeds == [1] else 's'}. "
+                    "α = share of training data "
                     "collected by the manipulative oracle; oracles are the initial strategies. "
-                    "CTR: click-through rate; FCTR: share of clicks on favourites; ManiScore "
+                    "CTR: click-through rate; FCTR: share of the chosen documents that are favourites; ManiScore "
                     "in [1, e²], 1 = unbiased; PS: Preference Shift = 1 − RBO of the initial "
                     "and final preference lists (seed 002 Defs. 4.1-4.6)."))
     return out
