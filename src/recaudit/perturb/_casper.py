@@ -38,8 +38,11 @@ relative quantisation below ``s / 2**32``. ``O(k n)`` time, ``O(n)`` memory; the
 not depend on the number of threads.
 
 ``method="auto"`` (default) runs exact unless its predicted work exceeds ``exact_budget`` row
-visits (default ``1e9``: about 10-30 s on one core), then approx. Real logs have few roots
-(Wikipedia: about 0.4 % of the rows), so exact is the rule up to a few million rows.
+visits (default ``1e9``: about 30 s on two shared cores), then approx. Real logs have few
+roots (Wikipedia: about 0.4 % of the rows), so exact is the rule up to a few million rows.
+Measured (``benchmarks/bench_casper.py``, 2 shared cores): Wikipedia 157k rows exact in
+0.1-0.25 s; a 10M-row synthetic log (16-19k roots) exact in 70-110 s, approx in 40-60 s (the
+default ``auto`` picks approx there).
 """
 
 from __future__ import annotations
@@ -196,7 +199,7 @@ _SKETCHES = 4  # rank sets per pass: one random child read serves all of them
 
 
 @njit(cache=True, parallel=True)
-def _approx_kernel(is_node, next_user, next_item, roots, k, seed, n_threads
+def _approx_kernel(is_node, next_user, next_item, roots, k, seed, n_threads, sketches
                    ):  # pragma: no cover - numba
     """Sum over ``k`` rank sets of each root's minimum descendant rank, as ``Exp(1)`` values.
 
@@ -206,28 +209,28 @@ def _approx_kernel(is_node, next_user, next_item, roots, k, seed, n_threads
     descendants).
     """
     n = len(next_user)
-    n_groups = (k + _SKETCHES - 1) // _SKETCHES
+    n_groups = (k + sketches - 1) // sketches
     sums = np.zeros((n_groups, len(roots)), dtype=np.float64)  # fixed order: no thread effect
     for t in prange(n_threads):
-        mins = np.empty((n, _SKETCHES), dtype=np.uint32)
+        mins = np.empty((n, sketches), dtype=np.uint32)
         for g in range(t, n_groups, n_threads):
-            base = np.empty(_SKETCHES, dtype=np.uint64)
-            for b in range(_SKETCHES):
-                base[b] = _splitmix(np.uint64(seed) ^ _splitmix(np.uint64(g * _SKETCHES + b)))
+            base = np.empty(sketches, dtype=np.uint64)
+            for b in range(sketches):
+                base[b] = _splitmix(np.uint64(seed) ^ _splitmix(np.uint64(g * sketches + b)))
             for i in range(n - 1, -1, -1):
                 if not is_node[i]:
                     continue
                 cu = next_user[i]
                 ci = next_item[i]
-                for b in range(_SKETCHES):
+                for b in range(sketches):
                     v = np.uint32(_splitmix(base[b] ^ np.uint64(i)) >> np.uint64(32))
                     if cu >= 0 and mins[cu, b] < v:
                         v = mins[cu, b]
                     if ci >= 0 and mins[ci, b] < v:
                         v = mins[ci, b]
                     mins[i, b] = v
-            for b in range(_SKETCHES):
-                if g * _SKETCHES + b >= k:
+            for b in range(sketches):
+                if g * sketches + b >= k:
                     break
                 for j in range(len(roots)):
                     u = (np.float64(mins[roots[j], b]) + 0.5) * (1.0 / 4294967296.0)
@@ -303,6 +306,6 @@ def casper_scores(
         if int(k) != k or k < 3:
             raise ValueError(f"k must be an integer >= 3, got {k!r}")
         sums = _approx_kernel(is_node, next_user, next_item, roots, int(k),
-                              int(seed) & (2**63 - 1), threads)
+                              int(seed) & (2**63 - 1), threads, _SKETCHES)
         scores[roots] = np.maximum(1, np.rint((k - 1) / sums)).astype(np.int64)
     return scores

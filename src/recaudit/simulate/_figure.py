@@ -18,10 +18,8 @@ def plot_mirror(rows: Sequence[dict], path: str, *, rounds_mix: float = 0.5) -> 
     mix ratio closest to ``rounds_mix`` and the oracles.
     """
     import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
     import pandas as pd
+    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state
 
     df = pd.DataFrame(list(rows))
     if df.empty:
@@ -29,9 +27,10 @@ def plot_mirror(rows: Sequence[dict], path: str, *, rounds_mix: float = 0.5) -> 
     overall = df[df["round"].isna()]
     per_round = df[df["round"].notna()]
     n_panels = 3 if not per_round.empty else 1
-    fig, axes = plt.subplots(1, n_panels, figsize=(5.2 * n_panels, 4.2), squeeze=False)
+    fig = Figure(figsize=(5.2 * n_panels, 4.2))
+    axes = fig.subplots(1, n_panels, squeeze=False)
     ax = axes[0, 0]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     oracles = overall[overall["mix"].isna()]
     for j, (name, sub) in enumerate(oracles.groupby("algorithm", sort=True)):
         m = sub.groupby("metric")["value"].mean()
@@ -69,4 +68,3 @@ def plot_mirror(rows: Sequence[dict], path: str, *, rounds_mix: float = 0.5) -> 
             ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
