@@ -38,9 +38,8 @@ def execute(jobs: list[Job], spec: ExecutorSpec, *, audit: str, cache_dir: str,
             ) -> Iterator[TrialOutcome]:
     """Run ``jobs`` and yield outcomes as they finish (order depends on the executor)."""
     if spec.kind == "inprocess":
-        for trial, _ in jobs:
-            yield run_trial(trial, audit=audit, cache_dir=cache_dir,
-                            threads=spec.threads_per_worker)
+        for trial, _ in jobs:  # the caller's process: its thread settings are left alone
+            yield run_trial(trial, audit=audit, cache_dir=cache_dir)
     elif spec.kind == "process":
         yield from _pool(jobs, spec, audit, cache_dir)
     else:

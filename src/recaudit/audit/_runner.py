@@ -162,7 +162,11 @@ class TrialOutcome:
 
 def run_trial(trial: TrialSpec, *, audit: str = "audit", cache_dir: str | Path | None = None,
               threads: int | None = None) -> TrialOutcome:
-    """Run one trial from its spec (pure: same spec, same numbers)."""
+    """Run one trial from its spec (pure: same spec, same numbers).
+
+    ``threads`` sets torch's intra-op thread count of this process (workers only; models fix
+    their own training threads through their ``num_threads`` parameter).
+    """
     if threads is not None:
         import torch
 
