@@ -1,6 +1,5 @@
 """Table numbers against independent computations from the raw per-query rows."""
 
-import numpy as np
 import pytest
 from scipy import stats
 

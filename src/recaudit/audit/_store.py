@@ -134,7 +134,7 @@ class Store:
         cols = list(row)
         self.con.execute("BEGIN TRANSACTION")
         try:
-            self.con.execute(f"DELETE FROM query_results WHERE trial_id = ?", [row["trial_id"]])
+            self.con.execute("DELETE FROM query_results WHERE trial_id = ?", [row["trial_id"]])
             self.con.execute(
                 f"INSERT OR REPLACE INTO trials ({', '.join(cols)}) VALUES "
                 f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])

@@ -100,7 +100,7 @@ class PPOOracle:
         """Train the policy on ``world`` (a :class:`TopicWorld`); returns ``self``."""
         import torch
 
-        cfg, c = self.config, world.config
+        cfg = self.config
         g = make_torch_generator(self.seed, "ppo", "torch")
         self.returns_: list[float] = []
         with one_thread():
