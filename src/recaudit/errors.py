@@ -7,7 +7,15 @@ The CLI prints the message alone (no traceback unless ``--debug``) and exits non
 
 from __future__ import annotations
 
-__all__ = ["RecauditError", "DataError", "ConfigError", "DatasetError"]
+__all__ = ["RecauditError", "DataError", "ConfigError", "DatasetError", "did_you_mean"]
+
+
+def did_you_mean(name: str, choices, cutoff: float = 0.6) -> str:
+    """``" Did you mean 'x'?"`` for the closest of ``choices`` to ``name``, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=cutoff)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 class RecauditError(Exception):

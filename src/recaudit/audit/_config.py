@@ -29,7 +29,6 @@ naming the key, the file and line, and the closest valid key.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import re
 import tomllib
@@ -48,7 +47,7 @@ from recaudit.audit._spec import (
     SplitSpec,
     canonical_json,
 )
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, did_you_mean
 
 __all__ = ["load_config", "config_from_dict", "config_to_dict"]
 
@@ -114,9 +113,8 @@ def _build(cls: type, data: Any, where: _Where, section: str) -> Any:
     valid = [f.name for f in dataclasses.fields(cls)]
     for key, value in data.items():
         if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(valid)}"
-            raise where.error("unknown key" + hint, key, section)
+            hint = did_you_mean(key, valid) or f" Valid keys: {', '.join(valid)}."
+            raise where.error("unknown key." + hint, key, section)
         if not _check_type(value, hints[key]):
             raise where.error(f"expected {_type_name(hints[key])}, got {type(value).__name__} "
                               f"{value!r}", key, section)
@@ -143,9 +141,8 @@ def config_from_dict(data: Mapping[str, Any], *, source: str = "<config>",
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(valid)}"
-            raise where.error("unknown key" + hint, key)
+            hint = did_you_mean(key, valid) or f" Valid keys: {', '.join(valid)}."
+            raise where.error("unknown key." + hint, key)
         if key in _SECTIONS:
             kwargs[key] = _build(_SECTIONS[key], value, where, key)
         elif key in _LISTS:

@@ -130,11 +130,8 @@ _METHODS = {"temporal-ratio": temporal_ratio_split, "leave-last-out": leave_last
 def split(log: Interactions, method: str = "temporal-ratio", **options) -> Split:
     """Split by name: ``temporal-ratio``, ``leave-last-out`` or ``global-temporal``."""
     if method not in _METHODS:
-        import difflib
+        from recaudit.errors import ConfigError, did_you_mean
 
-        from recaudit.errors import ConfigError
-
-        close = difflib.get_close_matches(method, _METHODS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown split {method!r}; choose one of {sorted(_METHODS)}.{hint}")
+        raise ConfigError(f"unknown split {method!r}; choose one of {sorted(_METHODS)}."
+                          + did_you_mean(method, _METHODS))
     return _METHODS[method](log, **options)

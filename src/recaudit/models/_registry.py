@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, did_you_mean
 
 __all__ = ["register", "create", "available", "model_class"]
 
@@ -36,11 +36,8 @@ def available() -> list[str]:
 
 def model_class(name: str) -> type:
     if name not in _REGISTRY:
-        import difflib
-
-        close = difflib.get_close_matches(name, _REGISTRY, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}.{hint}")
+        raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}."
+                          + did_you_mean(name, _REGISTRY))
     return _REGISTRY[name]
 
 
@@ -52,11 +49,7 @@ def create(name: str, **params: Any) -> Any:
         valid = {f.name for f in dataclasses.fields(config_cls)}
         unknown = set(params) - valid
         if unknown:
-            import difflib
-
             key = sorted(unknown)[0]
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"model {name!r} has no parameter {key!r}.{hint} "
+            raise ConfigError(f"model {name!r} has no parameter {key!r}.{did_you_mean(key, valid)} "
                               f"Valid: {', '.join(sorted(valid))}")
     return cls(**params)

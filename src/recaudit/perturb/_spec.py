@@ -19,7 +19,6 @@ checkpoints) and ``queries=`` (test queries with targets).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, did_you_mean
 from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, replace_items
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
 from recaudit.perturb._record import PerturbationRecord
@@ -131,9 +130,7 @@ class PerturbationSpec:
         unknown = set(data) - valid
         if unknown:
             key = sorted(unknown)[0]
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"perturbation spec has no key {key!r}.{hint} "
+            raise ConfigError(f"perturbation spec has no key {key!r}.{did_you_mean(key, valid)} "
                               f"Valid: {', '.join(sorted(valid))}")
         return cls(**data)
 
@@ -218,8 +215,7 @@ def parse(name: str, **overrides: Any) -> PerturbationSpec:
                   "strategy": m["strategy"] or "random", "count": int(m["k"] or 1)}
     if fields is None or fields.get("n", 1) < 1 or fields.get("count", 1) < 1:
         names = available()
-        close = difflib.get_close_matches(text, names, n=1, cutoff=0.4)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(text, names, cutoff=0.4)
         raise ConfigError(f"unknown perturbation {name!r}.{hint} Valid names: "
                           f"{', '.join(names[:6])}, ... (recaudit.perturb.available() lists "
                           "all; edits accept -k<count>)")
