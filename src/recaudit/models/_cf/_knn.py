@@ -41,9 +41,8 @@ __all__ = ["ItemKNN", "UserKNN"]
 
 
 @njit(cache=True)
-def _sift_down(buf_s, buf_v, pos, nn):
-    """Restore the min-heap order of slot ``pos`` after its root changed."""
-    t = 0
+def _sift_down(buf_s, buf_v, pos, nn, t=0):
+    """Restore the min-heap order of slot ``pos`` below node ``t`` (its root by default)."""
     while True:
         left = 2 * t + 1
         if left >= nn:
@@ -74,20 +73,7 @@ def _push(buf_s, buf_v, cnt, pos, s, v, nn):
         cnt[pos] = c + 1
         if c + 1 == nn:                       # heapify
             for start in range(nn // 2 - 1, -1, -1):
-                t = start
-                while True:
-                    left = 2 * t + 1
-                    if left >= nn:
-                        break
-                    ch = left
-                    if left + 1 < nn and buf_s[pos, left + 1] < buf_s[pos, left]:
-                        ch = left + 1
-                    if buf_s[pos, ch] < buf_s[pos, t]:
-                        buf_s[pos, ch], buf_s[pos, t] = buf_s[pos, t], buf_s[pos, ch]
-                        buf_v[pos, ch], buf_v[pos, t] = buf_v[pos, t], buf_v[pos, ch]
-                        t = ch
-                    else:
-                        break
+                _sift_down(buf_s, buf_v, pos, nn, start)
         return
     if s > buf_s[pos, 0]:
         buf_s[pos, 0] = s
