@@ -85,9 +85,11 @@ def test_filters():
     assert f.n_users == 2 and f.user_ids.tolist() == [0, 2]
     assert f.n_items == 4  # items 0,1,2,3 used; 4 never used -> dropped by compact
     core = k_core(log, 2)
-    # 2-core: items with >= 2 users are 0 and 1; then users 0 (items 0,1) only has 2 -> kept,
-    # user 2 keeps item 1 only -> dropped, then item 1 has 1 -> dropped ... empty
+    # 2-core by hand: round 1 keeps rows with user count >= 2 and item count >= 2:
+    # (0,0), (0,1), (2,1); round 2: item 0 and user 2 now have one row -> (0,1) left;
+    # round 3: user 0 has one row -> empty. The iterated filter must reach the empty core.
     assert len(core) == 0
+    assert len(k_core(log, 1)) == len(log)
     assert compact(log).n_items == 4
 
 
