@@ -2,7 +2,6 @@
 
 import shutil
 import subprocess
-from html.parser import HTMLParser
 
 import pytest
 
@@ -35,19 +34,6 @@ def real_report(tmp_path_factory):
     return tmp / "report.html"
 
 
-class _Counter(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: dict[str, int] = {}
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags[tag] = self.tags.get(tag, 0) + 1
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
 def test_real_report_sections(real_report):
     html = real_report.read_text()
     for key in ("rls", "accuracy", "groups", "position", "setup"):
@@ -57,7 +43,7 @@ def test_real_report_sections(real_report):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_report_in_headless_chromium(real_report, tmp_path):
+def test_report_in_headless_chromium(real_report, tmp_path, chromium_dom):
     profile = tmp_path / "profile"
     shot = tmp_path / "shot.png"
     url = real_report.resolve().as_uri()
@@ -71,13 +57,9 @@ def test_report_in_headless_chromium(real_report, tmp_path):
         assert im.size == (1280, 2400)
         colours = im.convert("RGB").resize((160, 300)).getcolors(maxcolors=100_000)
         assert colours is not None and len(colours) > 50  # rendered content, not a blank page
-    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=180).stdout
-    parsed = _Counter()
-    parsed.feed(dom)
-    assert parsed.tags.get("script", 0) == 0  # the dataset name did not become an element
-    assert parsed.tags.get("svg", 0) >= 4  # distributions, accuracy, user groups, position
-    assert parsed.tags.get("table", 0) >= 6
-    text = "".join(parsed.text)
+    tags, text = chromium_dom(real_report)
+    assert tags.get("script", 0) == 0  # the dataset name did not become an element
+    assert tags.get("svg", 0) >= 4  # distributions, accuracy, user groups, position
+    assert tags.get("table", 0) >= 6
     assert EVIL in text  # shown literally, as text
     assert "Rank-list sensitivity" in text and "Position removal" in text
