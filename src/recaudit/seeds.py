@@ -26,10 +26,14 @@ def make_rng(*keys: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(*keys))
 
 
-def make_torch_generator(*keys: object):
-    """A CPU ``torch.Generator`` seeded from ``keys``."""
+def make_torch_generator(*keys: object, device="cpu"):
+    """A ``torch.Generator`` on ``device`` (CPU by default) seeded from ``keys``.
+
+    The same keys give the same stream on a given device type; CPU and CUDA generators are
+    different algorithms (Mersenne Twister, Philox), so their draws differ.
+    """
     import torch
 
-    g = torch.Generator(device="cpu")
+    g = torch.Generator(device=device)
     g.manual_seed(derive_seed(*keys))
     return g

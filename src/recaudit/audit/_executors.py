@@ -38,15 +38,24 @@ def execute(jobs: list[Job], spec: ExecutorSpec, *, audit: str, cache_dir: str,
             ) -> Iterator[TrialOutcome]:
     """Run ``jobs`` and yield outcomes as they finish (order depends on the executor)."""
     if spec.kind == "inprocess":
-        for trial, _ in jobs:  # the caller's process: its thread settings are left alone
-            yield run_trial(trial, audit=audit, cache_dir=cache_dir)
+        from recaudit.models import set_process_device
+        from recaudit.models._nn import _PROCESS_DEVICE as before
+
+        if spec.devices:
+            set_process_device(spec.devices[0])
+        try:
+            for trial, _ in jobs:  # the caller's process: its thread settings are left alone
+                yield run_trial(trial, audit=audit, cache_dir=cache_dir)
+        finally:
+            if spec.devices:
+                set_process_device(before)
     elif spec.kind == "process":
         yield from _pool(jobs, spec, audit, cache_dir)
     else:
         yield from _ray(jobs, spec, audit, cache_dir)
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, devices: tuple[str, ...], counter) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -54,6 +63,13 @@ def _init_worker(threads: int) -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass  # already set in this process: interop threads can only be set once
+    if devices:
+        from recaudit.models import set_process_device
+
+        with counter.get_lock():
+            worker = counter.value
+            counter.value += 1
+        set_process_device(devices[worker % len(devices)])
 
 
 def _scheduled(jobs: list[Job], submit: Callable[[TrialSpec], Any],
@@ -76,8 +92,9 @@ def _pool(jobs: list[Job], spec: ExecutorSpec, audit: str, cache_dir: str
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
+    counter = ctx.Value("i", 0)    # deals spec.devices to the workers round-robin
     with ProcessPoolExecutor(spec.workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(spec.threads_per_worker,)) as pool:
+                             initargs=(spec.threads_per_worker, spec.devices, counter)) as pool:
         def submit(trial: TrialSpec) -> Future:
             return pool.submit(run_trial, trial, audit=audit, cache_dir=cache_dir,
                                threads=spec.threads_per_worker)

@@ -87,9 +87,14 @@ def versions() -> dict[str, str]:
 
     import recaudit
 
+    from recaudit.models import resolve_device
+
+    device = resolve_device("auto")  # where this process trains models with device="auto"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
     return {"recaudit": recaudit.__version__, "python": platform.python_version(),
             "numpy": np.__version__, "pandas": pd.__version__, "torch": torch.__version__,
-            "scipy": scipy.__version__, "numba": numba.__version__, "duckdb": duckdb.__version__}
+            "scipy": scipy.__version__, "numba": numba.__version__, "duckdb": duckdb.__version__,
+            "device": f"{device} ({name})"}
 
 
 def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,

@@ -131,18 +131,41 @@ class MetricSpec:
 class ExecutorSpec:
     """Where trials run: ``inprocess``, ``process`` (a pool of ``workers`` processes, each
     limited to ``threads_per_worker`` threads) or ``ray`` (optional extra; ``address`` of a
-    cluster, ``None`` starts a local one)."""
+    cluster, ``None`` starts a local one).
+
+    ``devices`` (e.g. ``["cuda:0"]`` or ``["cuda:0", "cuda:1"]``) are dealt to the pool's
+    workers round-robin: worker ``w`` trains every model whose ``device`` is ``"auto"`` (or
+    ``"cuda"``) on ``devices[w % len(devices)]``, so ``workers = 16, devices = ["cuda:0"]``
+    runs 16 trials at a time on one GPU. Models with ``device = "cpu"`` stay on the CPU. The
+    device is not part of a trial's identity: use one kind of device per audit (CUDA and CPU
+    results differ in the last bits); the device used is recorded with each trial.
+    """
 
     kind: str = "inprocess"
     workers: int = 1
     threads_per_worker: int = 1
     address: str | None = None
+    devices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in ("inprocess", "process", "ray"):
             raise ConfigError(f"executor.kind {self.kind!r} is not one of inprocess, process, ray")
         if self.workers < 1 or self.threads_per_worker < 1:
             raise ConfigError("executor.workers and executor.threads_per_worker must be >= 1")
+        if isinstance(self.devices, str) or not all(isinstance(d, str) for d in self.devices):
+            raise ConfigError("executor.devices must be a list of device names, e.g. "
+                              '["cuda:0"]')
+        object.__setattr__(self, "devices", tuple(self.devices))
+        from recaudit.models import check_device
+
+        for d in self.devices:
+            check_device(d)
+        if self.devices and self.kind == "ray":
+            raise ConfigError("executor.devices is for kind = 'process' (and 'inprocess'); "
+                              "Ray places trials on GPUs itself")
+        if self.kind == "inprocess" and len(self.devices) > 1:
+            raise ConfigError("executor.kind = 'inprocess' runs on one device; use kind = "
+                              "'process' with workers >= 2 for several")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from recaudit.models._gru4rec import GRU4Rec
 from recaudit.models._jodie import JODIE
 from recaudit.models._latentcross import LatentCross
 from recaudit.models._lstm import LSTM
+from recaudit.models._nn import check_device, resolve_device, set_process_device
 from recaudit.models._protocol import Recommender, as_queries, top_k_from_scores
 from recaudit.models._recbole import RecBoleModel
 from recaudit.models._registry import available, create, model_class, register
@@ -26,4 +27,5 @@ from recaudit.models._tisasrec import TiSASRec
 __all__ = ["BERT4Rec", "FunkSVD", "GRU4Rec", "ItemKNN", "JODIE", "LSTM", "LatentCross",
            "LightFM", "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries", "available",
-           "create", "model_class", "register", "top_k_from_scores"]
+           "check_device", "create", "model_class", "register", "resolve_device",
+           "set_process_device", "top_k_from_scores"]

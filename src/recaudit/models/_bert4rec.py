@@ -12,8 +12,9 @@ most recent backwards so no item is dropped) have each item replaced by ``[MASK]
 probability ``mask_prob`` (at least one per window); the loss is the cross-entropy of the
 masked items. As in the paper, every window is also used once with only its last item masked,
 which matches the prediction task: at ranking time ``[MASK]`` is appended after the query's most
-recent ``max_len - 1`` items and its output position scores the catalogue. Masks are drawn from
-the model's seeded generator.
+recent ``max_len - 1`` items and its output position scores the catalogue. Masks are drawn on
+the host from ``make_rng(seed, "bert4rec", "loss")`` (their number then fixes the loss's
+shape, so training never waits for the device).
 
 Defaults: 2 layers, 2 heads, dropout 0.1, ``mask_prob`` 0.2 (paper's ML-1M setting), lr 0.001;
 d 128 and max_len 50 (seed 000 §5). ``samples`` is fixed to windows (the Cloze task needs
@@ -25,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -110,7 +112,10 @@ class _BERT4RecNet(nn.Module):
         key_ok = items > 0
         for layer in self.layers:
             x = layer(x, key_ok)
-        return nn.functional.gelu(self.proj(x))
+        return x
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return nn.functional.gelu(self.proj(h))
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.embedding.weight[1:self.mask_token], self.out_bias
@@ -145,29 +150,30 @@ class BERT4Rec(SequentialRecommender):
         # windows of max_len - 1 inputs + their last target = max_len items
         return SequenceData(train, self.config.max_len - 1, "window")
 
-    def _loss(self, net, batch: Batch, gen: torch.Generator) -> torch.Tensor:
+    def _loss(self, net, batch: Batch, rng: np.random.Generator) -> torch.Tensor:
         items, lengths = batch.items, batch.lengths
-        rows = torch.arange(len(batch), device=items.device)
+        b, width = items.shape[0], items.shape[1] + 1
+        rows = torch.arange(b, device=items.device)
         full = torch.cat([items, torch.zeros_like(items[:, :1])], dim=1)
         full[rows, lengths] = batch.targets[rows, lengths - 1] + 1
-        n_real = lengths + 1
-        cols = torch.arange(full.shape[1], device=items.device)[None]
-        valid = cols < n_real[:, None]
-        draw = torch.rand(full.shape, generator=gen).to(items.device)
-        masked = (draw < self.config.mask_prob) & valid
-        none = ~masked.any(1)
-        masked[rows[none], lengths[none]] = True
-        last_only = torch.zeros_like(masked)
-        last_only[rows, lengths] = True
-        masked = torch.cat([masked, last_only])
-        full = torch.cat([full, full])
-        inputs = torch.where(masked, torch.full_like(full, net.mask_token), full)
-        hidden = net(Batch(inputs, torch.cat([n_real, n_real]), None, batch.users))
-        logits = self._logits(net, hidden[masked])
-        return nn.functional.cross_entropy(logits, full[masked] - 1)
+        # Cloze masks, drawn on the host (the counts fix the loss's shape: no device sync)
+        real = batch.host_lengths + 1
+        masked = (rng.random((b, width)) < self.config.mask_prob) & \
+            (np.arange(width)[None, :] < real[:, None])
+        none = np.flatnonzero(~masked.any(1))
+        masked[none, real[none] - 1] = True
+        pos = np.concatenate([np.flatnonzero(masked),                       # Cloze copy
+                              (b + np.arange(b)) * width + real - 1])       # last-item copy
+        pos_t = torch.as_tensor(pos).to(items.device)
+        both = torch.cat([full, full])
+        inputs = both.clone()
+        inputs.view(-1)[pos_t] = net.mask_token
+        hidden = net(Batch(inputs, torch.cat([lengths + 1, lengths + 1]), None, batch.users))
+        h = net.head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos_t))
+        return nn.functional.cross_entropy(self._logits(net, h), both.view(-1)[pos_t] - 1)
 
     def _query_hidden(self, net, batch: Batch) -> torch.Tensor:
         items, keep = _append_mask(batch.items, batch.lengths, net.mask_token,
                                    self.config.max_len)
         hidden = net(Batch(items, keep + 1, None, batch.users))
-        return hidden[torch.arange(len(items), device=items.device), keep]
+        return net.head(hidden[torch.arange(len(items), device=items.device), keep])

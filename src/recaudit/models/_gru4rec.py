@@ -69,7 +69,10 @@ class _GRU4RecNet(nn.Module):
     def forward(self, batch: Batch) -> torch.Tensor:
         x = self.drop(self.embedding(batch.items))
         out, _ = self.gru(x)
-        return self.dense(out)
+        return out
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.dense(h)
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

@@ -16,9 +16,13 @@ Context embeddings ``w(Δ) = C[bucket(Δ)]`` with ``bucket(Δ) = min(B - 1, floo
 last context time (known when the recommendation is asked, like YouTube's "time since last
 watch"); the target is never read.
 
-Seed 000 uses all interactions of a user for LatentCross; ``max_len`` (default 50) truncates the
-context for cost only — set it larger for the full history. Defaults ``batch_order="temporal"``
-with ``samples="prefix"`` (seed 000 §6.1: mini-batches follow the time of every interaction).
+Oh et al. (2022) use all interactions of a user for LatentCross; ``max_len`` (default 50)
+truncates the context for cost only — set it larger for the full history. Defaults
+``batch_order="temporal"`` (Oh et al. 2022 §6.1: mini-batches follow time) with
+``samples="window"``: every position of a window predicts its next item, windows ordered by
+their last target's time — on Wikipedia ~30x cheaper per epoch than ``samples="prefix"`` (one
+sample per interaction with its own recomputed context, batches following the time of every
+single interaction; recaudit 0.1's default, kept as an option).
 """
 
 from __future__ import annotations
@@ -45,7 +49,6 @@ class LatentCrossConfig(SequentialConfig):
     hidden_dim: int = 128
     time_buckets: int = 32
     batch_order: str = "temporal"
-    samples: str = "prefix"
 
     def validate(self) -> None:
         super().validate()
@@ -77,7 +80,9 @@ class _LatentCrossNet(nn.Module):
         x = self.embedding(batch.items) * (1.0 + self.ctx_in(log_buckets(batch.gaps,
                                                                          self.n_buckets)))
         h, _ = self.gru(self.drop(x))
-        o = h * (1.0 + self.ctx_out(log_buckets(batch.next_gaps, self.n_buckets)))
+        return h * (1.0 + self.ctx_out(log_buckets(batch.next_gaps, self.n_buckets)))
+
+    def head(self, o: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.dense(self.drop(o)))
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -57,6 +57,9 @@ class _LSTMNet(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         h, _ = self.lstm(self.drop_in(self.embedding(batch.items)))
+        return h
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
         return self.drop_out(h)
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor]:

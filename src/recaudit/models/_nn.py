@@ -23,15 +23,16 @@ from torch import nn
 from recaudit.errors import ConfigError
 
 __all__ = ["SeededDropout", "CausalSelfAttentionBlock", "deterministic_torch", "materialize",
-           "resolve_device", "init_normal", "init_uniform"]
+           "resolve_device", "init_normal", "init_uniform", "make_adam", "check_device",
+           "set_process_device"]
 
 
 class SeededDropout(nn.Module):
     """Inverted dropout whose masks come from an explicit ``torch.Generator``.
 
     ``generator`` is assigned by the owning model before training (``None`` = no dropout, as in
-    evaluation). Masks are drawn on the CPU generator and moved to the tensor's device, so a
-    CUDA run draws exactly the same masks as a CPU run.
+    evaluation) and lives on the tensor's device: ``keep = U(0, 1) >= p`` drawn there (no
+    host-to-device copy; ``torch.rand`` is about twice as fast as ``bernoulli_`` on the CPU).
     """
 
     def __init__(self, p: float) -> None:
@@ -42,9 +43,18 @@ class SeededDropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p <= 0.0 or self.generator is None:
             return x
-        keep = torch.empty(x.shape, dtype=x.dtype).bernoulli_(1.0 - self.p,
-                                                               generator=self.generator)
-        return x * keep.to(x.device) / (1.0 - self.p)
+        keep = torch.rand(x.shape, generator=self.generator, device=x.device,
+                          dtype=x.dtype) >= self.p
+        return x * keep / (1.0 - self.p)
+
+
+def make_adam(params, lr: float, weight_decay: float) -> torch.optim.Adam:
+    """Adam with L2 weight decay, the fused single-kernel implementation (CPU and CUDA).
+
+    Same update as ``torch.optim.Adam``'s loop implementation (floats may differ in the last
+    bits); deterministic; about 4x faster per step on the CPU for large embedding tables.
+    """
+    return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
 def set_dropout_generator(module: nn.Module, generator: torch.Generator | None) -> None:
@@ -113,22 +123,48 @@ def _owner(root: nn.Module, param_name: str) -> nn.Module:
     return mod
 
 
-def resolve_device(device: str) -> torch.device:
-    """``"cpu"``, ``"cuda"`` (error when absent) or ``"auto"`` (CUDA when present).
+_PROCESS_DEVICE: str | None = None
 
-    Results on CUDA are deterministic run to run but not bit-identical to CPU results; on a
-    CPU-only host ``auto`` is ``cpu``, so it never changes results there.
+
+def check_device(device: str) -> str:
+    """Validate a device name: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``."""
+    if device in ("cpu", "cuda", "auto") or (
+            isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
+
+
+def set_process_device(device: str | None) -> None:
+    """This process's device for models with ``device="auto"`` or ``"cuda"`` (set by the
+    audit's process executor for each worker; ``None`` restores the default)."""
+    global _PROCESS_DEVICE
+    _PROCESS_DEVICE = None if device is None else check_device(device)
+    if device is not None and device.startswith("cuda:") and torch.cuda.is_available():
+        torch.cuda.set_device(torch.device(device))
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"cpu"``, ``"cuda"``/``"cuda:N"`` (error when absent) or ``"auto"`` (CUDA when present).
+
+    ``"auto"`` and ``"cuda"`` follow :func:`set_process_device` when it was called (an
+    executor's ``devices``). Results on CUDA are deterministic run to run but not bit-identical
+    to CPU results; on a CPU-only host ``auto`` is ``cpu``, so it never changes results there.
     """
+    check_device(device)
     if device == "cpu":
         return torch.device("cpu")
-    if device in ("cuda", "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if device == "cuda":
-            raise ConfigError("device='cuda' but no CUDA device is available; use device='cpu' "
-                              "or 'auto'")
-        return torch.device("cpu")
-    raise ConfigError(f"device must be 'cpu', 'cuda' or 'auto', got {device!r}")
+    if _PROCESS_DEVICE not in (None, "auto") and device in ("auto", "cuda"):
+        if _PROCESS_DEVICE == "cpu":
+            if device == "auto":
+                return torch.device("cpu")
+        else:
+            device = _PROCESS_DEVICE  # "cuda" or "cuda:N": this worker's GPU
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"device={device!r} but no CUDA device is available; use "
+                          "device='cpu' or 'auto'")
+    return torch.device(device)
 
 
 @contextlib.contextmanager

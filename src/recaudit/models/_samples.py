@@ -13,6 +13,12 @@ Two sample layouts cover every target exactly once per epoch:
     target is the part of its window before it (1 .. max_len items). About ``max_len`` times
     cheaper per epoch for causal encoders.
 
+Device layout: :meth:`SequenceData.epoch_batches` moves the user-major sequences to the
+training device once per fit and gathers every mini-batch there by index (no per-batch numpy
+work or host-to-device copy). The host computes, vectorised per epoch, each batch's width and
+number of targets, so selecting the target positions (:attr:`Batch.sel`) needs no host
+synchronisation on an accelerator.
+
 Batch orders (seed 000 §6.1): ``"shuffled"`` draws a fresh permutation of the samples each epoch
 from a seeded generator; ``"temporal"`` sorts samples by the log row of their (last) target —
 the log's stable ``(timestamp, row)`` order — and cuts consecutive chunks, so early interactions
@@ -21,6 +27,7 @@ are learned first and a perturbation cascades through every later batch.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +43,9 @@ class Batch:
     """Left-aligned model input: row ``b`` holds ``lengths[b]`` items then padding.
 
     ``items`` uses code ``item + 1`` (0 = padding). ``targets[b, j]`` is the item to predict from
-    positions ``<= j`` (``-1``: none). Time features (same shape, 0 at padding):
+    positions ``<= j`` (``-1``: none); ``sel`` lists the flat positions ``b * width + j`` that
+    have a target (row-major) and ``sel_targets`` their targets. Time features (same shape, 0 at
+    padding):
     ``times`` (time minus the row's first time, float64), ``gaps`` (time since the previous
     item, 0 for the first; float32), ``next_gaps`` (time from item ``j`` to the event being
     predicted at ``j``; float32).
@@ -49,6 +58,9 @@ class Batch:
     times: torch.Tensor | None = None
     gaps: torch.Tensor | None = None
     next_gaps: torch.Tensor | None = None
+    sel: torch.Tensor | None = None
+    sel_targets: torch.Tensor | None = None
+    host_lengths: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.items.shape[0]
@@ -64,6 +76,16 @@ def _time_features(times: np.ndarray, next_times: np.ndarray, valid: np.ndarray,
 
     return (torch.from_numpy(np.ascontiguousarray(rel, dtype=np.float64)).to(device), f(gaps),
             f(np.maximum(nxt, 0.0)))
+
+
+def _time_features_t(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):
+    """:func:`_time_features` on tensors (float64 in, as the numpy version)."""
+    zero = torch.zeros((), dtype=times.dtype, device=times.device)
+    rel = torch.where(valid, times - times[:, :1], zero)
+    gaps = torch.zeros_like(times)
+    gaps[:, 1:] = torch.where(valid[:, 1:], times[:, 1:] - times[:, :-1], zero)
+    nxt = torch.where(valid, next_times - times, zero).clamp_(min=0.0)
+    return rel, gaps.float(), nxt.float()
 
 
 def _make_batch(seq_item, seq_time, seq_user, start, length, last_only, max_len, device,
@@ -127,6 +149,7 @@ class SequenceData:
             self.start, self.length = self.start[order], self.length[order]
             self.last_target = self.last_target[order]
         self.key = rows[self.last_target] if len(self.last_target) else np.zeros(0, np.int64)
+        self._device_cache: tuple[str, dict] | None = None
 
     def __len__(self) -> int:
         return len(self.start)
@@ -141,10 +164,73 @@ class SequenceData:
         return rng.permutation(len(self))
 
     def batch(self, ids: np.ndarray, device, with_time: bool) -> Batch:
-        length = self.length[ids]
-        width = int(length.max())
-        return _make_batch(self.item, self.time, self.user, self.start[ids], length,
-                           self.layout == "prefix", width, device, with_time)
+        """The mini-batch of samples ``ids`` (numpy indices), built on ``device``."""
+        ids = np.asarray(ids, dtype=np.int64)
+        lens = self.length[ids]
+        n_targets = int(lens.sum()) if self.layout == "window" else len(ids)
+        return self._gather(self._on(device), torch.as_tensor(ids).to(device),
+                            int(lens.max()), n_targets, lens, with_time)
+
+    def epoch_batches(self, order: np.ndarray, batch_size: int, device,
+                      with_time: bool) -> Iterator[Batch]:
+        """Consecutive mini-batches of ``order``; one host-to-device copy per epoch."""
+        n = len(order)
+        if n == 0:
+            return
+        cuts = np.arange(0, n, batch_size)
+        lens = self.length[order]
+        widths = np.maximum.reduceat(lens, cuts)
+        counts = np.add.reduceat(lens, cuts) if self.layout == "window" else \
+            np.diff(np.append(cuts, n))
+        dev = self._on(device)
+        order_t = torch.as_tensor(order).to(device)
+        for j, lo in enumerate(cuts):
+            yield self._gather(dev, order_t[lo:lo + batch_size], int(widths[j]), int(counts[j]),
+                               lens[lo:lo + batch_size], with_time)
+
+    def _on(self, device) -> dict:
+        """The sequences and samples as tensors on ``device`` (cached for the last device)."""
+        key = str(device)
+        if self._device_cache is None or self._device_cache[0] != key:
+            def t(a):
+                return torch.as_tensor(a).to(device)
+
+            self._device_cache = (key, {
+                "item": t(self.item), "time": t(self.time), "user": t(self.user),
+                "start": t(self.start), "length": t(self.length),
+                "cols": torch.arange(self.max_len + 1, device=device)})
+        return self._device_cache[1]
+
+    def _gather(self, dev: dict, ids: torch.Tensor, width: int, n_targets: int,
+                host_lengths: np.ndarray, with_time: bool) -> Batch:
+        start, length = dev["start"][ids], dev["length"][ids]
+        cols = dev["cols"][:width]
+        last = len(self.item) - 1
+        idx = (start[:, None] + cols[None, :]).clamp_(max=last)
+        valid = cols[None, :] < length[:, None]
+        item = dev["item"]
+        items = torch.where(valid, item[idx] + 1, 0)
+        rows = torch.arange(len(ids), device=ids.device)
+        nidx = (idx + 1).clamp_(max=last)
+        if self.layout == "prefix":
+            sel_targets = item[start + length]
+            targets = torch.full_like(items, -1)
+            targets[rows, length - 1] = sel_targets
+            sel = rows * width + length - 1
+        else:
+            targets = torch.where(valid, item[nidx], -1)
+            first = torch.cumsum(length, 0) - length
+            sel = (torch.repeat_interleave(rows * width - first, length, output_size=n_targets)
+                   + torch.arange(n_targets, device=ids.device))
+            sel_targets = targets.view(-1)[sel]
+        batch = Batch(items, length, targets, dev["user"][start], sel=sel,
+                      sel_targets=sel_targets, host_lengths=host_lengths)
+        if with_time:
+            time = dev["time"]
+            times = torch.where(valid, time[idx], 0.0)
+            nt = torch.where(valid, time[nidx], 0.0)
+            batch.times, batch.gaps, batch.next_gaps = _time_features_t(times, nt, valid)
+        return batch
 
     def prefix_batch_for_rows(self, rows: np.ndarray, device, with_time: bool) -> Batch:
         """Prefix samples "predict ``train.item[r]`` from the user's preceding items (up to

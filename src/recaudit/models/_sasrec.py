@@ -79,7 +79,10 @@ class _SASRecNet(nn.Module):
         mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
         for block in self.blocks:
             x = block(x, mask) * (items > 0)[..., None]
-        return self.ln(x)
+        return x
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.ln(h)
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

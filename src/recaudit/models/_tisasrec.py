@@ -135,7 +135,10 @@ class _TiSASRecNet(nn.Module):
         x = self.drop(self.embedding(items) * self.scale) * real
         for block in self.blocks:
             x = block(x, mask, buckets) * real
-        return self.ln(x)
+        return x
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.ln(h)
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

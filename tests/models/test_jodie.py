@@ -1,0 +1,217 @@
+"""JODIE's fast training against a plain row-by-row reference; its schedule; its recurrence."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from recaudit.data import synthetic, temporal_ratio_split
+from recaudit.models import create
+from recaudit.models._jodie import _JODIENet
+from recaudit.models._jodie_plan import (count_groups, make_plan, previous_rows,
+                                         timespan_groups)
+from recaudit.models._jodie_rnn import recurrence
+from recaudit.models._nn import materialize
+from recaudit.seeds import make_torch_generator
+
+
+def _small_train(seed=1, n_users=40, n_items=25):
+    log = synthetic(seed=seed, n_users=n_users, n_items=n_items, n_clusters=min(10, n_items))
+    return temporal_ratio_split(log).train
+
+
+def reference_fit(model, train, seed, group_ptr):
+    """JODIE as written in the docstring, one row at a time in time order (torch autograd,
+    torch's loop Adam): the textbook algorithm the fast implementation must equal."""
+    cfg = model.config
+    d = cfg.embedding_dim
+    t = train.timestamp.astype(np.float64)
+    pu, pi = previous_rows(train.user), previous_rows(train.item)
+    du = np.where(pu >= 0, t - t[np.maximum(pu, 0)], 0.0)
+    di = np.where(pi >= 0, t - t[np.maximum(pi, 0)], 0.0)
+    scale = float(du.std()) or 1.0
+    prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
+    net = materialize(_JODIENet(train.n_users, train.n_items, d),
+                      make_torch_generator(seed, "jodie", "init"), torch.device("cpu"),
+                      model._init_rule())
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                           foreach=False)
+    losses = []
+    for _ in range(cfg.epochs):
+        U = [net.init_user.clone()] * train.n_users  # copies: the epoch's initial values
+        Ie = [net.init_item.clone()] * train.n_items
+        total = 0.0
+        for g in range(len(group_ptr) - 1):
+            loss = 0.0
+            for k in range(group_ptr[g], group_ptr[g + 1]):
+                u, i, p = int(train.user[k]), int(train.item[k]), int(prev[k])
+                up, ip = U[u], Ie[i]
+                pdyn = Ie[p] if p >= 0 else torch.zeros(d)
+                dut = torch.tensor([du[k] / scale], dtype=torch.float32)
+                dit = torch.tensor([di[k] / scale], dtype=torch.float32)
+                proj = up * (1 + net.project(dut))
+                pred = (net.w_user_dyn(proj) + net.w_prev_dyn(pdyn) + net.w_user_static.weight[u]
+                        + net.w_prev_static.weight[p + 1])
+                ut, it = (up.detach(), ip.detach()) if cfg.detach_targets else (up, ip)
+                target = torch.cat([it, nn.functional.one_hot(torch.tensor(i),
+                                                              train.n_items).float()])
+                un = nn.functional.normalize(torch.tanh(net.user_rnn(torch.cat([up, ip, dut]))),
+                                             dim=0)
+                inew = nn.functional.normalize(torch.tanh(net.item_rnn(torch.cat([ip, up, dit]))),
+                                               dim=0)
+                loss = loss + ((pred - target) ** 2).sum() \
+                    + cfg.lambda_user * ((un - ut) ** 2).sum() \
+                    + cfg.lambda_item * ((inew - it) ** 2).sum()
+                U[u], Ie[i] = un, inew
+            opt.zero_grad()
+            (loss / (group_ptr[g + 1] - group_ptr[g])).backward()
+            opt.step()
+            total += float(loss.detach())
+            U = [x.detach() for x in U]
+            Ie = [x.detach() for x in Ie]
+        losses.append(total / len(train))
+    return net, losses, torch.stack(U), torch.stack(Ie)
+
+
+@pytest.mark.parametrize("params", [
+    dict(batch_size=64),
+    dict(batch_size=50, detach_targets=True, lambda_user=0.5, weight_decay=1e-3),
+    dict(grouping="timespan", n_spans=20),
+])
+def test_fast_training_equals_row_by_row_reference(params):
+    train = _small_train()
+    model = create("jodie", epochs=2, embedding_dim=12, lr=0.01, **params).fit(train, seed=3)
+    gptr = model._groups(train)
+    net, losses, U, Ie = reference_fit(model, train, 3, gptr)
+    got = [h["loss"] for h in model.history_]
+    np.testing.assert_allclose(got, losses, rtol=2e-5)
+    for k, v in net.state_dict().items():
+        np.testing.assert_allclose(model.network_.state_dict()[k].numpy(), v.numpy(),
+                                   atol=2e-5, err_msg=k)
+    np.testing.assert_allclose(model.user_state_.numpy(), U.numpy(), atol=2e-5)
+    np.testing.assert_allclose(model.item_state_.numpy(), Ie.numpy(), atol=2e-5)
+
+
+def test_numba_and_torch_recurrences_agree():
+    train = _small_train(seed=2)
+    a = create("jodie", epochs=2, embedding_dim=16, batch_size=40).fit(train, seed=0)
+    b = create("jodie", epochs=2, embedding_dim=16, batch_size=40)
+    b._rnn_impl = "torch"
+    b.fit(train, seed=0)
+    for k, v in a.network_.state_dict().items():
+        np.testing.assert_allclose(v.numpy(), b.network_.state_dict()[k].numpy(), atol=1e-5)
+    np.testing.assert_allclose(a.score(train), b.score(train), rtol=1e-4, atol=1e-4)
+
+
+def _random_group(seed, d=6):
+    train = _small_train(seed=seed, n_users=8, n_items=6)
+    prev = np.where(previous_rows(train.user) >= 0,
+                    train.item[np.maximum(previous_rows(train.user), 0)], -1)
+    n = min(len(train), 30)
+    plan = make_plan(train.user[:n], train.item[:n], prev[:n], np.array([0, n]),
+                     train.n_users, train.n_items)
+    rng = np.random.default_rng(seed)
+    n_ext = len(plan.ext_users) + len(plan.ext_items)
+    idx = torch.tensor(np.stack([plan.iu, plan.ii], 1).ravel())
+    return plan, n_ext, idx, rng, d, n
+
+
+def test_recurrence_backward_matches_finite_differences():
+    plan, n_ext, idx, rng, d, n = _random_group(0)
+    dt = torch.float64
+    entry = torch.tensor(rng.normal(size=(n_ext, d)), dtype=dt, requires_grad=True)
+    w = torch.tensor(rng.normal(size=(2 * d, 2 * d + 2)) * 0.5, dtype=dt, requires_grad=True)
+    b = torch.tensor(rng.normal(size=2 * d) * 0.1, dtype=dt, requires_grad=True)
+    deltas = torch.tensor(rng.random((n, 2)), dtype=dt)
+    assert torch.autograd.gradcheck(
+        lambda e, w_, b_: recurrence(e, w_, b_, deltas, idx, plan.level_ptr, impl="torch"),
+        (entry, w, b))
+
+
+def test_numba_recurrence_gradients_equal_torch_ones():
+    plan, n_ext, idx, rng, d, n = _random_group(1, d=8)
+    args = [torch.tensor(rng.normal(size=s), dtype=torch.float32)
+            for s in [(n_ext, d), (2 * d, 2 * d + 2), (2 * d,)]]
+    deltas = torch.tensor(rng.random((n, 2)), dtype=torch.float32)
+    up = torch.tensor(rng.normal(size=(n_ext + 1 + 2 * n, d)), dtype=torch.float32)
+    outs = []
+    for impl in ("auto", "torch"):
+        xs = [a.clone().requires_grad_() for a in args]
+        buf = recurrence(*xs, deltas, idx, plan.level_ptr, impl=impl)
+        (buf * up).sum().backward()
+        outs.append([buf.detach()] + [x.grad for x in xs])
+    for x, y in zip(*outs):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_plan_levels_reads_and_final_slots():
+    train = _small_train(seed=4, n_users=12, n_items=7)
+    pu = previous_rows(train.user)
+    prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
+    gptr = count_groups(len(train), 37)
+    plan = make_plan(train.user, train.item, prev, gptr, train.n_users, train.n_items)
+    for g in range(plan.n_groups):
+        s, e = gptr[g], gptr[g + 1]
+        rows = plan.order[s:e]
+        assert sorted(rows) == list(range(s, e))
+        n_ext = (plan.ext_user_ptr[g + 1] - plan.ext_user_ptr[g]
+                 + plan.ext_item_ptr[g + 1] - plan.ext_item_ptr[g])
+        base = n_ext + 1
+        lp = plan.level_ptr[plan.level_group_ptr[g]:plan.level_group_ptr[g + 1]]
+        slot_row = {}  # output slot -> (row, level)
+        for lv in range(len(lp) - 1):
+            for r in range(lp[lv], lp[lv + 1]):
+                slot_row[base + 2 * r] = (rows[r], lv)
+                slot_row[base + 2 * r + 1] = (rows[r], lv)
+        ext_u = plan.ext_users[plan.ext_user_ptr[g]:plan.ext_user_ptr[g + 1]]
+        ext_i = plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]]
+        for lv in range(len(lp) - 1):
+            level_rows = rows[lp[lv]:lp[lv + 1]]
+            assert len(set(train.user[level_rows])) == len(level_rows)
+            assert len(set(train.item[level_rows])) == len(level_rows)
+            for r in range(lp[lv], lp[lv + 1]):
+                k = rows[r]
+                # each read is the latest earlier write in time, or the group's entry state
+                for slot, code, is_user, kind in [(plan.iu[s + r], train.user[k], True, "u"),
+                                                  (plan.ii[s + r], train.item[k], False, "i"),
+                                                  (plan.ip[s + r], prev[k], False, "p")]:
+                    if kind == "p" and code < 0:
+                        assert slot == n_ext
+                        continue
+                    col = train.user if is_user else train.item
+                    earlier = [j for j in range(s, k) if col[j] == code]
+                    if earlier:
+                        src, src_lv = slot_row[slot]
+                        assert src == earlier[-1] and src_lv < lv
+                        assert (slot - base) % 2 == (0 if is_user else 1)
+                    else:
+                        assert slot < n_ext
+                        assert (ext_u[slot] if slot < len(ext_u)
+                                else ext_i[slot - len(ext_u)]) == code
+        fin_u = plan.fin_user[plan.fin_user_ptr[g]:plan.fin_user_ptr[g + 1]]
+        fin_us = plan.fin_user_slot[plan.fin_user_ptr[g]:plan.fin_user_ptr[g + 1]]
+        for u, slot in zip(fin_u, fin_us):
+            assert slot_row[slot][0] == max(j for j in range(s, e) if train.user[j] == u)
+
+
+def test_timespan_groups_follow_the_authors_rule():
+    # span = (9 - 0) / 3 = 3: a group closes at (and includes) the first row more than 3 after
+    # the group's start time; the next start time is that row's time. t=4 closes [0..3] (start
+    # 4), t=8 closes [4..6] (start 8), the rest is a final group.
+    t = np.array([0, 1, 3, 4, 5, 7, 8, 9], dtype=float)
+    assert timespan_groups(t, 3).tolist() == [0, 4, 7, 8]
+    assert count_groups(5, 2).tolist() == [0, 2, 4, 5]
+
+
+def test_grouping_changes_training_and_is_validated():
+    from recaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="grouping"):
+        create("jodie", grouping="days")
+    train = _small_train()
+    a = create("jodie", epochs=1, embedding_dim=8).fit(train, seed=0)
+    b = create("jodie", epochs=1, embedding_dim=8, grouping="timespan", n_spans=7).fit(train,
+                                                                                     seed=0)
+    assert b.plan_stats_["groups"] <= 8
+    assert not np.array_equal(a.rank(train, k=5).items, b.rank(train, k=5).items) or \
+        a.history_[0]["loss"] != b.history_[0]["loss"]
