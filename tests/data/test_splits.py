@@ -96,3 +96,44 @@ def test_filters():
 def test_unknown_split_suggests_closest():
     with pytest.raises(ConfigError, match="leave-last-out"):
         split(Interactions.from_codes([0], [0]), "leave-last")
+
+
+def _log_with_lengths(lengths):
+    import pandas as pd
+
+    from recaudit.data import Interactions
+
+    rows = [(u, (u * 7 + j) % 50, j) for u, n in enumerate(lengths) for j in range(n)]
+    return Interactions.from_df(pd.DataFrame(rows, columns=["user", "item", "timestamp"]))
+
+
+def test_temporal_ratio_floor_test_rounds_the_test_part_down():
+    from recaudit.data import temporal_ratio_split
+
+    log = _log_with_lengths([15, 10, 9, 21])
+    by_user = lambda s: np.bincount(s.train.user, minlength=4).tolist()  # noqa: E731
+    # train part rounded down: 13, 9, 8, 18 train rows; test part rounded down (CASPER's code,
+    # int(0.1 * n) test rows): 14, 9, 9 (no test row), 19
+    assert by_user(temporal_ratio_split(log, 0.9)) == [13, 9, 8, 18]
+    s = temporal_ratio_split(log, 0.9, floor="test")
+    assert by_user(s) == [14, 9, 9, 19]
+    assert np.bincount(s.test.user, minlength=4).tolist() == [1, 1, 0, 2]
+    with pytest.raises(ValueError, match="floor"):
+        temporal_ratio_split(log, 0.9, floor="ceil")
+
+
+def test_sample_users_is_a_seeded_sample_of_whole_users():
+    from recaudit.data import sample_users
+
+    log = _log_with_lengths([3, 5, 2, 8, 4, 6, 7])
+    a, b = sample_users(log, 3), sample_users(log, 3)
+    assert a.n_users == 3 and a.fingerprint() == b.fingerprint()
+    kept = sorted(log.user_ids[u] for u in np.unique(log.user) if (
+        log.user_ids[u] in set(a.user_ids)))
+    counts = dict(zip(log.user_ids, np.bincount(log.user)))
+    assert sorted(np.bincount(a.user).tolist()) == sorted(counts[u] for u in kept)
+    others = {tuple(sample_users(log, 3, seed=s).user_ids) for s in range(8)}
+    assert len(others) > 1                       # the seed changes the sample
+    assert sample_users(log, 50).n_users == 7    # n >= users: everything
+    with pytest.raises(ValueError, match="n must be"):
+        sample_users(log, 0)

@@ -7,7 +7,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from recaudit.models import create
-from recaudit.models._samples import SequenceData, _make_batch
+from recaudit.models._samples import SequenceData
 from recaudit.models.testing import leave_last_out, planted_log
 
 aten = torch.ops.aten
@@ -67,23 +67,60 @@ def test_training_inner_loop_never_waits_for_the_device(key):
     assert len(scalar_reads) == 2  # the two epochs' losses
 
 
-@pytest.mark.parametrize("layout", ["prefix", "window"])
-def test_device_batches_equal_host_built_batches(layout):
+def _reference(data, ids, pad_left):
+    """Plain-loop construction of a batch: left-aligned context (or right-aligned in max_len
+    columns), targets, and the time features, one sample at a time."""
+    lens = [int(data.length[i]) for i in ids]
+    width = data.max_len if pad_left else max(max(lens), 1)
+    items = np.zeros((len(ids), width), np.int64)
+    targets = np.full((len(ids), width), -1, np.int64)
+    times = np.zeros((len(ids), width))
+    nxt = np.zeros((len(ids), width))
+    for b, i in enumerate(ids):
+        s, n = int(data.start[i]), lens[b]
+        off = width - n if pad_left else 0
+        for j in range(n):
+            items[b, off + j] = data.item[s + j] + 1
+            times[b, off + j] = data.time[s + j]
+            nxt[b, off + j] = data.time[s + j + 1]
+            if data.layout == "window":
+                targets[b, j] = data.item[s + j + 1]
+        if data.layout == "prefix":
+            targets[b, width - 1 if pad_left else max(n, 1) - 1] = data.item[s + n]
+    valid = items > 0
+    first = np.array([row[v][0] if v.any() else 0.0 for row, v in zip(times, valid)])
+    rel = np.where(valid, times - (first[:, None] if pad_left else times[:, :1]), 0.0)
+    gaps = np.zeros_like(times)
+    gaps[:, 1:] = np.where(valid[:, 1:], times[:, 1:] - times[:, :-1], 0.0)
+    nxt = np.where(valid, np.maximum(nxt - times, 0.0), 0.0)
+    return items, targets, rel, gaps, nxt
+
+
+@pytest.mark.parametrize("layout,opts", [("prefix", {}), ("window", {}),
+                                         ("prefix", {"first_samples": True}),
+                                         ("prefix", {"first_samples": True, "pad_left": True})])
+def test_device_batches_equal_plain_construction(layout, opts):
     train, _ = leave_last_out(planted_log(n_users=7, length=15))
-    data = SequenceData(train, max_len=5, layout=layout)
+    data = SequenceData(train, max_len=5, layout=layout, **opts)
     order = data.order("shuffled", np.random.default_rng(1))
-    batches = list(data.epoch_batches(order, 6, "cpu", with_time=True))
+    with_time = not opts.get("pad_left")
+    batches = list(data.epoch_batches(order, 6, "cpu", with_time=with_time))
     assert sum(len(b) for b in batches) == len(data)
+    n_first = train.n_users if opts.get("first_samples") else 0
+    assert data.n_targets == len(train) - train.n_users + n_first
     for j, b in enumerate(batches):
-        ids = order[6 * j:6 * j + 6]
-        width = int(data.length[ids].max())
-        ref = _make_batch(data.item, data.time, data.user, data.start[ids], data.length[ids],
-                          layout == "prefix", width, "cpu", True)
-        for f in ("items", "lengths", "targets", "users", "times", "gaps", "next_gaps"):
-            assert torch.equal(getattr(b, f), getattr(ref, f)), f
-        flat = ref.targets.reshape(-1)
-        want = torch.nonzero(flat >= 0).ravel()
-        assert torch.equal(b.sel, want) and torch.equal(b.sel_targets, flat[want])
+        items, targets, rel, gaps, nxt = _reference(data, order[6 * j:6 * j + 6],
+                                                    opts.get("pad_left", False))
+        assert np.array_equal(b.items.numpy(), items)
+        assert np.array_equal(b.targets.numpy(), targets)
+        flat = targets.reshape(-1)
+        assert np.array_equal(b.sel.numpy(), np.flatnonzero(flat >= 0))
+        assert np.array_equal(b.sel_targets.numpy(), flat[flat >= 0])
+        if with_time:
+            np.testing.assert_allclose(b.gaps.numpy(), gaps, rtol=1e-6)
+            np.testing.assert_allclose(b.next_gaps.numpy(), nxt, rtol=1e-6)
+            if layout == "window" or not opts:
+                np.testing.assert_allclose(b.times.numpy(), rel)
 
 
 def test_dropout_masks_come_from_a_generator_on_the_tensor_device():

@@ -36,6 +36,16 @@ def reference_fit(model, train, seed, group_ptr):
                       model._init_rule())
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                            foreach=False)
+    # t-batch level of each row inside its group (for the per-t-batch mean of the authors'
+    # code): one more than the highest level among the group's earlier rows it reads
+    level = np.zeros(len(train), np.int64)
+    for g in range(len(group_ptr) - 1):
+        lo = group_ptr[g]
+        for k in range(lo, group_ptr[g + 1]):
+            reads = [j for j in range(lo, k) if train.user[j] == train.user[k]
+                     or train.item[j] in (train.item[k], prev[k])]
+            level[k] = 1 + max((level[j] for j in reads), default=-1)
+    mean = cfg.loss_reduction == "tbatch-mean"
     losses = []
     for _ in range(cfg.epochs):
         U = [net.init_user.clone()] * train.n_users  # copies: the epoch's initial values
@@ -59,12 +69,16 @@ def reference_fit(model, train, seed, group_ptr):
                                              dim=0)
                 inew = nn.functional.normalize(torch.tanh(net.item_rnn(torch.cat([ip, up, dit]))),
                                                dim=0)
-                loss = loss + ((pred - target) ** 2).sum() \
-                    + cfg.lambda_user * ((un - ut) ** 2).sum() \
-                    + cfg.lambda_item * ((inew - it) ** 2).sum()
+                terms = [((pred - target) ** 2), (un - ut) ** 2, (inew - it) ** 2]
+                red = [t.mean() if mean else t.sum() for t in terms]
+                w = 1.0
+                if mean:  # this row's share of its t-batch's mean
+                    lo, hi = group_ptr[g], group_ptr[g + 1]
+                    w = 1.0 / int(np.sum(level[lo:hi] == level[k]))
+                loss = loss + w * (red[0] + cfg.lambda_user * red[1] + cfg.lambda_item * red[2])
                 U[u], Ie[i] = un, inew
             opt.zero_grad()
-            (loss / (group_ptr[g + 1] - group_ptr[g])).backward()
+            (loss / (1 if mean else group_ptr[g + 1] - group_ptr[g])).backward()
             opt.step()
             total += float(loss.detach())
             U = [x.detach() for x in U]
@@ -77,6 +91,8 @@ def reference_fit(model, train, seed, group_ptr):
     dict(batch_size=64),
     dict(batch_size=50, detach_targets=True, lambda_user=0.5, weight_decay=1e-3),
     dict(grouping="timespan", n_spans=20),
+    dict(grouping="timespan", n_spans=15, detach_targets=True, loss_reduction="tbatch-mean",
+         weight_decay=1e-5),
 ])
 def test_fast_training_equals_row_by_row_reference(params):
     train = _small_train()

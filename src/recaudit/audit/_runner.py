@@ -53,9 +53,13 @@ def load_dataset(spec: DatasetSpec) -> Interactions:
 
         log = load(spec.name, **opts)
     if spec.k_core is not None:
-        return k_core(log, spec.k_core)
-    if spec.min_user_interactions > 0:
-        return filter_min_interactions(log, spec.min_user_interactions)
+        log = k_core(log, spec.k_core)
+    elif spec.min_user_interactions > 0:
+        log = filter_min_interactions(log, spec.min_user_interactions)
+    if spec.sample_users is not None:
+        from recaudit.data import sample_users
+
+        log = sample_users(log, spec.sample_users)
     return log
 
 

@@ -43,7 +43,9 @@ class DatasetSpec:
 
     ``options`` go to the generator (synthetic) or the reader (files: ``format``, ``sep``,
     column mapping, ...). Users with fewer than ``min_user_interactions`` rows are dropped
-    (seed 000 §5 and seed 003 use 10); ``k_core`` applies an iterated core filter instead.
+    (Oh et al. 2022 §3.1 and Betello et al. 2023 §4.1 use 10); ``k_core`` applies an iterated
+    core filter instead. ``sample_users`` then keeps a seeded uniform sample of that many
+    users (reduced-scale runs; ``recaudit.data.sample_users``).
     """
 
     name: str = "synthetic"
@@ -51,6 +53,7 @@ class DatasetSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     min_user_interactions: int = 10
     k_core: int | None = None
+    sample_users: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _freeze(self.options))
@@ -58,6 +61,10 @@ class DatasetSpec:
             raise ConfigError("dataset.min_user_interactions must be >= 0")
         if self.k_core is not None and self.k_core < 1:
             raise ConfigError("dataset.k_core must be >= 1")
+        if self.sample_users is not None and (isinstance(self.sample_users, bool) or
+                                              not isinstance(self.sample_users, int) or
+                                              self.sample_users < 1):
+            raise ConfigError("dataset.sample_users must be None or an integer >= 1")
 
     @property
     def label(self) -> str:
@@ -73,6 +80,7 @@ class SplitSpec:
     ratio: float = 0.9
     validation: bool = False
     max_len: int = 200
+    floor: str = "train"
 
     def __post_init__(self) -> None:
         if self.method not in ("temporal-ratio", "leave-last-out", "global-temporal"):
@@ -82,6 +90,11 @@ class SplitSpec:
             raise ConfigError(f"split.ratio must be in (0, 1), got {self.ratio}")
         if self.max_len < 1:
             raise ConfigError("split.max_len must be >= 1")
+        if self.floor not in ("train", "test"):
+            raise ConfigError(f"split.floor {self.floor!r} must be 'train' or 'test' (which "
+                              "part of each user's rows is rounded down)")
+        if self.floor != "train" and self.method != "temporal-ratio":
+            raise ConfigError("split.floor applies to method = 'temporal-ratio' only")
 
     def options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {"max_len": self.max_len}
@@ -89,6 +102,8 @@ class SplitSpec:
             opts["ratio"] = self.ratio
         if self.method != "global-temporal":
             opts["validation"] = self.validation
+        if self.method == "temporal-ratio":
+            opts["floor"] = self.floor
         return opts
 
 

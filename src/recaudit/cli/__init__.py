@@ -27,7 +27,8 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 def _attach() -> None:
     import importlib
 
-    for mod in ("_datasets", "_models", "_audit", "_report", "_simulate", "_properties", "_fuzz"):
+    for mod in ("_datasets", "_models", "_audit", "_report", "_simulate", "_properties", "_fuzz",
+                "_reproduce"):
         try:
             module = importlib.import_module(f"recaudit.cli.{mod}")
         except ModuleNotFoundError as exc:

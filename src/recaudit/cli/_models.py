@@ -1,4 +1,5 @@
-"""``recaudit models list [NAME]``: registered models and their parameters with defaults."""
+"""``recaudit models list [NAME]``: registered models and their parameters with defaults;
+``NAME@PAPER`` shows a paper preset with every documented difference."""
 
 from __future__ import annotations
 
@@ -45,12 +46,15 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
 
     from recaudit.models import available, model_class
 
-    names = [name] if name else available()
-    for n in names:
-        model_class(n)  # unknown name -> ConfigError with a suggestion
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=140)
+    if name and "@" in name:
+        _show_preset(console, name)
+        return
+    names = [name] if name else available()
+    for n in names:
+        model_class(n)  # unknown name -> ConfigError with a suggestion
     table = Table(title="recaudit models", show_lines=True)
     table.add_column("name", no_wrap=True)
     table.add_column("model")
@@ -59,7 +63,29 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
         params = ", ".join(f"{p}={d}" for p, d in model_parameters(n))
         table.add_row(n, _summary(n), params)
     console.print(table)
+    if not name:
+        from recaudit.models._presets import PRESETS
+
+        presets = Table(title="paper presets (recaudit models list NAME@PAPER for details)")
+        for col in ("name", "paper", "follows"):
+            presets.add_column(col)
+        for key, p in sorted(PRESETS.items()):
+            presets.add_row(key, p.paper, p.source)
+        console.print(presets)
     console.print("Use a model: recaudit.models.create(NAME, **parameters).")
+
+
+def _show_preset(console, name: str) -> None:
+    from recaudit.models._presets import preset
+
+    p = preset(name)
+    console.print(f"[bold]{name}[/bold]: {p.model} as {p.paper} trained it ({p.source})")
+    console.print("parameters: " + ", ".join(f"{k}={v!r}" for k, v in p.params.items()))
+    for k, v in p.data.items():
+        console.print(f"{k}: {v}")
+    console.print("differences:")
+    for d in p.differences:
+        console.print(f"  - {d}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@
 - readers/writers, validation, filters, splits, the dataset registry, the synthetic generator.
 """
 
-from recaudit.data._filters import compact, filter_min_interactions, k_core
+from recaudit.data._filters import compact, filter_min_interactions, k_core, sample_users
 from recaudit.data._interactions import DEFAULT_COLUMNS, Interactions
 from recaudit.data._queries import Queries
 from recaudit.data._ranklists import RankLists
@@ -22,7 +22,8 @@ from recaudit.data._synthetic import SyntheticConfig, synthetic
 
 __all__ = ["DEFAULT_COLUMNS", "Interactions", "Queries", "RankLists", "Split", "SyntheticConfig",
            "compact", "filter_min_interactions", "global_temporal_split", "k_core",
-           "leave_last_out", "queries_for_rows", "split", "synthetic", "temporal_ratio_split"]
+           "leave_last_out", "queries_for_rows", "sample_users", "split", "synthetic",
+           "temporal_ratio_split"]
 
 # readers, writers, validation and the dataset registry
 from recaudit.data import datasets  # noqa: E402

@@ -48,6 +48,26 @@ def filter_min_interactions(
     return compact(out) if renumber else out
 
 
+def sample_users(log: Interactions, n: int, *, seed: int = 0) -> Interactions:
+    """A uniform random sample of ``n`` users with all their rows, compacted.
+
+    The sample is drawn from ``make_rng("sample_users", seed, n, log.fingerprint())``, so the
+    same log, ``n`` and ``seed`` always give the same users; with ``n >= n_users`` the log is
+    returned unchanged (compacted). Items left without rows are dropped.
+    """
+    from recaudit.seeds import make_rng
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    present = np.flatnonzero(log.user_counts() > 0)
+    if n >= len(present):
+        return compact(log)
+    rng = make_rng("sample_users", int(seed), int(n), log.fingerprint())
+    chosen = np.zeros(log.n_users, dtype=bool)
+    chosen[rng.choice(present, size=int(n), replace=False)] = True
+    return compact(log.take(chosen[log.user]))
+
+
 def k_core(log: Interactions, k: int, *, renumber: bool = True) -> Interactions:
     """The ``k``-core: iteratively drop users and items with fewer than ``k`` rows.
 

@@ -79,19 +79,27 @@ def _make(log: Interactions, is_test: np.ndarray, is_val: np.ndarray | None, max
 
 
 def temporal_ratio_split(log: Interactions, ratio: float = 0.9, *, validation: bool = False,
-                         max_len: int = 200) -> Split:
-    """Per-user temporal split (seed 000 §5): each user's first ``ratio`` of rows train.
+                         max_len: int = 200, floor: str = "train") -> Split:
+    """Per-user temporal split (Oh et al. 2022 §5): each user's first ``ratio`` of rows train.
 
-    A user with ``n`` rows keeps ``n_train = max(1, floor(ratio * n))`` rows for training (the
-    floor is computed as ``floor(ratio * n + 1e-9)`` so that 0.9 * 10 gives 9 despite floating
-    point) and the remaining ``n - n_train`` are test rows. With ``validation`` the last
-    training row of every user with at least two training rows becomes a validation query
+    ``floor="train"``: a user with ``n`` rows keeps ``n_train = max(1, floor(ratio * n))`` rows
+    for training and the remaining ``n - n_train`` are test rows. ``floor="test"``: the test
+    part is the last ``floor((1 - ratio) * n)`` rows and the rest trains (CASPER's released
+    code, ``int(0.1 * len)``; a user with 15 rows then has 14 training rows instead of 13, and
+    a user with fewer than ``1 / (1 - ratio)`` rows has no test row). Floors are computed with a
+    ``1e-9`` margin so that 0.9 * 10 gives 9 despite floating point. With ``validation`` the
+    last training row of every user with at least two training rows becomes a validation query
     instead (it is removed from ``train``).
     """
     if not 0.0 < ratio < 1.0:
         raise ValueError(f"ratio must be in (0, 1), got {ratio}")
+    if floor not in ("train", "test"):
+        raise ValueError(f"floor must be 'train' or 'test', got {floor!r}")
     pos, n, _ = _positions(log)
-    n_train = np.maximum(1, np.floor(ratio * n + 1e-9).astype(np.int64))
+    if floor == "train":
+        n_train = np.maximum(1, np.floor(ratio * n + 1e-9).astype(np.int64))
+    else:
+        n_train = np.maximum(1, n - np.floor((1.0 - ratio) * n + 1e-9).astype(np.int64))
     is_test = pos >= n_train
     is_val = (pos == n_train - 1) & (n_train >= 2) if validation else None
     return _make(log, is_test, is_val, max_len, f"temporal-ratio({ratio})")

@@ -15,9 +15,12 @@ predicts the embedding of the item it will interact with (eq. 4):
     ĵ(t) = W_1 û + W_2 ū + W_3 p(t-) + W_4 p̄ + b         (p: the user's previous item)
 
 Loss (eq. 5): ``||ĵ - [j(t-) ; j̄]||² + λ_U ||u(t) - u(t-)||² + λ_I ||j(t) - j(t-)||²``, summed
-over the rows of a group and divided by the group's size. ``detach_targets=True`` stops the
-gradient at ``j(t-)`` in the first term and at ``u(t-)``, ``j(t-)`` in the others, as the
-authors' code does (their ``.detach()``); the default keeps it (the formula as printed).
+over the rows of a group and divided by the group's size (``loss_reduction="group-sum"``).
+``"tbatch-mean"`` is the authors' code: each term is a mean squared error (averaged over the
+t-batch's rows and the vector's dimensions, ``nn.MSELoss``) and the t-batches' losses are
+summed over the group without further division. ``detach_targets=True`` stops the gradient at
+``j(t-)`` in the first term and at ``u(t-)``, ``j(t-)`` in the others, as the authors' code does
+(their ``.detach()``); the default keeps it (the formula as printed).
 
 Training (see :mod:`recaudit.models._jodie_plan`): the log, in time order, is cut into groups
 (``grouping="count"``: ``batch_size`` consecutive rows; ``"timespan"``: the authors'
@@ -48,6 +51,7 @@ Defaults: d 128 (Oh et al. 2022 §5; paper 128), lr 0.001, λ_U = λ_I = 1, 50 e
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +77,8 @@ class JODIEConfig(SequentialConfig):
     unused). lambda_user / lambda_item: smoothness weights (1.0). batch_size: rows per optimiser
     step with ``grouping="count"``. grouping: ``"count"`` or ``"timespan"`` (the authors' rule:
     the time range split into ``n_spans`` spans). detach_targets: stop gradients at the
-    regression targets as the authors' code does."""
+    regression targets as the authors' code does. loss_reduction: ``"group-sum"`` or
+    ``"tbatch-mean"`` (the authors' code; see the module docstring)."""
 
     batch_order: str = "temporal"
     batch_size: int = 512
@@ -82,6 +87,7 @@ class JODIEConfig(SequentialConfig):
     grouping: str = "count"
     n_spans: int = 500
     detach_targets: bool = False
+    loss_reduction: str = "group-sum"
 
     def validate(self) -> None:
         super().validate()
@@ -102,6 +108,9 @@ class JODIEConfig(SequentialConfig):
             raise ConfigError(f"JODIEConfig.n_spans = {self.n_spans!r}: must be an integer >= 1")
         if not isinstance(self.detach_targets, bool):
             raise ConfigError("JODIEConfig.detach_targets must be True or False")
+        if self.loss_reduction not in ("group-sum", "tbatch-mean"):
+            raise ConfigError(f"JODIEConfig.loss_reduction = {self.loss_reduction!r}: must be "
+                              "'group-sum' or 'tbatch-mean'")
 
 
 @njit(cache=True)
@@ -168,8 +177,10 @@ def _group_tensors(plan: Plan, train: Interactions, prev_item: np.ndarray, du: n
         ext_i = plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]]
         fu = slice(plan.fin_user_ptr[g], plan.fin_user_ptr[g + 1])
         fi = slice(plan.fin_item_ptr[g], plan.fin_item_ptr[g + 1])
+        sizes = np.diff(lp)
         groups.append({
             "levels": np.ascontiguousarray(lp, dtype=np.int64),
+            "row_weight": T(np.repeat(1.0 / sizes, sizes), torch.float32),
             "idx": T(np.stack([plan.iu[s:e], plan.ii[s:e]], 1).ravel()),
             "iu": T(plan.iu[s:e]), "ii": T(plan.ii[s:e]), "ip": T(plan.ip[s:e]),
             "users": T(train.user[rows]), "items": T(train.item[rows]),
@@ -190,9 +201,12 @@ class JODIE(SequentialRecommender):
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
 
     def _init_rule(self):
+        torch_style = self.config.init == "torch"  # the authors' code: normalize(U[0, 1))
+
         def rule(name, shape, g):
             if name in ("init_user", "init_item"):
-                v = torch.rand(shape, generator=g) * 2 - 1
+                v = torch.rand(shape, generator=g)
+                v = v if torch_style else v * 2 - 1
                 return v / v.norm()
             if name == "project.weight":
                 return torch.randn(shape, generator=g)
@@ -230,9 +244,10 @@ class JODIE(SequentialRecommender):
         with deterministic_torch(cfg.num_threads, device):
             net = materialize(_JODIENet(train.n_users, train.n_items, d),
                               make_torch_generator(seed, "jodie", "init"), device,
-                              self._init_rule())
+                              self._init_rule(), style=cfg.init)
             opt = make_adam(net.parameters(), cfg.lr, cfg.weight_decay)
             for epoch in range(cfg.epochs):
+                tic, cpu = time.perf_counter(), time.process_time()
                 total = torch.zeros((), device=device)
                 U = Ie = None  # states after the previous group (None: initial vectors)
                 for grp in groups:
@@ -246,7 +261,7 @@ class JODIE(SequentialRecommender):
                     buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
                                      self._rnn_impl)
                     loss = self._group_loss(net, buf, grp, lam_u, lam_i)
-                    n = grp["deltas"].shape[0]
+                    n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
                     opt.zero_grad(set_to_none=True)
                     (loss / n).backward()
                     if U is None:  # the initial vectors as they were for this epoch
@@ -257,7 +272,9 @@ class JODIE(SequentialRecommender):
                     U.index_copy_(0, grp["fin_u"], buf.detach().index_select(0, grp["fin_u_slot"]))
                     Ie.index_copy_(0, grp["fin_i"],
                                    buf.detach().index_select(0, grp["fin_i_slot"]))
-                self.history_.append({"epoch": epoch + 1, "loss": float(total) / len(train)})
+                self.history_.append({"epoch": epoch + 1, "loss": float(total) / len(train),
+                                      "seconds": time.perf_counter() - tic,
+                                      "cpu_seconds": time.process_time() - cpu})
             net.eval()
         self.network_ = net
         self.device_ = device
@@ -285,6 +302,11 @@ class JODIE(SequentialRecommender):
         pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"])
         one_hot = buf.new_zeros(n, net.n_items).scatter_(1, grp["items"][:, None], 1.0)
         target = torch.cat([i_ref, one_hot], 1)  # (F.one_hot checks its input: a device sync)
+        if self.config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
+            per_row = (((pred - target) ** 2).mean(1)
+                       + lam_u * ((new[:, 0] - u_ref) ** 2).mean(1)
+                       + lam_i * ((new[:, 1] - i_ref) ** 2).mean(1))
+            return (per_row * grp["row_weight"]).sum()
         return (((pred - target) ** 2).sum()
                 + lam_u * ((new[:, 0] - u_ref) ** 2).sum()
                 + lam_i * ((new[:, 1] - i_ref) ** 2).sum())

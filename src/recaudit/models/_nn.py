@@ -72,14 +72,17 @@ def init_uniform(shape: tuple[int, ...], bound: float, g: torch.Generator) -> to
 
 
 def materialize(module: nn.Module, g: torch.Generator, device: torch.device,
-                rule=None) -> nn.Module:
+                rule=None, style: str = "default") -> nn.Module:
     """Allocate a meta-device ``module`` on ``device`` and initialise it from ``g``.
 
     Default rule, by parameter name (visited in ``named_parameters`` order, so the draws are
     reproducible): biases -> 0; ``LayerNorm`` weights -> 1; embeddings -> N(0, 1/d) (padding row 0);
     other matrices -> Xavier-uniform ``U(-b, b)``, ``b = sqrt(6 / (fan_in + fan_out))`` (for
-    stacked RNN weights the fan is per gate). ``rule(name, shape, g)`` may return a tensor to
-    override the default for a parameter (or ``None``).
+    stacked RNN weights the fan is per gate). ``style="torch"``: PyTorch's own defaults instead
+    — ``Linear`` weight and bias U(±1/√in_features), RNN weights and biases U(±1/√hidden),
+    ``Embedding`` N(0, 1) with a zero padding row, ``LayerNorm`` ones and zeros (parameters
+    of other modules keep the default rule). ``rule(name, shape, g)`` may return a tensor to
+    override either for a parameter (or ``None``).
     """
     module = module.to_empty(device="cpu")
     norms = {id(m.weight) for m in module.modules()
@@ -91,6 +94,8 @@ def materialize(module: nn.Module, g: torch.Generator, device: torch.device,
     with torch.no_grad():
         for name, p in module.named_parameters():
             value = rule(name, tuple(p.shape), g) if rule is not None else None
+            if value is None and style == "torch":
+                value = _torch_default(_owner(module, name), name, tuple(p.shape), g)
             if value is None:
                 if id(p) in norms:
                     value = torch.ones(p.shape)
@@ -114,6 +119,22 @@ def materialize(module: nn.Module, g: torch.Generator, device: torch.device,
         if isinstance(m, nn.RNNBase):
             m.flatten_parameters()
     return module
+
+
+def _torch_default(owner: nn.Module, name: str, shape: tuple[int, ...], g: torch.Generator):
+    """PyTorch's default initialisation of ``owner``'s parameter (``None``: not covered)."""
+    if isinstance(owner, nn.Linear):
+        return init_uniform(shape, 1.0 / math.sqrt(owner.in_features), g)
+    if isinstance(owner, nn.RNNBase):
+        return init_uniform(shape, 1.0 / math.sqrt(owner.hidden_size), g)
+    if isinstance(owner, nn.Embedding):
+        w = torch.randn(shape, generator=g)
+        if owner.padding_idx is not None:
+            w[owner.padding_idx] = 0.0
+        return w
+    if isinstance(owner, nn.LayerNorm):
+        return torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
+    return None
 
 
 def _owner(root: nn.Module, param_name: str) -> nn.Module:

@@ -1,4 +1,5 @@
-"""Models discoverable by name: ``create("sasrec", epochs=5)``."""
+"""Models discoverable by name: ``create("sasrec", epochs=5)``; paper presets by
+``model@paper`` (``create("lstm@oh2022")``, see :mod:`recaudit.models._presets`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def available() -> list[str]:
 
 
 def model_class(name: str) -> type:
+    if "@" in name:
+        from recaudit.models._presets import preset
+
+        name = preset(name).model
     if name not in _REGISTRY:
         raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}."
                           + did_you_mean(name, _REGISTRY))
@@ -42,7 +47,15 @@ def model_class(name: str) -> type:
 
 
 def create(name: str, **params: Any) -> Any:
-    """Instantiate the model registered as ``name`` with ``params`` (validated)."""
+    """Instantiate the model registered as ``name`` with ``params`` (validated).
+
+    ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``.
+    """
+    if "@" in name:
+        from recaudit.models._presets import preset
+
+        p = preset(name)
+        return create(p.model, **{**p.params, **params})
     cls = model_class(name)
     config_cls = getattr(cls, "Config", None)
     if config_cls is not None and dataclasses.is_dataclass(config_cls):

@@ -1,4 +1,4 @@
-"""Training samples and mini-batches of the sequential models (numpy, vectorised).
+"""Training samples and mini-batches of the sequential models.
 
 A user's training sequence ``s_1 .. s_n`` (temporal order) yields the targets ``s_2 .. s_n``.
 Two sample layouts cover every target exactly once per epoch:
@@ -13,16 +13,23 @@ Two sample layouts cover every target exactly once per epoch:
     target is the part of its window before it (1 .. max_len items). About ``max_len`` times
     cheaper per epoch for causal encoders.
 
+Two options reproduce CASPER's released LSTM (Oh et al. 2022, ``src/util.py``), prefix layout
+only: ``first_samples`` also makes each user's *first* interaction a target, predicted from an
+empty context; ``pad_left`` right-aligns every context in a fixed window of ``max_len``
+positions padded on the left, and the encoder reads the padding (its state after the padding is
+not zero: the cells have biases). Batches are left-aligned otherwise: row ``b`` holds its
+``lengths[b]`` items then padding; an empty context is one padding position.
+
 Device layout: :meth:`SequenceData.epoch_batches` moves the user-major sequences to the
 training device once per fit and gathers every mini-batch there by index (no per-batch numpy
 work or host-to-device copy). The host computes, vectorised per epoch, each batch's width and
 number of targets, so selecting the target positions (:attr:`Batch.sel`) needs no host
 synchronisation on an accelerator.
 
-Batch orders (seed 000 §6.1): ``"shuffled"`` draws a fresh permutation of the samples each epoch
-from a seeded generator; ``"temporal"`` sorts samples by the log row of their (last) target —
-the log's stable ``(timestamp, row)`` order — and cuts consecutive chunks, so early interactions
-are learned first and a perturbation cascades through every later batch.
+Batch orders (Oh et al. 2022 §6.1): ``"shuffled"`` draws a fresh permutation of the samples
+each epoch from a seeded generator; ``"temporal"`` sorts samples by the log row of their (last)
+target — the log's stable ``(timestamp, row)`` order — and cuts consecutive chunks, so early
+interactions are learned first and a perturbation cascades through every later batch.
 """
 
 from __future__ import annotations
@@ -40,15 +47,14 @@ __all__ = ["Batch", "SequenceData", "batch_from_queries"]
 
 @dataclass
 class Batch:
-    """Left-aligned model input: row ``b`` holds ``lengths[b]`` items then padding.
+    """Model input: ``items [B, W]`` (code ``item + 1``, 0 = padding), ``lengths [B]``.
 
-    ``items`` uses code ``item + 1`` (0 = padding). ``targets[b, j]`` is the item to predict from
-    positions ``<= j`` (``-1``: none); ``sel`` lists the flat positions ``b * width + j`` that
-    have a target (row-major) and ``sel_targets`` their targets. Time features (same shape, 0 at
-    padding):
-    ``times`` (time minus the row's first time, float64), ``gaps`` (time since the previous
-    item, 0 for the first; float32), ``next_gaps`` (time from item ``j`` to the event being
-    predicted at ``j``; float32).
+    ``targets[b, j]`` is the item to predict from positions ``<= j`` (``-1``: none); ``sel``
+    lists the flat positions ``b * W + j`` that have a target (row-major) and ``sel_targets``
+    their targets. Time features (same shape, 0 at padding): ``times`` (time minus the row's
+    first time, float64), ``gaps`` (time since the previous item, 0 for the first; float32),
+    ``next_gaps`` (time from item ``j`` to the event being predicted at ``j``; float32).
+    ``host_lengths``: the lengths as a numpy array (known on the host; no device read).
     """
 
     items: torch.Tensor
@@ -66,20 +72,8 @@ class Batch:
         return self.items.shape[0]
 
 
-def _time_features(times: np.ndarray, next_times: np.ndarray, valid: np.ndarray, device):
-    rel = np.where(valid, times - times[:, :1], 0.0)
-    gaps = np.zeros_like(times)
-    gaps[:, 1:] = np.where(valid[:, 1:], times[:, 1:] - times[:, :-1], 0.0)
-    nxt = np.where(valid, next_times - times, 0.0)
-    def f(a):
-        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)
-
-    return (torch.from_numpy(np.ascontiguousarray(rel, dtype=np.float64)).to(device), f(gaps),
-            f(np.maximum(nxt, 0.0)))
-
-
-def _time_features_t(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):
-    """:func:`_time_features` on tensors (float64 in, as the numpy version)."""
+def _time_features(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):
+    """``times`` relative to the row's first, ``gaps`` and ``next_gaps`` (float64 in)."""
     zero = torch.zeros((), dtype=times.dtype, device=times.device)
     rel = torch.where(valid, times - times[:, :1], zero)
     gaps = torch.zeros_like(times)
@@ -88,36 +82,17 @@ def _time_features_t(times: torch.Tensor, next_times: torch.Tensor, valid: torch
     return rel, gaps.float(), nxt.float()
 
 
-def _make_batch(seq_item, seq_time, seq_user, start, length, last_only, max_len, device,
-                with_time, next_time_override=None) -> Batch:
-    cols = np.arange(max_len)
-    valid = cols[None, :] < length[:, None]
-    idx = np.minimum(start[:, None] + cols[None, :], len(seq_item) - 1)
-    items = np.where(valid, seq_item[idx] + 1, 0)
-    nidx = np.minimum(idx + 1, len(seq_item) - 1)
-    if last_only:
-        targets = np.full(items.shape, -1, dtype=np.int64)
-        targets[np.arange(len(start)), length - 1] = seq_item[start + length]
-    else:
-        targets = np.where(valid, seq_item[nidx], -1)
-    batch = Batch(torch.from_numpy(items.astype(np.int64)).to(device),
-                  torch.from_numpy(length.astype(np.int64)).to(device),
-                  torch.from_numpy(targets.astype(np.int64)).to(device),
-                  torch.from_numpy(seq_user[start].astype(np.int64)).to(device))
-    if with_time:
-        times = np.where(valid, seq_time[idx], 0.0)
-        nt = np.where(valid, seq_time[nidx], 0.0)
-        batch.times, batch.gaps, batch.next_gaps = _time_features(times, nt, valid, device)
-    return batch
-
-
 class SequenceData:
     """Training samples of one log (see module docstring) and their mini-batches."""
 
-    def __init__(self, train: Interactions, max_len: int, layout: str) -> None:
+    def __init__(self, train: Interactions, max_len: int, layout: str, *,
+                 first_samples: bool = False, pad_left: bool = False) -> None:
+        if (first_samples or pad_left) and layout != "prefix":
+            raise ValueError("first_samples and pad_left need the 'prefix' layout")
         indptr, rows = train.user_sequences()
         self.max_len = max_len
         self.layout = layout
+        self.pad_left = pad_left
         self.rows = rows                                   # user-major position -> log row
         self.pos_of_row = np.empty(len(rows), dtype=np.int64)
         self.pos_of_row[rows] = np.arange(len(rows))
@@ -128,11 +103,10 @@ class SequenceData:
         counts = np.diff(indptr)
         if layout == "prefix":
             first = np.zeros(len(rows), dtype=bool)
-            first[indptr[:-1][counts > 0]] = True
+            if not first_samples:
+                first[indptr[:-1][counts > 0]] = True
             tpos = np.flatnonzero(~first)                  # target positions
-            ustart = np.repeat(indptr[:-1], counts)[tpos]
-            self.start = np.maximum(ustart, tpos - max_len)
-            self.length = tpos - self.start
+            self.start, self.length = self._context(tpos)
             self.last_target = tpos
         else:
             n_targets = np.maximum(counts - 1, 0)
@@ -151,6 +125,12 @@ class SequenceData:
         self.key = rows[self.last_target] if len(self.last_target) else np.zeros(0, np.int64)
         self._device_cache: tuple[str, dict] | None = None
 
+    def _context(self, tpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Start and length of the context of targets at user-major positions ``tpos``."""
+        ustart = self.indptr[self.user[tpos]] if len(tpos) else tpos
+        start = np.maximum(ustart, tpos - self.max_len)
+        return start, tpos - start
+
     def __len__(self) -> int:
         return len(self.start)
 
@@ -163,13 +143,20 @@ class SequenceData:
             return np.argsort(self.key, kind="stable")
         return rng.permutation(len(self))
 
+    def _width(self, lengths: np.ndarray) -> int:
+        return self.max_len if self.pad_left else max(int(lengths.max()), 1)
+
     def batch(self, ids: np.ndarray, device, with_time: bool) -> Batch:
         """The mini-batch of samples ``ids`` (numpy indices), built on ``device``."""
         ids = np.asarray(ids, dtype=np.int64)
+        dev = self._on(device)
+        ids_t = torch.as_tensor(ids).to(device)
         lens = self.length[ids]
-        n_targets = int(lens.sum()) if self.layout == "window" else len(ids)
-        return self._gather(self._on(device), torch.as_tensor(ids).to(device),
-                            int(lens.max()), n_targets, lens, with_time)
+        return self._gather(dev, dev["start"][ids_t], dev["length"][ids_t], self._width(lens),
+                            self._count(lens), lens, with_time)
+
+    def _count(self, lens: np.ndarray) -> int:
+        return int(lens.sum()) if self.layout == "window" else len(lens)
 
     def epoch_batches(self, order: np.ndarray, batch_size: int, device,
                       with_time: bool) -> Iterator[Batch]:
@@ -185,8 +172,20 @@ class SequenceData:
         dev = self._on(device)
         order_t = torch.as_tensor(order).to(device)
         for j, lo in enumerate(cuts):
-            yield self._gather(dev, order_t[lo:lo + batch_size], int(widths[j]), int(counts[j]),
-                               lens[lo:lo + batch_size], with_time)
+            ids = order_t[lo:lo + batch_size]
+            width = self.max_len if self.pad_left else max(int(widths[j]), 1)
+            yield self._gather(dev, dev["start"][ids], dev["length"][ids], width,
+                               int(counts[j]), lens[lo:lo + batch_size], with_time)
+
+    def prefix_batch_for_rows(self, rows: np.ndarray, device, with_time: bool) -> Batch:
+        """Prefix samples "predict ``train.item[r]`` from the user's preceding items (up to
+        ``max_len``)" for log rows ``rows``; a user's first row gets an empty context."""
+        tpos = self.pos_of_row[np.asarray(rows, dtype=np.int64)]
+        start, length = self._context(tpos)
+        dev = self._on(device)
+        return self._gather(dev, torch.as_tensor(start).to(device),
+                            torch.as_tensor(length).to(device), self._width(length),
+                            len(tpos), length, with_time, last_only=True)
 
     def _on(self, device) -> dict:
         """The sequences and samples as tensors on ``device`` (cached for the last device)."""
@@ -201,79 +200,78 @@ class SequenceData:
                 "cols": torch.arange(self.max_len + 1, device=device)})
         return self._device_cache[1]
 
-    def _gather(self, dev: dict, ids: torch.Tensor, width: int, n_targets: int,
-                host_lengths: np.ndarray, with_time: bool) -> Batch:
-        start, length = dev["start"][ids], dev["length"][ids]
+    def _gather(self, dev: dict, start: torch.Tensor, length: torch.Tensor, width: int,
+                n_targets: int, host_lengths: np.ndarray, with_time: bool, *,
+                last_only: bool | None = None) -> Batch:
+        if last_only is None:
+            last_only = self.layout == "prefix"
         cols = dev["cols"][:width]
         last = len(self.item) - 1
-        idx = (start[:, None] + cols[None, :]).clamp_(max=last)
-        valid = cols[None, :] < length[:, None]
+        # pad_left: the context ends at the last column; otherwise it starts at column 0
+        offset = (width - length) if self.pad_left else torch.zeros_like(length)
+        valid = (cols[None, :] >= offset[:, None]) & (cols[None, :] < (offset + length)[:, None])
+        idx = (start[:, None] + cols[None, :] - offset[:, None]).clamp_(0, last)
         item = dev["item"]
         items = torch.where(valid, item[idx] + 1, 0)
-        rows = torch.arange(len(ids), device=ids.device)
+        rows = torch.arange(len(start), device=start.device)
         nidx = (idx + 1).clamp_(max=last)
-        if self.layout == "prefix":
+        eff = torch.full_like(length, width) if self.pad_left else length.clamp(min=1)
+        if last_only:
             sel_targets = item[start + length]
             targets = torch.full_like(items, -1)
-            targets[rows, length - 1] = sel_targets
-            sel = rows * width + length - 1
+            targets[rows, eff - 1] = sel_targets
+            sel = rows * width + eff - 1
         else:
             targets = torch.where(valid, item[nidx], -1)
             first = torch.cumsum(length, 0) - length
             sel = (torch.repeat_interleave(rows * width - first, length, output_size=n_targets)
-                   + torch.arange(n_targets, device=ids.device))
+                   + torch.arange(n_targets, device=start.device))
             sel_targets = targets.view(-1)[sel]
-        batch = Batch(items, length, targets, dev["user"][start], sel=sel,
-                      sel_targets=sel_targets, host_lengths=host_lengths)
+        batch = Batch(items, eff, targets, dev["user"][start], sel=sel, sel_targets=sel_targets,
+                      host_lengths=host_lengths)
         if with_time:
             time = dev["time"]
             times = torch.where(valid, time[idx], 0.0)
             nt = torch.where(valid, time[nidx], 0.0)
-            batch.times, batch.gaps, batch.next_gaps = _time_features_t(times, nt, valid)
-        return batch
-
-    def prefix_batch_for_rows(self, rows: np.ndarray, device, with_time: bool) -> Batch:
-        """Prefix samples "predict ``train.item[r]`` from the user's preceding items (up to
-        ``max_len``)" for log rows ``rows``; a user's first row gets an empty (padding) context."""
-        tpos = self.pos_of_row[np.asarray(rows, dtype=np.int64)]
-        ustart = self.indptr[self.user[tpos]]
-        start = np.maximum(ustart, tpos - self.max_len)
-        length = tpos - start
-        empty = length == 0
-        batch = _make_batch(self.item, self.time, self.user, start, np.maximum(length, 1), True,
-                            max(int(length.max()) if len(length) else 1, 1), device, with_time)
-        if empty.any():
-            e = torch.from_numpy(empty).to(device)
-            batch.items[e] = 0
-            batch.targets[e, 0] = torch.from_numpy(self.item[tpos[empty]]).to(device)
+            batch.times, batch.gaps, batch.next_gaps = _time_features(times, nt, valid)
         return batch
 
 
-def batch_from_queries(queries: Queries, max_len: int, device, with_time: bool) -> Batch:
-    """Left-aligned batch of the most recent ``max_len`` context items of each query.
+def batch_from_queries(queries: Queries, max_len: int, device, with_time: bool, *,
+                       pad_left: bool = False) -> Batch:
+    """Batch of the most recent ``max_len`` context items of each query.
 
-    A query with an empty context gets one padding position (the model's "no history" state).
-    ``next_gaps`` at the last position is the query timestamp minus the last context time.
+    Left-aligned; a query with an empty context gets one padding position (the model's "no
+    history" state). ``pad_left``: right-aligned in ``max_len`` columns, padding first (see the
+    module docstring). ``next_gaps`` at the last position is the query timestamp minus the last
+    context time.
     """
     n = len(queries)
     lens = np.minimum(queries.lengths(), max_len)
     right_items, right_times = queries.padded(max_len)
     cols = np.arange(max_len)
-    src = np.minimum((max_len - lens)[:, None] + cols[None, :], max_len - 1)
-    valid = cols[None, :] < lens[:, None]
+    if pad_left:
+        src = np.broadcast_to(cols, (n, max_len))
+        valid = cols[None, :] >= (max_len - lens)[:, None]
+        length = np.full(n, max_len)
+    else:
+        src = np.minimum((max_len - lens)[:, None] + cols[None, :], max_len - 1)
+        valid = cols[None, :] < lens[:, None]
+        length = np.maximum(lens, 1)
     items = np.where(valid, np.take_along_axis(right_items, src, 1) + 1, 0)
-    length = np.maximum(lens, 1)
-    width = int(length.max()) if n else 1
+    width = max_len if pad_left else (int(length.max()) if n else 1)
     batch = Batch(torch.from_numpy(items[:, :width].astype(np.int64)).to(device),
                   torch.from_numpy(length.astype(np.int64)).to(device), None,
-                  torch.from_numpy(queries.user.astype(np.int64)).to(device))
+                  torch.from_numpy(queries.user.astype(np.int64)).to(device),
+                  host_lengths=length)
     if with_time:
         times = np.where(valid, np.take_along_axis(right_times, src, 1), 0.0)[:, :width]
         nt = np.zeros_like(times)
         nt[:, :-1] = times[:, 1:]
-        v = valid[:, :width]
-        last = np.maximum(lens - 1, 0)
+        last = length - 1 if pad_left else np.maximum(lens - 1, 0)
         nt[np.arange(n), last] = np.where(lens > 0, queries.timestamp.astype(np.float64),
                                           times[np.arange(n), last])
-        batch.times, batch.gaps, batch.next_gaps = _time_features(times, nt, v, device)
+        batch.times, batch.gaps, batch.next_gaps = _time_features(
+            *(torch.from_numpy(a).to(device) for a in (times, nt)),
+            torch.from_numpy(valid[:, :width]).to(device))
     return batch

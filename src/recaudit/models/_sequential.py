@@ -70,10 +70,19 @@ class SequentialConfig:
     consumed is a legitimate answer. With ``k=None`` and exclusion, lists are cut to the
     shortest row (rank lists are rectangular).
     patience: if set, hold out each user's last training interaction (users with >= 3), train
-    on the rest, stop when the validation MRR has not improved for ``patience`` epochs and keep
+    on the rest, stop when the validation ``patience_metric`` (``"mrr"`` or ``"ndcg@K"``) has
+    not improved for ``patience`` epochs and keep
     the best epoch's parameters.
-    device: ``"cpu"``, ``"cuda"`` or ``"auto"``. num_threads: torch intra-op threads.
-    checkpoint_every: keep the network state every this many epochs for TracIn.
+    device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``. num_threads: torch intra-op
+    threads. checkpoint_every: keep the network state every this many epochs for TracIn.
+    first_samples / pad_left (prefix samples only): also predict each user's first interaction
+    from an empty context / right-align every context in ``max_len`` columns padded on the
+    left and let the encoder read the padding — CASPER's released LSTM (see ``_samples``).
+    init: ``"default"`` (recaudit's: Xavier-uniform matrices, zero biases, N(0, 1/d)
+    embeddings, model-specific rules) or ``"torch"`` (PyTorch's own defaults: U(±1/√fan_in)
+    for Linear weights and biases, U(±1/√hidden) for RNN cells, N(0, 1) embeddings; model rules
+    still apply first). freeze_embedding: keep the item embedding at its initial values (the
+    CASPER LSTM computes its input embeddings once and never trains them).
     """
 
     epochs: int = 50
@@ -87,9 +96,14 @@ class SequentialConfig:
     weight_decay: float = 0.0
     exclude_seen: bool = False
     patience: int | None = None
+    patience_metric: str = "mrr"
     device: str = "cpu"
     num_threads: int = 1
     checkpoint_every: int | None = None
+    first_samples: bool = False
+    pad_left: bool = False
+    init: str = "default"
+    freeze_embedding: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -119,6 +133,15 @@ class SequentialConfig:
             v = getattr(self, key)
             need(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1), key,
                  "must be None or an integer >= 1")
+        for key in ("first_samples", "pad_left", "freeze_embedding"):
+            need(isinstance(getattr(self, key), bool), key, "must be True or False")
+        need(self.samples == "prefix" or not (self.first_samples or self.pad_left),
+             "samples", "must be 'prefix' when first_samples or pad_left is set")
+        need(self.init in ("default", "torch"), "init", "must be 'default' or 'torch'")
+        need(isinstance(self.patience_metric, str) and (self.patience_metric == "mrr" or (
+            self.patience_metric.startswith("ndcg@") and self.patience_metric[5:].isdigit()
+            and int(self.patience_metric[5:]) >= 1)), "patience_metric",
+            "must be 'mrr' or 'ndcg@K' (K >= 1)")
 
 
 class SequentialRecommender:
@@ -143,6 +166,10 @@ class SequentialRecommender:
                               f"valid: {', '.join(sorted(valid))}")
         self.config = self.Config(**params)
         self.network_: nn.Module | None = None
+        if self.config.pad_left and self.uses_time:
+            raise ConfigError(f"{type(self).__name__} reads time gaps between context items; "
+                              "pad_left (a fixed window padded on the left) is for models "
+                              "without time features")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config})"
@@ -155,7 +182,9 @@ class SequentialRecommender:
         raise NotImplementedError
 
     def _make_data(self, train: Interactions) -> SequenceData:
-        return SequenceData(train, self.config.max_len, self.config.samples)
+        cfg = self.config
+        return SequenceData(train, cfg.max_len, cfg.samples, first_samples=cfg.first_samples,
+                            pad_left=cfg.pad_left)
 
     def _init_rule(self):
         """Optional ``rule(name, shape, g)`` overriding the default initialisation."""
@@ -207,11 +236,15 @@ class SequentialRecommender:
         self.history_: list[dict] = []
         with deterministic_torch(cfg.num_threads, device):
             net = materialize(self._network(train.n_items),
-                              make_torch_generator(seed, name, "init"), device, self._init_rule())
+                              make_torch_generator(seed, name, "init"), device, self._init_rule(),
+                              style=cfg.init)
+            if cfg.freeze_embedding:
+                net.embedding.weight.requires_grad_(False)
             gen = make_torch_generator(seed, name, "dropout", device=device)
             set_dropout_generator(net, gen)
             loss_rng = make_rng(seed, name, "loss")  # for losses that draw (BERT4Rec's Cloze)
-            opt = make_adam(net.parameters(), cfg.lr, cfg.weight_decay)
+            opt = make_adam([p for p in net.parameters() if p.requires_grad], cfg.lr,
+                            cfg.weight_decay)
             best, best_state, stale = -1.0, None, 0
             for epoch in range(cfg.epochs):
                 tic, cpu = time.perf_counter(), time.process_time()
@@ -231,9 +264,11 @@ class SequentialRecommender:
                     self.checkpoints_.append((cfg.lr, _state_copy(net)))
                 if valid_q is not None:
                     self.network_ = net
-                    record["valid_mrr"] = _mrr(self._scores(valid_q, device), valid_q.target)
-                    if record["valid_mrr"] > best:
-                        best, best_state, stale = record["valid_mrr"], _state_copy(net), 0
+                    value = _valid_metric(self._scores(valid_q, device), valid_q.target,
+                                          cfg.patience_metric)
+                    record[f"valid_{cfg.patience_metric}"] = value
+                    if value > best:
+                        best, best_state, stale = value, _state_copy(net), 0
                     else:
                         stale += 1
                 self.history_.append(record)
@@ -264,7 +299,8 @@ class SequentialRecommender:
             for lo in range(0, len(queries), chunk):
                 sub = queries if len(queries) <= chunk else \
                     queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
-                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time)
+                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time,
+                                           pad_left=self.config.pad_left)
                 h = self._query_hidden(net, batch)
                 out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
         return out
@@ -320,7 +356,7 @@ class SequentialRecommender:
         if (q.target < 0).any():
             raise ValueError("every query needs a known target for its loss gradient")
         rows = np.asarray(rows, dtype=np.int64)
-        data = SequenceData(train, self.config.max_len, "prefix")
+        data = SequenceData(train, self.config.max_len, "prefix", pad_left=self.config.pad_left)
         device = self.device_
         with deterministic_torch(self.config.num_threads, device):
             net = copy.deepcopy(self.network_)
@@ -331,7 +367,8 @@ class SequentialRecommender:
                     tb = data.prefix_batch_for_rows(rows, device, self.uses_time)
                     g_train = self._grad(net, self._query_hidden(net, tb),
                                          tb.targets[torch.arange(len(tb)), tb.lengths - 1])
-                    qb = batch_from_queries(q, self.config.max_len, device, self.uses_time)
+                    qb = batch_from_queries(q, self.config.max_len, device, self.uses_time,
+                                            pad_left=self.config.pad_left)
                     g_test = self._grad(net, self._query_hidden(net, qb),
                                         torch.from_numpy(q.target.astype(np.int64)).to(device))
                 yield lr, g_train, g_test
@@ -355,10 +392,17 @@ def _state_copy(net: nn.Module) -> dict:
     return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
-def _mrr(scores: np.ndarray, target: np.ndarray) -> float:
+def _valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
+    """Mean reciprocal rank or NDCG@K (one relevant item: 1/log2(1 + rank) within K) of the
+    targets; the rank counts strictly better-scored items (ties favour the target)."""
+    if not len(target):
+        return 0.0
     t = scores[np.arange(len(target)), target]
     rank = 1 + (scores > t[:, None]).sum(1)
-    return float(np.mean(1.0 / rank)) if len(target) else 0.0
+    if metric == "mrr":
+        return float(np.mean(1.0 / rank))
+    k = int(metric[5:])
+    return float(np.mean(np.where(rank <= k, 1.0 / np.log2(1.0 + rank), 0.0)))
 
 
 def _holdout_last(train: Interactions) -> tuple[Interactions, Queries]:

@@ -1,0 +1,70 @@
+"""``recaudit reproduce list | run NAME [--scale small|paper] | report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+_DIR = typer.Option(Path("results/reproduce"), "--dir",
+                    help="Where runs keep their stores and records.")
+
+
+def list_cmd(root: Path = _DIR) -> None:
+    """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from recaudit.reproduce import available, load_record
+
+    table = Table(title="recaudit reproduce")
+    for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
+        table.add_column(col)
+    for e in available():
+        recs = [(s, load_record(root, e.name, s)) for s in e.scales]
+        done = ", ".join(f"{s}: {r['verdict']}" for s, r in recs if r) or \
+            ("cannot run here" if e.unavailable else "–")
+        table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
+    Console(highlight=False, width=160).print(table)
+
+
+def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit reproduce list`), "
+                                       "a paper prefix such as 'oh2022', or 'all'."),
+            scale: str = typer.Option("small", help="small (2 CPU cores, ~1 h) or paper."),
+            workers: int = typer.Option(1, min=1, help="Parallel trial processes."),
+            root: Path = _DIR) -> None:
+    """Run (or resume) experiments and print their verdicts."""
+    from recaudit.errors import ConfigError
+    from recaudit.reproduce import available, get, run
+
+    names = [e.name for e in available()]
+    if name == "all":
+        chosen = [n for n in names if not get(n).unavailable]
+    elif name in names:
+        chosen = [name]
+    else:
+        chosen = [n for n in names if n.startswith(name + "-")]
+        if not chosen:
+            get(name)  # raises with a closest-name hint
+            raise ConfigError(f"no experiment matches {name!r}")
+    for n in chosen:
+        rec = run(n, scale, root, workers=workers)
+        typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
+
+
+def report_cmd(root: Path = _DIR,
+               output: Path = typer.Option(Path("docs/reproduction.md"), "-o", "--output")
+               ) -> None:
+    """Write the reproduction page (our numbers beside the papers') from the run records."""
+    from recaudit.reproduce import write_report
+
+    typer.echo(f"wrote {write_report(root, output)}")
+
+
+def register(app: typer.Typer) -> None:
+    sub = typer.Typer(no_args_is_help=True,
+                      help="Reproduce the papers' tables and figures, with verdicts.")
+    sub.command("list")(list_cmd)
+    sub.command("run")(run_cmd)
+    sub.command("report")(report_cmd)
+    app.add_typer(sub, name="reproduce")

@@ -1,0 +1,80 @@
+"""Experiments that are stability audits: run a config, read our measures from its store.
+
+Experiments of one paper and scale share a store (``<root>/<paper>-<dataset>-<scale>.duckdb``):
+a trial is identified by its spec, so a trial two experiments need (e.g. LatentCross with
+random deletion, seed 0) runs once and both read it. Measures are read only from the trials
+the experiment's own config plans.
+
+Measure keys are ``"<model>/<perturbation>/<metric>"`` (model without its ``@preset``), means
+over seeds of the per-trial means over test queries: ``ao`` (average overlap over the full
+lists: what Oh et al. 2022 call RBO), ``rbo`` (RBO_ext, p from the config), ``jaccard``,
+``frbo`` (@k), ``mrr_base`` / ``mrr_pert``, ``recall_base`` / ``recall_pert`` (hit rate @k: one
+relevant item per query), ``ndcg_base`` / ``ndcg_pert`` (@k), plus ``.../n_seeds``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["audit_trials", "rls_measures", "group_measures", "shared_store"]
+
+_RENAME = {"average_overlap": "ao", "hit_base": "recall_base", "hit_pert": "recall_pert"}
+_METRICS = ("rbo", "average_overlap", "jaccard", "frbo", "mrr_base", "mrr_pert", "hit_base",
+            "hit_pert", "ndcg_base", "ndcg_pert")
+
+
+def shared_store(workdir: Path, stem: str) -> Path:
+    """The store shared by a paper's experiments at one scale: ``workdir/../../<stem>.duckdb``
+    (``workdir`` is ``<root>/<experiment>/<scale>``)."""
+    return workdir.parent.parent / f"{stem}-{workdir.name}.duckdb"
+
+
+def audit_trials(config, workers: int = 1) -> pd.DataFrame:
+    """Run ``config`` (resuming its store) and return the summary of its own trials."""
+    from dataclasses import replace
+
+    from recaudit.audit import ExecutorSpec, run_audit, trial_summary
+    from recaudit.audit._engine import plan
+
+    if workers > 1:
+        config = replace(config, executor=ExecutorSpec("process", workers))
+    Path(config.output).parent.mkdir(parents=True, exist_ok=True)
+    run_audit(config)
+    ids = {tid for _, tid, _ in plan(config)}
+    summary = trial_summary(config.output)
+    return summary[summary["trial_id"].isin(ids)].reset_index(drop=True)
+
+
+def _model_key(name: str) -> str:
+    return name.split("@", 1)[0]
+
+
+def rls_measures(summary: pd.DataFrame, *, by_dataset: bool = False) -> dict[str, float]:
+    """Means over seeds per (model, perturbation[, dataset]) as flat measure keys."""
+    out: dict[str, float] = {}
+    keys = ["dataset", "model", "perturbation"] if by_dataset else ["model", "perturbation"]
+    for key, g in summary.groupby(keys, sort=False):
+        key = (key,) if isinstance(key, str) else key
+        parts = list(key)
+        parts[keys.index("model")] = _model_key(parts[keys.index("model")])
+        prefix = "/".join(str(p) for p in parts)
+        for m in _METRICS:
+            if m in g:
+                out[f"{prefix}/{_RENAME.get(m, m)}"] = float(g[m].mean())
+        out[f"{prefix}/n_seeds"] = float(g["seed"].nunique())
+    return out
+
+
+def group_measures(config, summary: pd.DataFrame, metric: str = "jaccard") -> dict[str, float]:
+    """``<model>/<perturbation>/<metric>_<high|mid|low>``: mean over seeds of each MRR user
+    group's mean (Oh et al. 2022 §7.3: top 20 %, middle, bottom 20 % by baseline MRR)."""
+    from recaudit.audit import user_groups
+
+    groups = user_groups(config.output, metric)
+    groups = groups[groups["trial_id"].isin(set(summary["trial_id"]))]
+    out: dict[str, float] = {}
+    for (model, pert, group), g in groups.groupby(["model", "perturbation", "group"]):
+        out[f"{_model_key(model)}/{pert}/{metric}_{group}"] = float(g[metric].mean())
+    return out

@@ -1,0 +1,121 @@
+"""What a reproduction is: published values, the paper's claims, our measures, a verdict.
+
+An :class:`Experiment` re-runs one table or figure of a paper at a named *scale* (``small``:
+fits on 2 CPU cores in about an hour, with the reductions its ``scales`` entry lists;
+``paper``: the paper's own settings) and returns our *measures*, a flat mapping
+``"model/perturbation/metric" -> float``. It carries
+
+- :class:`Value` rows: a number printed in the paper (with its table or figure) next to the
+  measure that corresponds to it, and the absolute tolerance within which ours "matches";
+- :class:`Claim` rows: findings stated in the paper's text, checked on our measures (e.g.
+  "CASPER lowers LatentCross's RBO more than random deletion").
+
+Verdict (:func:`verdict`): **reproduced** when every claim holds and every value matches;
+**direction reproduced** when every claim holds but some values do not match (the effect is
+there, its size differs); **not reproduced** when a claim fails; **not run** without measures.
+Values without a claim never decide "not reproduced" on their own: a different absolute level
+at a reduced scale is expected, a reversed finding is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Value", "Claim", "Experiment", "verdict", "compare_values", "VERDICTS"]
+
+VERDICTS = ("reproduced", "direction reproduced", "not reproduced", "not run")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One number printed in a paper, and which of our measures corresponds to it.
+
+    ``key``: our measure; ``paper``: the printed value (``None``: only ours is shown, e.g. a
+    figure without numbers); ``source``: table or figure; ``tol``: absolute tolerance for a
+    match; ``also``: keys of companion measures shown beside ours (RBO p = 0.9 next to average
+    overlap, where a paper's "RBO" is average overlap).
+    """
+
+    key: str
+    label: str
+    paper: float | None
+    source: str
+    tol: float = 0.02
+    also: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A finding of the paper, tested on our measures (``keys`` must all be measured)."""
+
+    text: str
+    source: str
+    keys: tuple[str, ...]
+    test: Callable[[Mapping[str, float]], bool]
+
+    def check(self, measures: Mapping[str, float]) -> bool | None:
+        if any(k not in measures for k in self.keys):
+            return None
+        return bool(self.test(measures))
+
+
+@dataclass
+class Experiment:
+    """One reproducible artefact of a paper (see the module docstring).
+
+    ``run(workdir, scale, workers)`` does the work (resumable: finished parts are kept in
+    ``workdir``) and returns the measures. ``unavailable`` explains why it cannot run here
+    (e.g. data not available offline), or is ``None``.
+    """
+
+    name: str
+    paper: str
+    title: str
+    artefacts: str
+    data: str
+    scales: Mapping[str, str]
+    runner: Callable[[Path, str, int], dict[str, float]]
+    values: tuple[Value, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    notes: tuple[str, ...] = ()
+    unavailable: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def run(self, workdir: Path, scale: str, workers: int = 1) -> dict[str, float]:
+        if scale not in self.scales:
+            from recaudit.errors import ConfigError
+
+            raise ConfigError(f"experiment {self.name!r} has no scale {scale!r}; choose one of "
+                              f"{', '.join(self.scales)}")
+        workdir.mkdir(parents=True, exist_ok=True)
+        return self.runner(workdir, scale, workers)
+
+
+def compare_values(exp: Experiment, measures: Mapping[str, float]) -> list[dict[str, Any]]:
+    """One row per published value: paper, ours, companions, difference, match."""
+    rows = []
+    for v in exp.values:
+        ours = measures.get(v.key)
+        match = None
+        if ours is not None and v.paper is not None:
+            match = abs(ours - v.paper) <= v.tol
+        rows.append({"label": v.label, "source": v.source, "paper": v.paper, "ours": ours,
+                     "also": {k: measures.get(k) for k in v.also}, "tol": v.tol,
+                     "match": match})
+    return rows
+
+
+def verdict(exp: Experiment, measures: Mapping[str, float]) -> str:
+    """``reproduced`` / ``direction reproduced`` / ``not reproduced`` / ``not run``."""
+    if not measures:
+        return "not run"
+    claims = [c.check(measures) for c in exp.claims]
+    if any(c is False for c in claims):
+        return "not reproduced"
+    if any(c is None for c in claims):
+        return "not run"
+    matches = [r["match"] for r in compare_values(exp, measures) if r["match"] is not None]
+    return "reproduced" if all(matches) else "direction reproduced"

@@ -1,0 +1,122 @@
+"""The experiment registry, running one experiment, and its run record.
+
+``run("oh2022-table3", scale="small", root="results/reproduce")`` runs (or resumes) the
+experiment in ``<root>/<name>/<scale>/`` and writes ``record.json`` there: the command, start
+and end, wall time of this invocation, the machine (CPUs, accelerator), library versions, our
+measures, the comparison with the paper and the verdict. The report is built from these
+records only, so it can be regenerated without re-running anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from recaudit.errors import ConfigError, did_you_mean
+from recaudit.reproduce._experiment import Experiment, compare_values, verdict
+
+__all__ = ["register", "get", "available", "run", "load_record", "DEFAULT_ROOT"]
+
+DEFAULT_ROOT = Path("results/reproduce")
+_EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    if exp.name in _EXPERIMENTS:
+        raise ValueError(f"experiment {exp.name!r} registered twice")
+    _EXPERIMENTS[exp.name] = exp
+    return exp
+
+
+def _load() -> None:
+    # importing the paper modules registers their experiments, paper by paper
+    import importlib
+
+    for mod in ("_oh2022", "_betello2023", "_zhu2023", "_shriver2018"):
+        try:
+            importlib.import_module(f"recaudit.reproduce.{mod}")
+        except ModuleNotFoundError as e:  # a paper module not written yet
+            if e.name != f"recaudit.reproduce.{mod}":
+                raise
+
+
+def available() -> list[Experiment]:
+    """Every registered experiment, in registration order (paper by paper)."""
+    if not _EXPERIMENTS:
+        _load()
+    return list(_EXPERIMENTS.values())
+
+
+def get(name: str) -> Experiment:
+    exps = {e.name: e for e in available()}
+    if name not in exps:
+        raise ConfigError(f"unknown experiment {name!r}; `recaudit reproduce list` shows them."
+                          + did_you_mean(name, exps))
+    return exps[name]
+
+
+def _machine() -> dict[str, Any]:
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"host": socket.gethostname(), "cpus": os.cpu_count(),
+            "machine": platform.machine(), "gpu": gpu}
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+    import torch
+
+    import recaudit
+
+    return {"recaudit": recaudit.__version__, "python": platform.python_version(),
+            "torch": torch.__version__, "numpy": numpy.__version__}
+
+
+def record_path(root: Path, name: str, scale: str) -> Path:
+    return Path(root) / name / scale / "record.json"
+
+
+def load_record(root: Path, name: str, scale: str) -> dict[str, Any] | None:
+    p = record_path(root, name, scale)
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
+        workers: int = 1) -> dict[str, Any]:
+    """Run (or resume) experiment ``name`` at ``scale``; write and return its record."""
+    exp = get(name)
+    if exp.unavailable:
+        raise ConfigError(f"experiment {name!r} cannot run here: {exp.unavailable}")
+    if scale not in exp.scales:
+        raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
+                          f"{', '.join(exp.scales)}")
+    workdir = Path(root) / name / scale
+    started = time.time()
+    measures = exp.run(workdir, scale, workers)
+    finished = time.time()
+    record = {
+        "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
+        "scale_note": exp.scales[scale],
+        "command": f"recaudit reproduce run {name} --scale {scale}"
+                   + (f" --workers {workers}" if workers > 1 else ""),
+        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+        "wall_seconds": round(finished - started, 1), "workers": workers,
+        "machine": _machine(), "versions": _versions(),
+        "measures": {k: measures[k] for k in sorted(measures)},
+        "values": compare_values(exp, measures),
+        "claims": [{"text": c.text, "source": c.source, "holds": c.check(measures)}
+                   for c in exp.claims],
+        "verdict": verdict(exp, measures),
+    }
+    path = record_path(Path(root), name, scale)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=float))
+    os.replace(tmp, path)
+    return record

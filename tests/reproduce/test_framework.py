@@ -1,0 +1,116 @@
+"""The reproduction framework: verdicts, records, the report, and measures read from stores."""
+
+import json
+
+import numpy as np
+import pytest
+
+from recaudit.errors import ConfigError
+from recaudit.reproduce import Claim, Experiment, Value, available, verdict
+from recaudit.reproduce import _runs
+from recaudit.reproduce._report import render_report
+
+
+def _exp(runner=lambda w, s, n: {"a/ao": 0.50, "b/ao": 0.80}, **kw):
+    return Experiment(
+        name="fake-exp", paper="Nobody et al. 2099", title="A fake", artefacts="Table 9",
+        data="none", scales={"small": "tiny", "paper": "big"}, runner=runner,
+        values=(Value("a/ao", "a", 0.52, "Table 9", tol=0.05),
+                Value("b/ao", "b", 0.70, "Table 9", tol=0.05, also=("b/rbo",))),
+        claims=(Claim("a below b", "§1", ("a/ao", "b/ao"), lambda x: x["a/ao"] < x["b/ao"]),),
+        **kw)
+
+
+@pytest.mark.parametrize("measures,expected", [
+    ({"a/ao": 0.50, "b/ao": 0.72}, "reproduced"),             # claim holds, values within tol
+    ({"a/ao": 0.50, "b/ao": 0.80}, "direction reproduced"),   # claim holds, b off by 0.10
+    ({"a/ao": 0.90, "b/ao": 0.72}, "not reproduced"),         # claim fails
+    ({"a/ao": 0.50}, "not run"),                              # claim cannot be checked
+    ({}, "not run"),
+])
+def test_verdicts(measures, expected):
+    assert verdict(_exp(), measures) == expected
+
+
+def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
+    exp = _exp()
+    monkeypatch.setattr(_runs, "_EXPERIMENTS", {exp.name: exp})
+    rec = _runs.run("fake-exp", "small", tmp_path)
+    on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
+    assert on_disk["verdict"] == rec["verdict"] == "direction reproduced"
+    assert on_disk["measures"] == {"a/ao": 0.5, "b/ao": 0.8}
+    assert [v["match"] for v in on_disk["values"]] == [True, False]
+    assert on_disk["claims"][0]["holds"] is True
+    page = render_report(tmp_path)
+    assert "| [fake-exp](#fake-exp) | Nobody et al. 2099 | Table 9 | small | direction " \
+           "reproduced |" in page
+    assert "| a | Table 9 | 0.5200 | 0.5000 | – | yes |" in page
+    assert "| b | Table 9 | 0.7000 | 0.8000 | – | no (±0.05) |" in page
+    assert "- yes: a below b (§1)" in page
+    with pytest.raises(ConfigError, match="no scale"):
+        _runs.run("fake-exp", "huge", tmp_path)
+    with pytest.raises(ConfigError, match="fake-exp"):
+        _runs.get("fake-ex")
+
+
+def test_unavailable_experiments_refuse_to_run(tmp_path, monkeypatch):
+    exp = _exp(unavailable="needs LastFM")
+    monkeypatch.setattr(_runs, "_EXPERIMENTS", {exp.name: exp})
+    with pytest.raises(ConfigError, match="needs LastFM"):
+        _runs.run("fake-exp", "small", tmp_path)
+    assert "**Not run**: needs LastFM" in render_report(tmp_path)
+
+
+def test_registered_experiments_are_well_formed():
+    exps = available()
+    names = [e.name for e in exps]
+    assert len(names) == len(set(names))
+    assert names[0].startswith("oh2022") and any(n.startswith("betello2023") for n in names)
+    for e in exps:
+        assert set(e.scales) >= {"small"}
+        assert e.paper.split()[-1].isdigit()             # cited by author and year
+        keys = [v.key for v in e.values]
+        assert len(keys) == len(set(keys)), e.name
+        for c in e.claims:
+            assert c.keys, (e.name, c.text)
+
+
+def test_oh2022_configs_follow_the_paper_setup(tmp_path):
+    from recaudit.reproduce import _oh2022
+
+    work = tmp_path / "oh2022-table3" / "paper"
+    cfgs = _oh2022._configs(work, "paper", "foursquare", _oh2022.MODELS, _oh2022.LOO)
+    by_models = {tuple(m.name for m in c.models): c for c in cfgs}
+    assert set(by_models) == {("lstm@oh2022", "tisasrec@oh2022"), ("latentcross@oh2022",),
+                              ("jodie@oh2022",)}
+    window = by_models[("lstm@oh2022", "tisasrec@oh2022")]
+    assert {"name": "casper-delete", "max_len": 50} in window.perturbations  # latest 50
+    assert "casper-delete" in by_models[("latentcross@oh2022",)].perturbations  # all
+    assert not any("tracin" in str(p) for p in by_models[("jodie@oh2022",)].perturbations)
+    c = by_models[("latentcross@oh2022",)]
+    assert (c.split.floor, c.split.ratio, c.datasets[0].min_user_interactions) == \
+        ("test", 0.9, 10)
+    assert c.metrics.depth is None and c.metrics.k == 10          # full lists, Jaccard@10
+    assert len({cfg.output for cfg in cfgs}) == 1                  # one shared store
+    assert c.output.endswith("oh2022-foursquare-paper.duckdb")
+
+
+def test_rls_measures_are_seed_means_of_the_store(tmp_path):
+    from recaudit.audit import AuditConfig, DatasetSpec, ModelSpec, trial_summary
+    from recaudit.reproduce._audit import audit_trials, rls_measures
+
+    cfg = AuditConfig(datasets=(DatasetSpec("synthetic", options={"n_users": 40,
+                                                                  "n_items": 30}),),
+                      models=(ModelSpec("gru4rec", {"epochs": 1, "embedding_dim": 8,
+                                                    "hidden_dim": 8}),),
+                      perturbations=("none", "random-delete"), seeds=(0, 1),
+                      output=str(tmp_path / "s.duckdb"))
+    summary = audit_trials(cfg)
+    assert len(summary) == 4
+    m = rls_measures(summary)
+    full = trial_summary(cfg.output)
+    rd = full[full.perturbation == "random-delete"]
+    assert m["gru4rec/random-delete/ao"] == pytest.approx(rd["average_overlap"].mean())
+    assert m["gru4rec/random-delete/recall_base"] == pytest.approx(rd["hit_base"].mean())
+    assert m["gru4rec/none/ao"] == 1.0 and m["gru4rec/none/n_seeds"] == 2
+    assert np.isfinite(m["gru4rec/random-delete/mrr_pert"])
