@@ -97,7 +97,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
-    started = time.time()
+    started, load0 = time.time(), os.getloadavg()[0]
     measures = exp.run(workdir, scale, workers)
     finished = time.time()
     record = {
@@ -107,6 +107,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                    + (f" --workers {workers}" if workers > 1 else ""),
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "wall_seconds": round(finished - started, 1), "workers": workers,
+        "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "machine": _machine(), "versions": _versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
         "values": compare_values(exp, measures),
