@@ -43,6 +43,30 @@ def _progress_runner(config) -> Path:
         return run_audit(config, progress=progress)
 
 
+def story(agg) -> list[str]:
+    """Plain-language reading of a seed summary: each data perturbation's effect on the rank
+    lists against its effect on MRR, next to the seed-only noise floor when it was measured.
+
+    ``agg`` is :func:`recaudit.audit.seed_summary` output (with ``average_overlap``).
+    """
+    lines = []
+    for (dataset, model), g in agg.groupby(["dataset", "model_label"], sort=False):
+        rows = {r.perturbation: r for r in g.itertuples()}
+        floor = rows.get("seed-only")
+        for pert, r in rows.items():
+            if pert in ("seed-only", "none"):
+                continue
+            d_mrr = abs(r.mrr_pert_mean - r.mrr_base_mean)
+            text = (f"{model} on {dataset}: {pert} left the rank lists at RBO "
+                    f"{r.rbo_mean:.3f} and Jaccard@k {r.jaccard_mean:.3f} (1 = unchanged) "
+                    f"while MRR moved by {d_mrr:.4f}")
+            if floor is not None:
+                text += (f"; retraining with another seed alone gives RBO "
+                         f"{floor.rbo_mean:.3f}, the noise floor")
+            lines.append(text + ".")
+    return lines
+
+
 def _summary_table(store: Path, title: str) -> list[Table]:
     """One table per (dataset, model): a row per perturbation and seed, then mean ± std."""
     from recaudit.audit import seed_summary, trial_summary
@@ -115,6 +139,10 @@ def audit(
     store = _progress_runner(config)
     for table in _summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"):
         console.print(table)
+    from recaudit.audit import seed_summary, trial_summary
+
+    for line in story(seed_summary(trial_summary(store))):
+        console.print(line)
     console.print(f"results: {store}")
 
 
