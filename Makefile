@@ -30,9 +30,13 @@ $(DEVSTAMP): pyproject.toml $(STAMP)
 
 venv: $(STAMP)
 
+# One deleted training interaction vs retraining with another seed (the noise floor). Prefix
+# samples in temporal batches, as in Oh et al. 2022: the deletion shifts every later batch.
 demo: $(STAMP)
-	$(VENV)/bin/recaudit audit --dataset synthetic --model gru4rec --perturbation random-delete --seeds 3 \
-		--param epochs=10 --param samples=window --output results/demo.duckdb
+	rm -rf results/demo.duckdb results/demo.duckdb.baselines
+	$(VENV)/bin/recaudit audit --dataset synthetic --model gru4rec -p random-delete -p seed-only \
+		--seeds 3 --workers 2 --param epochs=4 --param samples=prefix --param batch_order=temporal \
+		--param max_len=10 --param embedding_dim=64 --param hidden_dim=64 --output results/demo.duckdb
 
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q

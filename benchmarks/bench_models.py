@@ -13,6 +13,9 @@ repository's history with ``git archive`` into a temporary folder and run in the
 in its own processes, on the same data and settings (``--anchor REV``; ``--no-anchor`` skips
 it). The ratio column is anchor / ours.
 
+``--jodie-trajectory``: JODIE's loss per epoch on a small synthetic log (1,826 rows), the
+previous implementation and ours on the same groups, side by side.
+
 Part 2 (``--estimate CONFIG``): each model of an audit config trained for ``--epochs`` epochs on
 the config's dataset with its parameters; the full audit's serial time is extrapolated as
 ``fits x (epochs_in_config x s/epoch + rank s)`` where a (model, seed) needs one baseline fit,
@@ -104,6 +107,20 @@ def part1(args, anchor_src: Path | None) -> None:
                 print(f"| {model} | {layout} | {device} | {o} | {a} | {r} |", flush=True)
 
 
+def jodie_trajectory(anchor_src: Path) -> None:
+    print("\n## JODIE loss per epoch, same log, seed and groups")
+    out = {}
+    for label, src in (("previous", anchor_src), ("ours", ROOT / "src")):
+        env = dict(os.environ, PYTHONPATH=str(src))
+        res = subprocess.run([sys.executable, str(HERE / "_jodie_trajectory.py")], env=env,
+                             capture_output=True, text=True, check=True)
+        out[label] = json.loads(res.stdout.strip().splitlines()[-1])
+    print("| epoch | previous | ours | relative difference |")
+    print("| ---: | ---: | ---: | ---: |")
+    for e, (a, b) in enumerate(zip(out["previous"], out["ours"]), 1):
+        print(f"| {e} | {a:.9f} | {b:.9f} | {abs(a - b) / abs(a):.1e} |")
+
+
 def part2(args) -> None:
     from recaudit.audit import load_config
 
@@ -178,6 +195,7 @@ def main() -> None:
     ap.add_argument("--no-anchor", action="store_true")
     ap.add_argument("--budget", type=float, default=1800.0, help="seconds per measurement")
     ap.add_argument("--skip-epochs", action="store_true", help="skip part 1")
+    ap.add_argument("--jodie-trajectory", action="store_true")
     ap.add_argument("--estimate", help="audit config whose wall time to estimate (part 2)")
     ap.add_argument("--throughput", action="store_true", help="part 3")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -200,9 +218,11 @@ def main() -> None:
           f"{torch.__version__}; {time.strftime('%Y-%m-%d %H:%M')}")
     with tempfile.TemporaryDirectory() as tmp:
         anchor_src = None
-        if not args.no_anchor and not args.skip_epochs:
+        if not args.no_anchor and (not args.skip_epochs or args.jodie_trajectory):
             anchor_src = extract(args.anchor, Path(tmp))
             print(f"anchor: recaudit at {args.anchor} (git archive)")
+        if args.jodie_trajectory and anchor_src is not None:
+            jodie_trajectory(anchor_src)
         if not args.skip_epochs:
             part1(args, anchor_src)
     if args.estimate:

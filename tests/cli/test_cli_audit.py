@@ -63,3 +63,19 @@ def test_debug_flag_shows_the_exception(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError):
         main(["--debug", "run", "does-not-exist.toml"])
+
+
+def test_story_reads_a_seed_summary_against_the_seed_only_floor():
+    import pandas as pd
+
+    from recaudit.cli._audit import story
+
+    agg = pd.DataFrame({"dataset": ["d"] * 3, "model_label": ["m"] * 3,
+                        "perturbation": ["random-delete", "seed-only", "none"],
+                        "rbo_mean": [0.912, 0.694, 1.0], "jaccard_mean": [0.846, 0.5, 1.0],
+                        "mrr_base_mean": [0.20, 0.20, 0.2], "mrr_pert_mean": [0.2003, 0.19, 0.2]})
+    lines = story(agg)
+    assert len(lines) == 1  # seed-only is the floor, none is the control: no line of their own
+    assert "random-delete left the rank lists at RBO 0.912 and Jaccard@k 0.846" in lines[0]
+    assert "MRR moved by 0.0003" in lines[0] and "gives RBO 0.694, the noise floor" in lines[0]
+    assert "noise floor" not in story(agg[agg.perturbation != "seed-only"])[0]

@@ -61,9 +61,9 @@ from torch import nn
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError
-from recaudit.models._jodie_rnn import recurrence
 from recaudit.models._jodie_plan import (Plan, count_groups, make_plan, previous_rows,
                                          timespan_groups)
+from recaudit.models._jodie_rnn import recurrence
 from recaudit.models._nn import deterministic_torch, make_adam, materialize, resolve_device
 from recaudit.models._registry import register
 from recaudit.models._sequential import SequentialConfig, SequentialRecommender
