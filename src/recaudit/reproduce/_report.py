@@ -75,7 +75,8 @@ def _experiment(exp: Experiment, rec: dict[str, Any] | None) -> list[str]:
     out += [f"- Command: `{rec['command']}`",
             f"- Scale: **{rec['scale']}** — {rec['scale_note']}",
             f"- Machine: {_machine(rec['machine'])}; wall time {_duration(rec['wall_seconds'])}"
-            f" with {rec.get('workers', 1)} worker(s), load average "
+            + (f", CPU time {_duration(rec['cpu_seconds'])}" if "cpu_seconds" in rec else "")
+            + f" with {rec.get('workers', 1)} worker(s), load average "
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
             f"{rec['versions'].get('torch')})",

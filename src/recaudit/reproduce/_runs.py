@@ -78,6 +78,15 @@ def _versions() -> dict[str, str]:
             "torch": torch.__version__, "numpy": numpy.__version__}
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (worker processes): unlike wall
+    time, it does not grow when other programs share the machine."""
+    import resource
+
+    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+
+
 def record_path(root: Path, name: str, scale: str) -> Path:
     return Path(root) / name / scale / "record.json"
 
@@ -97,9 +106,9 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
-    started, load0 = time.time(), os.getloadavg()[0]
+    started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
     measures = exp.run(workdir, scale, workers)
-    finished = time.time()
+    finished, cpu = time.time(), _cpu_seconds() - cpu0
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
         "scale_note": exp.scales[scale],
@@ -108,6 +117,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "wall_seconds": round(finished - started, 1), "workers": workers,
         "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
+        "cpu_seconds": round(cpu, 1),
         "machine": _machine(), "versions": _versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
         "values": compare_values(exp, measures),
