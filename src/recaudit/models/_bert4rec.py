@@ -17,7 +17,7 @@ the host from ``make_rng(seed, "bert4rec", "loss")`` (their number then fixes th
 shape, so training never waits for the device).
 
 Defaults: 2 layers, 2 heads, dropout 0.1, ``mask_prob`` 0.2 (paper's ML-1M setting), lr 0.001;
-d 128 and max_len 50 (seed 000 §5). ``samples`` is fixed to windows (the Cloze task needs
+d 128 and max_len 50 (Oh et al. 2022 §5). ``samples`` is fixed to windows (the Cloze task needs
 whole windows); ``batch_order="temporal"`` orders windows by their last item's time.
 """
 

@@ -56,7 +56,7 @@ from numba import njit
 from torch import nn
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, DataError
 from recaudit.models._jodie_rnn import recurrence
 from recaudit.models._jodie_plan import (Plan, count_groups, make_plan, previous_rows,
                                          timespan_groups)
@@ -210,7 +210,7 @@ class JODIE(SequentialRecommender):
         """Train from scratch (``_group_ptr`` overrides the group boundaries; for tests)."""
         seed = self._check_fit_args(train, seed)
         if len(train) == 0:
-            raise ValueError("jodie: the training log is empty")
+            raise DataError("jodie: the training log is empty", source=train.name)
         cfg = self.config
         device = resolve_device(cfg.device)
         d = cfg.embedding_dim

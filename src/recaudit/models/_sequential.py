@@ -30,7 +30,6 @@ epoch).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,10 +39,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from recaudit.data import Interactions, Queries, RankLists
-from recaudit.errors import ConfigError
+from recaudit.config import Config
+from recaudit.data import Interactions, Queries, RankLists, holdout_last
+from recaudit.errors import ConfigError, DataError
+from recaudit.metrics import score_ranks
 from recaudit.models._nn import (deterministic_torch, make_adam, materialize, resolve_device,
                                  set_dropout_generator)
+from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models._samples import Batch, SequenceData, batch_from_queries
 from recaudit.seeds import make_rng, make_torch_generator
@@ -52,7 +54,7 @@ __all__ = ["SequentialConfig", "SequentialRecommender"]
 
 
 @dataclass(frozen=True)
-class SequentialConfig:
+class SequentialConfig(Config):
     """Options shared by the sequential models (defaults: seed 000 §5).
 
     epochs: training epochs (seed 000: at most 50). lr: Adam learning rate (0.001).
@@ -91,9 +93,6 @@ class SequentialConfig:
     num_threads: int = 1
     checkpoint_every: int | None = None
 
-    def __post_init__(self) -> None:
-        self.validate()
-
     def validate(self) -> None:
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
@@ -121,7 +120,7 @@ class SequentialConfig:
                  "must be None or an integer >= 1")
 
 
-class SequentialRecommender:
+class SequentialRecommender(Configurable):
     """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
 
     The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
@@ -136,19 +135,8 @@ class SequentialRecommender:
     uses_time: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
-        valid = {f.name for f in dataclasses.fields(self.Config)}
-        unknown = sorted(set(params) - valid)
-        if unknown:
-            raise ConfigError(f"{type(self).__name__} has no parameter {unknown[0]!r}; "
-                              f"valid: {', '.join(sorted(valid))}")
-        self.config = self.Config(**params)
+        super().__init__(**params)
         self.network_: nn.Module | None = None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.config})"
-
-    def get_params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self.config)
 
     # ------------------------------------------------------------------ hooks
     def _network(self, n_items: int) -> nn.Module:  # pragma: no cover - abstract
@@ -197,11 +185,13 @@ class SequentialRecommender:
         device = resolve_device(cfg.device)
         valid_q = None
         if cfg.patience is not None:
-            train, valid_q = _holdout_last(train)
+            train, valid_q = holdout_last(train, min_length=3)
         data = self._make_data(train)
         if len(data) == 0:
-            raise ValueError(f"{name}: training log {train.name!r} has no user with two or more "
-                             "interactions; nothing to learn")
+            raise DataError(f"{name}: no user has two or more training interactions; nothing "
+                            "to learn", source=train.name,
+                            hint="use a log where users have several interactions (lower the "
+                                 "dataset's min_user_interactions filter only if they do)")
         self.n_items_ = train.n_items
         self.checkpoints_: list[tuple[float, dict]] = []
         self.history_: list[dict] = []
@@ -356,23 +346,7 @@ def _state_copy(net: nn.Module) -> dict:
 
 
 def _mrr(scores: np.ndarray, target: np.ndarray) -> float:
-    t = scores[np.arange(len(target)), target]
-    rank = 1 + (scores > t[:, None]).sum(1)
-    return float(np.mean(1.0 / rank)) if len(target) else 0.0
-
-
-def _holdout_last(train: Interactions) -> tuple[Interactions, Queries]:
-    """Remove each user's last interaction (users with >= 3) and ask for it as a query."""
-    indptr, rows = train.user_sequences()
-    counts = np.diff(indptr)
-    last = rows[indptr[1:][counts >= 3] - 1]
-    keep = np.ones(len(train), dtype=bool)
-    keep[last] = False
-    rest = train.take(keep)
-    q = Queries.next_item(rest.take(np.isin(rest.user, train.user[last])))
-    # targets: the held-out items, aligned with q.user (sorted user codes)
-    target = np.full(train.n_users, -1, dtype=np.int64)
-    target[train.user[last]] = train.item[last]
-    q = Queries(q.user, q.context_indptr, q.context_item, q.context_time, target[q.user],
-                train.timestamp[last][np.argsort(train.user[last])], q.n_items, q.n_users)
-    return rest, q
+    """MRR of ``target`` under ``scores`` (rank = 1 + number of strictly higher scores)."""
+    if not len(target):
+        return 0.0
+    return float(np.mean(1.0 / (1 + score_ranks(scores, target))))
