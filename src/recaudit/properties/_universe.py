@@ -1,4 +1,4 @@
-"""The recommender "universe" of seed 004 §3.1 and a small vectorised query API over it.
+"""The recommender "universe" of Shriver 2018 §3.1 and a small vectorised query API over it.
 
 A universe holds users ``U`` (codes ``0..n_users-1``), items ``I``, the dataset's partial
 ``rating: U x I -> R``, item attributes ``attr: I -> 2^A`` and the recommender's partial

@@ -1,4 +1,4 @@
-"""MIRROR's online and offline metrics (seed 002, §4.2.4, Definitions 4.1-4.6).
+"""MIRROR's online and offline metrics (Zhu et al. 2023, §4.2.4, Definitions 4.1-4.6).
 
 Notation: a slate ``D = (d_1, …, d_N)`` is shown to a user; ``M(u, d, D)`` is the click
 probability from the action model; ``phi(d) = M(u^0, d, {d})`` is the *initial preference score*
@@ -147,7 +147,8 @@ def preference_shift(initial_list: Sequence, current_list: Sequence, p: float = 
 
     if not 0 < p < 1:
         raise ValueError(f"p must lie in (0, 1); got {p}")
-    return float(1.0 - rbo(list(initial_list), list(current_list), p=p, variant=variant))
+    return float(1.0 - rbo(list(initial_list), list(current_list), p=p,
+                           variant=variant))  # type: ignore[arg-type]
 
 
 def preference_shift_batch(initial_lists, current_lists, p: float = 0.9, *,
@@ -164,7 +165,7 @@ def preference_shift_batch(initial_lists, current_lists, p: float = 0.9, *,
         raise ValueError(f"expected two [n, k] arrays with the same n; got {a.shape}, {b.shape}")
     if a.shape[0] == 0:
         return np.zeros(0)
-    return 1.0 - rbo_batch(a, b, p=p, variant=variant)
+    return 1.0 - rbo_batch(a, b, p=p, variant=variant)  # type: ignore[arg-type]
 
 
 def auc(scores, labels) -> float:
