@@ -24,16 +24,18 @@ __all__ = ["derive_seed", "make_rng", "make_torch_generator", "normalise_key"]
 
 def normalise_key(key: object) -> Any:
     """``key`` as plain Python data (see the module docstring); ``TypeError`` if it is not."""
-    if key is None or isinstance(key, (bool, str, bytes)):
-        return key
-    if isinstance(key, np.bool_):
+    if key is None:
+        return None
+    if isinstance(key, (bool, np.bool_)):  # before int: bool is an int subclass
         return bool(key)
     if isinstance(key, (int, np.integer)):
         return int(key)
-    if isinstance(key, (float, np.floating)):
+    if isinstance(key, (float, np.floating)):  # np.float64 is a float subclass
         return float(key)
-    if isinstance(key, np.str_):
+    if isinstance(key, str):  # np.str_ is a str subclass with another repr
         return str(key)
+    if isinstance(key, bytes):
+        return bytes(key)
     if isinstance(key, (tuple, list)):
         return tuple(normalise_key(k) for k in key)
     raise TypeError(f"a seed key must be an int, float, str, bytes, bool, None or a tuple of "
