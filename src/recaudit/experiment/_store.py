@@ -235,8 +235,10 @@ class Store(Questions):
         if t.name not in self.tables():
             return pd.DataFrame(columns=t.names)
         sql = f"SELECT * FROM {t.name}"
-        if order:
-            sql += " ORDER BY " + ", ".join(f'"{c}"' for c in order)
+        present = set(self.con.execute(f"DESCRIBE {t.name}").df()["column_name"])
+        keys = [c for c in order if c in present]  # a file of an older layout may lack some
+        if keys:
+            sql += " ORDER BY " + ", ".join(f'"{c}"' for c in keys)
         return self.con.execute(sql).df()
 
     def ids(self, table: str) -> set[str]:

@@ -42,8 +42,9 @@ __all__ = ["BERT4Rec"]
 
 @dataclass(frozen=True)
 class BERT4RecConfig(SequentialConfig):
-    """BERT4Rec options (see :class:`SequentialConfig`). layers (2), heads (2),
-    mask_prob: Cloze masking probability (0.2)."""
+    """BERT4Rec options (see :class:`SequentialConfig`). layers: bidirectional transformer
+    blocks (2). heads: attention heads per block (2). mask_prob: Cloze masking probability
+    (0.2). dropout: dropout probability (0.1)."""
 
     layers: int = 2
     heads: int = 2

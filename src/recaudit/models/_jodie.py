@@ -70,9 +70,10 @@ __all__ = ["JODIE", "t_batches"]
 @dataclass(frozen=True)
 class JODIEConfig(SequentialConfig):
     """JODIE options (see :class:`SequentialConfig`; ``max_len``/``samples``/``dropout`` are
-    unused). lambda_user / lambda_item: smoothness weights (1.0). batch_size: rows per optimiser
-    step with ``grouping="count"``. grouping: ``"count"`` or ``"timespan"`` (the authors' rule:
-    the time range split into ``n_spans`` spans). detach_targets: stop gradients at the
+    unused). lambda_user: smoothness weight of user trajectories (1.0). lambda_item: the same
+    for items (1.0). batch_size: rows per optimiser step with ``grouping="count"``. grouping:
+    ``"count"`` or ``"timespan"`` (the authors' rule: the time range split into spans).
+    n_spans: spans of ``grouping="timespan"``. detach_targets: stop gradients at the
     regression targets as the authors' code does."""
 
     batch_order: str = "temporal"

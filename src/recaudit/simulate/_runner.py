@@ -39,8 +39,8 @@ class MirrorConfig(Config):
     sessions (sequential; default 150; played by distinct users of the evaluation pool).
     n_eval: evaluation slates (default 500) or users (default 150). test_fraction: share of
     the collected data held out for the offline NDCG and AUC. train: the algorithms' training
-    settings. rbo_p: persistence of the RBO of Preference Shift (default 0.9). explore
-    (sequential scenario only): probability that a data-collection oracle shows a random
+    settings. rbo_p: persistence of the RBO of Preference Shift (default 0.9). explore:
+    (sequential scenario only) probability that a data-collection oracle shows a random
     candidate instead of its choice. Without it (``explore=0``, the paper's setting) the
     logged data never shows most (profile, topic) pairs and the learned models extrapolate
     badly; we default to ``0.2`` and state it. rbo_variant: the RBO of Preference Shift
