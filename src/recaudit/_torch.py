@@ -1,4 +1,5 @@
-"""Torch execution scopes that leave no trace: deterministic kernels and a fixed thread count.
+"""Torch execution scopes that leave no trace (deterministic kernels, a fixed thread count), and
+the validation of device names (without importing torch).
 
 :func:`deterministic_torch` switches on ``torch.use_deterministic_algorithms(True)`` and
 ``num_threads`` intra-op threads for the duration of a block (model training and ranking,
@@ -15,7 +16,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["deterministic_torch"]
+from recaudit.errors import ConfigError
+
+__all__ = ["deterministic_torch", "check_device"]
 
 
 @contextlib.contextmanager
@@ -40,3 +43,11 @@ def deterministic_torch(num_threads: int = 1, device: Any = "cpu") -> Iterator[N
         torch.set_num_threads(old_threads)
         if env_set:
             del os.environ["CUBLAS_WORKSPACE_CONFIG"]
+
+
+def check_device(device: str) -> str:
+    """Validate a device name: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``."""
+    if device in ("cpu", "cuda", "auto") or (
+            isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")

@@ -2,23 +2,8 @@ import pytest
 
 from recaudit.cli import main
 
-TINY = """
-name = "cli"
-output = "{out}"
-seeds = [0]
-perturbations = ["none", "random-delete"]
+from .conftest import TINY
 
-[[datasets]]
-name = "synthetic"
-options = {{ n_users = 30, n_items = 20, n_clusters = 3, mean_length = 12, seed = 1 }}
-
-[[models]]
-name = "gru4rec"
-params = {{ epochs = 1, embedding_dim = 8, hidden_dim = 8 }}
-
-[metrics]
-k = 5
-"""
 
 
 def test_run_status_results_export(tmp_path, capsys):

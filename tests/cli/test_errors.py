@@ -12,20 +12,8 @@ import pytest
 
 from recaudit.cli import main
 
-GOOD_TOML = """
-name = "t"
-output = "{out}"
-seeds = 1
-perturbations = ["random-delete"]
+from .conftest import TINY
 
-[[datasets]]
-name = "synthetic"
-options = {{ n_users = 30, n_items = 20, n_clusters = 3, mean_length = 12, seed = 1 }}
-
-[[models]]
-name = "gru4rec"
-params = {{ epochs = 1, embedding_dim = 8, hidden_dim = 8 }}
-"""
 
 
 @pytest.fixture
@@ -37,10 +25,10 @@ def files(tmp_path, monkeypatch):
     (tmp_path / "norating.csv").write_text(
         "user,item,timestamp\n" + "".join(f"u{i % 4},i{i},{i}\n" for i in range(40)))
     (tmp_path / "notastore.duckdb").write_text("not a database")
-    good = GOOD_TOML.format(out=tmp_path / "s.duckdb")
+    good = TINY.format(out=tmp_path / "s.duckdb")
     tomls = {
         "invalid": "seeds = [0,\n",
-        "unknown": good.replace("seeds = 1", "seedz = 1"),
+        "unknown": good.replace("seeds = [0]", "seedz = [0]"),
         "param": good.replace("epochs = 1", "epoch = 1"),
         "device": good + '\n[executor]\nkind = "process"\nworkers = 2\ndevices = ["gpu0"]\n',
         "pert": good.replace('"random-delete"', '"random-delet"'),
@@ -88,7 +76,7 @@ CASES = [
     (["run", "unknown.toml"], "Did you mean 'seeds'"),
     (["run", "param.toml"], "line 13, key 'models[0].params.epoch'"),
     (["run", "device.toml"], "device must be"),
-    (["run", "pert.toml"], "perturbations[0]"),
+    (["run", "pert.toml"], "perturbations[1]"),
     (["run", "single.toml"], "no user with two training interactions"),
     (["audit", "--dataset", "once.csv", "--seeds", "1"], "no interaction is left after filtering"),
     (["audit", "--dataset", "missing.csv"], "no such file"),

@@ -70,7 +70,7 @@ def fill_store(path, *, dataset=EVIL, models=("gru4rec", "sasrec"), seeds=(0, 1,
                         drop = 0.04 * int(n) if pos == "end" else 0.002 * int(n)
                         lev = 0.62 - (0.04 * int(n) if pos == "end" else 0.004 * int(n))
                     else:
-                        drop, lev = (0.0 if pert == "none" else 0.01), level[pert]
+                        drop, lev = (0.0 if pert == "none" else 0.01), level.get(pert, 0.75)
                     lev -= 0.05 * mi
                     if pert == "none":
                         lev = 1.0

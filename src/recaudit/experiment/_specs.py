@@ -150,8 +150,8 @@ class ExecutorSpec(Config):
         super().__post_init__()
 
     def validate(self) -> None:
+        from recaudit._torch import check_device
         from recaudit.errors import ConfigError
-        from recaudit.models import check_device
 
         if self.workers < 1:
             raise self.invalid("workers", f"must be >= 1, got {self.workers}")

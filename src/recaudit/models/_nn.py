@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-from recaudit._torch import deterministic_torch
+from recaudit._torch import check_device, deterministic_torch
 from recaudit.errors import ConfigError
 
 __all__ = ["SeededDropout", "CausalSelfAttentionBlock", "deterministic_torch", "materialize",
@@ -123,14 +123,6 @@ def _owner(root: nn.Module, param_name: str) -> nn.Module:
 
 
 _PROCESS_DEVICE: str | None = None
-
-
-def check_device(device: str) -> str:
-    """Validate a device name: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``."""
-    if device in ("cpu", "cuda", "auto") or (
-            isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit()):
-        return device
-    raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
 
 
 def set_process_device(device: str | None) -> None:

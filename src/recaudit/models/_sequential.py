@@ -55,12 +55,12 @@ __all__ = ["SequentialConfig", "SequentialRecommender"]
 
 @dataclass(frozen=True)
 class SequentialConfig(Config):
-    """Options shared by the sequential models (defaults: seed 000 §5).
+    """Options shared by the sequential models (defaults: Oh et al. 2022 §5).
 
-    epochs: training epochs (seed 000: at most 50). lr: Adam learning rate (0.001).
+    epochs: training epochs (Oh et al. 2022: at most 50). lr: Adam learning rate (0.001).
     embedding_dim: item embedding size (128). max_len: context length (50).
     batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
-    (seed 000 §6.1). samples: ``"window"`` (default; every position of a window of up to
+    (Oh et al. 2022 §6.1). samples: ``"window"`` (default; every position of a window of up to
     ``max_len`` items predicts its next item: the training scheme of SASRec, GRU4Rec's
     session-parallel batches and the CASPER LSTM, ~max_len times cheaper) or ``"prefix"`` (one
     sample per target with its preceding ``max_len`` items, RecBole's scheme; LatentCross's

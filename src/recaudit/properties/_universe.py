@@ -267,11 +267,9 @@ class Universe:
         try:
             return names.index(a)
         except ValueError:
-            import difflib
+            from recaudit.errors import did_you_mean
 
-            close = difflib.get_close_matches(a, names, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown item attribute {a!r}.{hint}") from None
+            raise ValueError(f"unknown item attribute {a!r}.{did_you_mean(a, names)}") from None
 
     def _attributes(self) -> None:
         if "A" in self._cache:
