@@ -48,3 +48,18 @@ def test_debug_flag_shows_the_exception(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError):
         main(["--debug", "run", "does-not-exist.toml"])
+
+
+def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
+    import logging
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(out=tmp_path / "v.duckdb"))
+    try:
+        with caplog.at_level(logging.INFO, logger="recaudit"):
+            assert main(["-v", "run", str(cfg)]) == 0
+    finally:
+        logging.getLogger("recaudit").setLevel(logging.NOTSET)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("recaudit.")]
+    assert sum(" done in " in m for m in messages) == 2
+    assert any("trials to run" in m for m in messages)

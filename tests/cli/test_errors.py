@@ -118,3 +118,14 @@ def test_debug_shows_the_usage_error(capsys):
     with pytest.raises(Exception) as err:
         main(["--debug", "audit", "--nosuchflag"])
     assert "nosuchflag" in str(err.value)
+
+
+def test_soft_problems_are_one_warning_line(files, capsys):
+    import os
+
+    workers = str((os.cpu_count() or 1) + 1)
+    # the warning comes when the executor is configured; the audit then fails: no such dataset
+    assert main(["audit", "--workers", workers, "--dataset", "no-such-dataset"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("warning: executor:") and "exceed this machine" in err[0]
+    assert err[1].startswith("error: ") and len(err) == 2

@@ -94,3 +94,20 @@ def test_group_members_wait_for_their_first_job():
     for job in jobs[2:]:
         first = (0, "a") if job[1] == "a" else (1, "b")
         assert events.index(("done", first)) < events.index(("submit", job))
+
+
+def test_oversubscribed_executors_warn_but_stay_valid():
+    import os
+
+    from recaudit.errors import RecauditWarning
+
+    cpus = os.cpu_count() or 1
+    with pytest.warns(RecauditWarning, match="exceed this machine"):
+        spec = ExecutorSpec("process", workers=cpus + 1)
+    assert spec.workers == cpus + 1
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ExecutorSpec("inprocess", threads_per_worker=cpus + 1)  # the caller's own process
+        ExecutorSpec("ray", workers=cpus + 1, address="ray://cluster:10001")  # not this host

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
+from typing import Any
 
 import typer
 
-from recaudit.errors import RecauditError, did_you_mean
+from recaudit.errors import RecauditError, RecauditWarning, did_you_mean
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Audit recommender systems: stability, manipulation, properties.")
@@ -59,8 +61,26 @@ def _usage_message(exc: Exception) -> str:
     return f"{message} (see `{path} --help`)"
 
 
+def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+          file: Any = None, line: str | None = None) -> None:
+    """Soft problems (:class:`RecauditWarning`) as one line ``warning: ...``; others as usual."""
+    if issubclass(category, RecauditWarning):
+        print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        _SHOW(message, category, filename, lineno, file, line)
+
+
+_SHOW = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: the exit code (0 success, 2 any user error, 130 interrupted)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     _STATE["debug"] = False
     try:
         app(args=argv, standalone_mode=False, prog_name="recaudit")
