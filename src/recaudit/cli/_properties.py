@@ -51,6 +51,7 @@ def _fmt(v: Any) -> str:
     if isinstance(v, tuple):
         return ", ".join(v[:3]) + (", ..." if len(v) > 3 else "")
     if isinstance(v, (float, np.floating)):
+        v = float(v)
         if np.isnan(v):
             return "-"
         if abs(v) < 1e-2 and v != 0:

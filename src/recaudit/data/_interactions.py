@@ -26,7 +26,7 @@ DEFAULT_COLUMNS: Mapping[str, str] = MappingProxyType(
 )
 
 
-def pair_keys(user: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
+def pair_keys(user: Any, item: Any, n_items: int) -> np.ndarray:
     """``user * n_items + item`` as int64: one key per ``(user, item)`` pair."""
     return np.asarray(user, dtype=np.int64) * np.int64(n_items) + np.asarray(item, dtype=np.int64)
 
@@ -229,9 +229,10 @@ class Interactions:
 
     def replace(self, **changes: Any) -> Interactions:
         """Copy with some fields replaced (validated and re-sorted like a new log)."""
-        fields = dict(user=self.user, item=self.item, timestamp=self.timestamp,
-                      rating=self.rating, user_ids=self.user_ids, item_ids=self.item_ids,
-                      item_attributes=self.item_attributes, name=self.name)
+        fields: dict[str, Any] = dict(
+            user=self.user, item=self.item, timestamp=self.timestamp, rating=self.rating,
+            user_ids=self.user_ids, item_ids=self.item_ids,
+            item_attributes=self.item_attributes, name=self.name)
         fields.update(changes)
         return Interactions(**fields)
 

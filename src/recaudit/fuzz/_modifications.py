@@ -208,8 +208,8 @@ def _apply(log: Interactions, mods: ModificationSet) -> tuple[Interactions, dict
         timestamp=np.concatenate([log.timestamp[keep], ts]),
         rating=np.concatenate([rating[keep], mods.value[add].astype(np.float32)]))
     tstamps: list[Any] = [None] * n
-    for a, j in enumerate(add):
-        tstamps[j] = _jsonable(ts[a])
+    for a, row in enumerate(add):
+        tstamps[row] = _jsonable(ts[a])
     facts = {"old_value": old, "rows": [r.astype(int).tolist() for r in rows],
              "timestamp": tstamps}
     return new, facts

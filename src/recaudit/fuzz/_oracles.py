@@ -19,7 +19,9 @@ should have their top item fall out").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +32,8 @@ __all__ = ["DISTANCES", "AGGREGATES", "distances", "default_delta", "Oracle", "V
 
 #: The oracles' distances (the ``fuzz_trials`` columns of the same names).
 DISTANCES = FUZZ_DISTANCES
-AGGREGATES = {"avg": np.mean, "min": np.min, "max": np.max, "median": np.median}
+AGGREGATES: dict[str, Callable[[np.ndarray], Any]] = {"avg": np.mean, "min": np.min,
+                                                      "max": np.max, "median": np.median}
 
 
 def distances(before: np.ndarray, after: np.ndarray, metric: str = "topout", k: int = 10

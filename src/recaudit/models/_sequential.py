@@ -101,7 +101,7 @@ class SequentialConfig(Config):
 
         for key in ("epochs", "embedding_dim", "max_len", "batch_size", "num_threads"):
             v = getattr(self, key)
-            need(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1, key,
+            need(bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1), key,
                  "must be an integer >= 1")
         need(isinstance(self.lr, (int, float)) and self.lr > 0, "lr", "must be > 0")
         need(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1, "dropout",

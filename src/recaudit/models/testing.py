@@ -197,7 +197,7 @@ def check_global_rng_untouched(make_model: ModelFactory, train: Interactions,
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a core dependency
-        torch = None
+        torch = None  # type: ignore[assignment]
     t_state = torch.random.get_rng_state() if torch is not None else None
     make_model().fit(train, seed=0).rank(queries)
     after = np.random.get_state()

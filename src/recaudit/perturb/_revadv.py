@@ -93,10 +93,10 @@ def craft_fake_user(log: Interactions, rng: np.random.Generator, *, dim: int = 1
             opt.zero_grad()
             adv.backward()
             opt.step()
-        x = torch.sigmoid(theta).detach().numpy()
+        weights = torch.sigmoid(theta).detach().numpy()
     finally:
         torch.set_num_threads(threads)
-    order = np.lexsort((np.arange(n_items), -x))
+    order = np.lexsort((np.arange(n_items), -weights))
     return np.sort(items[order[:m]]).astype(np.int64)
 
 

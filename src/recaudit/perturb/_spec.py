@@ -175,7 +175,7 @@ class PerturbationSpec(Config):
         params: dict[str, Any] = {"spec": self.name, "count": self.count}
         if self.selector == "casper":
             params.update(max_len=self.max_len, casper_method=self.casper_method)
-        common = dict(selector=self.selector, scores=scores, params=params)
+        common: dict[str, Any] = dict(selector=self.selector, scores=scores, params=params)
         if self.edit == "delete":
             return delete_rows(train, rows, **common)
         if self.edit == "insert":

@@ -51,7 +51,9 @@ class Values:
             return float(len(v))
         if len(v) == 0:
             return float("nan")
-        fn = {"min": np.min, "max": np.max, "median": np.median, "avg": np.mean}[f]
+        fns: dict[str, Callable[..., Any]] = {"min": np.min, "max": np.max,
+                                              "median": np.median, "avg": np.mean}
+        fn = fns[f]
         return float(fn(v))
 
     def __len__(self) -> int:

@@ -51,7 +51,7 @@ def style() -> Iterator[None]:
     """The report's matplotlib settings, for the duration of the block only."""
     import matplotlib
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]  # keys are rc names
         yield
 
 
@@ -64,7 +64,7 @@ def to_svg(fig: Figure, key: str = "") -> str:
     FigureCanvasSVG(fig)
     buf = io.StringIO()
     salt = hashlib.sha1(key.encode()).hexdigest()[:10]
-    with matplotlib.rc_context({**_RC, "svg.hashsalt": salt}):
+    with matplotlib.rc_context({**_RC, "svg.hashsalt": salt}):  # type: ignore[dict-item]
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]

@@ -147,8 +147,7 @@ def preference_shift(initial_list: Sequence, current_list: Sequence, p: float = 
 
     if not 0 < p < 1:
         raise ValueError(f"p must lie in (0, 1); got {p}")
-    return float(1.0 - rbo(list(initial_list), list(current_list), p=p,
-                           variant=variant))  # type: ignore[arg-type]
+    return float(1.0 - rbo(list(initial_list), list(current_list), p=p, variant=variant))
 
 
 def preference_shift_batch(initial_lists, current_lists, p: float = 0.9, *,
@@ -165,7 +164,7 @@ def preference_shift_batch(initial_lists, current_lists, p: float = 0.9, *,
         raise ValueError(f"expected two [n, k] arrays with the same n; got {a.shape}, {b.shape}")
     if a.shape[0] == 0:
         return np.zeros(0)
-    return 1.0 - rbo_batch(a, b, p=p, variant=variant)  # type: ignore[arg-type]
+    return 1.0 - rbo_batch(a, b, p=p, variant=variant)
 
 
 def auc(scores, labels) -> float:
