@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` and `make test`.
+# The README's two commands: `make demo` and `make test`; CI also runs `make lint floors`.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -6,8 +6,9 @@ PIP    := $(PY) -m pip
 TORCH  := torch==2.13.0
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
+MINVENV  := .venv-min
 
-.PHONY: demo test venv clean bench
+.PHONY: demo test lint floors venv clean bench
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +42,20 @@ demo: $(STAMP)
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q
 
+lint: $(DEVSTAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+# The declared dependency minimums (.ci/minimums.txt, exact pins) in a virtual environment of
+# their own, torch first; the results-store and command-line tests run against them.
+floors:
+	$(PYTHON) -m venv $(MINVENV)
+	$(MINVENV)/bin/python -m pip install --quiet "$(TORCH)"
+	$(MINVENV)/bin/python -m pip install --quiet -c .ci/minimums.txt -e . "pytest>=8"
+	$(MINVENV)/bin/python -m pytest -q -p no:cacheprovider tests/experiment tests/cli
+
 bench: $(DEVSTAMP)
 	$(PY) benchmarks/bench_similarity.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(MINVENV) build *.egg-info src/*.egg-info

@@ -1,18 +1,25 @@
 """recaudit: audit recommender systems for stability, manipulation and behavioural properties.
 
-Subpackages (one concept each):
+Subpackages (one concept each), from the top layer down; a layer imports only layers below it:
 
+- :mod:`recaudit.cli` — the ``recaudit`` command;
+- :mod:`recaudit.report` — the papers' tables and figures from a results file;
+- the studies: :mod:`recaudit.audit` (rank-list stability, Oh et al. 2022 and Betello et al.
+  2023), :mod:`recaudit.fuzz` (influence-guided fuzzing, Shriver 2018),
+  :mod:`recaudit.properties` (property templates, Shriver 2018), :mod:`recaudit.simulate`
+  (MIRROR, Zhu et al. 2023);
+- :mod:`recaudit.experiment` — what the studies share: specs, trial ids, data loading,
+  executors and the results store;
+- :mod:`recaudit.perturb` — training-data perturbations, their protocol and registry;
+- :mod:`recaudit.models` and :mod:`recaudit.metrics` — recommenders and rank-list measures;
 - :mod:`recaudit.data` — interaction logs, readers, filters, splits, datasets;
-- :mod:`recaudit.metrics` — rank-list similarity and accuracy;
-- :mod:`recaudit.models` — the ``Recommender`` protocol and built-in models;
-- :mod:`recaudit.perturb` — training-data perturbations and their records;
-- :mod:`recaudit.audit` — trials, the runner and the results store;
-- :mod:`recaudit.simulate` — the MIRROR manipulation benchmark;
-- :mod:`recaudit.properties` — property templates over recommendations.
+- :mod:`recaudit.config`, :mod:`recaudit.errors`, :mod:`recaudit.seeds` — the configuration
+  convention, errors and warnings, seeds as data.
 """
 
-from recaudit.errors import ConfigError, DataError, DatasetError, RecauditError
+from recaudit.errors import ConfigError, DataError, DatasetError, RecauditError, RecauditWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigError", "DataError", "DatasetError", "RecauditError", "__version__"]
+__all__ = ["ConfigError", "DataError", "DatasetError", "RecauditError", "RecauditWarning",
+           "__version__"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from recaudit.audit import ExecutorSpec
-from recaudit.audit._executors import _init_worker
+from recaudit.experiment._executors import _init_worker
 from recaudit.errors import ConfigError
 from recaudit.models import resolve_device, set_process_device
 

@@ -92,17 +92,18 @@ def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
 
 
-_KILL_SCRIPT = textwrap.dedent("""
+_MODEL, _DATA = dict(TINY_MODEL.params), dict(TINY_DATA.options)
+_KILL_SCRIPT = textwrap.dedent(f"""
     import sys
     from recaudit.audit import *
     cfg = AuditConfig(
-        models=(ModelSpec("gru4rec", %r),), datasets=(DatasetSpec("synthetic", options=%r),),
+        models=(ModelSpec("gru4rec", {_MODEL!r}),), datasets=(DatasetSpec("synthetic", options={_DATA!r}),),
         perturbations=("none", "random-delete", "latest-random-delete"), seeds=(0, 1, 2),
         metrics=MetricSpec(k=5), output=sys.argv[1] + "/a.duckdb")
     def progress(event, trial, done, total):
         print(event, done, flush=True)
     run_audit(cfg, progress=progress)
-""" % (dict(TINY_MODEL.params), dict(TINY_DATA.options)))
+""")
 
 
 @pytest.mark.slow
@@ -160,9 +161,11 @@ def test_read_only_store_missing_is_a_clear_error(tmp_path):
 
 
 def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
-    """Seed 004's rating-level fuzzing through the audit engine: ZERO changes nothing, so a
+    """Shriver 2018's rating-level fuzzing through the audit engine: ZERO changes nothing, so a
     deterministic recommender's lists stay identical; AMU adds exactly M ratings for one
     user, never on a test pair."""
+    import recaudit.fuzz  # noqa: F401  registers fuzz: here (installs find its entry point)
+
     data = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
                                              "mean_length": 14, "seed": 5, "ratings": True})
     cfg = AuditConfig(models=(ModelSpec("item-item"),), datasets=(data,),

@@ -2,23 +2,8 @@ import pytest
 
 from recaudit.cli import main
 
-TINY = """
-name = "cli"
-output = "{out}"
-seeds = [0]
-perturbations = ["none", "random-delete"]
+from .conftest import TINY
 
-[[datasets]]
-name = "synthetic"
-options = {{ n_users = 30, n_items = 20, n_clusters = 3, mean_length = 12, seed = 1 }}
-
-[[models]]
-name = "gru4rec"
-params = {{ epochs = 1, embedding_dim = 8, hidden_dim = 8 }}
-
-[metrics]
-k = 5
-"""
 
 
 def test_run_status_results_export(tmp_path, capsys):
@@ -63,6 +48,21 @@ def test_debug_flag_shows_the_exception(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError):
         main(["--debug", "run", "does-not-exist.toml"])
+
+
+def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
+    import logging
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(out=tmp_path / "v.duckdb"))
+    try:
+        with caplog.at_level(logging.INFO, logger="recaudit"):
+            assert main(["-v", "run", str(cfg)]) == 0
+    finally:
+        logging.getLogger("recaudit").setLevel(logging.NOTSET)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("recaudit.")]
+    assert sum(" done in " in m for m in messages) == 2
+    assert any("trials to run" in m for m in messages)
 
 
 def test_story_reads_a_seed_summary_against_the_seed_only_floor():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import numpy as np
@@ -293,7 +293,7 @@ def test_read_foursquare_tsmc(tmp_path):
               "979\t4a43c0aef964a520c6a61fe3\t4bf58dd8d48988d1df941735\tBridge\t40.60\t-74.04\t"
               "-240\tTue Apr 03 18:00:25 +0000 2012\n", encoding="latin-1")
     log = read(p)
-    t0 = int(datetime(2012, 4, 3, 18, 0, 9, tzinfo=timezone.utc).timestamp())
+    t0 = int(datetime(2012, 4, 3, 18, 0, 9, tzinfo=UTC).timestamp())
     assert log.timestamp.tolist() == [t0, t0 + 16]
     attrs = {log.item_ids[k]: set(v) for k, v in log.item_attributes.items()}
     assert attrs["49bbd6c0f964a520f4531fe3"] == {"Arts & Crafts Store"}

@@ -19,7 +19,7 @@ from recaudit.cli import main
 from recaudit.data import datasets
 from recaudit.data._download import safe_extract
 from recaudit.data._registry import DatasetSpec, MirrorFile, Registry, data_dir
-from recaudit.errors import DataError, DatasetError
+from recaudit.errors import DataError, DatasetError, RecauditWarning
 
 REQUIRED = {"ml-100k", "ml-1m", "ml-latest-small", "lastfm", "wikipedia", "reddit",
             "foursquare", "foursquare-nyc", "foursquare-tky", "jester"}
@@ -219,14 +219,16 @@ def test_unknown_checksum_is_checked_by_rows_and_size(http_root):
     root, base = http_root
     make_zip(root / "toy.zip", {"toy/ratings.csv": RATINGS})
     wrong = Registry([spec(f"{base}/toy.zip", rows=4)])
-    with pytest.raises(DatasetError, match="has 3 rows, the registry expects 4"):
+    with pytest.raises(DatasetError, match="has 3 rows, the registry expects 4"), \
+            pytest.warns(RecauditWarning, match="no published checksum"):
         wrong.fetch("toy", download=True)
     assert wrong.locate("toy") is None  # no completion marker
     too_small = Registry([spec(f"{base}/toy.zip", min_bytes=10**6)])
     with pytest.raises(DatasetError, match="expected at least 1000000"):
         too_small.fetch("toy", download=True)
     right = Registry([spec(f"{base}/toy.zip", rows=3)])
-    assert right.fetch("toy", download=True).origin == "download"
+    with pytest.warns(RecauditWarning, match="checked by parsing it and counting rows"):
+        assert right.fetch("toy", download=True).origin == "download"
 
 
 def test_plain_file_download_and_http_errors(http_root):
@@ -234,7 +236,8 @@ def test_plain_file_download_and_http_errors(http_root):
     (root / "wiki.tsv").write_text("0\t5\t1\t0.0\n1\t6\t1\t1.0\n")
     reg = Registry([spec(f"{base}/wiki.tsv", archive="none", file="wiki.tsv",
                          format="tsv-shared", rows=2)])
-    assert len(reg.load("toy", download=True)) == 2
+    with pytest.warns(RecauditWarning, match="no published checksum"):
+        assert len(reg.load("toy", download=True)) == 2
     missing = Registry([spec(f"{base}/absent.zip")])
     with pytest.raises(DatasetError, match="download of .*absent.zip failed"):
         missing.fetch("toy", download=True)
@@ -340,6 +343,7 @@ def test_unknown_checksum_download_must_parse(http_root):
     root, base = http_root
     make_zip(root / "toy.zip", {"toy/ratings.csv": "userId,movieId,rating,timestamp\n1,2,x,3\n"})
     reg = Registry([spec(f"{base}/toy.zip")])
-    with pytest.raises(DataError, match="rating is not a finite number"):
+    with pytest.raises(DataError, match="rating is not a finite number"), \
+            pytest.warns(RecauditWarning, match="no published checksum"):
         reg.fetch("toy", download=True)
     assert reg.locate("toy") is None

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from recaudit.data import synthetic
+from recaudit.errors import ConfigError
 
 
 def test_same_seed_same_log_and_different_seed_differs():
@@ -51,5 +52,5 @@ def test_ratings_and_attributes_optional():
 def test_bad_parameters():
     with pytest.raises(ValueError, match="n_clusters"):
         synthetic(n_items=5, n_clusters=10)
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigError, match="Did you mean 'n_users'"):
         synthetic(n_user=5)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import numpy as np
 import pandas as pd
@@ -101,8 +101,8 @@ def test_iso_datetimes_become_utc_epoch_seconds():
                timestamp=["1970-01-01T00:00:10Z", "2012-04-03T18:00:09+01:00",
                           "2012-04-03 18:00:09"])
     out = validate_frame(df)
-    expected = [10, int(datetime(2012, 4, 3, 17, 0, 9, tzinfo=timezone.utc).timestamp()),
-                int(datetime(2012, 4, 3, 18, 0, 9, tzinfo=timezone.utc).timestamp())]
+    expected = [10, int(datetime(2012, 4, 3, 17, 0, 9, tzinfo=UTC).timestamp()),
+                int(datetime(2012, 4, 3, 18, 0, 9, tzinfo=UTC).timestamp())]
     assert out["timestamp"].tolist() == expected
     assert out["timestamp"].dtype == np.int64
 

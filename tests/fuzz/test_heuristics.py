@@ -1,4 +1,4 @@
-"""Heuristics (seed 004 Tables 4.2, 4.4): promised type, users/items, test data untouched."""
+"""Heuristics (Shriver 2018 Tables 4.2, 4.4): promised type, users/items, test data untouched."""
 
 from __future__ import annotations
 
@@ -174,18 +174,29 @@ def test_influence_guided_needs_recommendations(small_log):
         FuzzSpec("AMU", 1).apply(small_log, np.random.default_rng(0))
 
 
-def test_audit_inputs_protect_the_test_split(fz):
-    from recaudit.data import split
-    from recaudit.fuzz import audit_inputs
+def test_protocol_context_protects_the_test_split(fz):
+    """As an audit perturbation: the first query of each user gives their list (cut to k),
+    the split's held-out pairs are never added, and ``perturb`` equals ``apply`` with those
+    inputs built by hand."""
+    from recaudit.data import RankLists, split
+    from recaudit.fuzz import Recommendations
+    from recaudit.perturb import Context
 
     log = fz.random_log(9)
     sp = split(log, "leave-last-out")
     base = fz.popularity_recs(sp.train, k=5)
     per_query = base.items[sp.queries.user]  # one row per test query
-    kw = audit_inputs(sp, per_query, k=3)
-    assert kw["recommendations"].items.shape == (len(np.unique(sp.queries.user)), 3)
     test_pairs = set(zip(sp.test.user.tolist(), sp.test.item.tolist()))
-    assert set(kw["protected"].tolist()) == {u * log.n_items + i for u, i in test_pairs}
+    protected = sp.held_out_pairs()
+    assert set(protected.tolist()) == {u * log.n_items + i for u, i in test_pairs}
+    ctx = Context(queries=sp.queries, baseline=RankLists(per_query), k=3, protected=protected)
+    users = np.unique(sp.queries.user)
+    by_hand = Recommendations(users, base.items[users, :3])
     for name in ("ARAND", "AMU", "ALI", "AMR", "AMA"):
-        _, rec = FuzzSpec(name, 25).apply(sp.train, np.random.default_rng(1), **kw)
+        spec = FuzzSpec(name, 25)
+        assert spec.needs.protected and spec.needs.recommendations == (name != "ARAND")
+        out, rec = spec.perturb(sp.train, np.random.default_rng(1), ctx)
         assert not set(zip(rec.user, rec.item)) & test_pairs
+        again, rec2 = spec.apply(sp.train, np.random.default_rng(1), recommendations=by_hand,
+                                 protected=protected)
+        assert rec2.to_dict() == rec.to_dict() and again.fingerprint() == out.fingerprint()

@@ -1,4 +1,4 @@
-"""Influence models (seed 004 Table 4.1, eq. 4.9) against hand-computed values."""
+"""Influence models (Shriver 2018 Table 4.1, eq. 4.9) against hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Add / remove / change modifications, atomic sets and records (seed 004 §4.1.2)."""
+"""Add / remove / change modifications, atomic sets and records (Shriver 2018 §4.1.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Differential oracles (seed 004 §4.1.3) against hand-computed distances and verdicts."""
+"""Differential oracles (Shriver 2018 §4.1.3) against hand-computed distances and verdicts."""
 
 from __future__ import annotations
 

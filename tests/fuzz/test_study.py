@@ -1,4 +1,4 @@
-"""The study runner (seed 004 §4.2): ZERO, resume, purity, parallel runs, tables, CLI."""
+"""The study runner (Shriver 2018 §4.2): ZERO, resume, purity, parallel runs, tables, CLI."""
 
 from __future__ import annotations
 

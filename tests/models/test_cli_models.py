@@ -13,9 +13,16 @@ def test_models_list_shows_every_sequential_model_with_defaults(capsys):
 
 
 def test_model_parameters_from_config():
-    params = dict(model_parameters("tisasrec"))
-    assert params["epochs"] == "50" and params["lr"] == "0.001" and params["max_len"] == "50"
-    assert params["batch_order"] == "'shuffled'"
+    params = {p: (d, doc) for p, d, doc in model_parameters("tisasrec")}
+    assert params["epochs"][0] == "50" and params["lr"][0] == "0.001"
+    assert params["max_len"][0] == "50" and params["batch_order"][0] == "'shuffled'"
+    assert "interval" in params["time_span"][1] and "learning rate" in params["lr"][1]
+
+
+def test_one_model_lists_parameters_with_their_documentation(capsys):
+    assert main(["models", "list", "funksvd"]) == 0
+    out = capsys.readouterr().out
+    assert "latent factors" in out and "learning rate" in out and "exclude_seen" in out
 
 
 def test_unknown_model_suggests(capsys):

@@ -86,7 +86,7 @@ def test_learns_planted_sequence(name):
                                                 ("lstm", "shuffled"), ("gru4rec", "shuffled"),
                                                 ("sasrec", "shuffled"), ("tisasrec", "shuffled"),
                                                 ("bert4rec", "shuffled")])
-def test_seed000_defaults(name, default_order):
+def test_oh2022_defaults(name, default_order):
     cfg = create(name).config
     assert cfg.batch_order == default_order
     assert (cfg.epochs, cfg.lr, cfg.embedding_dim, cfg.max_len) == (50, 0.001, 128, 50)

@@ -93,7 +93,7 @@ def test_user_user_by_hand_and_zero_variance_user():
     np.testing.assert_allclose(model.predict([0], [2]), [3 + 2 / 3])
     items, scores = model.recommend([0, 3], k=2)
     assert items[0].tolist() == [2, -1]                 # one scorable unseen item
-    assert items[1].tolist() == [-1, -1]                # seed 004's NRANKS(min)=0 anomaly
+    assert items[1].tolist() == [-1, -1]                # Shriver 2018's NRANKS(min)=0 anomaly
     assert np.isnan(scores[1]).all()
 
 

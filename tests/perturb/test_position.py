@@ -1,4 +1,4 @@
-"""Position removal (seed 003 section 3.1) and seed-only, worked by hand."""
+"""Position removal (Betello et al. 2023 section 3.1) and seed-only, worked by hand."""
 
 import numpy as np
 import pytest

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from recaudit.errors import ConfigError
-from recaudit.perturb import PerturbationRecord, PerturbationSpec, available, parse
+from recaudit.perturb import PerturbationRecord, PerturbationSpec, available, families, parse
 from recaudit.seeds import make_rng
 
 from .conftest import random_log
@@ -34,13 +34,17 @@ def test_parse(name, fields):
 
 
 def test_every_registered_name_parses():
-    names = available()
-    assert len(names) == 2 + 3 + 7 * 9
-    for name in names:
+    builtin = families()[""].examples()
+    assert len(builtin) == 2 + 3 + 7 * 9
+    assert set(builtin) <= set(available())
+    for name in builtin:
         spec = parse(name.replace("<n>", "2"))
-        assert parse(spec.name) == spec
+        assert parse(spec.name) == spec and parse(spec.to_dict()) == spec
         # the canonical name spells the strategy out (insert/replace default to random)
         assert spec.name in (name.replace("<n>", "2"), name + "-random")
+    for name in available():  # every family's examples, whatever is registered
+        spec = parse(name.replace("<n>", "2"))
+        assert parse(spec.name) == spec and parse(spec.to_dict()) == spec
 
 
 @pytest.mark.parametrize("bad,close", [("casper-delet", "casper-delete"),
@@ -65,7 +69,7 @@ def test_overrides_and_bad_fields():
         PerturbationSpec(kind="edit", selector="best", edit="delete")
 
 
-FAST = [n.replace("<n>", "2") for n in available()
+FAST = [n.replace("<n>", "2") for n in families()[""].examples()
         if not n.startswith(("tracin", "rev-adv"))] + ["rev-adv-random-insert-popular"]
 
 

@@ -42,7 +42,7 @@ def reference(u: Universe, k: int) -> dict[tuple[str, str | None], float]:
     lists = [tuple(sorted((i, r) for (uu, i), r in rank.items() if uu == x)) for x in users]
     sets = [frozenset(i for (i, _) in lst) for lst in lists]
     ratings: dict[int, list[float]] = {}
-    for uu, i, v in zip(u.rating_user, u.rating_item, u.rating_value, strict=True):
+    for _, i, v in zip(u.rating_user, u.rating_item, u.rating_value, strict=True):
         ratings.setdefault(int(i), []).append(float(v))
     lc = Counter(lists)
     out: dict[tuple[str, str | None], float] = {

@@ -1,4 +1,4 @@
-"""Seed 004's study: cross-validated precision/recall, Table 3.4 and the evolving dataset."""
+"""Shriver 2018's study: cross-validated precision/recall, Table 3.4 and the evolving dataset."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The 12 templates of seed 004 on a tiny universe whose values are computed by hand."""
+"""The 12 templates of Shriver 2018 on a tiny universe whose values are computed by hand."""
 
 from __future__ import annotations
 

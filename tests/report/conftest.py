@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit.audit import Store
+from recaudit.experiment import Store
+from recaudit.perturb import parse
 
 EVIL = "fsq-<script>alert(1)</script>"
 POSITIONS = ("beginning", "middle", "end")
@@ -69,7 +70,7 @@ def fill_store(path, *, dataset=EVIL, models=("gru4rec", "sasrec"), seeds=(0, 1,
                         drop = 0.04 * int(n) if pos == "end" else 0.002 * int(n)
                         lev = 0.62 - (0.04 * int(n) if pos == "end" else 0.004 * int(n))
                     else:
-                        drop, lev = (0.0 if pert == "none" else 0.01), level[pert]
+                        drop, lev = (0.0 if pert == "none" else 0.01), level.get(pert, 0.75)
                     lev -= 0.05 * mi
                     if pert == "none":
                         lev = 1.0
@@ -78,7 +79,8 @@ def fill_store(path, *, dataset=EVIL, models=("gru4rec", "sasrec"), seeds=(0, 1,
                     st.write_trial(
                         {"trial_id": tid, "audit": "report-test", "dataset": dataset,
                          "model": model, "model_label": f"{model}(epochs=3)",
-                         "perturbation": pert, "seed": seed, "n_queries": n_queries,
+                         "perturbation": pert, **parse(pert).describe().to_dict(),
+                         "seed": seed, "n_queries": n_queries,
                          "status": "done", "started": 1.7e9 + seed, "finished": 1.7e9 + 60,
                          "fit_seconds": 1.5 + mi, "rank_seconds": 0.1, "perturb_seconds":
                          interactions / 5000 if "casper" in pert else 0.01,

@@ -69,3 +69,39 @@ def test_report_package_imports_without_matplotlib_and_jinja(fake_store, tmp_pat
     assert out.stdout.strip() == "imported", out.stderr
     assert out.returncode == 2
     assert "install the report extra" in out.stderr
+
+
+SIX = ("none", "seed-only", "random-delete", "earliest-random-delete", "latest-random-delete",
+       "casper-delete", "random-insert-popular", "random-replace-unpopular")
+
+
+def test_legend_fits_the_figure_and_model_labels_are_whole(make_store, tmp_path):
+    """Six perturbations and a long model label: the legend stays inside the figure (it used to
+    be cut off on the left) and tick labels wrap instead of ending in '…'."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from recaudit.report import _figures as F
+
+    model = "gru4rec(epochs=10,samples=window,embedding_dim=64)"
+    store = make_store(tmp_path / "s.duckdb", models=(model,), seeds=(0, 1),
+                       perturbations=SIX)
+    data = load(store)
+    label = data.models()[0]
+    for make in (F.accuracy_figure, F.rls_distribution_figure):
+        with F.style():
+            fig = make(data, data.datasets[0])
+            FigureCanvasAgg(fig).draw()
+            box, page = fig.legends[0].get_window_extent(), fig.bbox
+            assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1, make.__name__
+            ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+            assert [t.replace("\n", "") for t in ticks] == [label] and "…" not in ticks[0]
+            assert max(len(line) for line in ticks[0].split("\n")) <= 26
+
+
+def test_legend_columns_fit_the_width():
+    from recaudit.report._figures import legend_columns
+
+    labels = ["without perturbation", "earliest-random-delete", "x", "y", "z", "w", "v"]
+    n = legend_columns(labels, 12.0)
+    assert 1 <= n < len(labels) and n * (0.55 + 0.075 * 22) <= 12.0
+    assert legend_columns(["a", "b"], 12.0) == 2 and legend_columns(["a" * 400], 5.0) == 1

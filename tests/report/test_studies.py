@@ -1,5 +1,5 @@
-"""Report sections of the other studies: property templates (seed 004 Ch. 3), fuzzing
-(seed 004 Ch. 4) and MIRROR (seed 002), from small files written by the real code paths."""
+"""Report sections of the other studies: property templates (Shriver 2018 Ch. 3), fuzzing
+(Shriver 2018 Ch. 4) and MIRROR (Zhu et al. 2023), from small files written by the real code paths."""
 
 import math
 

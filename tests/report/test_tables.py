@@ -157,3 +157,55 @@ def test_method_tests_need_six_seeds_and_match_scipy(tmp_path, make_store, data)
         assert r[7].value == pytest.approx(p)
         # CASPER is ~0.15 lower on every seed: all 6 differences negative, p = 2/64
         assert p == pytest.approx(2 / 64) and r[7].significant and r[7].text.endswith("†")
+
+
+def test_perturbations_are_grouped_by_their_stored_description(tmp_path):
+    """Labels carry no grammar: a table written in a config (stored as its canonical JSON)
+    and a name are one counted family because their descriptions say so."""
+    import numpy as np
+    import pandas as pd
+
+    from recaudit.experiment import QUERY_METRICS, Store
+
+    labels = {"casper-delete": ("casper-delete", 1), '{"count":3,"name":"casper-delete"}':
+              ("casper-delete", 3), "my own idea": ("casper-delete", 5)}
+    with Store(tmp_path / "s.duckdb") as st:
+        for seed in (0, 1):
+            for label, (family, count) in labels.items():
+                q = pd.DataFrame({"query": [0, 1], "user": [0, 1], "target": [0, 1],
+                                  **{m: np.full(2, 1.0 / count) for m in QUERY_METRICS}})
+                st.write_trial({"trial_id": f"{label}-{seed}", "dataset": "d", "model": "m",
+                                "model_label": "m", "perturbation": label, "family": family,
+                                "edit": "delete", "count": count, "reference": False,
+                                "seed": seed, "status": "done"}, q, None)
+    data = load(tmp_path / "s.duckdb")
+    counts = data.counts().set_index("perturbation")
+    assert counts["count"].to_dict() == {label: c for label, (_, c) in labels.items()}
+    assert data.main_perturbations() == ["casper-delete"]
+    table = T.count_table(data)
+    assert [r[3].value for r in table.rows] == [1.0, 3.0, 5.0]
+    assert [r[4].value for r in table.rows] == pytest.approx([1.0, 1 / 3, 1 / 5])
+
+
+def test_a_store_without_descriptions_warns(tmp_path):
+    import duckdb
+
+    from recaudit.errors import RecauditWarning
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE trials (trial_id VARCHAR, dataset VARCHAR, model VARCHAR, "
+                "model_label VARCHAR, perturbation VARCHAR, seed BIGINT, n_queries BIGINT, "
+                "fit_seconds DOUBLE, total_seconds DOUBLE, status VARCHAR)")
+    con.execute("CREATE TABLE query_results AS SELECT 't' AS trial_id, 0::BIGINT AS query, "
+                "0::BIGINT AS \"user\", 0::BIGINT AS target, "
+                + ", ".join(f"1.0::DOUBLE AS {m}" for m in
+                            ("rbo", "rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "frbo",
+                             "jaccard", "rr_base", "rr_pert", "hit_base", "hit_pert",
+                             "ndcg_base", "ndcg_pert")))
+    con.execute("INSERT INTO trials VALUES ('t', 'd', 'm', 'm', 'random-delete', 0, 1, 1, 1, "
+                "'done')")
+    con.close()
+    with pytest.warns(RecauditWarning, match="older recaudit"):
+        data = load(path)
+    assert data.infos["random-delete"].family == "random-delete"

@@ -34,7 +34,8 @@ def test_verdicts(measures, expected):
 
 def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
     exp = _exp()
-    monkeypatch.setattr(_runs, "_EXPERIMENTS", {exp.name: exp})
+    monkeypatch.setattr(_runs, "PAPERS", ())
+    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
     rec = _runs.run("fake-exp", "small", tmp_path)
     on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
     assert on_disk["verdict"] == rec["verdict"] == "direction reproduced"
@@ -55,7 +56,8 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
 
 def test_unavailable_experiments_refuse_to_run(tmp_path, monkeypatch):
     exp = _exp(unavailable="needs LastFM")
-    monkeypatch.setattr(_runs, "_EXPERIMENTS", {exp.name: exp})
+    monkeypatch.setattr(_runs, "PAPERS", ())
+    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
     with pytest.raises(ConfigError, match="needs LastFM"):
         _runs.run("fake-exp", "small", tmp_path)
     assert "**Not run**: needs LastFM" in render_report(tmp_path)

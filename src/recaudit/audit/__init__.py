@@ -1,4 +1,4 @@
-"""The audit engine: specs and TOML configs, the runner, executors, the store, analysis.
+"""The stability audit (Oh et al. 2022; Betello et al. 2023): specs, the runner, analysis.
 
 Quick start::
 
@@ -6,30 +6,37 @@ Quick start::
     cfg = AuditConfig(models=(ModelSpec("gru4rec", {"epochs": 5}),),
                       perturbations=("random-delete",), seeds=(0, 1, 2), output="a.duckdb")
     trial_summary(run_audit(cfg))
+
+The shared pieces (dataset/split/model/executor specs, data loading, executors, the results
+store) come from :mod:`recaudit.experiment` and are re-exported here for convenience.
 """
 
 from recaudit.audit._analysis import (
     METRICS,
     compare_methods,
+    paired_query_test,
+    query_distribution,
     seed_summary,
     trial_summary,
     user_groups,
 )
-from recaudit.audit._config import config_from_dict, config_to_dict, load_config
-from recaudit.audit._engine import plan, run_audit
-from recaudit.audit._runner import compare, load_dataset, prepare, run_trial
-from recaudit.audit._spec import (
-    AuditConfig,
+from recaudit.audit._engine import plan, run_audit, validate
+from recaudit.audit._runner import TrialOutcome, compare, perturb_context, run_trial
+from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, load_config,
+                                  perturbation_label)
+from recaudit.experiment import (
     DatasetSpec,
     ExecutorSpec,
-    MetricSpec,
     ModelSpec,
     SplitSpec,
-    TrialSpec,
+    Store,
+    StoreBusyError,
+    load_dataset,
+    prepare,
 )
-from recaudit.audit._store import Store, StoreBusyError
 
 __all__ = ["METRICS", "AuditConfig", "DatasetSpec", "ExecutorSpec", "MetricSpec", "ModelSpec",
-           "SplitSpec", "Store", "StoreBusyError", "TrialSpec", "compare", "compare_methods",
-           "config_from_dict", "config_to_dict", "load_config", "load_dataset", "plan",
-           "prepare", "run_audit", "run_trial", "seed_summary", "trial_summary", "user_groups"]
+           "SplitSpec", "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "compare",
+           "compare_methods", "load_config", "load_dataset", "paired_query_test",
+           "perturb_context", "perturbation_label", "plan", "prepare", "query_distribution", "run_audit", "run_trial",
+           "seed_summary", "trial_summary", "user_groups", "validate"]

@@ -2,49 +2,55 @@
 
 - :func:`trial_summary` — per trial, the mean over test queries of every similarity (RLS) and
   of both models' accuracy;
-- :func:`seed_summary` — mean and standard deviation over seeds (seed 000 Table 3);
+- :func:`seed_summary` — mean and standard deviation over seeds (Oh et al. 2022 Table 3);
 - :func:`user_groups` — RLS by user group, users ranked by the *baseline* model's per-user MRR:
-  top 20 %, middle 60 %, bottom 20 % (seed 000 §7.3);
+  top 20 %, middle 60 %, bottom 20 % (Oh et al. 2022 §7.3);
 - :func:`compare_methods` — significance of the difference between two perturbations,
-  paired by seed: Wilcoxon signed-rank (seed 000 §6.1), paired t-test after a Shapiro–Wilk
-  normality check at alpha = 1e-3 (seed 003 §4.3), or Welch's unpaired t-test (seed 004
+  paired by seed: Wilcoxon signed-rank (Oh et al. 2022 §6.1), paired t-test after a Shapiro–Wilk
+  normality check at alpha = 1e-3 (Betello et al. 2023 §4.3), or Welch's unpaired t-test (Shriver 2018
   §4.2.2).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from recaudit.audit._store import Store
+from recaudit.experiment import QUERY_METRICS, Store
 
 __all__ = ["trial_summary", "seed_summary", "user_groups", "compare_methods", "METRICS",
            "query_distribution", "paired_query_test"]
 
-#: Per-query columns averaged into a trial's figures.
-METRICS = ["rbo", "rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "frbo", "jaccard",
-           "rr_base", "rr_pert", "hit_base", "hit_pert", "ndcg_base", "ndcg_pert"]
+#: Per-query columns averaged into a trial's figures (the store's ``query_results``).
+METRICS = list(QUERY_METRICS)
 _KEYS = ["dataset", "model", "model_label", "perturbation"]
+#: The perturbation's description stored with each trial (see ``recaudit.perturb``).
+DESCRIPTION = ["family", "edit", "count", "position", "reference"]
 
 
-def _open(store: Store | str | Path) -> Store:
-    return store if isinstance(store, Store) else Store(store, read_only=True)
+@contextlib.contextmanager
+def _opened(store: Store | str | Path) -> Iterator[Store]:
+    """``store`` itself, or the file at that path opened read-only for the block."""
+    if isinstance(store, Store):
+        yield store
+        return
+    with Store(store, read_only=True) as s:
+        yield s
 
 
 def trial_summary(store: Store | str | Path) -> pd.DataFrame:
-    """One row per trial: its labels, seed, timings and the mean of each per-query metric."""
-    s = _open(store)
-    try:
-        means = s.con.execute(
-            "SELECT trial_id, " + ", ".join(f"avg({m}) AS {m}" for m in METRICS)
-            + " FROM query_results GROUP BY trial_id").df()
-        trials = s.trials()[["trial_id", *_KEYS, "seed", "n_queries", "fit_seconds",
-                             "total_seconds"]]
-    finally:
-        if s is not store:
-            s.close()
+    """One row per trial: its labels, the perturbation's description, seed, timings and the
+    mean of each per-query metric (``rr_*`` renamed ``mrr_*``)."""
+    with _opened(store) as s:
+        means = s.trial_means()
+        trials = s.trials()
+    cols = ["trial_id", *_KEYS, *[c for c in DESCRIPTION if c in trials], "seed", "n_queries",
+            "fit_seconds", "total_seconds"]
+    trials = trials[cols]
     out = trials.merge(means, on="trial_id", how="left")
     out = out.rename(columns={"rr_base": "mrr_base", "rr_pert": "mrr_pert"})
     return out.sort_values([*_KEYS, "seed"]).reset_index(drop=True)
@@ -72,17 +78,13 @@ def user_groups(store: Store | str | Path, metric: str = "rbo", *,
     ``bottom`` fraction ``low``, the rest ``mid``. Ties in MRR are broken by user code, so
     groups are deterministic.
     """
-    s = _open(store)
-    try:
-        q = s.con.execute(f'SELECT trial_id, "user", rr_base, {metric} FROM query_results').df()
+    with _opened(store) as s:
+        q = s.per_query("rr_base", metric)
         trials = s.trials()[["trial_id", *_KEYS, "seed"]]
-    finally:
-        if s is not store:
-            s.close()
     per_user = q.groupby(["trial_id", "user"], sort=True).agg(
         mrr=("rr_base", "mean"), value=(metric, "mean")).reset_index()
     parts = []
-    for tid, g in per_user.groupby("trial_id", sort=False):
+    for _, g in per_user.groupby("trial_id", sort=False):
         g = g.sort_values(["mrr", "user"], ascending=[False, True], kind="stable")
         n = len(g)
         n_top = max(1, int(np.floor(top * n)))
@@ -105,7 +107,7 @@ def compare_methods(summary: pd.DataFrame, metric: str, a: str, b: str, *,
 
     ``test``: ``"wilcoxon"`` (paired by seed), ``"paired-t"`` (paired by seed; the
     Shapiro–Wilk p-value of the differences is reported and, when it is below ``alpha``,
-    the Wilcoxon test is used instead, as seed 003 prescribes), or ``"welch"`` (unpaired).
+    the Wilcoxon test is used instead, as Betello et al. 2023 prescribes), or ``"welch"`` (unpaired).
     Returns one row per (dataset, model) with the means, the statistic, the p-value and the
     test actually used.
     """
@@ -149,30 +151,8 @@ def query_distribution(store: Store | str | Path,
     quantiles over all queries of all seeds) and the Tukey whiskers ``whislo``/``whishi``:
     the most extreme values within 1.5 IQR of the quartiles.
     """
-    s = _open(store)
-    try:
-        parts = []
-        for m in metrics:
-            if m not in METRICS:
-                raise ValueError(f"unknown per-query metric {m!r}; use one of {METRICS}")
-            parts.append(s.con.execute(f"""
-                WITH q AS (
-                    SELECT t.dataset, t.model, t.model_label, t.perturbation, r.{m} AS v
-                    FROM query_results r JOIN trials t USING (trial_id)
-                    WHERE r.{m} IS NOT NULL AND NOT isnan(r.{m})),
-                stats AS (
-                    SELECT dataset, model, model_label, perturbation, count(*) AS n,
-                           avg(v) AS mean, quantile_cont(v, 0.25) AS q1,
-                           quantile_cont(v, 0.5) AS median, quantile_cont(v, 0.75) AS q3
-                    FROM q GROUP BY ALL)
-                SELECT s.*, '{m}' AS metric,
-                       min(q.v) FILTER (WHERE q.v >= s.q1 - 1.5 * (s.q3 - s.q1)) AS whislo,
-                       max(q.v) FILTER (WHERE q.v <= s.q3 + 1.5 * (s.q3 - s.q1)) AS whishi
-                FROM stats s JOIN q USING (dataset, model, model_label, perturbation)
-                GROUP BY ALL""").df())
-    finally:
-        if s is not store:
-            s.close()
+    with _opened(store) as s:
+        parts = [s.metric_distribution(m) for m in metrics]
     out = pd.concat(parts, ignore_index=True)
     return out.sort_values(["metric", *_KEYS]).reset_index(drop=True)
 
@@ -184,7 +164,7 @@ def paired_query_test(store: Store | str | Path, a: str, metric_a: str,
     perturbation ``b`` (default: the same trials), per (dataset, model).
 
     Pairs are the same test query of the same seed, pooled over seeds. This is the test of
-    seed 003 Table 3, which compares each user's metric with and without removal in one run
+    Betello et al. 2023 Table 3, which compares each user's metric with and without removal in one run
     (one training seed), so the pairing unit is the user/query, not the seed: e.g.
     ``paired_query_test(store, "remove-end-10", "ndcg_pert", metric_b="ndcg_base")`` asks
     whether removal changed NDCG, and ``paired_query_test(store, "remove-end-10", "frbo",
@@ -200,18 +180,13 @@ def paired_query_test(store: Store | str | Path, a: str, metric_a: str,
     for m in (metric_a, metric_b):
         if m not in METRICS:
             raise ValueError(f"unknown per-query metric {m!r}; use one of {METRICS}")
-    s = _open(store)
-    try:
+    with _opened(store) as s:
         frames = []
         for tag, pert, m in (("A", a, metric_a), ("B", b, metric_b)):
-            frames.append(s.con.execute(f"""
-                SELECT t.dataset, t.model_label, '{tag}' AS perturbation,
-                       t.seed::VARCHAR || ':' || r.query::VARCHAR AS seed, r.{m} AS value
-                FROM query_results r JOIN trials t USING (trial_id)
-                WHERE t.perturbation = ?""", [pert]).df())
-    finally:
-        if s is not store:
-            s.close()
+            v = s.paired_values(pert, m)
+            frames.append(v.assign(perturbation=tag, seed=v["seed"].astype(str) + ":"
+                                   + v["query"].astype(str))[["dataset", "model_label",
+                                                            "perturbation", "seed", "value"]])
     long = pd.concat(frames, ignore_index=True)
     with warnings.catch_warnings():
         # Shapiro-Wilk warns that its p-value is approximate above 5000 pairs and when all

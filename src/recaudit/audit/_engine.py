@@ -4,29 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from recaudit.audit._config import config_to_dict
-from recaudit.audit._executors import execute
-from recaudit.audit._runner import prepare
+from recaudit.audit._runner import TrialOutcome, run_trial
 from recaudit.audit._spec import AuditConfig, TrialSpec
-from recaudit.audit._store import Store
+from recaudit.experiment import Store, data_summary, prepare, run_pending
 
 __all__ = ["run_audit", "plan", "validate", "Progress"]
 
-#: ``progress(event, trial, done, total)`` with event in {"start", "skip", "done"}.
+#: ``progress(event, trial, done, total)`` with event in {"skip", "done"}.
 Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
 def validate(config: AuditConfig) -> None:
     """Fail fast, before any data is loaded: every model name and parameter, every
     perturbation must be valid (raises :class:`~recaudit.errors.ConfigError`)."""
-    from recaudit.audit._runner import perturbation_spec
     from recaudit.models import create
+    from recaudit.perturb import parse
 
     for m in config.models:
         create(m.name, **m.params)
     for p in config.perturbations:
-        perturbation_spec(p)
+        parse(p)
 
 
 def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
@@ -40,37 +39,40 @@ def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
     return out
 
 
+def _run_job(trial: TrialSpec, perturbation: Any, audit: str, cache_dir: str,
+             baseline_key: str) -> TrialOutcome:
+    """One executor job (``baseline_key`` groups the jobs that share a baseline)."""
+    return run_trial(trial, perturbation, audit=audit, cache_dir=cache_dir)
+
+
+def _write(store: Store, outcome: TrialOutcome) -> str:
+    store.write_trial(outcome.row, outcome.queries, outcome.record)
+    return str(outcome.row["trial_id"])
+
+
 def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
     """Run every trial of ``config`` not yet in its store; returns the store path.
 
     Re-running the same config resumes: finished trials (by id) are skipped. Results are
     written by this process only, one transaction per trial.
     """
+    from recaudit.perturb import parse
+
     output = Path(config.output)
     planned = plan(config)
+    cache = str(output.with_name(output.name + ".baselines"))
+    jobs = [(tid, (t, parse(t.perturbation), config.name, cache, key))
+            for t, tid, key in planned]
+    by_id = {tid: t for t, tid, _ in planned}
     with Store(output) as store:
-        store.set_meta("config", config_to_dict(config))
-        summaries = {}
-        for d in config.datasets:
-            log, split = prepare(d, config.split)
-            summaries[d.label] = {"interactions": len(log), "users": log.n_users,
-                                  "items": log.n_items, "fingerprint": log.fingerprint(),
-                                  **split.summary()}
-        store.set_meta("data", summaries)
-        done_ids = store.finished()
-        total = len(planned)
-        n_done = sum(tid in done_ids for _, tid, _ in planned)
-        if progress:
-            progress("skip", None, n_done, total)
-        jobs = [(t, key) for t, tid, key in planned if tid not in done_ids]
-        cache = output.with_name(output.name + ".baselines")
-        for outcome in execute(jobs, config.executor, audit=config.name, cache_dir=str(cache)):
-            store.write_trial(outcome.row, outcome.queries, outcome.record)
-            n_done += 1
-            if progress:
-                progress("done", _trial_of(planned, outcome.row["trial_id"]), n_done, total)
+        store.set_meta("config", config.to_dict())
+        store.set_meta("data", {d.label: data_summary(*prepare(d, config.split))
+                                for d in config.datasets})
+
+        def report(tid: str | None, done: int, total: int) -> None:
+            if progress is not None:
+                progress("skip" if tid is None else "done", by_id.get(tid or ""), done, total)
+
+        run_pending(store, store.finished(), jobs, _run_job, config.executor, _write,
+                    group=lambda job: job[4], progress=report)
     return output
-
-
-def _trial_of(planned: list[tuple[TrialSpec, str, str]], trial_id: str) -> TrialSpec | None:
-    return next((t for t, tid, _ in planned if tid == trial_id), None)

@@ -3,190 +3,83 @@
 An audit is a grid ``datasets x models x perturbations x seeds`` over one split and one set of
 metric settings. Every cell is a :class:`TrialSpec`; its result is a pure function of the spec
 (and of the data it names), so trials can run in any order, in any process, on any machine.
+
+A TOML file is the same data as :meth:`AuditConfig.to_dict` (see :func:`load_config`)::
+
+    name = "quick"
+    output = "quick.duckdb"
+    seeds = [0, 1, 2]                 # or a count: seeds = 3
+    perturbations = ["random-delete", "casper-delete", "fuzz:AMR:10"]
+
+    [[datasets]]
+    name = "synthetic"
+    options = { n_users = 300 }
+
+    [[models]]
+    name = "gru4rec"
+    params = { epochs = 5 }
+
+    [metrics]
+    k = 10
+
+    [executor]
+    kind = "process"
+    workers = 2
+
+Every unknown key, wrong type or impossible value is a :class:`~recaudit.errors.ConfigError`
+naming the key, the file and line, and the closest valid key.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from recaudit.config import Config
 from recaudit.errors import ConfigError
+from recaudit.experiment import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, spec_id
 
-__all__ = ["DatasetSpec", "SplitSpec", "ModelSpec", "MetricSpec", "ExecutorSpec",
-           "AuditConfig", "TrialSpec", "canonical_json"]
-
-
-def canonical_json(obj: Any) -> str:
-    """Deterministic JSON (sorted keys, no whitespace) used for hashing specs."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_default)
-
-
-def _default(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    if isinstance(obj, (tuple, set, frozenset)):
-        return list(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
-
-
-def _freeze(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A private copy (specs never share mutable state with the caller)."""
-    return dict(mapping or {})
+__all__ = ["MetricSpec", "AuditConfig", "TrialSpec", "load_config", "perturbation_label"]
 
 
 @dataclass(frozen=True)
-class DatasetSpec:
-    """A dataset: a registry ``name`` (``synthetic`` is built in) or a file ``path``.
+class MetricSpec(Config):
+    """Similarity settings.
 
-    ``options`` go to the generator (synthetic) or the reader (files: ``format``, ``sep``,
-    column mapping, ...). Users with fewer than ``min_user_interactions`` rows are dropped
-    (Oh et al. 2022 §3.1 and Betello et al. 2023 §4.1 use 10); ``k_core`` applies an iterated
-    core filter instead. ``sample_users`` then keeps a seeded uniform sample of that many
-    users (reduced-scale runs; ``recaudit.data.sample_users``).
+    k: cut-off of FRBO@k, Jaccard@k and accuracy@k. p: RBO persistence. depth: rank-list
+    depth compared (None: the full catalogue; at least ``k``).
     """
-
-    name: str = "synthetic"
-    path: str | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
-    min_user_interactions: int = 10
-    k_core: int | None = None
-    sample_users: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _freeze(self.options))
-        if self.min_user_interactions < 0:
-            raise ConfigError("dataset.min_user_interactions must be >= 0")
-        if self.k_core is not None and self.k_core < 1:
-            raise ConfigError("dataset.k_core must be >= 1")
-        if self.sample_users is not None and (isinstance(self.sample_users, bool) or
-                                              not isinstance(self.sample_users, int) or
-                                              self.sample_users < 1):
-            raise ConfigError("dataset.sample_users must be None or an integer >= 1")
-
-    @property
-    def label(self) -> str:
-        return self.name if self.path is None else f"{self.name}:{self.path}"
-
-
-@dataclass(frozen=True)
-class SplitSpec:
-    """How to split: ``temporal-ratio`` (seed 000), ``leave-last-out`` (seed 003) or
-    ``global-temporal``. ``max_len`` bounds the context stored with each test query."""
-
-    method: str = "temporal-ratio"
-    ratio: float = 0.9
-    validation: bool = False
-    max_len: int = 200
-    floor: str = "train"
-
-    def __post_init__(self) -> None:
-        if self.method not in ("temporal-ratio", "leave-last-out", "global-temporal"):
-            raise ConfigError(f"split.method {self.method!r} is not one of temporal-ratio, "
-                              "leave-last-out, global-temporal")
-        if not 0.0 < self.ratio < 1.0:
-            raise ConfigError(f"split.ratio must be in (0, 1), got {self.ratio}")
-        if self.max_len < 1:
-            raise ConfigError("split.max_len must be >= 1")
-        if self.floor not in ("train", "test"):
-            raise ConfigError(f"split.floor {self.floor!r} must be 'train' or 'test' (which "
-                              "part of each user's rows is rounded down)")
-        if self.floor != "train" and self.method != "temporal-ratio":
-            raise ConfigError("split.floor applies to method = 'temporal-ratio' only")
-
-    def options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {"max_len": self.max_len}
-        if self.method != "leave-last-out":
-            opts["ratio"] = self.ratio
-        if self.method != "global-temporal":
-            opts["validation"] = self.validation
-        if self.method == "temporal-ratio":
-            opts["floor"] = self.floor
-        return opts
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A registered model name and its parameters (see ``recaudit models list``)."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", _freeze(self.params))
-
-    @property
-    def label(self) -> str:
-        if not self.params:
-            return self.name
-        return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """Similarity settings: RBO persistence ``p``, cut-off ``k`` for FRBO@k, Jaccard@k and
-    accuracy@k, and the rank-list ``depth`` compared (``None`` = the full catalogue)."""
 
     k: int = 10
     p: float = 0.9
     depth: int | None = None
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if self.k < 1:
-            raise ConfigError(f"metrics.k must be >= 1, got {self.k}")
+            raise self.invalid("k", f"metrics.k must be >= 1, got {self.k}")
         if not 0.0 < self.p < 1.0:
-            raise ConfigError(f"metrics.p must be in (0, 1), got {self.p}")
+            raise self.invalid("p", f"metrics.p must be in (0, 1), got {self.p}")
         if self.depth is not None and self.depth < self.k:
-            raise ConfigError(f"metrics.depth ({self.depth}) must be >= metrics.k ({self.k})")
+            raise self.invalid("depth", f"metrics.depth ({self.depth}) must be >= metrics.k "
+                                        f"({self.k})")
 
 
-@dataclass(frozen=True)
-class ExecutorSpec:
-    """Where trials run: ``inprocess``, ``process`` (a pool of ``workers`` processes, each
-    limited to ``threads_per_worker`` threads) or ``ray`` (optional extra; ``address`` of a
-    cluster, ``None`` starts a local one).
+def perturbation_label(perturbation: Any) -> str:
+    """How a trial's perturbation is labelled in a store: the name, or the canonical JSON of a
+    table."""
+    if isinstance(perturbation, str):
+        return perturbation
+    from recaudit.experiment import canonical_json
 
-    ``devices`` (e.g. ``["cuda:0"]`` or ``["cuda:0", "cuda:1"]``) are dealt to the pool's
-    workers round-robin: worker ``w`` trains every model whose ``device`` is ``"auto"`` (or
-    ``"cuda"``) on ``devices[w % len(devices)]``, so ``workers = 16, devices = ["cuda:0"]``
-    runs 16 trials at a time on one GPU. Models with ``device = "cpu"`` stay on the CPU. The
-    device is not part of a trial's identity: use one kind of device per audit (CUDA and CPU
-    results differ in the last bits); the device used is recorded with each trial.
-    """
-
-    kind: str = "inprocess"
-    workers: int = 1
-    threads_per_worker: int = 1
-    address: str | None = None
-    devices: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("inprocess", "process", "ray"):
-            raise ConfigError(f"executor.kind {self.kind!r} is not one of inprocess, process, ray")
-        if self.workers < 1 or self.threads_per_worker < 1:
-            raise ConfigError("executor.workers and executor.threads_per_worker must be >= 1")
-        if isinstance(self.devices, str) or not all(isinstance(d, str) for d in self.devices):
-            raise ConfigError("executor.devices must be a list of device names, e.g. "
-                              '["cuda:0"]')
-        object.__setattr__(self, "devices", tuple(self.devices))
-        from recaudit.models import check_device
-
-        for d in self.devices:
-            check_device(d)
-        if self.devices and self.kind == "ray":
-            raise ConfigError("executor.devices is for kind = 'process' (and 'inprocess'); "
-                              "Ray places trials on GPUs itself")
-        if self.kind == "inprocess" and len(self.devices) > 1:
-            raise ConfigError("executor.kind = 'inprocess' runs on one device; use kind = "
-                              "'process' with workers >= 2 for several")
+    return canonical_json(perturbation)
 
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """One cell of the grid. ``perturbation`` is a canonical perturbation name or mapping
-    understood by :func:`recaudit.perturb.parse`."""
+    """One cell of the grid. ``perturbation`` is a name or table read by
+    :func:`recaudit.perturb.parse`."""
 
     dataset: DatasetSpec
     split: SplitSpec
@@ -196,27 +89,32 @@ class TrialSpec:
     metrics: MetricSpec
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(canonical_json(asdict(self)))
+        from recaudit.config import plain
+
+        return plain(self)
 
     def baseline_key(self, fingerprint: str) -> str:
         """Identifies the unperturbed model this trial is compared with."""
         d = self.to_dict()
         del d["perturbation"], d["metrics"]
-        return _hash(d, fingerprint)
+        return spec_id(d, fingerprint)
 
     def trial_id(self, fingerprint: str) -> str:
         """Hash of the canonical spec and the data fingerprint."""
-        return _hash(self.to_dict(), fingerprint)
-
-
-def _hash(d: dict[str, Any], fingerprint: str) -> str:
-    return hashlib.sha256((canonical_json(d) + fingerprint).encode()).hexdigest()[:20]
+        return spec_id(self.to_dict(), fingerprint)
 
 
 @dataclass(frozen=True)
-class AuditConfig:
-    """A whole audit. Build it in Python or load it from TOML with
-    :func:`recaudit.audit.load_config`."""
+class AuditConfig(Config):
+    """A whole audit (build it in Python or load it from TOML with :func:`load_config`).
+
+    models: the models (``[[models]]`` tables or names). perturbations: names or tables read
+    by :func:`recaudit.perturb.parse` (``recaudit.perturb.available()`` lists them). seeds:
+    training seeds (a list, or a count n for 0..n-1). datasets: the datasets (``[[datasets]]``
+    tables or names). split: how each dataset is split. metrics: similarity settings.
+    executor: where trials run. output: the results store (resumed if it exists). name: the
+    audit's name in the store and the report.
+    """
 
     models: tuple[ModelSpec, ...]
     perturbations: tuple[Any, ...] = ("random-delete",)
@@ -228,17 +126,43 @@ class AuditConfig:
     output: str = "audit.duckdb"
     name: str = "audit"
 
-    def __post_init__(self) -> None:
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        seeds = data.get("seeds")
+        if isinstance(seeds, int) and not isinstance(seeds, bool):
+            if seeds < 1:
+                raise ConfigError(f"a seed count must be >= 1, got {seeds}", key="seeds")
+            data["seeds"] = tuple(range(seeds))
+        for key in ("models", "datasets", "perturbations"):
+            if isinstance(data.get(key), (str, Mapping)):
+                data[key] = [data[key]]
+        return data
+
+    def validate(self) -> None:
+        from recaudit.perturb import parse
+
         for key in ("models", "perturbations", "seeds", "datasets"):
-            value = tuple(getattr(self, key))
-            if not value:
-                raise ConfigError(f"{key} must not be empty")
-            object.__setattr__(self, key, value)
+            if not getattr(self, key):
+                raise self.invalid(key, f"{key} must not be empty")
         if len(set(self.seeds)) != len(self.seeds):
-            raise ConfigError(f"seeds must be distinct, got {list(self.seeds)}")
+            raise self.invalid("seeds", f"seeds must be distinct, got {list(self.seeds)}")
+        canonical = []
+        for i, value in enumerate(self.perturbations):
+            try:
+                spec = parse(value)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key=f"perturbations[{i}]", hint=exc.hint) \
+                    from None
+            canonical.append(spec.name if isinstance(value, str) else dict(value))
+        object.__setattr__(self, "perturbations", tuple(canonical))
 
     def trials(self) -> list[TrialSpec]:
         """The grid in a fixed order: dataset, model, seed, perturbation."""
         return [TrialSpec(d, self.split, m, int(s), p, self.metrics)
                 for d in self.datasets for m in self.models for s in self.seeds
                 for p in self.perturbations]
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate a TOML audit configuration (errors name file, line and key)."""
+    return AuditConfig.from_toml(path)

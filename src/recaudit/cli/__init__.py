@@ -1,67 +1,110 @@
 """The ``recaudit`` command line (typer). Thin: parses, calls the library, renders.
 
 Sub-commands live in their own modules (``_datasets.py``, ``_models.py``, ``_audit.py`` …)
-and are attached to :data:`app` here. Errors derived from :class:`recaudit.RecauditError` are
-printed as one clean message with exit code 2 (a traceback only with ``--debug``).
+and are attached to :data:`app` here. Every error a user can cause — a bad option, an unknown
+command, a bad config or data file — ends as one line ``error: ...`` on stderr and exit code 2
+(a traceback only with ``--debug``); ``-v`` shows progress logs.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+import warnings
+from typing import Any
 
 import typer
 
-from recaudit.errors import RecauditError
+from recaudit.errors import RecauditError, RecauditWarning, did_you_mean
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Audit recommender systems: stability, manipulation, properties.")
 
 _STATE = {"debug": False}
 
+#: The base class of typer's usage errors: typer >= 0.29 vendors click as ``typer._click``,
+#: so ``click.ClickException`` is another class; find it from what typer itself raises.
+_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__
+                                     if c.__name__ == "ClickException")
+
 
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors.")) -> None:
+def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+          verbose: bool = typer.Option(False, "--verbose", "-v",
+                                       help="Log progress (loading, trials) to stderr.")
+          ) -> None:
     _STATE["debug"] = debug
+    if verbose:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("recaudit").setLevel(logging.INFO)
 
 
 def _attach() -> None:
-    import importlib
+    from recaudit.cli import (_audit, _datasets, _fuzz, _models, _properties, _report,
+                              _reproduce, _simulate)
 
-    for mod in ("_datasets", "_models", "_audit", "_report", "_simulate", "_properties", "_fuzz",
-                "_reproduce"):
-        try:
-            module = importlib.import_module(f"recaudit.cli.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"recaudit.cli.{mod}":
-                continue  # sub-command not built yet
-            raise
+    for module in (_datasets, _models, _audit, _report, _simulate, _properties, _fuzz,
+                   _reproduce):
         module.register(app)
 
 
 _attach()
 
 
+def _usage_message(exc: Exception) -> str:
+    """A usage error on one line, with the closest command and where to find help."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    message = " ".join(message.split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and message.startswith("No such command"):
+        name = message.split("'")[1] if "'" in message else ""
+        message += did_you_mean(name, ctx.command.list_commands(ctx))
+    path = ctx.command_path if ctx is not None else "recaudit"
+    return f"{message} (see `{path} --help`)"
+
+
+def _show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+          file: Any = None, line: str | None = None) -> None:
+    """Soft problems (:class:`RecauditWarning`) as one line ``warning: ...``; others as usual."""
+    if issubclass(category, RecauditWarning):
+        print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+    else:
+        _SHOW(message, category, filename, lineno, file, line)
+
+
+_SHOW = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point."""
+    """Console entry point: the exit code (0 success, 2 any user error, 130 interrupted)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    _STATE["debug"] = False
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, standalone_mode=False, prog_name="recaudit")
     except RecauditError as exc:
         if _STATE["debug"]:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.one_line()}", file=sys.stderr)
         return 2
     except (typer.Exit, SystemExit) as exc:  # --help, explicit exits
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         return int(code or 0)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            return 130
-        raise
+    except (typer.Abort, KeyboardInterrupt):
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except _USAGE_ERROR as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `recaudit` alone: show the help
+            print(exc.ctx.get_help())  # type: ignore[attr-defined]
+            return 0
+        if _STATE["debug"]:
+            raise
+        print(f"error: {_usage_message(exc)}", file=sys.stderr)
+        return 2
     return 0
 
 

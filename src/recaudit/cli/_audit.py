@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from recaudit.cli._common import console as _console
+from recaudit.cli._common import dataset_spec, parse_params
 
 __all__ = ["register"]
 
-# Off a terminal (pipes, CI logs, `make demo` under tee) rich falls back to 80 columns, too
-# narrow for the results table; use a fixed comfortable width there.
-console = Console(width=None if sys.stdout.isatty() else 120)
 
-
-def _progress_runner(config) -> Path:
+def _progress_runner(config, console) -> Path:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -102,41 +98,25 @@ def audit(
     model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
     perturbation: list[str] = typer.Option(["random-delete"], "--perturbation", "-p",
                                            help="Perturbation name; repeat for several."),
-    seeds: int = typer.Option(3, help="Number of seeds (0..n-1)."),
+    seeds: int = typer.Option(3, min=1, help="Number of seeds (0..n-1)."),
     param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON)."),
-    k: int = typer.Option(10, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
-    p: float = typer.Option(0.9, help="RBO persistence."),
-    workers: int = typer.Option(1, help="Worker processes (1 = in-process)."),
+    k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
+    p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
+    workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process)."),
     output: Path = typer.Option(Path("results/audit.duckdb"), "--output", "-o",
                                 help="DuckDB store (resumed if it exists)."),
 ) -> None:
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
-    from recaudit.audit import (
-        AuditConfig,
-        DatasetSpec,
-        ExecutorSpec,
-        MetricSpec,
-        ModelSpec,
-    )
-    from recaudit.errors import ConfigError
+    from recaudit.audit import AuditConfig, ExecutorSpec, MetricSpec, ModelSpec
 
-    params = {}
-    for item in param:
-        if "=" not in item:
-            raise ConfigError(f"--param {item!r} must look like KEY=VALUE (e.g. epochs=5)")
-        key, value = item.split("=", 1)
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    path = Path(dataset)
-    dspec = DatasetSpec(name=path.stem, path=str(path)) if path.suffix and path.exists() \
-        else DatasetSpec(name=dataset)
-    config = AuditConfig(models=(ModelSpec(model, params),), perturbations=tuple(perturbation),
-                         seeds=tuple(range(seeds)), datasets=(dspec,), metrics=MetricSpec(k=k, p=p),
-                         executor=ExecutorSpec("process" if workers > 1 else "inprocess", workers),
+    config = AuditConfig(models=(ModelSpec(model, parse_params(param)),),
+                         perturbations=tuple(perturbation), seeds=tuple(range(seeds)),
+                         datasets=(dataset_spec(dataset),), metrics=MetricSpec(k=k, p=p),
+                         executor=ExecutorSpec("process" if workers > 1 else "inprocess",
+                                               workers),
                          output=str(output), name="quick-audit")
-    store = _progress_runner(config)
+    console = _console(120)
+    store = _progress_runner(config, console)
     for table in _summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"):
         console.print(table)
     from recaudit.audit import seed_summary, trial_summary
@@ -151,7 +131,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML).")) -> None
     from recaudit.audit import load_config
 
     cfg = load_config(config)
-    store = _progress_runner(cfg)
+    console = _console(120)
+    store = _progress_runner(cfg, console)
     for table in _summary_table(store, cfg.name):
         console.print(table)
     console.print(f"results: {store}")
@@ -164,6 +145,7 @@ def status(store: Path = typer.Argument(..., help="Audit store (.duckdb).")) -> 
     with Store(store, read_only=True) as s:
         trials = s.trials()
         meta = s.meta()
+    console = _console(120)
     planned = None
     if "config" in meta:
         cfg = meta["config"]
@@ -189,6 +171,7 @@ def results(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
     if format not in ("table", "csv", "json"):
         raise ConfigError(f"--format must be table, csv or json, got {format!r}")
     if format == "table":
+        console = _console(120)
         for table in _summary_table(store, str(store)):
             console.print(table)
         return
@@ -207,7 +190,7 @@ def export(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
 
     with Store(store, read_only=True) as s:
         for path in s.export(directory, format):
-            console.print(str(path))
+            typer.echo(str(path))
 
 
 def register(app: typer.Typer) -> None:

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import typer
 
-
-def _console():
-    """A console on the current ``sys.stdout``; fixed width when not a terminal (pipes, tests)."""
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=120)
+from recaudit.cli._common import console as _console
 
 
 def list_cmd() -> None:
@@ -32,7 +26,7 @@ def list_cmd() -> None:
         table.add_row(name, f"{spec.rows:,}" if spec.rows else "?", spec.approx_size,
                       "known" if spec.sha256_known else "unknown",
                       loc.origin if loc else "-")
-    console = _console()
+    console = _console(120)
     console.print(table)
     console.print("Not available offline: `recaudit datasets fetch NAME` downloads it "
                   "(set RECAUDIT_MIRROR to use local copies).")

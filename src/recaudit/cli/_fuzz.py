@@ -1,4 +1,4 @@
-"""``recaudit fuzz``: seed 004's influence-guided fuzzing study (Tables 4.5-4.9)."""
+"""``recaudit fuzz``: Shriver 2018's influence-guided fuzzing study (Tables 4.5-4.9)."""
 
 from __future__ import annotations
 
@@ -6,21 +6,9 @@ from typing import Any
 
 import typer
 
+from recaudit.cli._common import console as _console
+from recaudit.cli._common import dataset_spec, split_list
 from recaudit.errors import ConfigError
-
-
-def _console():
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=160)
-
-
-def _split(text: str, what: str) -> list[str]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise ConfigError(f"--{what} is empty; give a comma-separated list")
-    return parts
 
 
 def _print(console: Any, title: str, frame: Any) -> None:
@@ -40,7 +28,7 @@ def _print(console: Any, title: str, frame: Any) -> None:
 
 def fuzz_cmd(
     dataset: str = typer.Option("ml-latest-small", "--dataset",
-                                help="Registered dataset name (needs ratings)."),
+                                help="Registered dataset name or a ratings file."),
     path: str | None = typer.Option(None, "--path", help="Read the ratings from this file "
                                     "instead of a registered dataset."),
     model: str = typer.Option("funksvd", "--model", "--models",
@@ -60,8 +48,8 @@ def fuzz_cmd(
                                help="DuckDB results file (re-running resumes)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
 ) -> None:
-    """Fuzz the training ratings, retrain, and compare top-k lists (seed 004 Chapter 4)."""
-    from recaudit.audit import DatasetSpec, ModelSpec
+    """Fuzz the training ratings, retrain, and compare top-k lists (Shriver 2018 Chapter 4)."""
+    from recaudit.experiment import ModelSpec
     from recaudit.fuzz import (
         DISTANCES,
         FuzzStudy,
@@ -76,16 +64,16 @@ def fuzz_cmd(
     if metric not in DISTANCES:
         raise ConfigError(f"--metric {metric!r} is not one of {', '.join(DISTANCES)}")
     try:
-        size_list = tuple(int(s) for s in _split(sizes, "sizes"))
+        size_list = tuple(int(s) for s in split_list(sizes, "--sizes"))
     except ValueError:
         raise ConfigError(f"--sizes must be integers, got {sizes!r}") from None
-    spec = DatasetSpec(dataset if path is None else "file", path=path, min_user_interactions=0)
-    study = FuzzStudy(models=tuple(ModelSpec(m) for m in _split(model, "model")),
-                      heuristics=tuple(h.upper() for h in _split(heuristics, "heuristics")),
+    spec = dataset_spec(dataset if path is None else path, min_user_interactions=0)
+    study = FuzzStudy(models=tuple(ModelSpec(m) for m in split_list(model, "--model")),
+                      heuristics=tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
                       sizes=size_list, sets=sets, dataset=spec, seed=seed, k=k, f=f,
-                      portfolio=tuple(p.upper() for p in _split(portfolio, "portfolio")),
+                      portfolio=tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
                       output=output, workers=workers)
-    console = _console()
+    console = _console(160)
     from rich.progress import Progress
 
     with Progress(console=console, transient=True) as bar:

@@ -8,27 +8,31 @@ import inspect
 
 import typer
 
+from recaudit.cli._common import console as _console
 
-def model_parameters(name: str) -> list[tuple[str, str]]:
-    """``(parameter, default)`` pairs of a registered model, from its ``Config`` dataclass
-    (or its constructor signature when it has none)."""
+
+def model_parameters(name: str) -> list[tuple[str, str, str]]:
+    """``(parameter, default, documentation)`` of a registered model, from its ``Config``
+    dataclass (or its constructor signature when it has none)."""
+    from recaudit.config import field_docs
     from recaudit.models import model_class
 
     cls = model_class(name)
     config = getattr(cls, "Config", None)
     if config is not None and dataclasses.is_dataclass(config):
+        docs = field_docs(config)  # type: ignore[arg-type]
         out = []
         for f in dataclasses.fields(config):
             if f.default is not dataclasses.MISSING:
                 default = repr(f.default)
-            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-                default = repr(f.default_factory())  # type: ignore[misc]
+            elif f.default_factory is not dataclasses.MISSING:
+                default = repr(f.default_factory())
             else:
                 default = "required"
-            out.append((f.name, default))
+            out.append((f.name, default, docs.get(f.name, "")))
         return out
     sig = inspect.signature(cls)
-    return [(p.name, "required" if p.default is inspect.Parameter.empty else repr(p.default))
+    return [(p.name, "required" if p.default is inspect.Parameter.empty else repr(p.default), "")
             for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
 
 
@@ -41,37 +45,41 @@ def _summary(name: str) -> str:
 
 def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> None:
     """Show every registered model with its parameters and their defaults."""
-    from rich.console import Console
     from rich.table import Table
 
     from recaudit.models import available, model_class
+    from recaudit.models._presets import PRESETS
 
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=140)
+    console = _console(140)
     if name and "@" in name:
         _show_preset(console, name)
         return
     names = [name] if name else available()
     for n in names:
         model_class(n)  # unknown name -> ConfigError with a suggestion
+    if name:  # one model: every parameter with its documentation
+        table = Table(title=f"{name}: {_summary(name)}", show_lines=True)
+        for col in ("parameter", "default", "meaning"):
+            table.add_column(col, no_wrap=col != "meaning")
+        for p, d, doc in model_parameters(name):
+            table.add_row(p, d, doc)
+        console.print(table)
+        console.print(f"Use it: recaudit.models.create({name!r}, **parameters).")
+        return
     table = Table(title="recaudit models", show_lines=True)
     table.add_column("name", no_wrap=True)
     table.add_column("model")
     table.add_column("parameters (defaults)")
     for n in names:
-        params = ", ".join(f"{p}={d}" for p, d in model_parameters(n))
+        params = ", ".join(f"{p}={d}" for p, d, _ in model_parameters(n))
         table.add_row(n, _summary(n), params)
     console.print(table)
-    if not name:
-        from recaudit.models._presets import PRESETS
-
-        presets = Table(title="paper presets (recaudit models list NAME@PAPER for details)")
-        for col in ("name", "paper", "follows"):
-            presets.add_column(col)
-        for key, p in sorted(PRESETS.items()):
-            presets.add_row(key, p.paper, p.source)
-        console.print(presets)
+    presets = Table(title="paper presets (recaudit models list NAME@PAPER for details)")
+    for col in ("name", "paper", "follows"):
+        presets.add_column(col)
+    for key, pre in sorted(PRESETS.items()):
+        presets.add_row(key, pre.paper, pre.source)
+    console.print(presets)
     console.print("Use a model: recaudit.models.create(NAME, **parameters).")
 
 

@@ -1,42 +1,48 @@
-"""``recaudit properties``: seed 004's Table 3.4 (and ``--evolving``: Table 3.6)."""
+"""``recaudit properties``: Shriver 2018's Table 3.4 (and ``--evolving``: Table 3.6)."""
 
 from __future__ import annotations
 
+import logging
 import re
+import warnings
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import typer
 
-from recaudit.errors import ConfigError
+from recaudit.cli._common import console as _console
+from recaudit.cli._common import dataset_spec, split_list
+from recaudit.errors import ConfigError, DatasetError, RecauditWarning
+
+log = logging.getLogger(__name__)
 
 
-def _console():
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=160)
-
-
-def _release_years(dataset: str, log: Any) -> np.ndarray | None:
-    """Release year per item code from a MovieLens ``movies.csv`` next to the ratings file."""
+def _release_years(spec: Any, log_: Any) -> np.ndarray | None:
+    """Release year per item code from a MovieLens ``movies.csv`` next to the ratings file
+    (``None`` when there is none: then no item is excluded by year)."""
     import pandas as pd
 
     from recaudit.data import datasets
 
     try:
-        path = Path(datasets.fetch(dataset)).with_name("movies.csv")
-    except Exception:  # noqa: BLE001 - years are optional: no file, no restriction
+        source = Path(spec.path) if spec.path is not None else Path(datasets.fetch(spec.name))
+    except DatasetError as exc:
+        log.info("no release years for %s: %s", spec.label, exc)
         return None
+    path = (source if source.is_dir() else source.parent) / "movies.csv"
     if not path.exists():
         return None
     movies = pd.read_csv(path)
     if "title" not in movies or "movieId" not in movies:
+        warnings.warn(f"{path} has no title/movieId columns; release years are not used",
+                      RecauditWarning, stacklevel=2)
         return None
     year_of = {mid: float(m.group(1)) if (m := re.search(r"\((\d{4})\)\s*$", str(t).strip()))
                else np.nan for mid, t in zip(movies["movieId"], movies["title"], strict=True)}
-    return np.array([year_of.get(i, np.nan) for i in log.item_ids.tolist()], dtype=np.float64)
+    return np.array([year_of.get(i, np.nan) for i in log_.item_ids.tolist()], dtype=np.float64)
 
 
 def _fmt(v: Any) -> str:
@@ -45,6 +51,7 @@ def _fmt(v: Any) -> str:
     if isinstance(v, tuple):
         return ", ".join(v[:3]) + (", ..." if len(v) > 3 else "")
     if isinstance(v, (float, np.floating)):
+        v = float(v)
         if np.isnan(v):
             return "-"
         if abs(v) < 1e-2 and v != 0:
@@ -54,7 +61,8 @@ def _fmt(v: Any) -> str:
 
 
 def properties_cmd(
-    dataset: str = typer.Option("ml-latest-small", "--dataset", help="Registered dataset name."),
+    dataset: str = typer.Option("ml-latest-small", "--dataset",
+                                help="Registered dataset name or a ratings file."),
     models: str = typer.Option("user-user,item-item,funksvd,slope-one", "--models",
                                help="Comma-separated registered model names."),
     k: int = typer.Option(10, "--k", min=1, help="Length of the top-k lists."),
@@ -68,25 +76,26 @@ def properties_cmd(
                                       help="Also save the tables in this DuckDB results store "
                                            "(meta keys properties.*)."),
 ) -> None:
-    """Property templates next to precision/recall for several recommenders (seed 004)."""
+    """Property templates next to precision/recall for several recommenders (Shriver 2018)."""
     from rich.table import Table
 
-    from recaudit.data import datasets
+    from recaudit.errors import DataError, did_you_mean
+    from recaudit.experiment import read_dataset
     from recaudit.models import available, create
     from recaudit.properties import evolving_study, property_table, to_jsonable
 
-    names = [m.strip() for m in models.split(",") if m.strip()]
-    if not names:
-        raise ConfigError("--models is empty; give e.g. --models user-user,funksvd")
+    names = split_list(models, "--models")
     for n in names:
         if n not in available():
-            raise ConfigError(f"unknown model {n!r} in --models; available: "
-                              f"{', '.join(available())}")
-    log = datasets.load(dataset)
+            raise ConfigError(f"unknown model {n!r} in --models.{did_you_mean(n, available())} "
+                              f"Available: {', '.join(available())}")
+    spec = dataset_spec(dataset, min_user_interactions=0)
+    log = read_dataset(spec)
     if log.rating is None:
-        raise ConfigError(f"dataset {dataset!r} has no ratings; property templates need them")
-    factories = {n: (lambda n=n: create(n)) for n in names}
-    console = _console()
+        raise DataError("property templates need ratings; this dataset has none",
+                        source=spec.label, column="rating", hint="use a ratings dataset")
+    factories: dict[str, Callable[[], Any]] = {n: partial(create, n) for n in names}
+    console = _console(160)
     noun = "movies" if dataset.startswith("ml-") else "items"
     if not evolving:
         table = property_table(factories, log, k=k, seed=seed, accuracy=accuracy, folds=folds,
@@ -101,7 +110,7 @@ def properties_cmd(
         _save(store, {"properties.table": {"dataset": dataset, "k": k, "seed": seed,
                                             "values": to_jsonable(table)}})
         return
-    years = _release_years(dataset, log)
+    years = _release_years(spec, log)
     steps, summary = evolving_study(factories, log, k=k, seed=seed, item_years=years,
                                     accuracy=accuracy, folds=folds)
     robust = summary.attrs["robust"]
@@ -133,11 +142,9 @@ def properties_cmd(
 def _save(path: Path | None, entries: dict[str, Any]) -> None:
     if path is None:
         return
-    from recaudit.audit._store import Store
+    from recaudit.properties import save_results
 
-    with Store(path) as st:
-        for key, value in entries.items():
-            st.set_meta(key, value)
+    save_results(path, entries)
     typer.echo(f"saved {', '.join(entries)} to {path}")
 
 

@@ -1,4 +1,4 @@
-"""``recaudit simulate mirror``: the MIRROR manipulation benchmark (seed 002)."""
+"""``recaudit simulate mirror``: the MIRROR manipulation benchmark (Zhu et al. 2023)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,10 @@ import math
 
 import typer
 
+from recaudit.cli._common import console as _console
 from recaudit.errors import ConfigError
 
 TABLE = "mirror_results"
-
-
-def _console():
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=140)
 
 
 def parse_mixes(text: str) -> tuple[float, ...]:
@@ -56,32 +50,6 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return tuple(range(n))
 
 
-def write_results(rows, path: str) -> int:
-    """Store result rows in the DuckDB file ``path``, table ``mirror_results``; rows with the same
-    (scenario, algorithm, mix, seed) as new ones are replaced. Returns the number written."""
-    import duckdb
-    import pandas as pd
-
-    df = pd.DataFrame(list(rows), columns=["scenario", "algorithm", "mix", "seed", "round",
-                                           "metric", "value"])
-    df["round"] = df["round"].astype("Int64")
-    df["mix"] = df["mix"].astype("float64")
-    con = duckdb.connect(path)
-    try:
-        con.execute(f"""CREATE TABLE IF NOT EXISTS {TABLE} (scenario VARCHAR, algorithm VARCHAR,
-                        mix DOUBLE, seed INTEGER, round INTEGER, metric VARCHAR, value DOUBLE)""")
-        con.register("new_rows", df)
-        con.execute(f"""DELETE FROM {TABLE} t USING (SELECT DISTINCT scenario, algorithm, mix, seed
-                        FROM new_rows) n WHERE t.scenario = n.scenario
-                        AND t.algorithm = n.algorithm AND t.seed = n.seed
-                        AND t.mix IS NOT DISTINCT FROM n.mix""")
-        con.execute(f"INSERT INTO {TABLE} SELECT scenario, algorithm, mix, seed, round, metric, "
-                    f"value FROM new_rows")
-    finally:
-        con.close()
-    return len(df)
-
-
 def mirror_cmd(
     scenario: str = typer.Option("decoy-slate", "--scenario",
                                  help="decoy-slate (§5.1) or topic-sequential (§5.3)."),
@@ -94,31 +62,33 @@ def mirror_cmd(
                                         "DNN,GRU,GRU-static (sequential)."),
     manipulative: str = typer.Option(None, "--manipulative",
                                      help="decoy|greedy|ppo (slate) or planner|ppo (sequential)."),
-    n_train: int = typer.Option(None, "--n-train", help="Training slates / sessions."),
-    n_eval: int = typer.Option(None, "--n-eval", help="Evaluation slates / users."),
-    epochs: int = typer.Option(20, "--epochs", help="Training epochs of the algorithms."),
+    n_train: int = typer.Option(None, "--n-train", min=10, help="Training slates / sessions."),
+    n_eval: int = typer.Option(None, "--n-eval", min=1, help="Evaluation slates / users."),
+    epochs: int = typer.Option(20, "--epochs", min=1, help="Training epochs of the algorithms."),
     explore: float = typer.Option(0.2, "--explore",
                                   help="Sequential only: chance a data-collection oracle shows a "
                                        "random candidate."),
     rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO persistence p of Preference Shift."),
     rbo_variant: str = typer.Option("ext", "--rbo-variant",
                                     help="RBO variant of Preference Shift: ext|min|max|trunc."),
-    out: str = typer.Option(None, "--out", help="DuckDB file to store the results in "
+    out: str = typer.Option(None, "--out", help="Results store to keep the results in "
                                                f"(table {TABLE})."),
-    figure: str = typer.Option(None, "--figure", help="Write a CTR/FCTR (and per-round) figure."),
+    figure: str = typer.Option(None, "--figure",
+                               help="Write the CTR/FCTR figure here (png, pdf or svg; also "
+                                    "-mix and -rounds figures next to it when they apply)."),
 ) -> None:
     """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
     import pandas as pd
     from rich.table import Table
 
-    from recaudit.simulate import MirrorConfig, TrainConfig, run_mirror, summarise
+    from recaudit.simulate import MirrorConfig, TrainConfig, run_mirror, summarise, write_results
 
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
     cfg = MirrorConfig(scenario=scenario, mixes=parse_mixes(mix), seeds=parse_seeds(seeds),
                        algorithms=algos, manipulative=manipulative, n_train=n_train,
                        n_eval=n_eval, train=TrainConfig(epochs=epochs), explore=explore,
                        rbo_p=rbo_p, rbo_variant=rbo_variant)
-    console = _console()
+    console = _console(140)
     with console.status("running MIRROR") as status:
         rows = run_mirror(cfg, progress=lambda msg: status.update(f"MIRROR: {msg}"))
     summ = summarise(rows)
@@ -152,10 +122,17 @@ def mirror_cmd(
         n = write_results(rows, out)
         console.print(f"wrote {n} rows to {out} (table {TABLE})")
     if figure:
-        from recaudit.simulate._figure import plot_mirror
+        try:
+            from recaudit.report import write_mirror_figures
 
-        plot_mirror(rows, figure)
-        console.print(f"wrote figure {figure}")
+            paths = write_mirror_figures(rows, figure)
+        except ModuleNotFoundError as exc:  # the report extra is optional
+            if exc.name != "matplotlib":
+                raise
+            raise ConfigError("--figure needs matplotlib; install the report extra: "
+                              "pip install 'recaudit[report]'") from None
+        for path in paths:
+            console.print(f"wrote figure {path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,12 +7,13 @@
 """
 
 from recaudit.data._filters import compact, filter_min_interactions, k_core, sample_users
-from recaudit.data._interactions import DEFAULT_COLUMNS, Interactions
+from recaudit.data._interactions import DEFAULT_COLUMNS, Interactions, pair_keys
 from recaudit.data._queries import Queries
 from recaudit.data._ranklists import RankLists
 from recaudit.data._splits import (
     Split,
     global_temporal_split,
+    holdout_last,
     leave_last_out,
     queries_for_rows,
     split,
@@ -21,9 +22,9 @@ from recaudit.data._splits import (
 from recaudit.data._synthetic import SyntheticConfig, synthetic
 
 __all__ = ["DEFAULT_COLUMNS", "Interactions", "Queries", "RankLists", "Split", "SyntheticConfig",
-           "compact", "filter_min_interactions", "global_temporal_split", "k_core",
-           "leave_last_out", "queries_for_rows", "sample_users", "split", "synthetic",
-           "temporal_ratio_split"]
+           "compact", "filter_min_interactions", "global_temporal_split", "holdout_last",
+           "k_core", "leave_last_out", "pair_keys", "queries_for_rows", "sample_users", "split",
+           "synthetic", "temporal_ratio_split"]
 
 # readers, writers, validation and the dataset registry
 from recaudit.data import datasets  # noqa: E402
@@ -35,15 +36,8 @@ from recaudit.data._formats import (  # noqa: E402
     read_recbole,
     read_tsv_shared,
 )
-from recaudit.data._io import (  # noqa: E402
-    FORMATS,
-    detect_format,
-    read,
-    read_csv,
-    read_parquet,
-    write_csv,
-    write_parquet,
-)
+from recaudit.data._io import read_csv, read_parquet, write_csv, write_parquet  # noqa: E402
+from recaudit.data._read import FORMATS, detect_format, read  # noqa: E402
 from recaudit.data._validate import validate_frame  # noqa: E402
 
 __all__ += ["FORMATS", "datasets", "detect_format", "read", "read_csv", "read_foursquare_tsmc",

@@ -8,6 +8,7 @@ extracted into a temporary directory that is moved into place only when complete
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -19,7 +20,10 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from recaudit._files import atomic_path
 from recaudit.errors import DatasetError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["download", "sha256_file", "safe_extract", "archive_kind"]
 
@@ -41,21 +45,18 @@ def download(url: str, dest: Path, *, sha256: str | None = None, min_bytes: int 
     Raises :class:`DatasetError` on network errors, a too-small file or a checksum mismatch;
     ``dest`` then does not exist.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     h = hashlib.sha256()
     size = 0
-    try:
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310
-                    for block in iter(lambda: resp.read(_CHUNK), b""):
-                        out.write(block)
-                        h.update(block)
-                        size += len(block)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", exc)
-                raise DatasetError(f"download of {url} failed: {reason}") from None
+    with atomic_path(dest) as tmp, open(tmp, "wb") as out:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310
+                for block in iter(lambda: resp.read(_CHUNK), b""):
+                    out.write(block)
+                    h.update(block)
+                    size += len(block)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DatasetError(f"download of {url} failed: {reason}") from None
         digest = h.hexdigest()
         if size < min_bytes:
             raise DatasetError(f"download of {url} is {size} bytes, expected at least "
@@ -63,11 +64,8 @@ def download(url: str, dest: Path, *, sha256: str | None = None, min_bytes: int 
         if sha256 and digest != sha256.lower():
             raise DatasetError(f"checksum mismatch for {url}: expected sha256 {sha256}, got "
                                f"{digest}; the file was deleted")
-        os.replace(tmp, dest)
-        return digest
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    log.info("downloaded %s (%d bytes) to %s", url, size, dest)
+    return digest
 
 
 def archive_kind(path: Path, declared: str = "auto") -> str:

@@ -35,7 +35,7 @@ def filter_min_interactions(
 ) -> Interactions:
     """Drop users with fewer than ``min_user`` rows, then items with fewer than ``min_item``.
 
-    One pass, in that order (seed 000 §5 and seed 003 §4 remove users with fewer than 10
+    One pass, in that order (Oh et al. 2022 §5 and Betello et al. 2023 §4 remove users with fewer than 10
     interactions). Use :func:`k_core` for the iterated version. With ``renumber`` the result
     is :func:`compact`-ed.
     """

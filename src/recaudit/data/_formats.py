@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.data._interactions import Interactions
-from recaudit.data._io import _head_lines, build, read_raw
+from recaudit.data._parse import build, head_lines, read_raw
 from recaudit.errors import DataError
 
 __all__ = ["read_recbole", "read_jodie", "read_movielens", "read_tsv_shared",
@@ -40,7 +40,7 @@ def _exists(path: str | os.PathLike) -> Path:
 
 # ---------------------------------------------------------------------------------- RecBole
 def _recbole_header(path: Path) -> list[tuple[str, str]]:
-    lines = _head_lines(path, 1)
+    lines = head_lines(path, 1)
     if not lines:
         raise DataError("file is empty", source=str(path), hint="a RecBole atomic file starts "
                         "with a header such as 'user_id:token\\titem_id:token'")
@@ -127,7 +127,7 @@ def read_jodie(path: str | os.PathLike, *, duplicates: str = "keep",
     feature columns, which are ignored.
     """
     p = _exists(path)
-    head = _head_lines(p, 1)
+    head = head_lines(p, 1)
     if not head:
         raise DataError("file is empty", source=str(p), hint="expected a JODIE CSV")
     fields = [f.strip() for f in head[0].split(",")]
@@ -194,7 +194,7 @@ def read_movielens(path: str | os.PathLike, *, duplicates: str = "keep",
                             source=str(p), hint="pass the path of the ratings file")
         p = found
     label = str(p)
-    head = _head_lines(p, 1, encoding="latin-1")
+    head = head_lines(p, 1, encoding="latin-1")
     if not head:
         raise DataError("file is empty", source=label, hint="expected MovieLens ratings")
     names = ["user", "item", "rating", "timestamp"]
@@ -221,13 +221,13 @@ def read_movielens(path: str | os.PathLike, *, duplicates: str = "keep",
 # ---------------------------------------------------------------------------------- shared TSVs
 def read_tsv_shared(path: str | os.PathLike, *, duplicates: str = "keep",
                     name: str | None = None) -> Interactions:
-    """Read the headerless TSVs of the CASPER/FINEST releases (seed 000's data).
+    """Read the headerless TSVs of the CASPER/FINEST releases (Oh et al. 2022's data).
 
     Four columns are ``row_id, user, item, timestamp`` (``wikipedia.tsv``), three are
     ``user, item, timestamp`` (``foursquare.tsv``); the column count decides.
     """
     p = _exists(path)
-    head = _head_lines(p, 1)
+    head = head_lines(p, 1)
     if not head:
         raise DataError("file is empty", source=str(p), hint="expected a headerless TSV")
     n = len(head[0].split("\t"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -11,14 +12,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recaudit._files import atomic_write
 from recaudit.errors import DataError
 
-__all__ = ["Interactions", "DEFAULT_COLUMNS"]
+__all__ = ["pair_keys", "Interactions", "DEFAULT_COLUMNS", "PARQUET_KEY"]
+
+#: Key of the recaudit metadata in a Parquet file's schema.
+PARQUET_KEY = b"recaudit"
 
 #: Canonical column names and the role each plays.
 DEFAULT_COLUMNS: Mapping[str, str] = MappingProxyType(
     {"user": "user", "item": "item", "timestamp": "timestamp", "rating": "rating"}
 )
+
+
+def pair_keys(user: Any, item: Any, n_items: int) -> np.ndarray:
+    """``user * n_items + item`` as int64: one key per ``(user, item)`` pair."""
+    return np.asarray(user, dtype=np.int64) * np.int64(n_items) + np.asarray(item, dtype=np.int64)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -219,9 +229,10 @@ class Interactions:
 
     def replace(self, **changes: Any) -> Interactions:
         """Copy with some fields replaced (validated and re-sorted like a new log)."""
-        fields = dict(user=self.user, item=self.item, timestamp=self.timestamp,
-                      rating=self.rating, user_ids=self.user_ids, item_ids=self.item_ids,
-                      item_attributes=self.item_attributes, name=self.name)
+        fields: dict[str, Any] = dict(
+            user=self.user, item=self.item, timestamp=self.timestamp, rating=self.rating,
+            user_ids=self.user_ids, item_ids=self.item_ids,
+            item_attributes=self.item_attributes, name=self.name)
         fields.update(changes)
         return Interactions(**fields)
 
@@ -255,13 +266,43 @@ class Interactions:
             data["rating"] = self.rating
         return pd.DataFrame(data)
 
-    def to_parquet(self, path: str) -> None:
-        """Write original ids (and item attributes as a second table in the metadata)."""
-        from recaudit.data._io import write_parquet
+    def to_csv(self, path: str | os.PathLike, *, sep: str = ",") -> None:
+        """Write ``user, item, timestamp[, rating]`` with original ids and a header, atomically
+        (:func:`recaudit._files.atomic_write`). Item attributes and ids without interactions
+        are not kept (use Parquet for a full round trip)."""
+        df = self.to_df()
+        atomic_write(path, lambda tmp: df.to_csv(tmp, sep=sep, index=False))
 
-        write_parquet(self, path)
+    def to_parquet(self, path: str | os.PathLike) -> None:
+        """Write the log as Parquet (original ids), atomically.
 
-    def to_csv(self, path: str, *, sep: str = ",") -> None:
-        from recaudit.data._io import write_csv
+        The file's schema metadata (key :data:`PARQUET_KEY`) holds JSON with the log's name,
+        the full ``user_ids``/``item_ids`` (so ids without interactions and the code order
+        survive) and the item attributes as ``[item id, [labels]]`` pairs;
+        :func:`~recaudit.data.read_parquet` restores them.
+        """
+        import json
 
-        write_csv(self, path, sep=sep)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(self.to_df(), preserve_index=False)
+        meta: dict[str, Any] = {"format": 1, "name": self.name,
+                                "user_ids": _jsonable(self.user_ids),
+                                "item_ids": _jsonable(self.item_ids)}
+        if self.item_attributes is not None:
+            ids = self.item_ids
+            meta["item_attributes"] = [[ids[code].item() if isinstance(ids[code], np.generic)
+                                        else ids[code], sorted(labels)]
+                                       for code, labels in sorted(self.item_attributes.items())]
+        schema_meta = dict(table.schema.metadata or {})
+        schema_meta[PARQUET_KEY] = json.dumps(meta).encode()
+        table = table.replace_schema_metadata(schema_meta)
+        atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _jsonable(ids: np.ndarray) -> list | None:
+    values = ids.tolist()
+    if all(isinstance(v, (int, str)) for v in values):
+        return values
+    return None

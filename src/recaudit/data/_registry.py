@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import tomllib
+import warnings
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -31,8 +32,7 @@ from typing import Any
 
 from recaudit.data._download import download, safe_extract
 from recaudit.data._interactions import Interactions
-from recaudit.data._validate import closest_name
-from recaudit.errors import DatasetError
+from recaudit.errors import DatasetError, RecauditWarning, closest
 
 __all__ = ["DatasetSpec", "MirrorFile", "Location", "Registry", "default_registry",
            "data_dir", "mirror_dirs"]
@@ -170,7 +170,7 @@ class Registry:
 
     def spec(self, name: str) -> DatasetSpec:
         if name not in self._specs:
-            guess = closest_name(name, self._specs)
+            guess = closest(name, self._specs)
             raise DatasetError(f"unknown dataset {name!r}"
                                + (f" (did you mean {guess!r}?)" if guess else "")
                                + f"; known: {', '.join(self.names())}")
@@ -199,9 +199,9 @@ class Registry:
                 return Location(found, spec.format, "cache")
         if spec.bundled in _BUNDLED:
             finder, fmt = _BUNDLED[spec.bundled]
-            path = finder()
-            if path is not None:
-                return Location(path, fmt, "bundled")
+            bundled = finder()
+            if bundled is not None:
+                return Location(bundled, fmt, "bundled")
         return None
 
     def fetch(self, name: str, *, download: bool = False) -> Location:
@@ -240,6 +240,9 @@ class Registry:
                 raise DatasetError(f"the download of {spec.name!r} does not contain "
                                    f"{spec.file}; the source may have changed")
             if not sha:  # no checksum: the file must parse (format) with the expected rows
+                warnings.warn(f"dataset {spec.name!r} has no published checksum: its download "
+                              "is checked by parsing it and counting rows only",
+                              RecauditWarning, stacklevel=3)
                 log = self._read(Location(found, spec.format, "download"), spec, {})
                 if spec.rows and len(log) != spec.rows:
                     raise DatasetError(
@@ -255,7 +258,7 @@ class Registry:
 
     # ------------------------------------------------------------------ loading
     def _read(self, loc: Location, spec: DatasetSpec, opts: dict[str, Any]) -> Interactions:
-        from recaudit.data._io import read
+        from recaudit.data._read import read
 
         return read(loc.path, format=loc.format, **{"name": spec.name, **spec.options, **opts})
 

@@ -9,15 +9,16 @@ model trained on perturbed data is therefore asked exactly the same questions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from recaudit.data._interactions import Interactions
+from recaudit.data._interactions import Interactions, pair_keys
 from recaudit.data._queries import Queries
 
 __all__ = ["Split", "temporal_ratio_split", "leave_last_out", "global_temporal_split",
-           "queries_for_rows", "split"]
+           "holdout_last", "queries_for_rows", "split"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,17 @@ class Split:
         return {"train": len(self.train), "test": len(self.test), "queries": len(self.queries),
                 "validation": 0 if self.validation is None else len(self.validation),
                 "users": self.train.n_users, "items": self.train.n_items}
+
+    def held_out_pairs(self) -> np.ndarray:
+        """Sorted distinct :func:`pair_keys` of every held-out ``(user, item)``: the test
+        interactions and the validation targets (what a perturbation must never add)."""
+        n_items = self.train.n_items
+        keys = [pair_keys(self.test.user, self.test.item, n_items)]
+        if self.validation is not None:
+            ok = np.asarray(self.validation.target) >= 0
+            keys.append(pair_keys(np.asarray(self.validation.user)[ok],
+                                  np.asarray(self.validation.target)[ok], n_items))
+        return np.unique(np.concatenate(keys))
 
 
 def _positions(log: Interactions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,11 +119,31 @@ def temporal_ratio_split(log: Interactions, ratio: float = 0.9, *, validation: b
 
 def leave_last_out(log: Interactions, *, validation: bool = False, max_len: int = 200) -> Split:
     """Each user's last row is the test item; with ``validation`` the one before is the
-    validation item (seed 003 §3.1). Users with a single row keep it for training."""
+    validation item (Betello et al. 2023 §3.1). Users with a single row keep it for training."""
     pos, n, _ = _positions(log)
     is_test = (pos == n - 1) & (n >= 2)
     is_val = ((pos == n - 2) & (n >= 3)) if validation else None
     return _make(log, is_test, is_val, max_len, "leave-last-out")
+
+
+def holdout_last(log: Interactions, *, min_length: int = 2, max_len: int = 200
+                 ) -> tuple[Interactions, Queries]:
+    """``(rest, queries)``: each user with at least ``min_length`` rows loses their last row,
+    and one query per such user (by user code) asks for it, with the user's preceding rows as
+    context (at most ``max_len``) and the held-out item as target.
+
+    The leave-last-out protocol of a validation hold-out (early stopping) and of the model
+    conformance kit; :func:`leave_last_out` is the same cut as a :class:`Split`.
+    """
+    if min_length < 2:
+        raise ValueError(f"min_length must be >= 2 (a query needs context), got {min_length}")
+    indptr, rows = log.user_sequences()
+    counts = np.diff(indptr)
+    users = np.flatnonzero(counts >= min_length)
+    last = rows[indptr[users + 1] - 1]
+    keep = np.ones(len(log), dtype=bool)
+    keep[last] = False
+    return log.take(keep), queries_for_rows(log, last, max_len)
 
 
 def global_temporal_split(log: Interactions, ratio: float = 0.9, *, max_len: int = 200) -> Split:
@@ -131,7 +163,7 @@ def global_temporal_split(log: Interactions, ratio: float = 0.9, *, max_len: int
     return _make(log, is_test, None, max_len, f"global-temporal({ratio})")
 
 
-_METHODS = {"temporal-ratio": temporal_ratio_split, "leave-last-out": leave_last_out,
+_METHODS: dict[str, Callable[..., Split]] = {"temporal-ratio": temporal_ratio_split, "leave-last-out": leave_last_out,
             "global-temporal": global_temporal_split}
 
 

@@ -24,18 +24,28 @@ vectorised across users, so 10⁷ interactions take seconds.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
+from recaudit.config import Config
 from recaudit.data._interactions import Interactions
 
 __all__ = ["SyntheticConfig", "synthetic"]
 
 
 @dataclass(frozen=True)
-class SyntheticConfig:
-    """Size and shape of a synthetic log (defaults: the demo dataset, ~15k interactions)."""
+class SyntheticConfig(Config):
+    """Size and shape of a synthetic log (defaults: the demo dataset, ~15k interactions).
+
+    n_users: number of users. n_items: catalogue size. n_clusters: taste clusters (at most
+    n_items). mean_length: mean interactions per user. min_length: fewest interactions per
+    user. max_length: most interactions per user. sigma: log-normal spread of user activity.
+    zipf: exponent of item popularity. concentration: Dirichlet concentration of tastes.
+    drift: probability per step that a user's taste drifts. drift_step: weight of the fresh
+    taste in a drift. follow: probability of the planted successor of the previous item.
+    horizon: time span in seconds. ratings: add 1-5 ratings. attributes: add genre attributes.
+    """
 
     n_users: int = 500
     n_items: int = 300
@@ -56,14 +66,15 @@ class SyntheticConfig:
     def validate(self) -> None:
         for key in ("n_users", "n_items", "n_clusters", "min_length", "max_length"):
             if getattr(self, key) < 1:
-                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+                raise self.invalid(key, f"must be >= 1, got {getattr(self, key)}")
         if self.n_clusters > self.n_items:
-            raise ValueError(f"n_clusters ({self.n_clusters}) must be <= n_items ({self.n_items})")
+            raise self.invalid("n_clusters", f"must be <= n_items ({self.n_items}), got "
+                                              f"{self.n_clusters}")
         if not self.min_length <= self.mean_length <= self.max_length:
-            raise ValueError("need min_length <= mean_length <= max_length")
+            raise self.invalid("mean_length", "need min_length <= mean_length <= max_length")
         for key in ("drift", "drift_step", "follow"):
             if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ValueError(f"{key} must be in [0, 1], got {getattr(self, key)}")
+                raise self.invalid(key, f"must be in [0, 1], got {getattr(self, key)}")
 
 
 def _pick_rows(cum: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -76,8 +87,9 @@ def synthetic(config: SyntheticConfig | None = None, *, seed: int = 0, **params)
 
     ``synthetic(seed=1, n_users=1000)`` overrides fields of :class:`SyntheticConfig`.
     """
-    cfg = SyntheticConfig(**{**asdict(config or SyntheticConfig()), **params})
-    cfg.validate()
+    base = (config or SyntheticConfig()).to_dict()
+    cfg = SyntheticConfig.from_dict({**base, **params}, what="the synthetic dataset",
+                                    noun="option")
     rng = np.random.default_rng(seed)
     nu, ni, nc = cfg.n_users, cfg.n_items, cfg.n_clusters
 

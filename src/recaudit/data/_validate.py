@@ -19,16 +19,19 @@ Timestamps
 
 from __future__ import annotations
 
-import difflib
+import logging
+
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from recaudit.errors import DataError
+from recaudit.errors import DataError, closest
 
-__all__ = ["ROLES", "DUPLICATE_POLICIES", "validate_frame", "closest_name"]
+log = logging.getLogger(__name__)
+
+__all__ = ["ROLES", "DUPLICATE_POLICIES", "validate_frame"]
 
 #: The roles a column can play, in canonical order.
 ROLES: tuple[str, ...] = ("user", "item", "timestamp", "rating")
@@ -39,16 +42,6 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "timestamp": ("time", "ts", "date", "datetime", "unix_time", "utc_time", "unixtime"),
     "rating": ("score", "stars", "ratings", "preference"),
 }
-
-
-def closest_name(name: str, candidates: Any, *, cutoff: float = 0.6) -> str | None:
-    """The candidate most similar to ``name`` (case-insensitive, :mod:`difflib` ratio) or None."""
-    cands = [str(c) for c in candidates]
-    lowered = {c.lower(): c for c in cands}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
-    hits = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=cutoff)
-    return lowered[hits[0]] if hits else None
 
 
 class _Where:
@@ -80,7 +73,7 @@ def _resolve_columns(df: pd.DataFrame, columns: Mapping[str, Any] | None, requir
     columns = dict(columns or {})
     unknown = [r for r in columns if r not in ROLES]
     if unknown:
-        guess = closest_name(str(unknown[0]), ROLES)
+        guess = closest(str(unknown[0]), ROLES)
         raise ValueError(f"unknown role {unknown[0]!r} in columns; roles are {', '.join(ROLES)}"
                          + (f" (did you mean {guess!r}?)" if guess else ""))
     names = [str(c) for c in df.columns]
@@ -94,7 +87,7 @@ def _resolve_columns(df: pd.DataFrame, columns: Mapping[str, Any] | None, requir
             continue
         required = role in ("user", "item") or explicit or (role == "rating" and require_rating)
         free = [c for c in names if c not in out.values()]
-        guess = closest_name(str(name), free, cutoff=0.6 if required else 0.8)
+        guess = closest(str(name), free, cutoff=0.6 if required else 0.8)
         if guess is None and not explicit:
             guess = next((c for c in free if c.lower() in _ALIASES.get(role, ())), None)
         if not required and guess is None:
@@ -222,6 +215,8 @@ def _handle_duplicates(out: pd.DataFrame, duplicates: str, where: _Where) -> pd.
     if not dup.any():
         return out
     if duplicates == "drop":
+        log.info("%s: dropped %d duplicate (user, item, timestamp) rows", where.source,
+                 int(dup.sum()))
         return out.loc[~dup].reset_index(drop=True)
     pos = _first(dup)
     row = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in out.iloc[pos].items()}

@@ -1,11 +1,13 @@
-"""Influence-guided fuzzing of recommender stability (seed 004 Chapter 4).
+"""Influence-guided fuzzing of recommender stability (Shriver 2018 Chapter 4).
 
 - :mod:`modifications <recaudit.fuzz._modifications>`: add / remove / change ratings, sets
   applied atomically, :class:`FuzzRecord` (JSON; ``record.apply(original)`` reproduces the log);
 - influence models (Table 4.1, eq. 4.9): :func:`user_influence`, :func:`item_influence`,
   :func:`rating_influence`, :func:`attribute_influence`, :func:`modified_attribute_influence`;
-- heuristics (Tables 4.2, 4.4) as perturbation specs: :class:`FuzzSpec`
-  (``FuzzSpec.parse("fuzz:AMR:10").apply(log, rng, recommendations=...)``);
+- heuristics (Tables 4.2, 4.4) as perturbations of the ``fuzz:`` family, registered with
+  :func:`recaudit.perturb.register_family` on import: :class:`FuzzSpec`
+  (``FuzzSpec.parse("fuzz:AMR:10").apply(log, rng, recommendations=...)``; in an audit,
+  ``perturbations = ["fuzz:AMR:10"]``);
 - differential oracles (§4.1.3): :func:`distances`, :class:`Oracle`, :func:`default_delta`;
 - the study runner (§4.2): :class:`FuzzStudy`, :func:`run_study`, :func:`significance`,
   :func:`instability_table`, :func:`time_table`.
@@ -33,7 +35,7 @@ from recaudit.fuzz._modifications import (
     pair_keys,
 )
 from recaudit.fuzz._oracles import DISTANCES, Oracle, Verdict, default_delta, distances
-from recaudit.fuzz._spec import FuzzSpec, audit_inputs
+from recaudit.fuzz._spec import FuzzSpec
 from recaudit.fuzz._study import FuzzStudy, FuzzTrial, load_results, run_fuzz_trial, run_study
 from recaudit.fuzz._tables import (
     TABLES,
@@ -44,10 +46,10 @@ from recaudit.fuzz._tables import (
 )
 
 __all__ = ["ADD", "BASELINE_OF", "CHANGE", "DISTANCES", "HEURISTICS", "INFLUENCE_OF", "KIND_OF",
-           "REMOVE", "TABLES", "FuzzContext", "FuzzRecord", "FuzzSpec", "FuzzStudy", "FuzzTrial", "ModificationSet", "Oracle",
-           "Recommendations", "Verdict", "apply_modifications", "attribute_influence", "audit_inputs",
-           "default_delta", "distances", "instability_table", "item_attribute_influence",
-           "item_influence", "load_results", "portfolio_table", "run_fuzz_trial", "run_study",
-           "significance", "time_table",
-           "item_mean_ratings", "modified_attribute_influence", "pair_keys", "rating_influence",
-           "rating_scale", "user_influence"]
+           "REMOVE", "TABLES", "FuzzContext", "FuzzRecord", "FuzzSpec", "FuzzStudy",
+           "FuzzTrial", "ModificationSet", "Oracle", "Recommendations", "Verdict",
+           "apply_modifications", "attribute_influence", "default_delta", "distances",
+           "instability_table", "item_attribute_influence", "item_influence",
+           "item_mean_ratings", "load_results", "modified_attribute_influence", "pair_keys",
+           "portfolio_table", "rating_influence", "rating_scale", "run_fuzz_trial", "run_study",
+           "significance", "time_table", "user_influence"]

@@ -1,4 +1,4 @@
-"""Fuzzing heuristics (seed 004 Tables 4.2 and 4.4, §4.2.3).
+"""Fuzzing heuristics (Shriver 2018 Tables 4.2 and 4.4, §4.2.3).
 
 Each heuristic turns (training log, baseline recommendations, size ``M``, rng) into a
 :class:`~recaudit.fuzz.ModificationSet` of one modification type:
@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from recaudit.data import Interactions
+from recaudit.errors import DataError
 from recaudit.fuzz import _influence as inf
 from recaudit.fuzz._modifications import ADD, CHANGE, REMOVE, ModificationSet, pair_keys
 
@@ -69,16 +70,18 @@ class FuzzContext:
     def __post_init__(self) -> None:
         t = self.train
         if t.rating is None:
-            raise ValueError(f"{t.name}: fuzzing modifies ratings; this log has none")
+            raise DataError("fuzzing modifies ratings; this log has none", source=t.name,
+                            column="rating", hint="use a dataset with ratings")
         keys = pair_keys(t.user, t.item, t.n_items)
         # latest value of every rated pair (rows are in time order)
         rev_u, first = np.unique(keys[::-1], return_index=True)
         self.rated_keys = rev_u  # sorted unique
         self.rated_value = t.rating[::-1][first].astype(np.float64)
         self.protected = np.unique(np.asarray(self.protected, dtype=np.int64))
-        self.scale = inf.rating_scale(t) if self.scale is None else \
+        self.levels: np.ndarray = inf.rating_scale(t) if self.scale is None else \
             np.unique(np.asarray(self.scale, dtype=np.float64))
-        if len(self.scale) == 0:
+        self.scale = self.levels
+        if len(self.levels) == 0:
             raise ValueError("the rating scale is empty")
 
     @property
@@ -112,7 +115,7 @@ def _order(scores: np.ndarray, rng: np.random.Generator, *, descending: bool) ->
 
 
 def _values(ctx: FuzzContext, n: int, rng: np.random.Generator) -> np.ndarray:
-    return ctx.scale[rng.integers(0, len(ctx.scale), size=n)]
+    return ctx.levels[rng.integers(0, len(ctx.levels), size=n)]
 
 
 # ---------------------------------------------------------------------------- pair samplers
@@ -203,7 +206,7 @@ def _arand(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray)
 
 def _edit_random(kind: str, which: str | None) -> Callable[..., _Result]:
     def run(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -> _Result:
-        value = None if which is None else float(ctx.scale[0 if which == "low" else -1])
+        value = None if which is None else float(ctx.levels[0 if which == "low" else -1])
         cand = _rated_pairs(ctx, used, not_value=value)
         if len(cand) < n:
             raise ValueError(f"only {len(cand)} ratings can take a {kind}; asked for {n}")
@@ -219,7 +222,7 @@ def _by_user(kind: str) -> Callable[..., _Result]:
         if kind == ADD:
             mods, info = _add_along(ctx, n, rng, used, order, by="user", value=None)
         else:
-            low = float(ctx.scale[0]) if kind == CHANGE else None
+            low = float(ctx.levels[0]) if kind == CHANGE else None
             mods, info = _edit_along(ctx, n, rng, used, order, kind, low)
         info["influence"] = [int(scores[u]) for u in info["chosen"]]
         return mods, info
@@ -235,7 +238,7 @@ def _ali(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -
 
 
 def _amr(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -> _Result:
-    values, scores = inf.rating_influence(ctx.train, ctx.recs(), ctx.scale, epsilon=ctx.epsilon)
+    values, scores = inf.rating_influence(ctx.train, ctx.recs(), ctx.levels, epsilon=ctx.epsilon)
     if scores.max(initial=0) == 0:
         raise ValueError("AMR: no recommended item has a mean rating near any scale value")
     best = float(values[_order(scores, rng, descending=True)[0]])
@@ -260,7 +263,7 @@ def _amr(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -
 def _ama(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -> _Result:
     scores = inf.item_attribute_influence(ctx.train, ctx.recs())
     order = _order(scores, rng, descending=True)
-    mods, info = _add_along(ctx, n, rng, used, order, by="item", value=float(ctx.scale[0]))
+    mods, info = _add_along(ctx, n, rng, used, order, by="item", value=float(ctx.levels[0]))
     info["influence"] = [float(scores[i]) for i in info["chosen"]]
     return mods, info
 

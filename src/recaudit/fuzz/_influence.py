@@ -1,4 +1,4 @@
-"""Inferred influence models (seed 004 §4.1.1, Table 4.1 and eq. 4.9).
+"""Inferred influence models (Shriver 2018 §4.1.1, Table 4.1 and eq. 4.9).
 
 Influence is approximated from the training ratings ``D`` and the baseline recommendations
 ``R`` only (no retraining). ``rank(i, u) != ⊥`` means item ``i`` is in user ``u``'s top-k list.

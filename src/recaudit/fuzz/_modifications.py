@@ -1,4 +1,4 @@
-"""Rating modifications (seed 004 §4.1.2): add, remove, change; sets applied atomically.
+"""Rating modifications (Shriver 2018 §4.1.2): add, remove, change; sets applied atomically.
 
 *Add* inserts a rating ``r`` for a ``(user, item)`` pair the user has not rated, *remove*
 deletes an existing rating, *change* replaces the value of an existing rating by ``r``. A
@@ -26,18 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from recaudit.data import Interactions
+from recaudit.data import Interactions, pair_keys
 
 __all__ = ["ADD", "REMOVE", "CHANGE", "KINDS", "ModificationSet", "FuzzRecord",
            "apply_modifications", "pair_keys"]
 
 ADD, REMOVE, CHANGE = "add", "remove", "change"
 KINDS = (ADD, REMOVE, CHANGE)
-
-
-def pair_keys(user: np.ndarray, item: np.ndarray, n_items: int) -> np.ndarray:
-    """``user * n_items + item`` as int64: one key per ``(user, item)`` pair."""
-    return np.asarray(user, dtype=np.int64) * np.int64(n_items) + np.asarray(item, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -213,8 +208,8 @@ def _apply(log: Interactions, mods: ModificationSet) -> tuple[Interactions, dict
         timestamp=np.concatenate([log.timestamp[keep], ts]),
         rating=np.concatenate([rating[keep], mods.value[add].astype(np.float32)]))
     tstamps: list[Any] = [None] * n
-    for a, j in enumerate(add):
-        tstamps[j] = _jsonable(ts[a])
+    for a, row in enumerate(add):
+        tstamps[row] = _jsonable(ts[a])
     facts = {"old_value": old, "rows": [r.astype(int).tolist() for r in rows],
              "timestamp": tstamps}
     return new, facts

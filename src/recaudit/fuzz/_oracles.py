@@ -1,4 +1,4 @@
-"""Differential stability oracles (seed 004 §4.1.3, eqs. 4.10-4.13, §4.2.1.4).
+"""Differential stability oracles (Shriver 2018 §4.1.3, eqs. 4.10-4.13, §4.2.1.4).
 
 An oracle compares every user's top-k list before (``rank``) and after (``rank'``) the
 modifications with a distance ``d`` and passes when ``f{d(rank_u, rank'_u) | u ∈ U} < δ``
@@ -19,16 +19,21 @@ should have their top item fall out").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from recaudit import metrics as M
+from recaudit.experiment import FUZZ_DISTANCES
 
 __all__ = ["DISTANCES", "AGGREGATES", "distances", "default_delta", "Oracle", "Verdict"]
 
-DISTANCES = ("aod", "jaccard", "topout")
-AGGREGATES = {"avg": np.mean, "min": np.min, "max": np.max, "median": np.median}
+#: The oracles' distances (the ``fuzz_trials`` columns of the same names).
+DISTANCES = FUZZ_DISTANCES
+AGGREGATES: dict[str, Callable[[np.ndarray], Any]] = {"avg": np.mean, "min": np.min,
+                                                      "max": np.max, "median": np.median}
 
 
 def distances(before: np.ndarray, after: np.ndarray, metric: str = "topout", k: int = 10

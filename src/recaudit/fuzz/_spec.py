@@ -1,4 +1,9 @@
-"""``FuzzSpec``: a fuzzing heuristic as a perturbation spec ``(log, rng) -> (log, record)``."""
+"""``FuzzSpec``: a fuzzing heuristic as a perturbation of the ``fuzz:`` family.
+
+Importing this module registers the family with :func:`recaudit.perturb.register_family`, so
+``recaudit.perturb.parse("fuzz:AMR:10")`` and every runner that asks the registry (the audit)
+can use the heuristics of Shriver 2018 Chapter 4 without knowing about them.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from recaudit.config import Config
 from recaudit.data import Interactions
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, did_you_mean
 from recaudit.fuzz._heuristics import (
     DEFAULT_PORTFOLIO,
     HEURISTICS,
@@ -19,60 +25,68 @@ from recaudit.fuzz._heuristics import (
     generate,
 )
 from recaudit.fuzz._influence import Recommendations
-from recaudit.fuzz._modifications import FuzzRecord, apply_modifications, pair_keys
+from recaudit.fuzz._modifications import FuzzRecord, apply_modifications
+from recaudit.perturb import Context, Description, Needs, register_family
 
-__all__ = ["FuzzSpec", "audit_inputs"]
+__all__ = ["FuzzSpec", "PREFIX"]
 
+#: The name prefix of the family: ``fuzz:<HEURISTIC>:<size>[:key=v1+v2...]``.
+PREFIX = "fuzz"
 _PARAMS = {"epsilon": float, "scale": tuple, "portfolio": tuple}
 
 
 @dataclass(frozen=True)
-class FuzzSpec:
-    """Heuristic ``heuristic`` (Table 4.4 name or ``APORTFOLIO``) making ``size`` modifications.
+class FuzzSpec(Config):
+    """Heuristic ``heuristic`` making ``size`` modifications (Shriver 2018 Table 4.4).
 
-    ``params``: ``epsilon`` (rating-influence and AMR window, default 0.05), ``scale`` (rating
-    values; default: those in the log), ``portfolio`` (APORTFOLIO's members, default
-    AMU, ALI, AMR, AMA). Canonical name: ``fuzz:<HEURISTIC>:<size>[:key=v1+v2...]``, e.g.
-    ``fuzz:AMR:10`` or ``fuzz:APORTFOLIO:10:portfolio=AMU+AMR``; :meth:`parse` reads it back.
+    heuristic: a Table 4.4 name or ``APORTFOLIO``. size: modifications per set (``M``).
+    params: ``epsilon`` (rating-influence and AMR window, default 0.05), ``scale`` (rating
+    values; default: those in the log), ``portfolio`` (APORTFOLIO's members, default AMU, ALI,
+    AMR, AMA). Canonical name: ``fuzz:<HEURISTIC>:<size>[:key=v1+v2...]``, e.g. ``fuzz:AMR:10``
+    or ``fuzz:APORTFOLIO:10:portfolio=AMU+AMR``; :meth:`parse` reads it back.
     """
 
     heuristic: str
     size: int
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        h = str(self.heuristic).upper()
-        if h not in HEURISTICS and h != "APORTFOLIO":
-            raise ConfigError(f"unknown fuzzing heuristic {self.heuristic!r}; use one of "
-                              f"{', '.join(sorted([*HEURISTICS, 'APORTFOLIO']))}")
+    def validate(self) -> None:
+        h = self.heuristic.upper()
+        names = sorted([*HEURISTICS, "APORTFOLIO"])
+        if h not in names:
+            raise self.invalid("heuristic", f"unknown fuzzing heuristic {self.heuristic!r}."
+                               f"{did_you_mean(h, names)} Use one of {', '.join(names)}")
         object.__setattr__(self, "heuristic", h)
-        if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) \
-                or self.size < 0:
-            raise ConfigError(f"fuzz size must be an integer >= 0, got {self.size!r}")
-        object.__setattr__(self, "size", int(self.size))
-        params = dict(self.params or {})
+        if self.size < 0:
+            raise self.invalid("size", f"fuzz size must be an integer >= 0, got {self.size!r}")
+        params = dict(self.params)
         for key, value in params.items():
             if key not in _PARAMS:
-                raise ConfigError(f"unknown fuzz parameter {key!r} for {h}; use "
-                                  f"{', '.join(sorted(_PARAMS))}")
-            if _PARAMS[key] is tuple:
-                params[key] = tuple(value.split("+") if isinstance(value, str) else value)
-            else:
-                params[key] = float(value)
-        if "scale" in params:
-            params["scale"] = tuple(float(v) for v in params["scale"])
+                raise self.invalid("params", f"unknown fuzz parameter {key!r} for {h}."
+                                   f"{did_you_mean(key, _PARAMS)} Use "
+                                   f"{', '.join(sorted(_PARAMS))}")
+            try:
+                if _PARAMS[key] is tuple:
+                    params[key] = tuple(value.split("+") if isinstance(value, str) else value)
+                else:
+                    params[key] = float(value)
+                if key == "scale":
+                    params[key] = tuple(float(v) for v in params[key])
+            except (TypeError, ValueError):
+                raise self.invalid("params", f"fuzz parameter {key}={value!r} is not "
+                                   f"{'a number' if key == 'epsilon' else 'a list'}") from None
         if "portfolio" in params:
             params["portfolio"] = tuple(str(p).upper() for p in params["portfolio"])
             if h != "APORTFOLIO":
-                raise ConfigError(f"'portfolio' applies to APORTFOLIO only, not {h}")
+                raise self.invalid("params", f"'portfolio' applies to APORTFOLIO only, not {h}")
         if params.get("epsilon", 0.0) < 0:
-            raise ConfigError("fuzz parameter epsilon must be >= 0")
+            raise self.invalid("params", "fuzz parameter epsilon must be >= 0")
         object.__setattr__(self, "params", params)
 
     # ------------------------------------------------------------------ naming
     @property
     def name(self) -> str:
-        parts = ["fuzz", self.heuristic, str(self.size)]
+        parts = [PREFIX, self.heuristic, str(self.size)]
         for key in sorted(self.params):
             v = self.params[key]
             parts.append(f"{key}=" + ("+".join(_fmt(x) for x in v) if isinstance(v, tuple)
@@ -80,10 +94,10 @@ class FuzzSpec:
         return ":".join(parts)
 
     @classmethod
-    def parse(cls, name: str) -> FuzzSpec:
-        """Read a canonical name (``fuzz:`` prefix optional)."""
+    def parse(cls, name: str, **overrides: Any) -> FuzzSpec:
+        """Read a canonical name (``fuzz:`` prefix optional); ``overrides`` are parameters."""
         parts = str(name).strip().split(":")
-        if parts and parts[0].lower() == "fuzz":
+        if parts and parts[0].lower() == PREFIX:
             parts = parts[1:]
         if len(parts) < 2:
             raise ConfigError(f"cannot read fuzz spec {name!r}; write fuzz:<HEURISTIC>:<size>"
@@ -98,7 +112,17 @@ class FuzzSpec:
             if not eq:
                 raise ConfigError(f"fuzz spec {name!r}: parameter {p!r} must be key=value")
             params[key] = value
-        return cls(parts[0], size, params)
+        return cls(parts[0], size, {**params, **overrides})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": PREFIX, **super().to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any, *, key: str | None = None, what: str | None = None,
+                  noun: str = "key") -> FuzzSpec:
+        if isinstance(data, Mapping) and data.get("family") == PREFIX:
+            data = {k: v for k, v in data.items() if k != "family"}
+        return super().from_dict(data, key=key, what=what or "a fuzz spec", noun=noun)
 
     # ------------------------------------------------------------------ behaviour
     @property
@@ -119,6 +143,20 @@ class FuzzSpec:
         names = self.members if self.heuristic == "APORTFOLIO" else (self.heuristic,)
         return self.size > 0 and any(n in INFLUENCE_OF for n in names)
 
+    @property
+    def needs(self) -> Needs:
+        """Influence-guided heuristics read the baseline's lists; every heuristic keeps off the
+        held-out pairs."""
+        return Needs(recommendations=self.needs_recommendations, protected=True)
+
+    def describe(self) -> Description:
+        """Family ``fuzz:<HEURISTIC>[:params]``, edit the modification type, count ``M``;
+        ZERO (and size 0) changes nothing: a reference."""
+        family = ":".join([PREFIX, self.heuristic, *self.name.split(":")[3:]])
+        if self.size == 0 or self.kind is None:
+            return Description(family, None, None, reference=True)
+        return Description(family, self.kind, self.size)
+
     def apply(self, log: Interactions, rng: np.random.Generator, *,
               recommendations: Recommendations | None = None,
               protected: np.ndarray | None = None) -> tuple[Interactions, FuzzRecord]:
@@ -138,6 +176,19 @@ class FuzzSpec:
         mods, info = generate(self.heuristic, ctx, self.size, rng, portfolio=self.members)
         return apply_modifications(log, mods, heuristic=self.name, info=info)
 
+    def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
+                ) -> tuple[Interactions, FuzzRecord]:
+        """The protocol form: each user's list is the one of their *first* query in
+        ``context`` (cut to ``context.k``); ``context.protected`` is kept off."""
+        recs = None
+        if self.needs_recommendations:
+            if context.queries is None or context.baseline is None:
+                raise ValueError(f"{self.name} needs context.queries and context.baseline")
+            users, first = np.unique(np.asarray(context.queries.user, dtype=np.int64),
+                                     return_index=True)
+            recs = Recommendations.of(users, context.baseline.items[first], context.k)
+        return self.apply(train, rng, recommendations=recs, protected=context.protected)
+
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
@@ -145,27 +196,8 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def audit_inputs(split: Any, base_items: np.ndarray, k: int | None = 10) -> dict[str, Any]:
-    """Keyword arguments for :meth:`FuzzSpec.apply` inside an audit trial.
+def _examples() -> list[str]:
+    return [f"{PREFIX}:{h}:<n>" for h in sorted([*HEURISTICS, "APORTFOLIO"])]
 
-    ``split`` is a :class:`recaudit.data.Split`, ``base_items`` the baseline model's rank lists
-    for ``split.queries`` (``[n_queries, depth]``). Returns ``recommendations`` (each user's
-    list from their *first* query, cut to ``k``) and ``protected`` (the test pairs and the
-    validation targets, which fuzzing must never add). Usage in a trial runner::
 
-        train, record = spec.apply(split.train, rng, **audit_inputs(split, base.items, k))
-    """
-    q = split.queries
-    items = np.asarray(base_items)
-    if items.ndim != 2 or items.shape[0] != len(q.user):
-        raise ValueError(f"base_items must have one row per query ({len(q.user)}), got shape "
-                         f"{items.shape}")
-    users, first = np.unique(np.asarray(q.user, dtype=np.int64), return_index=True)
-    recs = Recommendations(users, items[first] if k is None else items[first, :k])
-    n_items = split.train.n_items
-    keys = [pair_keys(split.test.user, split.test.item, n_items)]
-    if split.validation is not None:
-        v = split.validation
-        ok = np.asarray(v.target) >= 0
-        keys.append(pair_keys(np.asarray(v.user)[ok], np.asarray(v.target)[ok], n_items))
-    return {"recommendations": recs, "protected": np.unique(np.concatenate(keys))}
+register_family(PREFIX, parse=FuzzSpec.parse, from_dict=FuzzSpec.from_dict, examples=_examples)

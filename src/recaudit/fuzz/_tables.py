@@ -1,4 +1,4 @@
-"""Study analysis: Welch's t-tests and Tables 4.5-4.9 of seed 004.
+"""Study analysis: Welch's t-tests and Tables 4.5-4.9 of Shriver 2018.
 
 :func:`significance` compares, for every (model, size), each heuristic's per-set instability
 with the random baseline of the same modification type (add: ARAND, remove: RRAND, change:

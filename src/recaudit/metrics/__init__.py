@@ -17,7 +17,8 @@ Similarity (which quantity is which matters -- see each docstring):
 - :func:`kendall_tau` -- for rankings of the same items.
 
 Accuracy (binary relevance, per-query values): :func:`mrr`, :func:`hit_rate_at_k`,
-:func:`recall_at_k`, :func:`precision_at_k`, :func:`ndcg_at_k`, and :func:`target_ranks`.
+:func:`recall_at_k`, :func:`precision_at_k`, :func:`ndcg_at_k`, :func:`target_ranks` and
+:func:`score_ranks` (the rank of a target under dense scores).
 """
 
 from recaudit.metrics._accuracy import (
@@ -31,6 +32,7 @@ from recaudit.metrics._accuracy import (
     precision_at_k_batch,
     recall_at_k,
     recall_at_k_batch,
+    score_ranks,
     target_ranks,
 )
 from recaudit.metrics._frbo import frbo, frbo_batch, rbo_at_k_bounds
@@ -62,6 +64,7 @@ __all__ = [
     "rbo_batch",
     "recall_at_k",
     "recall_at_k_batch",
+    "score_ranks",
     "target_ranks",
     "topout",
     "topout_batch",

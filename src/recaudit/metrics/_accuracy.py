@@ -10,7 +10,7 @@ denominator ``|R|`` is 1. Both names are provided because both are reported in t
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "precision_at_k_batch",
     "recall_at_k",
     "recall_at_k_batch",
+    "score_ranks",
     "target_ranks",
 ]
 
@@ -148,9 +149,23 @@ def _batch(items: Any, targets: Any, kind: int, k: int | None) -> tuple[np.ndarr
     return _accuracy_kernel(im, t, kind, kk)
 
 
+def _relevant_items(relevant: Any) -> list[Hashable]:
+    """The relevant items: a string (or bytes) or any other non-iterable is one item; every
+    other iterable (set, list, tuple, array) is a collection of items."""
+    if isinstance(relevant, (str, bytes)) or not isinstance(relevant, Iterable):
+        items = [relevant]
+    else:
+        items = relevant.tolist() if isinstance(relevant, np.ndarray) else list(relevant)
+    for item in items:
+        if not isinstance(item, Hashable):
+            raise TypeError(f"relevant items must be hashable, got {type(item).__name__} "
+                            f"{item!r}")
+    return list(dict.fromkeys(items))
+
+
 def _scalar(ranking: Sequence[Hashable], relevant: Any, kind: int, k: int | None) -> float:
     r = as_ranking(ranking, name="ranking")
-    rel = list(relevant) if isinstance(relevant, (set, frozenset)) else [relevant]
+    rel = _relevant_items(relevant)
     if not rel:
         raise ValueError("relevant is empty; a query needs at least one relevant item")
     codes: dict[Hashable, int] = {item: i for i, item in enumerate(r)}
@@ -162,7 +177,9 @@ def _scalar(ranking: Sequence[Hashable], relevant: Any, kind: int, k: int | None
     return float(_accuracy_kernel(items, t, kind, kk)[0][0])
 
 
-_RELEVANT_DOC = """``relevant`` is one item, or a ``set``/``frozenset`` of relevant items."""
+_RELEVANT_DOC = """``relevant`` is one item (a string or any non-iterable value), or any other
+    iterable (set, list, tuple, array) of relevant items; an item that is itself a tuple must be
+    given inside a set: ``{("a", 1)}``."""
 _BATCH_DOC = """``items``: ``[n, depth]`` item codes (or a ``RankLists``), best first; ``targets``:
     ``[n]`` one relevant code per row, or ``[n, m]`` padded with ``-1``. Returns per-query
     ``float64[n]``, bit-identical to the scalar form. Rows of ``items`` are not checked for
@@ -178,6 +195,21 @@ def target_ranks(items: Any, targets: Any) -> np.ndarray:
     im = as_code_matrix(items, name="items")
     t = _as_targets(targets, im.shape[0])
     return _accuracy_kernel(im, t, RR, im.shape[1])[1]
+
+
+def score_ranks(scores: Any, targets: Any) -> np.ndarray:
+    """0-based rank of each row's target under dense ``scores`` ``[n, n_items]`` (``int64[n]``):
+    the number of items scored strictly higher, so ties are resolved in the target's favour
+    (an optimistic rank; no sort, O(n * n_items)). ``1 / (1 + rank)`` is its reciprocal rank."""
+    s = np.asarray(scores)
+    t = np.asarray(targets, dtype=np.int64)
+    if s.ndim != 2 or t.shape != (s.shape[0],):
+        raise ValueError(f"scores must be [n, n_items] and targets [n]; got {s.shape} and "
+                         f"{t.shape}")
+    if len(t) and (t.min() < 0 or t.max() >= s.shape[1]):
+        raise ValueError(f"targets must be item codes in [0, {s.shape[1]})")
+    own = s[np.arange(len(t)), t]
+    return (s > own[:, None]).sum(axis=1).astype(np.int64)
 
 
 def mrr(ranking: Sequence[Hashable], relevant: Any, k: int | None = None) -> float:
@@ -243,6 +275,6 @@ def ndcg_at_k_batch(items: Any, targets: Any, k: int) -> np.ndarray:
 
 for _f in (mrr, hit_rate_at_k, recall_at_k, precision_at_k, ndcg_at_k):
     _f.__doc__ = (_f.__doc__ or "") + "\n    " + _RELEVANT_DOC + "\n"
-for _f in (mrr_batch, hit_rate_at_k_batch, recall_at_k_batch, precision_at_k_batch, ndcg_at_k_batch):
-    _f.__doc__ = (_f.__doc__ or "") + "\n\n    " + _BATCH_DOC + "\n"
-del _f
+for _g in (mrr_batch, hit_rate_at_k_batch, recall_at_k_batch, precision_at_k_batch, ndcg_at_k_batch):
+    _g.__doc__ = (_g.__doc__ or "") + "\n\n    " + _BATCH_DOC + "\n"
+del _f, _g

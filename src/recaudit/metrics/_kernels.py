@@ -247,7 +247,7 @@ def log_tail(p: float, depth: int) -> float:
         # the subtraction loses nothing of consequence while the tail is not small
         head = math.fsum(p**d / d for d in range(1, depth + 1))
         return -math.log1p(-p) - head
-    terms = []
+    terms: list[float] = []
     d = depth + 1
     term = p**d / d
     while term > 0.0 and (not terms or term > 1e-18 * terms[0]):

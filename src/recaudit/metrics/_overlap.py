@@ -1,7 +1,7 @@
 """Top-k set and prefix measures: Jaccard, AOD, TopOut.
 
-Jaccard is used by Oh et al. (CIKM 2022, seed 000) for top-10 stability; AOD and TopOut are
-Shriver's differential oracles (MS thesis 2018, seed 004, eqs. 4.11-4.13).
+Jaccard is used by Oh et al. (CIKM 2022, Oh et al. 2022) for top-10 stability; AOD and TopOut are
+Shriver's differential oracles (MS thesis 2018, Shriver 2018, eqs. 4.11-4.13).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def jaccard(a: Sequence[Hashable], b: Sequence[Hashable], k: int | None = None) 
 
         Jaccard@k = |A_k ∩ B_k| / |A_k ∪ B_k|,   A_k = set(a[:k]), B_k = set(b[:k])
 
-    Oh et al. 2022 (seed 000), Sec. 3; Shriver 2018 (seed 004) eq. 4.12 -- which the thesis
+    Oh et al. 2022, Sec. 3; Shriver 2018 eq. 4.12 -- which the thesis
     calls a distance but prints as ``1 - (|∪| - |∩|)/|∪|``, i.e. this similarity; the
     distance is ``1 - jaccard``. ``k=None`` uses the whole lists; a list shorter than ``k``
     contributes all its items. Identical sets give 1, disjoint sets 0.
@@ -53,7 +53,7 @@ def jaccard_batch(a: np.ndarray, b: np.ndarray, k: int | None = None) -> np.ndar
 
 
 def aod(a: Sequence[Hashable], b: Sequence[Hashable], k: int | None = None) -> float:
-    r"""Average overlap distance, Shriver 2018 (seed 004) eq. 4.11::
+    r"""Average overlap distance, Shriver 2018 eq. 4.11::
 
         AOD@k = 1 - (1/k) * sum_{d=1}^{k} |{i : rank(i) <= d} ∩ {i : rank'(i) <= d}| / d
 
@@ -74,7 +74,7 @@ def aod_batch(a: np.ndarray, b: np.ndarray, k: int | None = None) -> np.ndarray:
 
 
 def topout(original: Sequence[Hashable], modified: Sequence[Hashable], k: int | None = None) -> float:
-    r"""TopOut, Shriver 2018 (seed 004) eq. 4.13 -- not symmetric::
+    r"""TopOut, Shriver 2018 eq. 4.13 -- not symmetric::
 
         TopOut = 0 if r_1 ∈ R'_k else 1
 

@@ -115,7 +115,7 @@ def rbo(
         RBO_max = (1-p)/p * ( sum_{d=1}^{s} X_d/d p^d + sum_{d=s+1}^{l} (X_d + d - s)/d p^d
                   + sum_{d=l+1}^{f} (2d - l - s + X_l)/d p^d ) + p^f
 
-    - ``"trunc"`` -- the finite sum that Oh et al. (CIKM 2022, seed 000) write as RBO, to
+    - ``"trunc"`` -- the finite sum that Oh et al. (CIKM 2022, Oh et al. 2022) write as RBO, to
       ``depth`` (default: the shorter length; a larger depth is an error)::
 
         RBO@depth = (1-p) * sum_{d=1}^{depth} p^{d-1} |A[:d] ∩ B[:d]| / d

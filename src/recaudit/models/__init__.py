@@ -1,6 +1,9 @@
 """Recommenders: the :class:`Recommender` protocol, built-in models and the registry.
 
-``create(name, **params)`` builds any registered model; ``available()`` lists the names:
+``create(name, **params)`` builds any registered model; ``available()`` lists the names. Every
+model follows one convention (:class:`Configurable`): ``Model(**params)`` validates its frozen
+``Model.Config`` and trains nothing; ``fit(train, seed=...)`` does the work; ``get_params()``
+gives the parameters back as plain data.
 
 - sequential next-item models (``lstm``, ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4rec``,
   ``jodie``, ``latentcross``) on :class:`SequentialRecommender`;
@@ -17,6 +20,7 @@ from recaudit.models._jodie import JODIE
 from recaudit.models._latentcross import LatentCross
 from recaudit.models._lstm import LSTM
 from recaudit.models._nn import check_device, resolve_device, set_process_device
+from recaudit.models._params import Configurable
 from recaudit.models._protocol import Recommender, as_queries, top_k_from_scores
 from recaudit.models._recbole import RecBoleModel
 from recaudit.models._registry import available, create, model_class, register
@@ -24,7 +28,8 @@ from recaudit.models._sasrec import SASRec
 from recaudit.models._sequential import SequentialConfig, SequentialRecommender
 from recaudit.models._tisasrec import TiSASRec
 
-__all__ = ["BERT4Rec", "FunkSVD", "GRU4Rec", "ItemKNN", "JODIE", "LSTM", "LatentCross",
+__all__ = ["BERT4Rec", "Configurable", "FunkSVD", "GRU4Rec", "ItemKNN", "JODIE", "LSTM",
+           "LatentCross",
            "LightFM", "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries", "available",
            "check_device", "create", "model_class", "register", "resolve_device",

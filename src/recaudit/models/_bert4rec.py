@@ -17,7 +17,7 @@ the host from ``make_rng(seed, "bert4rec", "loss")`` (their number then fixes th
 shape, so training never waits for the device).
 
 Defaults: 2 layers, 2 heads, dropout 0.1, ``mask_prob`` 0.2 (paper's ML-1M setting), lr 0.001;
-d 128 and max_len 50 (seed 000 §5). ``samples`` is fixed to windows (the Cloze task needs
+d 128 and max_len 50 (Oh et al. 2022 §5). ``samples`` is fixed to windows (the Cloze task needs
 whole windows); ``batch_order="temporal"`` orders windows by their last item's time.
 """
 
@@ -42,8 +42,9 @@ __all__ = ["BERT4Rec"]
 
 @dataclass(frozen=True)
 class BERT4RecConfig(SequentialConfig):
-    """BERT4Rec options (see :class:`SequentialConfig`). layers (2), heads (2),
-    mask_prob: Cloze masking probability (0.2)."""
+    """BERT4Rec options (see :class:`SequentialConfig`). layers: bidirectional transformer
+    blocks (2). heads: attention heads per block (2). mask_prob: Cloze masking probability
+    (0.2). dropout: dropout probability (0.1)."""
 
     layers: int = 2
     heads: int = 2

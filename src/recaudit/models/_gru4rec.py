@@ -17,7 +17,7 @@ list depend on the negative sampler); training uses windows of up to ``max_len``
 every position predicts the next item (the effect of session-parallel mini-batches, with the
 hidden state restarting at each window) or, with ``samples="prefix"``, one sample per target;
 sizes follow
-seed 000 §5 (embedding 128) rather than the paper's 100/1000 hidden units.
+Oh et al. 2022 §5 (embedding 128) rather than the paper's 100/1000 hidden units.
 """
 
 from __future__ import annotations

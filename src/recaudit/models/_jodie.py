@@ -60,7 +60,7 @@ from numba import njit
 from torch import nn
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, DataError
 from recaudit.models._jodie_plan import (Plan, count_groups, make_plan, previous_rows,
                                          timespan_groups)
 from recaudit.models._jodie_rnn import recurrence
@@ -74,9 +74,10 @@ __all__ = ["JODIE", "t_batches"]
 @dataclass(frozen=True)
 class JODIEConfig(SequentialConfig):
     """JODIE options (see :class:`SequentialConfig`; ``max_len``/``samples``/``dropout`` are
-    unused). lambda_user / lambda_item: smoothness weights (1.0). batch_size: rows per optimiser
-    step with ``grouping="count"``. grouping: ``"count"`` or ``"timespan"`` (the authors' rule:
-    the time range split into ``n_spans`` spans). detach_targets: stop gradients at the
+    unused). lambda_user: smoothness weight of user trajectories (1.0). lambda_item: the same
+    for items (1.0). batch_size: rows per optimiser step with ``grouping="count"``. grouping:
+    ``"count"`` or ``"timespan"`` (the authors' rule: the time range split into spans).
+    n_spans: spans of ``grouping="timespan"``. detach_targets: stop gradients at the
     regression targets as the authors' code does. loss_reduction: ``"group-sum"`` or
     ``"tbatch-mean"`` (the authors' code; see the module docstring)."""
 
@@ -224,7 +225,7 @@ class JODIE(SequentialRecommender):
         """Train from scratch (``_group_ptr`` overrides the group boundaries; for tests)."""
         seed = self._check_fit_args(train, seed)
         if len(train) == 0:
-            raise ValueError("jodie: the training log is empty")
+            raise DataError("jodie: the training log is empty", source=train.name)
         cfg = self.config
         device = resolve_device(cfg.device)
         d = cfg.embedding_dim

@@ -1,4 +1,4 @@
-"""LSTM next-item model (seed 000 §3: "given a sequence of items, it predicts the next item via
+"""LSTM next-item model (Oh et al. 2022 §3: "given a sequence of items, it predicts the next item via
 Long Short-Term Memory"; Hochreiter & Schmidhuber 1997, used for next-item prediction by
 Hidasi et al. 2016 and by the CASPER reference code).
 
@@ -9,7 +9,7 @@ Hidasi et al. 2016 and by the CASPER reference code).
     score(i | s_1..s_j) = W_out[i] . Dropout(h_j) + b_out[i]     untied output layer
 
 The CASPER reference LSTM never trains its item embeddings (noted in issue 4); here they are
-trained. Context: the most recent ``max_len = 50`` items (seed 000 §5).
+trained. Context: the most recent ``max_len = 50`` items (Oh et al. 2022 §5).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class _LSTMNet(nn.Module):
 
 @register("lstm")
 class LSTM(SequentialRecommender):
-    """LSTM next-item recommender (seed 000's LSTM); see the module docstring."""
+    """LSTM next-item recommender (Oh et al. 2022's LSTM); see the module docstring."""
 
     Config = LSTMConfig
 

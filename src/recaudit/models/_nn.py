@@ -6,20 +6,19 @@ Nothing here touches torch's global random state:
   generator) and then materialised with :func:`materialize`, which fills every parameter from an
   explicit ``torch.Generator``;
 - dropout is :class:`SeededDropout`, which draws its masks from a generator held by the model;
-- :func:`deterministic_torch` switches on ``torch.use_deterministic_algorithms(True)`` and a fixed
-  intra-op thread count for the duration of ``fit``/``rank`` and restores both afterwards.
+- :func:`deterministic_torch` (from :mod:`recaudit._torch`, shared with MIRROR's algorithms)
+  switches on ``torch.use_deterministic_algorithms(True)`` and a fixed intra-op thread count
+  for the duration of ``fit``/``rank`` and restores both afterwards.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-from collections.abc import Iterator
 
 import torch
 from torch import nn
 
+from recaudit._torch import check_device, deterministic_torch
 from recaudit.errors import ConfigError
 
 __all__ = ["SeededDropout", "CausalSelfAttentionBlock", "deterministic_torch", "materialize",
@@ -147,14 +146,6 @@ def _owner(root: nn.Module, param_name: str) -> nn.Module:
 _PROCESS_DEVICE: str | None = None
 
 
-def check_device(device: str) -> str:
-    """Validate a device name: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``."""
-    if device in ("cpu", "cuda", "auto") or (
-            isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit()):
-        return device
-    raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
-
-
 def set_process_device(device: str | None) -> None:
     """This process's device for models with ``device="auto"`` or ``"cuda"`` (set by the
     audit's process executor for each worker; ``None`` restores the default)."""
@@ -186,31 +177,6 @@ def resolve_device(device: str) -> torch.device:
         raise ConfigError(f"device={device!r} but no CUDA device is available; use "
                           "device='cpu' or 'auto'")
     return torch.device(device)
-
-
-@contextlib.contextmanager
-def deterministic_torch(num_threads: int, device: torch.device) -> Iterator[None]:
-    """Deterministic algorithms and ``num_threads`` intra-op threads, restored on exit.
-
-    On CUDA, cuBLAS needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` for deterministic matmuls; it is set
-    (only if unset) for the duration of the block.
-    """
-    old_det = torch.are_deterministic_algorithms_enabled()
-    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
-    old_threads = torch.get_num_threads()
-    env_set = False
-    if device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ:
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-        env_set = True
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
-        torch.set_num_threads(old_threads)
-        if env_set:
-            del os.environ["CUBLAS_WORKSPACE_CONFIG"]
 
 
 class CausalSelfAttentionBlock(nn.Module):

@@ -40,7 +40,9 @@ from typing import Any
 import numpy as np
 
 from recaudit.data import Interactions, Queries, RankLists
-from recaudit.errors import ConfigError, RecauditError
+from recaudit.config import Config
+from recaudit.errors import ConfigError, DataError, RecauditError
+from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models._registry import register
 
@@ -56,11 +58,11 @@ def recbole_python(explicit: str | None = None) -> str | None:
 
 
 @dataclass(frozen=True)
-class RecBoleConfig:
-    """model: RecBole model name (e.g. ``"SASRec"``, ``"GRU4Rec"``); epochs; params: extra
-    RecBole config keys (validated by RecBole in the worker; ``worker_threads`` sets the
-    worker's torch threads); python: interpreter with RecBole
-    (default ``$RECAUDIT_RECBOLE_PYTHON``); exclude_seen: drop context items from lists;
+class RecBoleConfig(Config):
+    """model: RecBole model name (e.g. ``"SASRec"``, ``"GRU4Rec"``). epochs: training epochs.
+    params: extra RecBole config keys (validated by RecBole in the worker; ``worker_threads``
+    sets the worker's torch threads). python: interpreter with RecBole (default
+    ``$RECAUDIT_RECBOLE_PYTHON``). exclude_seen: drop context items from lists.
     timeout: seconds allowed for one worker call."""
 
     model: str = "SASRec"
@@ -70,16 +72,14 @@ class RecBoleConfig:
     exclude_seen: bool = False
     timeout: float = 3600.0
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, str) or not self.model:
-            raise ConfigError("RecBoleConfig.model must be a RecBole model name, e.g. 'SASRec'")
-        if not isinstance(self.epochs, int) or self.epochs < 1:
-            raise ConfigError(f"RecBoleConfig.epochs = {self.epochs!r}: must be an integer >= 1")
-        if not isinstance(self.params, dict):
-            raise ConfigError("RecBoleConfig.params must be a dict of RecBole config keys")
+    def validate(self) -> None:
+        if not self.model:
+            raise self.invalid("model", "must be a RecBole model name, e.g. 'SASRec'")
+        if self.epochs < 1:
+            raise self.invalid("epochs", f"must be an integer >= 1, got {self.epochs!r}")
         for key in ("seed", "epochs", "model", "dataset", "data_path", "benchmark_filename"):
             if key in self.params:
-                raise ConfigError(f"RecBoleConfig.params[{key!r}] is set by recaudit; remove it")
+                raise self.invalid("params", f"params[{key!r}] is set by recaudit; remove it")
 
 
 def _prefix_samples(train: Interactions, max_len: int) -> list[str]:
@@ -108,13 +108,13 @@ def _run_worker(python: str, job: Path, timeout: float) -> dict:
 
 
 @register("recbole")
-class RecBoleModel:
+class RecBoleModel(Configurable):
     """Any RecBole 1.2.1 sequential model, trained and queried in a worker process."""
 
     Config = RecBoleConfig
 
     def __init__(self, **params: Any) -> None:
-        self.config = RecBoleConfig(**params)
+        super().__init__(**params)
         self._dir: tempfile.TemporaryDirectory | None = None
 
     def _python(self) -> str:
@@ -136,7 +136,8 @@ class RecBoleModel:
         max_len = int(self.config.params.get("MAX_ITEM_LIST_LENGTH", 50))
         lines = _prefix_samples(train, max_len)
         if len(lines) == 1:
-            raise ValueError("recbole: no user has two or more training interactions")
+            raise DataError("recbole: no user has two or more training interactions",
+                            source=train.name)
         (data / "rl.train.inter").write_text("".join(lines))
         # valid/test: a copy of one training sample (RecBole needs non-empty files; unused)
         (data / "rl.valid.inter").write_text(lines[0] + lines[-1])

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -17,15 +16,16 @@ _REGISTRY: dict[str, type] = {}
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: make a model creatable by ``name``.
 
-    The class must take its configuration as keyword arguments (typically one per field of
-    its config dataclass, exposed as ``Model.Config``).
+    The class takes its configuration as keyword arguments, one per field of its
+    :class:`~recaudit.config.Config` dataclass ``Model.Config``, and offers ``get_params()``
+    (see :class:`~recaudit.models.Configurable`).
     """
 
     def deco(cls: type) -> type:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
             raise ValueError(f"model name {name!r} registered twice")
         _REGISTRY[name] = cls
-        cls.registered_name = name
+        setattr(cls, "registered_name", name)  # noqa: B010 - any class may be registered
         return cls
 
     return deco
@@ -47,7 +47,8 @@ def model_class(name: str) -> type:
 
 
 def create(name: str, **params: Any) -> Any:
-    """Instantiate the model registered as ``name`` with ``params`` (validated).
+    """Instantiate the model registered as ``name`` with ``params`` (validated by its
+    constructor: unknown or ill-typed parameters are a :class:`ConfigError`).
 
     ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``.
     """
@@ -56,13 +57,4 @@ def create(name: str, **params: Any) -> Any:
 
         p = preset(name)
         return create(p.model, **{**p.params, **params})
-    cls = model_class(name)
-    config_cls = getattr(cls, "Config", None)
-    if config_cls is not None and dataclasses.is_dataclass(config_cls):
-        valid = {f.name for f in dataclasses.fields(config_cls)}
-        unknown = set(params) - valid
-        if unknown:
-            key = sorted(unknown)[0]
-            raise ConfigError(f"model {name!r} has no parameter {key!r}.{did_you_mean(key, valid)} "
-                              f"Valid: {', '.join(sorted(valid))}")
-    return cls(**params)
+    return model_class(name)(**params)

@@ -272,6 +272,6 @@ def batch_from_queries(queries: Queries, max_len: int, device, with_time: bool, 
         nt[np.arange(n), last] = np.where(lens > 0, queries.timestamp.astype(np.float64),
                                           times[np.arange(n), last])
         batch.times, batch.gaps, batch.next_gaps = _time_features(
-            *(torch.from_numpy(a).to(device) for a in (times, nt)),
+            torch.from_numpy(times).to(device), torch.from_numpy(nt).to(device),
             torch.from_numpy(valid[:, :width]).to(device))
     return batch

@@ -11,7 +11,7 @@ Positions count from the start of the (left-aligned) context window. Deviation: 
 binary cross-entropy with one sampled negative per position is replaced by the full-softmax
 cross-entropy (as RecBole's default), so the rank lists do not depend on a negative sampler.
 Paper defaults kept: 2 blocks, 1 head, dropout 0.2, lr 0.001, batch 128; d = 128 and
-max_len = 50 follow seed 000 §5. Default layout ``samples="window"`` is the paper's training
+max_len = 50 follow Oh et al. 2022 §5. Default layout ``samples="window"`` is the paper's training
 scheme (every position of a window predicts its next item).
 """
 

@@ -30,7 +30,6 @@ epoch).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,10 +39,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from recaudit.data import Interactions, Queries, RankLists
-from recaudit.errors import ConfigError
+from recaudit.config import Config
+from recaudit.data import Interactions, Queries, RankLists, holdout_last
+from recaudit.errors import ConfigError, DataError
+from recaudit.metrics import score_ranks
 from recaudit.models._nn import (deterministic_torch, make_adam, materialize, resolve_device,
                                  set_dropout_generator)
+from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models._samples import Batch, SequenceData, batch_from_queries
 from recaudit.seeds import make_rng, make_torch_generator
@@ -52,32 +54,32 @@ __all__ = ["SequentialConfig", "SequentialRecommender"]
 
 
 @dataclass(frozen=True)
-class SequentialConfig:
-    """Options shared by the sequential models (defaults: seed 000 §5).
+class SequentialConfig(Config):
+    """Options shared by the sequential models (defaults: Oh et al. 2022 §5).
 
-    epochs: training epochs (seed 000: at most 50). lr: Adam learning rate (0.001).
+    epochs: training epochs (Oh et al. 2022: at most 50). lr: Adam learning rate (0.001).
     embedding_dim: item embedding size (128). max_len: context length (50).
     batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
-    (seed 000 §6.1). samples: ``"window"`` (default; every position of a window of up to
+    (Oh et al. 2022 §6.1). samples: ``"window"`` (default; every position of a window of up to
     ``max_len`` items predicts its next item: the training scheme of SASRec, GRU4Rec's
     session-parallel batches and the CASPER LSTM, ~max_len times cheaper) or ``"prefix"`` (one
-    sample per target with its preceding ``max_len`` items, RecBole's scheme; LatentCross's
-    default, since temporal batches then follow every single interaction). Both cover every
-    target exactly once per epoch (see ``_samples``).
+    sample per target with its preceding ``max_len`` items, RecBole's and CASPER's scheme).
+    Both cover every target exactly once per epoch (see ``_samples``).
     dropout: dropout probability. weight_decay: Adam L2 coefficient.
     exclude_seen: drop the query's context items from rank lists. Default False: repeat
     consumption is common in next-item data (LastFM, Wikipedia, Reddit), so the item just
     consumed is a legitimate answer. With ``k=None`` and exclusion, lists are cut to the
     shortest row (rank lists are rectangular).
     patience: if set, hold out each user's last training interaction (users with >= 3), train
-    on the rest, stop when the validation ``patience_metric`` (``"mrr"`` or ``"ndcg@K"``) has
-    not improved for ``patience`` epochs and keep
-    the best epoch's parameters.
+    on the rest, stop when the validation ``patience_metric`` has not improved for
+    ``patience`` epochs and keep the best epoch's parameters.
+    patience_metric: ``"mrr"`` or ``"ndcg@K"`` of the held-out interactions.
     device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``. num_threads: torch intra-op
     threads. checkpoint_every: keep the network state every this many epochs for TracIn.
-    first_samples / pad_left (prefix samples only): also predict each user's first interaction
-    from an empty context / right-align every context in ``max_len`` columns padded on the
-    left and let the encoder read the padding — CASPER's released LSTM (see ``_samples``).
+    first_samples: (prefix samples only) also predict each user's first interaction from an
+    empty context, as CASPER's released LSTM does (see ``_samples``).
+    pad_left: (prefix samples only) right-align every context in ``max_len`` columns padded on
+    the left and let the encoder read the padding, as CASPER's released LSTM does.
     init: ``"default"`` (recaudit's: Xavier-uniform matrices, zero biases, N(0, 1/d)
     embeddings, model-specific rules) or ``"torch"`` (PyTorch's own defaults: U(±1/√fan_in)
     for Linear weights and biases, U(±1/√hidden) for RNN cells, N(0, 1) embeddings; model rules
@@ -105,9 +107,6 @@ class SequentialConfig:
     init: str = "default"
     freeze_embedding: bool = False
 
-    def __post_init__(self) -> None:
-        self.validate()
-
     def validate(self) -> None:
         def need(ok: bool, key: str, what: str) -> None:
             if not ok:
@@ -116,7 +115,7 @@ class SequentialConfig:
 
         for key in ("epochs", "embedding_dim", "max_len", "batch_size", "num_threads"):
             v = getattr(self, key)
-            need(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1, key,
+            need(bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1), key,
                  "must be an integer >= 1")
         need(isinstance(self.lr, (int, float)) and self.lr > 0, "lr", "must be > 0")
         need(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1, "dropout",
@@ -144,7 +143,7 @@ class SequentialConfig:
             "must be 'mrr' or 'ndcg@K' (K >= 1)")
 
 
-class SequentialRecommender:
+class SequentialRecommender(Configurable):
     """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
 
     The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
@@ -159,23 +158,12 @@ class SequentialRecommender:
     uses_time: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
-        valid = {f.name for f in dataclasses.fields(self.Config)}
-        unknown = sorted(set(params) - valid)
-        if unknown:
-            raise ConfigError(f"{type(self).__name__} has no parameter {unknown[0]!r}; "
-                              f"valid: {', '.join(sorted(valid))}")
-        self.config = self.Config(**params)
+        super().__init__(**params)
         self.network_: nn.Module | None = None
         if self.config.pad_left and self.uses_time:
             raise ConfigError(f"{type(self).__name__} reads time gaps between context items; "
                               "pad_left (a fixed window padded on the left) is for models "
                               "without time features")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.config})"
-
-    def get_params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self.config)
 
     # ------------------------------------------------------------------ hooks
     def _network(self, n_items: int) -> nn.Module:  # pragma: no cover - abstract
@@ -226,11 +214,13 @@ class SequentialRecommender:
         device = resolve_device(cfg.device)
         valid_q = None
         if cfg.patience is not None:
-            train, valid_q = _holdout_last(train)
+            train, valid_q = holdout_last(train, min_length=3)
         data = self._make_data(train)
         if len(data) == 0:
-            raise ValueError(f"{name}: training log {train.name!r} has no user with two or more "
-                             "interactions; nothing to learn")
+            raise DataError(f"{name}: no user has two or more training interactions; nothing "
+                            "to learn", source=train.name,
+                            hint="use a log where users have several interactions (lower the "
+                                 "dataset's min_user_interactions filter only if they do)")
         self.n_items_ = train.n_items
         self.checkpoints_: list[tuple[float, dict]] = []
         self.history_: list[dict] = []
@@ -394,29 +384,11 @@ def _state_copy(net: nn.Module) -> dict:
 
 def _valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
     """Mean reciprocal rank or NDCG@K (one relevant item: 1/log2(1 + rank) within K) of the
-    targets; the rank counts strictly better-scored items (ties favour the target)."""
+    targets; rank = 1 + the number of strictly higher scores (ties favour the target)."""
     if not len(target):
         return 0.0
-    t = scores[np.arange(len(target)), target]
-    rank = 1 + (scores > t[:, None]).sum(1)
+    rank = 1 + score_ranks(scores, target)
     if metric == "mrr":
         return float(np.mean(1.0 / rank))
     k = int(metric[5:])
     return float(np.mean(np.where(rank <= k, 1.0 / np.log2(1.0 + rank), 0.0)))
-
-
-def _holdout_last(train: Interactions) -> tuple[Interactions, Queries]:
-    """Remove each user's last interaction (users with >= 3) and ask for it as a query."""
-    indptr, rows = train.user_sequences()
-    counts = np.diff(indptr)
-    last = rows[indptr[1:][counts >= 3] - 1]
-    keep = np.ones(len(train), dtype=bool)
-    keep[last] = False
-    rest = train.take(keep)
-    q = Queries.next_item(rest.take(np.isin(rest.user, train.user[last])))
-    # targets: the held-out items, aligned with q.user (sorted user codes)
-    target = np.full(train.n_users, -1, dtype=np.int64)
-    target[train.user[last]] = train.item[last]
-    q = Queries(q.user, q.context_indptr, q.context_item, q.context_time, target[q.user],
-                train.timestamp[last][np.argsort(train.user[last])], q.n_items, q.n_users)
-    return rest, q

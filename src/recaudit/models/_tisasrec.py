@@ -21,7 +21,7 @@ interval embeddings ``R^K, R^V`` (``k + 1`` rows). Item input ``X^0 = Dropout(M[
 Deviations: ``r_min`` is taken over the context window rather than the user's whole history
 (the model sees only the window); the loss is full-softmax cross-entropy instead of the paper's
 sampled binary cross-entropy. Defaults: 2 blocks, 1 head, dropout 0.2, ``time_span`` 256,
-lr 0.001 (paper); d 128, max_len 50 (seed 000 §5).
+lr 0.001 (paper); d 128, max_len 50 (Oh et al. 2022 §5).
 """
 
 from __future__ import annotations

@@ -13,20 +13,23 @@ that learns anything sequential beats popularity on it (:func:`check_learns`).
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from recaudit.data import Interactions, Queries, RankLists
+from recaudit.data import Interactions, Queries, RankLists, holdout_last
+from recaudit.metrics import mrr_batch
 
 __all__ = ["planted_log", "leave_last_out", "next_item_mrr", "popularity_ranklists",
            "check_rank_shapes", "check_topk_consistent", "check_determinism",
            "check_seed_changes", "check_deletion_changes", "check_inputs_not_mutated",
            "check_targets_not_read", "check_query_independence", "check_learns",
-           "check_global_rng_untouched",
-           "RecommenderConformance"]
+           "check_global_rng_untouched", "check_params_round_trip", "check_unfitted_use",
+           "check_pickling", "check_numpy_seed", "RecommenderConformance"]
 
-ModelFactory = Callable[[], object]
+ModelFactory = Callable[[], Any]
 
 
 def planted_log(n_users: int = 30, n_items: int = 20, length: int = 20, follow: float = 0.8,
@@ -51,26 +54,13 @@ def planted_log(n_users: int = 30, n_items: int = 20, length: int = 20, follow: 
 
 def leave_last_out(log: Interactions) -> tuple[Interactions, Queries]:
     """Train = all but each user's last interaction; one query per user (>= 2 interactions)
-    asking for that last item from the training sequence."""
-    indptr, rows = log.user_sequences()
-    counts = np.diff(indptr)
-    users = np.flatnonzero(counts >= 2)
-    last = rows[indptr[users + 1] - 1]
-    keep = np.ones(len(log), dtype=bool)
-    keep[last] = False
-    train = log.take(keep)
-    q = Queries.next_item(train.take(np.isin(train.user, users)))
-    order = np.argsort(log.user[last], kind="stable")
-    queries = Queries(q.user, q.context_indptr, q.context_item, q.context_time,
-                      log.item[last][order], log.timestamp[last][order], q.n_items, q.n_users)
-    return train, queries
+    asking for that last item from the training sequence (:func:`recaudit.data.holdout_last`)."""
+    return holdout_last(log, min_length=2)
 
 
 def next_item_mrr(lists: RankLists, target: np.ndarray) -> float:
     """Mean reciprocal rank of ``target`` in full rank lists (0 when absent)."""
-    hit = lists.items == np.asarray(target)[:, None]
-    pos = np.where(hit.any(1), hit.argmax(1) + 1, np.inf)
-    return float(np.mean(1.0 / pos))
+    return float(mrr_batch(lists.items, np.asarray(target)).mean())
 
 
 def popularity_ranklists(train: Interactions, n_queries: int) -> RankLists:
@@ -207,7 +197,7 @@ def check_global_rng_untouched(make_model: ModelFactory, train: Interactions,
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a core dependency
-        torch = None
+        torch = None  # type: ignore[assignment]
     t_state = torch.random.get_rng_state() if torch is not None else None
     make_model().fit(train, seed=0).rank(queries)
     after = np.random.get_state()
@@ -216,6 +206,49 @@ def check_global_rng_untouched(make_model: ModelFactory, train: Interactions,
     if torch is not None:
         assert torch.equal(t_state, torch.random.get_rng_state()), \
             "torch's global random state changed (use a seeded torch.Generator)"
+
+
+def check_params_round_trip(make_model: ModelFactory) -> None:
+    """``get_params()`` is plain data that rebuilds an equal model, and the parameters survive
+    a JSON round trip (what a results store keeps)."""
+    import json
+
+    model = make_model()
+    params = model.get_params()
+    assert isinstance(params, dict), "get_params() must return a dict"
+    again = type(model)(**json.loads(json.dumps(params)))
+    assert again.get_params() == params, "Model(**get_params()) has other parameters"
+    config = getattr(model, "config", None)
+    if config is not None:
+        assert getattr(again, "config", None) == config, "rebuilt model has another config"
+
+
+def check_unfitted_use(make_model: ModelFactory, queries: Queries) -> None:
+    """Ranking with a model that was never fitted is a ``RuntimeError`` saying so (not an
+    ``AttributeError`` from deep inside)."""
+    model = make_model()
+    try:
+        model.rank(queries)
+    except RuntimeError as exc:
+        assert "fit" in str(exc), f"unfitted rank() error does not mention fit: {exc}"
+    else:  # pragma: no cover - the failure branch
+        raise AssertionError("rank() on an unfitted model did not raise RuntimeError")
+
+
+def check_pickling(make_model: ModelFactory, train: Interactions, queries: Queries) -> None:
+    """Unfitted and fitted models survive pickling; a fitted copy ranks identically (models
+    travel to worker processes)."""
+    pickle.loads(pickle.dumps(make_model()))
+    model = make_model().fit(train, seed=0)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy.rank(queries).equals(model.rank(queries)), "an unpickled model ranks otherwise"
+
+
+def check_numpy_seed(make_model: ModelFactory, train: Interactions, queries: Queries) -> None:
+    """``fit(seed=np.int64(s))`` trains the same model as ``fit(seed=s)``."""
+    a = make_model().fit(train, seed=3).rank(queries)
+    b = make_model().fit(train, seed=np.int64(3)).rank(queries)
+    assert a.equals(b), "a numpy integer seed trains another model than the same Python int"
 
 
 def check_learns(make_model: ModelFactory, log: Interactions | None = None, seed: int = 0,
@@ -277,3 +310,15 @@ class RecommenderConformance:
 
     def test_query_independence(self) -> None:
         check_query_independence(self.make_model, *self._data())
+
+    def test_params_round_trip(self) -> None:
+        check_params_round_trip(self.make_model)
+
+    def test_unfitted_use(self) -> None:
+        check_unfitted_use(self.make_model, self._data()[1])
+
+    def test_pickling(self) -> None:
+        check_pickling(self.make_model, *self._data())
+
+    def test_numpy_seed(self) -> None:
+        check_numpy_seed(self.make_model, *self._data())

@@ -1,28 +1,40 @@
 """Training-data perturbations as pure seeded functions ``(Interactions, rng) -> (Interactions, record)``.
 
-- edits (seed 000 sections 5-6): :func:`delete_rows`, :func:`insert_after`,
+- edits (Oh et al. 2022, sections 5-6): :func:`delete_rows`, :func:`insert_after`,
   :func:`replace_items` with new-item strategies ``random`` / ``popular`` / ``unpopular``;
 - selectors: random, earliest-random, latest-random, CASPER (:func:`casper_scores`), TracIn
   (:func:`tracin_scores`, :class:`SupportsTracIn`), Rev.Adv. (:func:`select_rev_adv`);
-- position removal and seed-only (seed 003): :func:`remove_positions`, :func:`seed_only`;
+- position removal and seed-only (Betello et al. 2023): :func:`remove_positions`,
+  :func:`seed_only`;
 - :class:`PerturbationRecord`: exactly what changed; ``record.apply(original)`` redoes it;
-- :class:`PerturbationSpec` and :func:`parse` (``"casper-replace-popular"``), :func:`available`.
+- :class:`PerturbationSpec` (``parse("casper-replace-popular")``), the built-in family;
+- the protocol every family follows (:class:`Perturbation`: :class:`Needs`,
+  :class:`Description`, :class:`Context`) and the registry of families by name prefix
+  (:func:`register_family`, :func:`parse`, :func:`available`); :mod:`recaudit.fuzz`
+  registers ``fuzz:``.
 """
 
+from recaudit.perturb import _spec
 from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
 from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, replace_items
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
+from recaudit.perturb._protocol import Context, Description, Needs, Perturbation
 from recaudit.perturb._record import PerturbationRecord
+from recaudit.perturb._registry import (ENTRY_POINTS, Family, available, families, parse,
+                                        register_family)
 from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
 from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                          select_latest_random, select_random, top_k)
-from recaudit.perturb._spec import EDITS, SELECTORS, PerturbationSpec, available, parse
+from recaudit.perturb._spec import EDITS, SELECTORS, PerturbationSpec
 from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
 
+register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples)
+
 __all__ = [
-    "EDITS", "POSITIONS", "SELECTORS", "STRATEGIES", "PerturbationRecord", "PerturbationSpec",
+    "EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context", "Description",
+    "Family", "Needs", "Perturbation", "PerturbationRecord", "PerturbationSpec",
     "SupportsTracIn", "available", "casper_error_bound", "casper_graph", "casper_scores",
-    "craft_fake_user", "delete_rows", "insert_after", "parse", "remove_positions",
-    "replace_items", "seed_only", "select_casper", "select_earliest_random",
+    "craft_fake_user", "delete_rows", "families", "insert_after", "parse", "register_family",
+    "remove_positions", "replace_items", "seed_only", "select_casper", "select_earliest_random",
     "select_latest_random", "select_random", "select_rev_adv", "top_k", "tracin_scores",
 ]

@@ -1,4 +1,4 @@
-"""CASPER cascading scores (seed 000, Algorithm 1 and section 6.2), exact and fast.
+"""CASPER cascading scores (Oh et al. 2022, Algorithm 1 and section 6.2), exact and fast.
 
 The interaction DAG (IDAG) has one node per training interaction -- with ``max_len = L`` only
 each user's latest ``L`` interactions are nodes (the window a model with maximum sequence length

@@ -1,4 +1,4 @@
-"""The three interaction edits of seed 000 (sections 5 and 6): delete, insert, replace.
+"""The three interaction edits of Oh et al. 2022 (sections 5 and 6): delete, insert, replace.
 
 Each takes the log, the selected original rows and returns ``(perturbed log, record)``.
 

@@ -1,4 +1,4 @@
-"""Position-based removal (seed 003 section 3.1) and the seed-only baseline (seed 003 RQ1).
+"""Position-based removal (Betello et al. 2023 section 3.1) and the seed-only baseline (Betello et al. 2023 RQ1).
 
 ``remove_positions(train, where, n)`` removes ``n`` interactions from *every* user's training
 sequence (the function only sees the training log, so test items are never touched). For a user
@@ -10,7 +10,7 @@ with ``T`` training interactions, with ``r = min(n, max(T - min_keep, 0))`` inte
 - ``middle``: positions ``s .. s+r-1`` with ``s = floor((T - r) / 2)``: ``r`` consecutive items
   centred in the sequence (when ``T - r`` is odd the extra kept item is on the right).
 
-Seed 003 prints the middle case as keeping ``I_1 .. I_floor((L-1-n)/2)`` and resuming at
+Betello et al. 2023 prints the middle case as keeping ``I_1 .. I_floor((L-1-n)/2)`` and resuming at
 ``I_floor((L-1+n)/2)``, which removes only ``n - 1`` items (the two floors are exactly ``n``
 apart); we remove ``n`` as the text intends.
 
@@ -67,7 +67,7 @@ def remove_positions(train: Interactions, where: str, n: int, *, min_keep: int =
 
 
 def seed_only(train: Interactions) -> tuple[Interactions, PerturbationRecord]:
-    """No data change: the trial retrains with a different seed (seed 003 RQ1 baseline)."""
+    """No data change: the trial retrains with a different seed (Betello et al. 2023 RQ1 baseline)."""
     return train, PerturbationRecord(kind="seed-only", selector="seed-only",
                                      params={"reseed": True}, n_rows=len(train),
                                      source=train.fingerprint())

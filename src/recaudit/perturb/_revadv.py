@@ -1,9 +1,9 @@
-"""Rev.Adv. selector (seed 000 section 7.1.2, after Tang, Wen & Wang, RecSys 2020).
+"""Rev.Adv. selector (Oh et al. 2022 section 7.1.2, after Tang, Wen & Wang, RecSys 2020).
 
 Tang et al. craft fake-user profiles by a bi-level optimisation: the inner problem trains a
 surrogate recommender on the real data plus the fake user, the outer problem changes the fake
 user's (relaxed, continuous) profile to maximise an adversarial objective, differentiating
-through the unrolled inner training. Seed 000 adapts it to one-interaction perturbations: find
+through the unrolled inner training. Oh et al. 2022 adapts it to one-interaction perturbations: find
 the real user most similar to the fake user and perturb that user's earliest (``rev-adv-
 earliest``) or a random (``rev-adv-random``) interaction.
 
@@ -14,7 +14,7 @@ What we do, precisely:
   interacted items (ties to the lower code; bounds the cost), squared loss with L2
   ``reg``, trained by ``inner_steps`` full-batch gradient steps from a seeded initialisation;
 - fake user: profile ``x = sigmoid(theta)`` over the items, appended as an extra row of ``R``;
-- outer objective (untargeted, because seed 000 seeks instability, not promotion of an item):
+- outer objective (untargeted, because Oh et al. 2022 seeks instability, not promotion of an item):
   maximise ``||P_x - P_0||^2`` over the real users, the change of the surrogate's predictions
   caused by the fake user (``P_0``: the same unrolled training without it), by ``outer_steps``
   Adam steps on ``theta`` through the unrolled inner loop;
@@ -27,6 +27,8 @@ What we do, precisely:
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -91,16 +93,16 @@ def craft_fake_user(log: Interactions, rng: np.random.Generator, *, dim: int = 1
             opt.zero_grad()
             adv.backward()
             opt.step()
-        x = torch.sigmoid(theta).detach().numpy()
+        weights = torch.sigmoid(theta).detach().numpy()
     finally:
         torch.set_num_threads(threads)
-    order = np.lexsort((np.arange(n_items), -x))
+    order = np.lexsort((np.arange(n_items), -weights))
     return np.sort(items[order[:m]]).astype(np.int64)
 
 
 def select_rev_adv(log: Interactions, k: int, rng: np.random.Generator, *,
                    variant: str = "earliest", fake: np.ndarray | None = None,
-                   **surrogate: float) -> tuple[np.ndarray, np.ndarray]:
+                   **surrogate: Any) -> tuple[np.ndarray, np.ndarray]:
     """``k`` rows: one (earliest or random) interaction of each of the ``k`` users most similar
     to a crafted fake user (or to the given ``fake`` profile, item codes); scores are the
     cosine similarities."""

@@ -1,4 +1,4 @@
-"""Which interactions to perturb (seed 000, sections 6.1 and 7.1.2).
+"""Which interactions to perturb (Oh et al. 2022, sections 6.1 and 7.1.2).
 
 Every selector returns ``(rows, scores)``: ``k`` distinct original rows in selection order and
 the score of each (an empty array for the random selectors).
@@ -8,7 +8,7 @@ the score of each (an empty array for the random selectors).
   among users with at least one interaction;
 - ``latest-random``: the same with each user's last interaction;
 - ``casper``: the ``k`` highest cascading scores (:func:`casper_scores`), ties to the earlier
-  row, i.e. earliest timestamp then row (seed 000 section 7.4);
+  row, i.e. earliest timestamp then row (Oh et al. 2022 section 7.4);
 - ``tracin`` and ``rev-adv-*`` live in their own modules.
 """
 

@@ -3,9 +3,9 @@
 Name grammar (see :func:`available`):
 
 - ``none`` -- no change (the baseline trial itself); ``seed-only`` -- no data change, retrain
-  with another seed (seed 003 RQ1);
-- ``remove-{beginning,middle,end}-<n>`` -- position removal (seed 003 section 3.1);
-- ``<selector>-<edit>[-<strategy>][-k<count>]`` -- interaction edits (seed 000): selector in
+  with another seed (Betello et al. 2023 RQ1);
+- ``remove-{beginning,middle,end}-<n>`` -- position removal (Betello et al. 2023 section 3.1);
+- ``<selector>-<edit>[-<strategy>][-k<count>]`` -- interaction edits (Oh et al. 2022): selector in
   :data:`SELECTORS`, edit ``delete`` / ``insert`` / ``replace``, strategy (insert and replace
   only, default ``random``) ``random`` / ``popular`` / ``unpopular``, count ``k`` (default 1).
   E.g. ``random-delete``, ``casper-delete-k4``, ``random-insert-unpopular``,
@@ -13,27 +13,29 @@ Name grammar (see :func:`available`):
 
 A spec is a pure seeded function: ``spec.apply(train, rng)`` (or ``spec(train, rng)``) returns
 ``(perturbed train, PerturbationRecord)``; ``tracin`` also needs ``model=`` (fitted with
-checkpoints) and ``queries=`` (test queries with targets).
+checkpoints) and ``queries=`` (test queries with targets). As a
+:class:`~recaudit.perturb.Perturbation` it declares that in :attr:`PerturbationSpec.needs`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from recaudit.config import Config
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, replace_items
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
+from recaudit.perturb._protocol import Context, Description, Needs
 from recaudit.perturb._record import PerturbationRecord
 from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                          select_latest_random, select_random, top_k)
 
-__all__ = ["PerturbationSpec", "parse", "available", "SELECTORS", "EDITS"]
+__all__ = ["PerturbationSpec", "parse_name", "examples", "SELECTORS", "EDITS"]
 
 SELECTORS = ("random", "earliest-random", "latest-random", "casper", "tracin",
              "rev-adv-earliest", "rev-adv-random")
@@ -41,8 +43,9 @@ EDITS = ("delete", "insert", "replace")
 KINDS = ("edit", "position", "seed-only", "none")
 
 
-def available() -> list[str]:
-    """Every spec name (``<n>`` stands for a positive integer; ``-k<count>`` may follow edits)."""
+def examples() -> list[str]:
+    """Every built-in name (``<n>`` stands for a positive integer; ``-k<count>`` may follow
+    edits)."""
     names = ["none", "seed-only"] + [f"remove-{w}-<n>" for w in POSITIONS]
     for sel in SELECTORS:
         names.append(f"{sel}-delete")
@@ -52,12 +55,17 @@ def available() -> list[str]:
 
 
 @dataclass(frozen=True)
-class PerturbationSpec:
+class PerturbationSpec(Config):
     """One training-data perturbation, fully typed.
 
-    ``kind`` is ``edit`` (uses ``selector``, ``edit``, ``strategy``, ``count``, and for CASPER
+    kind: ``edit`` (uses ``selector``, ``edit``, ``strategy``, ``count``, and for CASPER
     ``max_len`` / ``casper_method``), ``position`` (uses ``where``, ``n``, ``min_keep``),
-    ``seed-only`` or ``none``.
+    ``seed-only`` or ``none``. selector: which rows an edit picks (:data:`SELECTORS`).
+    edit: ``delete``, ``insert`` or ``replace``. strategy: the new item of an insert or
+    replace (``random``, ``popular``, ``unpopular``). count: rows edited. where: position
+    removal's ``beginning``, ``middle`` or ``end``. n: items removed per user. min_keep: items
+    every user keeps. max_len: CASPER's look-ahead window (None: unbounded). casper_method:
+    CASPER's ``auto``, ``exact`` or ``approx`` computation.
     """
 
     kind: str
@@ -71,18 +79,14 @@ class PerturbationSpec:
     max_len: int | None = None
     casper_method: str = "auto"
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         def bad(key: str, value: Any, allowed: Any) -> ConfigError:
-            return ConfigError(f"perturbation {key}={value!r} is invalid; expected {allowed}")
+            return self.invalid(key, f"perturbation {key}={value!r} is invalid; expected "
+                                     f"{allowed}")
 
         if self.kind not in KINDS:
             raise bad("kind", self.kind, KINDS)
-        for key in ("count", "n", "min_keep"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                raise bad(key, v, "an integer")
-        if self.max_len is not None and (isinstance(self.max_len, bool) or
-                                         not isinstance(self.max_len, int) or self.max_len < 1):
+        if self.max_len is not None and self.max_len < 1:
             raise bad("max_len", self.max_len, "a positive integer or None")
         if self.kind == "edit":
             if self.selector not in SELECTORS:
@@ -121,18 +125,33 @@ class PerturbationSpec:
         """Whether the perturbed model is trained with a different seed (seed-only)."""
         return self.kind == "seed-only"
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    @property
+    def needs(self) -> Needs:
+        """TracIn reads the fitted baseline (with checkpoints) and the test queries; seed-only
+        retrains with another seed; the rest need nothing else."""
+        if self.kind == "edit" and self.selector == "tracin":
+            return Needs(model=True, model_params={"checkpoint_every": 1})
+        return Needs(reseed=self.reseed)
+
+    def describe(self) -> Description:
+        if self.kind in ("none", "seed-only"):
+            return Description(self.kind, reference=True)
+        if self.kind == "position":
+            return Description(f"remove-{self.where}", "delete", self.n, self.where)
+        family = f"{self.selector}-{self.edit}"
+        if self.edit != "delete":
+            family += f"-{self.strategy}"
+        return Description(family, self.edit, self.count)
+
+    def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
+                ) -> tuple[Interactions, PerturbationRecord]:
+        """The protocol form of :meth:`apply` (``context.model``/``queries`` for TracIn)."""
+        return self.apply(train, rng, model=context.model, queries=context.queries)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PerturbationSpec:
-        valid = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - valid
-        if unknown:
-            key = sorted(unknown)[0]
-            raise ConfigError(f"perturbation spec has no key {key!r}.{did_you_mean(key, valid)} "
-                              f"Valid: {', '.join(sorted(valid))}")
-        return cls(**data)
+    def from_dict(cls, data: Any, *, key: str | None = None, what: str | None = None,
+                  noun: str = "key") -> PerturbationSpec:
+        return super().from_dict(data, key=key, what=what or "a perturbation spec", noun=noun)
 
     # ------------------------------------------------------------------ running
     def __call__(self, train: Interactions, rng: np.random.Generator, **context: Any
@@ -151,12 +170,12 @@ class PerturbationSpec:
         if self.kind == "seed-only":
             return seed_only(train)
         if self.kind == "position":
-            return remove_positions(train, self.where, self.n, min_keep=self.min_keep)
+            return remove_positions(train, str(self.where), self.n, min_keep=self.min_keep)
         rows, scores = self._select(train, rng, model, queries)
         params: dict[str, Any] = {"spec": self.name, "count": self.count}
         if self.selector == "casper":
             params.update(max_len=self.max_len, casper_method=self.casper_method)
-        common = dict(selector=self.selector, scores=scores, params=params)
+        common: dict[str, Any] = dict(selector=self.selector, scores=scores, params=params)
         if self.edit == "delete":
             return delete_rows(train, rows, **common)
         if self.edit == "insert":
@@ -186,7 +205,7 @@ class PerturbationSpec:
             return rows, scores[rows]
         from recaudit.perturb._revadv import select_rev_adv
 
-        return select_rev_adv(train, k, rng, variant=sel.removeprefix("rev-adv-"))
+        return select_rev_adv(train, k, rng, variant=str(sel).removeprefix("rev-adv-"))
 
 
 _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
@@ -194,10 +213,10 @@ _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
 _POS_RE = re.compile(r"^remove-(?P<where>beginning|middle|end)-(?P<n>\d+)$")
 
 
-def parse(name: str, **overrides: Any) -> PerturbationSpec:
-    """The spec a CLI name stands for; ``overrides`` set other fields (e.g. ``max_len=50``).
-
-    Unknown names raise :class:`~recaudit.errors.ConfigError` naming the closest valid one.
+def parse_name(name: str, **overrides: Any) -> PerturbationSpec:
+    """The built-in spec a CLI name stands for; ``overrides`` set other fields (e.g.
+    ``max_len=50``). Unknown names raise :class:`~recaudit.errors.ConfigError` naming the
+    closest valid one. (:func:`recaudit.perturb.parse` reads every registered family.)
     """
     if not isinstance(name, str):
         raise ConfigError(f"perturbation name must be a string, got {type(name).__name__}")
@@ -214,10 +233,15 @@ def parse(name: str, **overrides: Any) -> PerturbationSpec:
         fields = {"kind": "edit", "selector": m["sel"], "edit": m["edit"],
                   "strategy": m["strategy"] or "random", "count": int(m["k"] or 1)}
     if fields is None or fields.get("n", 1) < 1 or fields.get("count", 1) < 1:
-        names = available()
+        names = examples()
         hint = did_you_mean(text, names, cutoff=0.4)
         raise ConfigError(f"unknown perturbation {name!r}.{hint} Valid names: "
                           f"{', '.join(names[:6])}, ... (recaudit.perturb.available() lists "
                           "all; edits accept -k<count>)")
     fields.update(overrides)
+    return PerturbationSpec.from_dict(fields)
+
+
+def from_dict(fields: Any) -> PerturbationSpec:
+    """A built-in spec from its ``to_dict()`` fields."""
     return PerturbationSpec.from_dict(fields)

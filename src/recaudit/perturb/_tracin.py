@@ -1,11 +1,11 @@
-"""TracIn influence of training interactions (Pruthi et al. 2020; seed 000 section 7.1.2).
+"""TracIn influence of training interactions (Pruthi et al. 2020; Oh et al. 2022 section 7.1.2).
 
 For a training interaction ``z`` and the test set ``Q``::
 
     TracIn(z, Q) = sum_c  lr_c * grad l(w_c, z) . sum_{q in Q} grad l(w_c, q)
 
 over the checkpoints ``w_c`` saved every ``T`` epochs, gradients taken with respect to the last
-layer (seed 000: "training loss gradients with respect to the last hidden layer", checkpoints
+layer (Oh et al. 2022: "training loss gradients with respect to the last hidden layer", checkpoints
 every 10 epochs, step size fixed to the learning rate). We use the *sum* of the test losses
 (TracIn of a set is the sum of the per-point influences; the mean only rescales every score by
 ``1/|Q|`` and would not change which row is most influential). A large positive score marks a

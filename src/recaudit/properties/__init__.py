@@ -1,4 +1,4 @@
-"""Property templates over users, items, ratings and rankings (seed 004, Chapter 3).
+"""Property templates over users, items, ratings and rankings (Shriver 2018, Chapter 3).
 
 - :class:`Universe` and its vectorised query API (:class:`Ranks`, :class:`Items`,
   :class:`Values`, :class:`Groups`) — write your own templates with it;
@@ -34,6 +34,7 @@ from recaudit.properties._study import (
     percent_change,
     property_table,
     recommend_all,
+    save_results,
     to_jsonable,
 )
 from recaudit.properties._templates import (
@@ -49,4 +50,4 @@ from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Univ
 __all__ = ["AGGREGATES", "RELATIONS", "STUDY_PROPERTIES", "TEMPLATES", "Groups", "Items",
            "Property", "Ranks", "StudyProperty", "Template", "Universe", "Values",
            "cross_validate", "evolving_study", "instantiate", "percent_change", "property_table",
-           "recommend_all", "register_template", "to_jsonable"]
+           "recommend_all", "register_template", "save_results", "to_jsonable"]

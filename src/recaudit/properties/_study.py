@@ -1,4 +1,4 @@
-"""The study of seed 004 §3.4: properties next to precision/recall, and an evolving dataset.
+"""The study of Shriver 2018 §3.4: properties next to precision/recall, and an evolving dataset.
 
 - :func:`cross_validate` — precision and recall at ``k`` with five-fold cross-validation
   partitioned on users: the users are split into 5 folds; a test user keeps a random 80 % of
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from recaudit.properties._universe import Universe
 from recaudit.seeds import make_rng
 
 __all__ = ["STUDY_PROPERTIES", "StudyProperty", "cross_validate", "evolving_study",
-           "percent_change", "property_table", "recommend_all", "to_jsonable"]
+           "percent_change", "property_table", "recommend_all", "to_jsonable", "save_results"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def _sp(name: str, f: str | None = None, rel: str | None = None) -> StudyPropert
     return StudyProperty(name, (("f", f), ("rel", rel)) if f else ())
 
 
-#: The rows of seed 004's Table 3.4, in order.
+#: The rows of Shriver 2018's Table 3.4, in order.
 STUDY_PROPERTIES: tuple[StudyProperty, ...] = (
     _sp("NRANKS", "min", ">="), _sp("NRI"), _sp("NTRI"), _sp("NRLMU"), _sp("NRL"), _sp("NRS"),
     _sp("NUPRL", "max", "<="), _sp("NUIR", "max", ">="), _sp("IANRLCMP"),
@@ -221,6 +222,16 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
         for name, g in steps.groupby("model", sort=False)})
     summary.attrs["robust"] = summary < threshold
     return steps, summary
+
+
+def save_results(path: str | Path, entries: dict[str, Any]) -> None:
+    """Keep study results in the results store at ``path`` (meta keys such as
+    ``properties.table`` and ``properties.evolving``; the report renders them)."""
+    from recaudit.experiment import Store
+
+    with Store(path) as store, store.transaction():
+        for key, value in entries.items():
+            store.set_meta(key, value)
 
 
 def to_jsonable(frame: pd.DataFrame) -> dict[str, Any]:

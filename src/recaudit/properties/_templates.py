@@ -1,4 +1,4 @@
-"""The 12 property templates of seed 004 (Tables 3.1-3.3), written with the query API.
+"""The 12 property templates of Shriver 2018 (Tables 3.1-3.3), written with the query API.
 
 A template is a formula over the universe with parameters: ``k`` (top-k), ``f`` (aggregate in
 ``min, median, max, count, avg``), ``rel`` (``∼`` in ``<=, =, >=``), attributes ``a, a1, a2``

@@ -1,4 +1,4 @@
-"""The recommender "universe" of seed 004 §3.1 and a small vectorised query API over it.
+"""The recommender "universe" of Shriver 2018 §3.1 and a small vectorised query API over it.
 
 A universe holds users ``U`` (codes ``0..n_users-1``), items ``I``, the dataset's partial
 ``rating: U x I -> R``, item attributes ``attr: I -> 2^A`` and the recommender's partial
@@ -51,7 +51,9 @@ class Values:
             return float(len(v))
         if len(v) == 0:
             return float("nan")
-        fn = {"min": np.min, "max": np.max, "median": np.median, "avg": np.mean}[f]
+        fns: dict[str, Callable[..., Any]] = {"min": np.min, "max": np.max,
+                                              "median": np.median, "avg": np.mean}
+        fn = fns[f]
         return float(fn(v))
 
     def __len__(self) -> int:
@@ -267,11 +269,9 @@ class Universe:
         try:
             return names.index(a)
         except ValueError:
-            import difflib
+            from recaudit.errors import did_you_mean
 
-            close = difflib.get_close_matches(a, names, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown item attribute {a!r}.{hint}") from None
+            raise ValueError(f"unknown item attribute {a!r}.{did_you_mean(a, names)}") from None
 
     def _attributes(self) -> None:
         if "A" in self._cache:

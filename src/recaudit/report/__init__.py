@@ -1,4 +1,4 @@
-"""Reports: the seeds' tables and figures from any recaudit results file.
+"""Reports: the papers' tables and figures from any recaudit results file.
 
 ``write_report(store, "report.html")`` renders one self-contained HTML page (figures inline
 as SVG, CSS inline, no scripts, no network); ``fmt="markdown" | "latex" | "csv"`` writes the
@@ -7,25 +7,25 @@ other renderers. Needs the ``report`` extra (matplotlib, jinja2), imported only 
 
 Every section appears only where the store has its data: RLS tables and distributions
 (always), accuracy with/without perturbation, user groups, RLS versus number of
-perturbations (labels such as ``casper-delete-k4``), CASPER runtime versus data size (store
-meta ``casper_runtime``: a list of ``{"interactions", "seconds", "label"}``, or CASPER trials
-on two or more datasets), position removal (``remove-<where>-<n>``), and the audit's
-configuration, data summary, versions and timings.
+perturbations (families run at several counts, as the store's descriptions say), CASPER
+runtime versus data size (store meta ``casper_runtime``: a list of ``{"interactions",
+"seconds", "label"}``, or CASPER trials on two or more datasets), position removal, and the
+audit's configuration, data summary, versions and timings.
 
 The same file (or a file of its own) may also hold the other studies, each rendered where
-present: property templates (``recaudit properties --store``: seed 004 Tables 3.4 and 3.6),
+present: property templates (``recaudit properties --store``: Shriver 2018 Tables 3.4 and 3.6),
 fuzzing (``recaudit fuzz``: Tables 4.5-4.9 with the Welch marks) and MIRROR
-(``recaudit simulate mirror --out``: its table and seed 002 Figures 7, 8, 10). The page says
+(``recaudit simulate mirror --out``: its table and Zhu et al. 2023 Figures 7, 8, 10). The page says
 what the file holds (:attr:`ReportData.kinds`); a file with none of them is an error.
 """
 
 from recaudit.report._build import FigureItem, Report, Section, build_report
-from recaudit.report._data import ReportData, load
+from recaudit.report._data import PerturbationInfo, ReportData, load
 from recaudit.report._html import render_html, write_report
-from recaudit.report._labels import PerturbationInfo, parse_label
+from recaudit.report._mirror_figures import write_mirror_figures
 from recaudit.report._render import render_latex, render_markdown, write_csv
 from recaudit.report._tables import Cell, Table
 
 __all__ = ["Cell", "FigureItem", "PerturbationInfo", "Report", "ReportData", "Section",
-           "Table", "build_report", "load", "parse_label", "render_html", "render_latex",
-           "render_markdown", "write_csv", "write_report"]
+           "Table", "build_report", "load", "render_html", "render_latex", "render_markdown",
+           "write_csv", "write_mirror_figures", "write_report"]

@@ -2,14 +2,18 @@
 
 A file may hold any mix of: stability-audit trials (tables ``trials``/``query_results``),
 property-template studies (``meta`` keys ``properties.table`` and ``properties.evolving``, from
-``recaudit properties --store``), fuzzing trials (``fuzz_trials``/``fuzz_meta``, from
-``recaudit fuzz``) and MIRROR results (``mirror_results``, from ``recaudit simulate mirror
---out``). :attr:`ReportData.kinds` names the ones present.
+``recaudit properties --store``), fuzzing trials (``fuzz_trials``, meta ``fuzz.study`` and
+``fuzz.data``, from ``recaudit fuzz``) and MIRROR results (``mirror_results``, from ``recaudit
+simulate mirror --out``). :attr:`ReportData.kinds` names the ones present. Everything is read
+through :class:`~recaudit.experiment.Store` methods; a trial's perturbation is grouped by the
+description stored with it (family, edit, count, position, reference), never by parsing its
+label.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,13 +21,41 @@ from typing import Any
 
 import pandas as pd
 
-from recaudit.report._labels import PerturbationInfo, parse_label
+from recaudit.audit import perturbation_label
 
-__all__ = ["ReportData", "load"]
+__all__ = ["ReportData", "PerturbationInfo", "load"]
 
 #: Trial means averaged over seeds for the tables and figures.
 SUMMARY_METRICS = ["rbo", "frbo", "jaccard", "average_overlap", "mrr_base", "mrr_pert",
                    "hit_base", "hit_pert", "ndcg_base", "ndcg_pert"]
+
+
+@dataclass(frozen=True)
+class PerturbationInfo:
+    """A trial's perturbation as its store describes it (:class:`recaudit.perturb.Description`).
+
+    ``family`` groups counted perturbations (``casper-delete`` at counts 1, 2, 4), ``count``
+    the interactions edited (items removed per user for position removal), ``position`` is
+    ``beginning``/``middle``/``end`` for position removal, ``reference`` marks trials that
+    change no data (``none``, ``seed-only``).
+    """
+
+    label: str
+    family: str
+    count: int | None = None
+    position: str | None = None
+    reference: bool = False
+
+
+def _info(row: Any) -> PerturbationInfo:
+    def get(key: str) -> Any:
+        v = row.get(key) if hasattr(row, "get") else None
+        return None if v is None or (isinstance(v, float) and v != v) or v is pd.NA else v
+
+    count = get("count")
+    return PerturbationInfo(str(row["perturbation"]), str(get("family") or row["perturbation"]),
+                            None if count is None else int(count), get("position"),
+                            bool(get("reference") or False))
 
 
 @dataclass
@@ -43,7 +75,6 @@ class ReportData:
     meta: dict[str, Any]
     infos: dict[str, PerturbationInfo] = field(default_factory=dict)
     fuzz: pd.DataFrame | None = None
-    fuzz_meta: dict[str, Any] = field(default_factory=dict)
     mirror: pd.DataFrame | None = None
     _groups: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -76,6 +107,11 @@ class ReportData:
         return out
 
     @property
+    def fuzz_meta(self) -> dict[str, Any]:
+        """The fuzzing study's ``study`` and ``data`` (meta ``fuzz.study``, ``fuzz.data``)."""
+        return {k: self.meta[f"fuzz.{k}"] for k in ("study", "data") if f"fuzz.{k}" in self.meta}
+
+    @property
     def config(self) -> dict[str, Any]:
         cfg = self.meta.get("config")
         return cfg if isinstance(cfg, dict) else {}
@@ -102,38 +138,38 @@ class ReportData:
         """Perturbation labels in config order (then first appearance); references last."""
         s = self.summary if dataset is None else self.summary[self.summary.dataset == dataset]
         present = list(dict.fromkeys(s["perturbation"]))
-        order = [_label(p) for p in self.config.get("perturbations", [])]
+        order = [perturbation_label(p) for p in self.config.get("perturbations", [])]
         ordered = [p for p in order if p in present] + [p for p in present if p not in order]
         return sorted(ordered, key=lambda p: self.infos[p].reference)
 
     def main_perturbations(self, dataset: str | None = None) -> list[str]:
-        """The perturbations compared at one edit budget (seed 000 Table 3): no ``none``,
-        no position removal, and of a counted family (``casper-delete``,
-        ``casper-delete-4``, ...) only its smallest count; ``seed-only`` stays (last)."""
+        """The perturbations compared at one edit budget (Oh et al. 2022 Table 3): no
+        ``none``, no position removal, and of a family run at several counts
+        (``casper-delete``, ``casper-delete-k4``, ...) only its smallest count; references
+        other than ``none`` (``seed-only``) stay, last."""
         perts = self.perturbations(dataset)
+        smallest: dict[str, int] = {}
+        for p in perts:
+            info = self.infos[p]
+            if info.position is None and not info.reference and info.count is not None:
+                smallest[info.family] = min(info.count, smallest.get(info.family, info.count))
         out = []
         for p in perts:
             info = self.infos[p]
             if p == "none" or info.position is not None:
                 continue
-            if info.count is not None:
-                family = [q for q in perts if q == info.family
-                          or (self.infos[q].family == info.family
-                              and self.infos[q].position is None)]
-                counts = [self.infos[q].count or 1 for q in family]
-                if info.family in family or info.count > min(counts):
-                    continue
+            if info.count is not None and not info.reference \
+                    and info.count > smallest[info.family]:
+                continue
             out.append(p)
         return out
 
     def counts(self, dataset: str | None = None) -> pd.DataFrame:
         """Counted perturbations: ``perturbation``, ``family``, ``count`` for every family
-        run at two or more counts (a plain family label counts as 1)."""
-        perts = [p for p in self.perturbations(dataset) if self.infos[p].position is None]
-        counted = {self.infos[p].family for p in perts if self.infos[p].count is not None}
-        rows = [(p, self.infos[p].family if self.infos[p].count is not None else p,
-                 self.infos[p].count or 1) for p in perts
-                if self.infos[p].count is not None or p in counted]
+        (position removal aside) run at two or more counts."""
+        rows = [(p, self.infos[p].family, self.infos[p].count) for p in
+                self.perturbations(dataset) if self.infos[p].position is None
+                and not self.infos[p].reference and self.infos[p].count is not None]
         df = pd.DataFrame(rows, columns=["perturbation", "family", "count"])
         return df[df.groupby("family")["count"].transform("nunique") >= 2] \
             .reset_index(drop=True)
@@ -153,49 +189,37 @@ class ReportData:
         return self._groups[metric]
 
 
-def _label(perturbation: Any) -> str:
-    if isinstance(perturbation, str):
-        return perturbation
-    from recaudit.audit._spec import canonical_json
-
-    return canonical_json(perturbation)
-
-
 def load(store: str | Path) -> ReportData:
     """Read a results file (read-only) into a :class:`ReportData`; any of its kinds may be
     missing, but not all of them."""
-    from recaudit.audit import Store, seed_summary, trial_summary
-    from recaudit.errors import RecauditError
+    from recaudit.audit import seed_summary, trial_summary
+    from recaudit.errors import RecauditError, RecauditWarning
+    from recaudit.experiment import Store
 
     path = Path(store)
-    fuzz_meta: dict[str, Any] = {}
-    mirror = None
     with Store(path, read_only=True) as s:
-        tables = {r[0] for r in s.con.execute("SHOW TABLES").fetchall()}
-        audit = {"trials", "query_results", "meta"} <= tables
-        trials = s.trials() if audit else pd.DataFrame()
-        meta = s.meta() if "meta" in tables else {}
+        holds = s.holds()
+        trials = s.trials() if holds.get("trials") else pd.DataFrame()
+        meta = s.meta()
         summary = trial_summary(s) if len(trials) else pd.DataFrame()
-        if "fuzz_meta" in tables:
-            fuzz_meta = {k: json.loads(v) if isinstance(v, str) else v for k, v in
-                         s.con.execute("SELECT key, value FROM fuzz_meta").fetchall()}
-        if "mirror_results" in tables:
-            mirror = s.con.execute("SELECT * FROM mirror_results").df()
-    fuzz = None
-    if "fuzz_trials" in tables:
-        from recaudit.fuzz import load_results
-
-        fuzz = load_results(path)
+        fuzz = s.fuzz_trials() if holds.get("fuzz_trials") else None
+        mirror = s.mirror_results() if holds.get("mirror_results") else None
     if len(summary):
         summary = summary.dropna(subset=["rbo"]).reset_index(drop=True)
         agg = seed_summary(summary, SUMMARY_METRICS)
     else:
         summary, agg = pd.DataFrame(), pd.DataFrame()
-    infos = {p: parse_label(p) for p in summary["perturbation"].unique()} if len(summary) else {}
+    if len(trials) and "family" not in trials:
+        warnings.warn(f"{path} was written by an older recaudit: its trials carry no "
+                      "perturbation description, so counted and position-removal sections "
+                      "group by label only", RecauditWarning, stacklevel=2)
+    infos = {str(r["perturbation"]): _info(r) for r in
+             trials.drop_duplicates("perturbation").to_dict(orient="records")} \
+        if len(trials) else {}
     for col in ("versions", "spec"):
         if col in trials:
             trials[col] = trials[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
-    data = ReportData(path, summary, agg, trials, meta, infos, fuzz, fuzz_meta, mirror)
+    data = ReportData(path, summary, agg, trials, meta, infos, fuzz, mirror)
     if not data.kinds:
         raise RecauditError(
             f"{path} holds no finished trials yet and no other results: nothing to report. "

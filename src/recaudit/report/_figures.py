@@ -4,14 +4,14 @@ Figures are built without touching matplotlib's global backend or pyplot state (
 drawn by its own canvas, see :func:`to_svg`), so importing or running the report inside
 another program changes nothing there. Text from data is drawn literally (mathtext off).
 
-- :func:`rls_distribution_figure` — per-query RLS by model and perturbation (seed 000
+- :func:`rls_distribution_figure` — per-query RLS by model and perturbation (Oh et al. 2022
   Figure 3(a)), box plots from quantiles computed in DuckDB;
 - :func:`accuracy_figure` — accuracy with and without perturbation (Figure 3(b));
 - :func:`user_group_figure` — RLS by MRR user group per perturbation (Figures 6, 7);
 - :func:`count_figure` — RLS versus number of perturbations (Figure 8(a));
 - :func:`runtime_figure` — CASPER runtime versus data size (Figure 8(b));
 - :func:`position_figure` — metrics and RLS versus n removed at the beginning, middle or
-  end, with the baseline as a solid line (seed 003 Figures 1-3).
+  end, with the baseline as a solid line (Betello et al. 2023 Figures 1-3).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["style", "to_svg", "rls_distribution_figure", "accuracy_figure",
            "user_group_figure", "count_figure", "runtime_figure", "position_figure",
-           "runtime_points"]
+           "runtime_points", "legend_columns"]
 
 #: Okabe–Ito colour-blind-safe palette (without black and yellow, which print poorly).
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8C6D31",
@@ -51,7 +51,7 @@ def style() -> Iterator[None]:
     """The report's matplotlib settings, for the duration of the block only."""
     import matplotlib
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]  # keys are rc names
         yield
 
 
@@ -64,7 +64,7 @@ def to_svg(fig: Figure, key: str = "") -> str:
     FigureCanvasSVG(fig)
     buf = io.StringIO()
     salt = hashlib.sha1(key.encode()).hexdigest()[:10]
-    with matplotlib.rc_context({**_RC, "svg.hashsalt": salt}):
+    with matplotlib.rc_context({**_RC, "svg.hashsalt": salt}):  # type: ignore[dict-item]
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]
@@ -77,8 +77,26 @@ def _figure(nrows: int, ncols: int, width: float, height: float) -> tuple[Figure
     return fig, fig.subplots(nrows, ncols, squeeze=False)
 
 
-def _short(text: str, n: int = 28) -> str:
-    return text if len(text) <= n else text[:n - 1] + "…"
+def _wrap(text: str, width: int = 24) -> str:
+    """``text`` on lines of at most ``width`` characters where it can break (after ``,``,
+    ``(``, ``:``, ``-`` or a space), never shortened: labels such as
+    ``gru4rec(epochs=10,samples=window)`` stay complete."""
+    import re
+
+    out, line = [], ""
+    for piece in re.findall(r"[^,(:\s-]*[,(:\s-]?", text):
+        if line and len(line) + len(piece) > width:
+            out.append(line.rstrip())
+            line = ""
+        line += piece
+    out.append(line.rstrip())
+    return "\n".join(x for x in out if x)
+
+
+#: Width in inches of one character of legend text (8 pt DejaVu Sans, a generous mean).
+_CHAR_IN = 0.075
+#: Width in inches of a legend handle with its padding.
+_HANDLE_IN = 0.55
 
 
 def _colors(labels: list[str]) -> dict[str, str]:
@@ -89,7 +107,7 @@ _RLS = (("rbo", "RBO"), ("frbo", "FRBO"), ("jaccard", "Jaccard"))
 
 
 def rls_distribution_figure(data: ReportData, dataset: str) -> Figure | None:
-    """Seed 000 Figure 3(a): per-query RLS, one panel per similarity, boxes grouped by
+    """Oh et al. 2022 Figure 3(a): per-query RLS, one panel per similarity, boxes grouped by
     model and coloured by perturbation (Tukey whiskers, outliers not drawn, ◆ = mean)."""
     dist = data.distribution
     dist = dist[(dist.dataset == dataset) & ~dist.perturbation.eq("none")]
@@ -130,7 +148,7 @@ def rls_distribution_figure(data: ReportData, dataset: str) -> Figure | None:
                     patch.set_facecolor(colors[pert])
                     patch.set_alpha(0.85)
         ax.set_xticks([i * step + (len(perts) - 1) / 2 for i in range(len(models))],
-                      [_short(m, 22 if n_boxes <= 12 else 28) for m in models])
+                      [_wrap(m, 20 if n_boxes <= 12 else 26) for m in models])
         k = "" if metric == "rbo" else data.k_label
         ax.set_title(f"{name}{k} per query")
         ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.02)
@@ -138,23 +156,33 @@ def rls_distribution_figure(data: ReportData, dataset: str) -> Figure | None:
     return fig
 
 
+def legend_columns(labels: list[str], width: float) -> int:
+    """How many legend columns of ``labels`` fit across ``width`` inches (at least one): each
+    column is as wide as the longest line of any label plus a handle."""
+    longest = max((len(line) for lab in labels for line in lab.split("\n")), default=1)
+    return max(1, min(len(labels), int(width // (_HANDLE_IN + _CHAR_IN * longest))))
+
+
 def _legend(fig: Figure, labels: list[str], colors: dict[str, str],
             kind: str = "patch") -> None:
-    """One legend above all panels (outside the axes, so panels keep equal widths)."""
+    """One legend above all panels (outside the axes, so panels keep equal widths), with as
+    many columns as fit in the figure's width, so it is never cut off; long labels wrap."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor=colors[lab], label=_short(lab, 40)) if kind == "patch"
-               else Line2D([], [], color=colors[lab], marker="o", label=_short(lab, 40))
-               for lab in labels]
-    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(labels), 6))
+    texts = [_wrap(lab, 40) for lab in labels]
+    handles = [Patch(facecolor=colors[lab], label=text) if kind == "patch"
+               else Line2D([], [], color=colors[lab], marker="o", label=text)
+               for lab, text in zip(labels, texts, strict=True)]
+    fig.legend(handles=handles, loc="outside upper center",
+               ncols=legend_columns(texts, fig.get_figwidth()))
 
 
 _ACC = (("mrr", "MRR"), ("hit", "HR"), ("ndcg", "NDCG"))
 
 
 def accuracy_figure(data: ReportData, dataset: str) -> Figure | None:
-    """Seed 000 Figure 3(b): accuracy of the unperturbed model and of each perturbed model
+    """Oh et al. 2022 Figure 3(b): accuracy of the unperturbed model and of each perturbed model
     (bars: mean over seeds; error bars: std over seeds)."""
     s = data.summary[(data.summary.dataset == dataset) & ~data.summary.perturbation.eq("none")]
     if s.empty:
@@ -182,14 +210,14 @@ def accuracy_figure(data: ReportData, dataset: str) -> Figure | None:
                 ax.bar(i + (j - (len(series) - 1) / 2) * width, mean, width * 0.92,
                        yerr=None if np.isnan(std) else std, color=colors[lab],
                        error_kw={"elinewidth": 0.8, "capsize": 1.5})
-        ax.set_xticks(range(len(models)), [_short(x, 16) for x in models])
+        ax.set_xticks(range(len(models)), [_wrap(x, 16) for x in models])
         ax.set_title(name if m == "mrr" else f"{name}{data.k_label}")
     _legend(fig, series, colors)
     return fig
 
 
 def user_group_figure(data: ReportData, dataset: str, model: str) -> Figure | None:
-    """Seed 000 Figures 6 and 7: RBO and Jaccard@k for high-, mid- and low-MRR users per
+    """Oh et al. 2022 Figures 6 and 7: RBO and Jaccard@k for high-, mid- and low-MRR users per
     perturbation (mean over seeds)."""
     groups = ("high", "mid", "low")
     colors = {"high": "#0072B2", "mid": "#56B4E9", "low": "#D55E00"}
@@ -211,7 +239,7 @@ def user_group_figure(data: ReportData, dataset: str, model: str) -> Figure | No
             vals = [frame.get((p, grp), np.nan) for p in perts]
             ax.bar(np.arange(len(perts)) + (j - 1) * width, vals, width * 0.92,
                    color=colors[grp], label=f"{grp}-MRR users")
-        ax.set_xticks(range(len(perts)), [_short(p, 18) for p in perts],
+        ax.set_xticks(range(len(perts)), [_wrap(p, 18) for p in perts],
                       rotation=30 if len(perts) > 3 else 0, ha="right" if len(perts) > 3
                       else "center")
         ax.set_title(name)
@@ -222,7 +250,7 @@ def user_group_figure(data: ReportData, dataset: str, model: str) -> Figure | No
 
 
 def count_figure(data: ReportData, dataset: str) -> Figure | None:
-    """Seed 000 Figure 8(a): RLS versus the number of perturbed interactions, one line per
+    """Oh et al. 2022 Figure 8(a): RLS versus the number of perturbed interactions, one line per
     (model, perturbation family) that the audit ran at two or more counts."""
     counts = data.counts(dataset)
     if counts.empty:
@@ -270,7 +298,7 @@ def runtime_points(data: ReportData) -> pd.DataFrame:
     t = data.trials
     if not isinstance(sizes, dict) or "perturb_seconds" not in t:
         return pd.DataFrame(columns=["label", "interactions", "seconds"])
-    t = t[t.perturbation.str.lower().str.contains("casper")]
+    t = t[t.family.fillna("").str.startswith("casper-")] if "family" in t else t.iloc[0:0]
     rows = [{"label": "CASPER (audit trials)", "interactions": float(sizes[d]["interactions"]),
              "seconds": float(g.perturb_seconds.mean())}
             for d, g in t.groupby("dataset")
@@ -280,7 +308,7 @@ def runtime_points(data: ReportData) -> pd.DataFrame:
 
 
 def runtime_figure(data: ReportData) -> Figure | None:
-    """Seed 000 Figure 8(b): CASPER runtime against the number of interactions (log-log),
+    """Oh et al. 2022 Figure 8(b): CASPER runtime against the number of interactions (log-log),
     with a dotted line of slope 1 (linear scaling) through the smallest point."""
     pts = runtime_points(data)
     if pts.empty:
@@ -291,7 +319,7 @@ def runtime_figure(data: ReportData) -> Figure | None:
     ax = axes[0, 0]
     for lab in labels:
         g = pts[pts.label == lab].sort_values("interactions")
-        ax.plot(g.interactions, g.seconds, marker="o", color=colors[lab], label=_short(lab, 40))
+        ax.plot(g.interactions, g.seconds, marker="o", color=colors[lab], label=_wrap(lab, 40))
     first = pts.sort_values("interactions").iloc[0]
     xs = np.array([pts.interactions.min(), pts.interactions.max()])
     ax.plot(xs, first.seconds * xs / first.interactions, ":", color="#6b7280",
@@ -309,7 +337,7 @@ _POS_COLORS = {"beginning": "#0072B2", "middle": "#009E73", "end": "#D55E00"}
 
 
 def position_figure(data: ReportData, dataset: str, model: str) -> Figure | None:
-    """Seed 003 Figures 1-3: NDCG@k, MRR, HR@k, FRBO@k and Jaccard@k versus n items removed
+    """Betello et al. 2023 Figures 1-3: NDCG@k, MRR, HR@k, FRBO@k and Jaccard@k versus n items removed
     at the beginning, middle or end (dashed, mean over seeds). The solid line is the
     baseline: the unperturbed model for accuracy; for RLS the seed-only level (another
     training seed on the same data) when the audit ran it."""

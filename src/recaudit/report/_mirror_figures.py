@@ -1,4 +1,4 @@
-"""MIRROR figures (seed 002 Figures 7, 8 and 10) as matplotlib Figure objects, never pyplot.
+"""MIRROR figures (Zhu et al. 2023 Figures 7, 8 and 10) as matplotlib Figure objects, never pyplot.
 
 - :func:`mirror_mix_figure` — CTR, FCTR (and ManiScore) against the mix ratio α, one line per
   algorithm, the initial strategies (oracles) as dashed lines (Figure 7);
@@ -8,31 +8,33 @@
   oracles and every algorithm at the smallest and the largest α (Figure 10), for scenarios
   with rounds.
 
-All numbers are :func:`recaudit.report._studies.mirror_summary` (means over seeds).
+Each takes the summary of the result rows (:func:`recaudit.simulate.summarise`: means and
+standard deviations over seeds). :func:`write_mirror_figures` writes them as files (what
+``recaudit simulate mirror --figure`` does).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from recaudit.report._data import ReportData
-from recaudit.report._figures import PALETTE, _figure, _short
-from recaudit.report._studies import mirror_summary
+from recaudit.report._figures import PALETTE, _figure, _wrap, legend_columns, style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["mirror_mix_figure", "mirror_trajectory_figure", "mirror_rounds_figure"]
+__all__ = ["mirror_mix_figure", "mirror_trajectory_figure", "mirror_rounds_figure",
+           "write_mirror_figures"]
 
 _ORACLE_COLORS = ("#374151", "#9ca3af", "#6b7280", "#111827")
 
 
-def _split(data: ReportData, scenario: str, rounds: bool = False
+def _split(s: pd.DataFrame, scenario: str, rounds: bool = False
            ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    s = mirror_summary(data)
     if s.empty:
         return s, s
     s = s[(s.scenario == scenario) & (s["round"].notna() if rounds else s["round"].isna())]
@@ -43,9 +45,9 @@ def _colors(names: list[str]) -> dict[str, str]:
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
-def mirror_mix_figure(data: ReportData, scenario: str) -> Figure | None:
-    """Seed 002 Figure 7: each metric against α (mean ± std over seeds)."""
-    oracles, algos = _split(data, scenario)
+def mirror_mix_figure(summary: pd.DataFrame, scenario: str) -> Figure | None:
+    """Zhu et al. 2023 Figure 7: each metric against α (mean ± std over seeds)."""
+    oracles, algos = _split(summary, scenario)
     if algos.empty or algos.mix.nunique() < 2:
         return None
     metrics = [(m, n) for m, n in (("ctr", "CTR"), ("fctr", "FCTR"), ("mani_score", "ManiScore"))
@@ -58,21 +60,22 @@ def mirror_mix_figure(data: ReportData, scenario: str) -> Figure | None:
             g = algos[(algos.algorithm == name) & (algos.metric == m)].sort_values("mix")
             ax.errorbar(g.mix.to_numpy(dtype=float), g["mean"], yerr=g["std"].fillna(0),
                         color=colors[name], marker="o", markersize=3.5, linewidth=1.4,
-                        capsize=2, label=_short(name, 30))
+                        capsize=2, label=_wrap(name, 30))
         for j, (name, o) in enumerate(oracles[oracles.metric == m].groupby("algorithm",
                                                                           sort=False)):
             ax.axhline(float(o["mean"].iloc[0]), color=_ORACLE_COLORS[j % 4], linestyle="--",
-                       linewidth=1.1, label=_short(name, 30))
+                       linewidth=1.1, label=_wrap(name, 30))
         ax.set_xlabel("mix ratio α")
         ax.set_title(title)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 6))
+    fig.legend(handles, labels, loc="outside upper center",
+               ncols=legend_columns(labels, fig.get_figwidth()))
     return fig
 
 
-def mirror_trajectory_figure(data: ReportData, scenario: str) -> Figure | None:
-    """Seed 002 Figure 8: CTR (x) against FCTR (y) over α; arrows point to higher α."""
-    oracles, algos = _split(data, scenario)
+def mirror_trajectory_figure(summary: pd.DataFrame, scenario: str) -> Figure | None:
+    """Zhu et al. 2023 Figure 8: CTR (x) against FCTR (y) over α; arrows point to higher α."""
+    oracles, algos = _split(summary, scenario)
     if algos.empty or not {"ctr", "fctr"} <= set(algos.metric):
         return None
     names = list(dict.fromkeys(algos.algorithm))
@@ -86,7 +89,7 @@ def mirror_trajectory_figure(data: ReportData, scenario: str) -> Figure | None:
             continue
         x, y = piv["ctr"].to_numpy(), piv["fctr"].to_numpy()
         ax.plot(x, y, "-o", color=colors[name], markersize=3.5, linewidth=1.2,
-                label=_short(name, 30))
+                label=_wrap(name, 30))
         for i in range(len(x) - 1):
             ax.annotate("", (x[i + 1], y[i + 1]), (x[i], y[i]),
                         arrowprops={"arrowstyle": "->", "color": colors[name], "lw": 1.2})
@@ -97,7 +100,7 @@ def mirror_trajectory_figure(data: ReportData, scenario: str) -> Figure | None:
         m = o.set_index("metric")["mean"]
         if {"ctr", "fctr"} <= set(m.index):
             ax.plot([m["ctr"]], [m["fctr"]], marker="*", markersize=11, linestyle="none",
-                    color=_ORACLE_COLORS[j % 4], label=_short(name, 30))
+                    color=_ORACLE_COLORS[j % 4], label=_wrap(name, 30))
     ax.set_xlabel("CTR")
     ax.set_ylabel("FCTR")
     ax.grid(True, axis="both")
@@ -105,10 +108,10 @@ def mirror_trajectory_figure(data: ReportData, scenario: str) -> Figure | None:
     return fig
 
 
-def mirror_rounds_figure(data: ReportData, scenario: str) -> Figure | None:
-    """Seed 002 Figure 10: CTR and PS per round. Oracles dashed; each algorithm at the
+def mirror_rounds_figure(summary: pd.DataFrame, scenario: str) -> Figure | None:
+    """Zhu et al. 2023 Figure 10: CTR and PS per round. Oracles dashed; each algorithm at the
     smallest α (dotted) and the largest α (solid)."""
-    oracles, algos = _split(data, scenario, rounds=True)
+    oracles, algos = _split(summary, scenario, rounds=True)
     if oracles.empty and algos.empty:
         return None
     panels = [(m, n) for m, n in (("ctr", "CTR"), ("ps", "Preference Shift"))
@@ -123,7 +126,7 @@ def mirror_rounds_figure(data: ReportData, scenario: str) -> Figure | None:
                                                                           sort=False)):
             o = o.sort_values("round")
             ax.plot(o["round"].to_numpy(dtype=float), o["mean"], color=_ORACLE_COLORS[j % 4],
-                    linestyle="--", linewidth=1.3, label=_short(name, 30))
+                    linestyle="--", linewidth=1.3, label=_wrap(name, 30))
         for name in names:
             for mix in ends:
                 g = algos[(algos.algorithm == name) & (algos.metric == m)
@@ -132,10 +135,34 @@ def mirror_rounds_figure(data: ReportData, scenario: str) -> Figure | None:
                     continue
                 style = "-" if mix == ends[-1] else ":"
                 ax.plot(g["round"].to_numpy(dtype=float), g["mean"], color=colors[name],
-                        linestyle=style, linewidth=1.4, label=f"{_short(name, 24)} α={mix:g}")
+                        linestyle=style, linewidth=1.4, label=f"{_wrap(name, 24)} α={mix:g}")
         ax.set_xlabel("round")
         ax.set_title(f"{title} per round")
         ax.xaxis.get_major_locator().set_params(integer=True)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(labels), 4))
+    fig.legend(handles, labels, loc="outside upper center",
+               ncols=legend_columns(labels, fig.get_figwidth()))
     return fig
+
+
+def write_mirror_figures(rows: Sequence[dict], path: str | Path) -> list[Path]:
+    """Write the figures of MIRROR result ``rows`` (format from the suffix: png, pdf, svg):
+    ``path`` the CTR/FCTR trajectories (Figure 8); ``<stem>-mix<suffix>`` the metrics against
+    the mix ratio (Figure 7, with two or more ratios); ``<stem>-rounds<suffix>`` CTR and PS per
+    round (Figure 10, for scenarios with rounds). Returns the paths written."""
+    from recaudit.simulate import summarise
+
+    path = Path(path)
+    summary = summarise(rows)
+    scenario = str(summary["scenario"].iloc[0])
+    out = []
+    for make, target in ((mirror_trajectory_figure, path),
+                         (mirror_mix_figure, path.with_name(f"{path.stem}-mix{path.suffix}")),
+                         (mirror_rounds_figure,
+                          path.with_name(f"{path.stem}-rounds{path.suffix}"))):
+        with style():
+            fig = make(summary, scenario)
+            if fig is not None:
+                fig.savefig(target)
+                out.append(target)
+    return out

@@ -1,16 +1,16 @@
 """Tables of the other studies a results file may hold (plain :class:`Table` data).
 
-- :func:`property_table` — seed 004 Table 3.4: precision, recall and the instantiated property
+- :func:`property_table` — Shriver 2018 Table 3.4: precision, recall and the instantiated property
   values, properties x algorithms (``meta["properties.table"]``);
-- :func:`evolving_tables` — seed 004 Table 3.6: the maximum absolute percentage change of each
+- :func:`evolving_tables` — Shriver 2018 Table 3.6: the maximum absolute percentage change of each
   property between consecutive steps of the evolving dataset, values under
   :data:`ROBUST_PERCENT` highlighted, and the values per step (``meta["properties.evolving"]``);
-- :func:`fuzz_time_table` — seed 004 Table 4.5: time to generate a modification set;
+- :func:`fuzz_time_table` — Shriver 2018 Table 4.5: time to generate a modification set;
 - :func:`fuzz_instability_tables` — Tables 4.6-4.8: mean instability per (model, M) and
   heuristic, **bold** / *italic* = significantly greater / lower than the random baseline of
   the same modification type (Welch, :func:`recaudit.fuzz.significance`), ``*`` = mean >= δ;
 - :func:`fuzz_portfolio_table` — Table 4.9: ARAND, the best single add heuristic, APORTFOLIO;
-- :func:`mirror_tables` — MIRROR (seed 002): CTR, FCTR, ManiScore, Preference Shift, NDCG and
+- :func:`mirror_tables` — MIRROR (Zhu et al. 2023): CTR, FCTR, ManiScore, Preference Shift, NDCG and
   AUC per algorithm and mix ratio, mean ± std over seeds.
 
 The fuzzing tables take their layout and numbers from :mod:`recaudit.fuzz` (no second
@@ -34,11 +34,11 @@ __all__ = ["ROBUST_PERCENT", "FUZZ_METRIC", "FUZZ_ALPHA", "property_table", "evo
            "fuzz_time_table", "fuzz_instability_tables", "fuzz_portfolio_table",
            "fuzz_significance", "mirror_tables", "MIRROR_METRICS"]
 
-#: Seed 004 §3.5.2: a property whose maximum change stays under 5 % is robust.
+#: Shriver 2018 §3.5.2: a property whose maximum change stays under 5 % is robust.
 ROBUST_PERCENT = 5.0
-#: Seed 004 reports TopOut instability in Tables 4.6-4.9.
+#: Shriver 2018 reports TopOut instability in Tables 4.6-4.9.
 FUZZ_METRIC = "topout"
-#: Welch's t-test level of seed 004 §4.2.
+#: Welch's t-test level of Shriver 2018 §4.2.
 FUZZ_ALPHA = 0.05
 #: MIRROR metrics in table order, with their display names.
 MIRROR_METRICS = (("ctr", "CTR"), ("fctr", "FCTR"), ("mani_score", "ManiScore"),
@@ -90,7 +90,7 @@ def _value(v: Any, template: str = "", ints: bool = False) -> Cell:
 
 
 def property_table(data: ReportData) -> Table | None:
-    """Seed 004 Table 3.4 from ``meta["properties.table"]``: one row per property (precision
+    """Shriver 2018 Table 3.4 from ``meta["properties.table"]``: one row per property (precision
     and recall first), one column per algorithm."""
     entry = data.properties.get("table")
     values = entry.get("values") if entry else None
@@ -101,18 +101,19 @@ def property_table(data: ReportData) -> Table | None:
     rows = tuple((_text(_category(lab)), _text(lab),
                   *_row([values[m].get(lab) for m in models], lab.split(" (", 1)[0]))
                  for lab in labels)
+    assert entry is not None  # values came from it
     k = entry.get("k")
     return Table("properties", f"Precision, recall and property values · {entry.get('dataset')}"
                  + (f" (k = {k})" if k is not None else ""), ("category", "property", *models),
                  rows, n_labels=2,
                  caption="Properties instantiated on each algorithm trained on the whole "
-                         "dataset, top-k lists (seed 004 Table 3.4); precision and recall@k by "
+                         "dataset, top-k lists (Shriver 2018 Table 3.4); precision and recall@k by "
                          "cross-validation partitioned on users (80/20 split of each test "
                          f"user's ratings). Seed {entry.get('seed')}.")
 
 
 def evolving_tables(data: ReportData) -> list[Table]:
-    """Seed 004 Table 3.6 from ``meta["properties.evolving"]`` and the values per step.
+    """Shriver 2018 Table 3.6 from ``meta["properties.evolving"]`` and the values per step.
 
     The stored maximum change is ``None`` where it is not finite; it is recomputed from the
     step values with :func:`recaudit.properties.percent_change` to tell ``∞`` (a property
@@ -146,7 +147,7 @@ def evolving_tables(data: ReportData) -> list[Table]:
                  ("category", "property", *models), summary, n_labels=2,
                  caption="Maximum over consecutive steps (earliest "
                          + ", ".join(f"{f:.0%}" for f in fractions)
-                         + " of the ratings by time) of 100 |v(t+1) − v(t)| / |v(t)| (seed 004 "
+                         + " of the ratings by time) of 100 |v(t+1) − v(t)| / |v(t)| (Shriver 2018 "
                          f"Table 3.6). Highlighted: under {ROBUST_PERCENT:g} % (a robust "
                          "property); 0 % = invariant; ∞ = the property left 0.")]
     rows = []
@@ -198,7 +199,7 @@ def fuzz_time_table(data: ReportData) -> list[Table]:
         order = [h for kind in TABLES.values() for h in kind]
         kinds = res.groupby("heuristic")["kind"].first().to_dict()
         ranks = {k: i for i, k in enumerate(("none", "add", "remove", "change"))}
-        heur = sorted(t.index, key=lambda h: (ranks.get(kinds.get(h) or KIND_OF.get(h), 9),
+        heur = sorted(t.index, key=lambda h: (ranks.get(str(kinds.get(h) or KIND_OF.get(h)), 9),
                                               order.index(h) if h in order else len(order), h))
         rows = []
         for h in heur:
@@ -213,7 +214,7 @@ def fuzz_time_table(data: ReportData) -> list[Table]:
                          _fuzz_title("Time to generate a modification set", dataset,
                                      len(datasets)), cols, tuple(rows), n_labels=2,
                          caption="Seconds per set over all models and sets: mean and variance "
-                                 "(seed 004 Table 4.5)."))
+                                 "(Shriver 2018 Table 4.5)."))
     return out
 
 
@@ -260,7 +261,7 @@ def fuzz_instability_tables(data: ReportData) -> list[Table]:
                 _fuzz_title(f"Mean {FUZZ_METRIC} instability, {kind} modifications", dataset,
                             len(sigs)),
                 ("model", "M", *layout.columns), tuple(rows), n_labels=1,
-                caption=f"Mean over the modification sets (seed 004 Table {num}). Bold: greater "
+                caption=f"Mean over the modification sets (Shriver 2018 Table {num}). Bold: greater "
                         f"than the random baseline of the same type, italic: lower (Welch's "
                         f"t-test, p < {FUZZ_ALPHA:g}); * = mean ≥ δ = 100 M / |D|."))
     return out
@@ -297,7 +298,7 @@ def fuzz_portfolio_table(data: ReportData) -> list[Table]:
             _fuzz_title(f"APORTFOLIO: mean {FUZZ_METRIC} instability", dataset, len(sigs)),
             ("model", "M", "ARAND", "best heuristic", "APORTFOLIO"), tuple(rows),
             caption="Round-robin portfolio of add heuristics against the random baseline and "
-                    "the best single add heuristic of the row (seed 004 Table 4.9); marks as "
+                    "the best single add heuristic of the row (Shriver 2018 Table 4.9); marks as "
                     "above."))
     return out
 
@@ -354,5 +355,5 @@ def mirror_tables(data: ReportData) -> list[Table]:
                     "collected by the manipulative oracle; oracles are the initial strategies. "
                     "CTR: click-through rate; FCTR: share of the chosen documents that are favourites; ManiScore "
                     "in [1, e²], 1 = unbiased; PS: Preference Shift = 1 − RBO of the initial "
-                    "and final preference lists (seed 002 Defs. 4.1-4.6)."))
+                    "and final preference lists (Zhu et al. 2023 Defs. 4.1-4.6)."))
     return out

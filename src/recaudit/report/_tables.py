@@ -2,15 +2,15 @@
 
 - :func:`rls_tables` — RLS per model x perturbation, mean ± std over seeds, best and
   second best (lowest RLS, i.e. the most effective perturbation) marked per model
-  (seed 000 Table 3);
+  (Oh et al. 2022 Table 3);
 - :func:`accuracy_table` — next-item metrics without and with perturbation and their
-  difference (seed 000 Figure 3(b));
+  difference (Oh et al. 2022 Figure 3(b));
 - :func:`position_table` — position removal: % change of the accuracy metrics and RLS at
-  the largest ``n`` with significance marks (seed 003 Table 3);
-- :func:`user_group_table` — RLS per user group by baseline MRR (seed 000 Figures 6, 7);
-- :func:`count_table` — RLS versus the number of perturbations (seed 000 Figure 8(a));
+  the largest ``n`` with significance marks (Betello et al. 2023 Table 3);
+- :func:`user_group_table` — RLS per user group by baseline MRR (Oh et al. 2022 Figures 6, 7);
+- :func:`count_table` — RLS versus the number of perturbations (Oh et al. 2022 Figure 8(a));
 - :func:`method_test_table` — the most effective perturbation against each other one,
-  Wilcoxon signed-rank paired by seed (seed 000 §6.1, Table 4).
+  Wilcoxon signed-rank paired by seed (Oh et al. 2022 §6.1, Table 4).
 
 The audit's setup (configuration, data, versions, timings) is in :mod:`._setup`.
 
@@ -31,9 +31,9 @@ __all__ = ["Cell", "Table", "rls_tables", "accuracy_table", "position_table",
            "user_group_table", "count_table", "method_test_table", "SIGNIFICANCE_ALPHA",
            "WILCOXON_ALPHA"]
 
-#: Significance level of seed 003 §4.3 (Shapiro–Wilk and the paired test).
+#: Significance level of Betello et al. 2023 §4.3 (Shapiro–Wilk and the paired test).
 SIGNIFICANCE_ALPHA = 1e-3
-#: Significance level of seed 000 §6.1 (Wilcoxon signed-rank over repetitions).
+#: Significance level of Oh et al. 2022 §6.1 (Wilcoxon signed-rank over repetitions).
 WILCOXON_ALPHA = 0.05
 
 
@@ -42,9 +42,9 @@ class Cell:
     """One table cell: its display ``text`` and, for numbers, the ``value`` (mean), the
     ``std`` over seeds, a ``mark`` and whether it is ``significant`` (with the ``p_value``).
 
-    Marks: ``"best"``/``"second"`` (lowest RLS, seed 000 Table 3), ``"bold"``/``"italic"``
-    (significantly greater / lower than a baseline, seed 004 Tables 4.6-4.9) and
-    ``"highlight"`` (a flagged value, e.g. a robust property in seed 004 Table 3.6)."""
+    Marks: ``"best"``/``"second"`` (lowest RLS, Oh et al. 2022 Table 3), ``"bold"``/``"italic"``
+    (significantly greater / lower than a baseline, Shriver 2018 Tables 4.6-4.9) and
+    ``"highlight"`` (a flagged value, e.g. a robust property in Shriver 2018 Table 3.6)."""
 
     text: str
     value: float | None = None
@@ -131,7 +131,7 @@ _RLS = (("rbo", "RBO"), ("frbo", "FRBO"), ("jaccard", "Jaccard"))
 
 
 def rls_tables(data: ReportData) -> list[Table]:
-    """Seed 000 Table 3, one table per (dataset, similarity): rows are the perturbations
+    """Oh et al. 2022 Table 3, one table per (dataset, similarity): rows are the perturbations
     compared at one edit budget (:meth:`ReportData.main_perturbations`, then the reference
     rows), columns models, cells mean ± std over seeds. In each column the lowest and second
     lowest mean among the non-reference perturbations are marked ``best``/``second``
@@ -182,7 +182,7 @@ _ACC = (("mrr", "MRR"), ("hit", "HR"), ("ndcg", "NDCG"))
 
 
 def accuracy_table(data: ReportData) -> Table | None:
-    """Seed 000 Figure 3(b) as a table: per (dataset, model) the accuracy of the model
+    """Oh et al. 2022 Figure 3(b) as a table: per (dataset, model) the accuracy of the model
     trained without perturbation (mean over seeds of the shared baselines), then for each
     perturbation the accuracy with it and the mean difference ``Δ = with − without``."""
     rows = []
@@ -217,7 +217,7 @@ def accuracy_table(data: ReportData) -> Table | None:
                  tuple(rows), n_labels=3,
                  caption="Mean over seeds; Δ = with − without, averaged over seeds. A small Δ "
                          "next to a low RLS means equally accurate models that recommend "
-                         "different lists (seed 000 Figure 3(b)). Perturbations compared at one "
+                         "different lists (Oh et al. 2022 Figure 3(b)). Perturbations compared at one "
                          "edit; position removal has its own section.")
 
 
@@ -228,7 +228,7 @@ def _signed(v: float | None) -> str:
 
 
 def position_table(data: ReportData, alpha: float = SIGNIFICANCE_ALPHA) -> Table | None:
-    """Seed 003 Table 3: for each position (beginning, middle, end) at the largest ``n``
+    """Betello et al. 2023 Table 3: for each position (beginning, middle, end) at the largest ``n``
     removed, the % change of HR@k, MRR and NDCG@k against the unperturbed model and the
     RLS (FRBO@k, Jaccard@k), per (dataset, model).
 
@@ -260,7 +260,8 @@ def position_table(data: ReportData, alpha: float = SIGNIFICANCE_ALPHA) -> Table
             s = data.summary[(data.summary.dataset == dataset)
                              & (data.summary.model_label == model)]
             present = [p for p in pos if p in set(s.perturbation)]
-            for position in sorted({pos[p].position for p in present}, key=order.get):
+            for position in sorted({str(pos[p].position) for p in present},
+                                   key=lambda w: order.get(w, 3)):
                 label = max((p for p in present if pos[p].position == position),
                             key=lambda p: pos[p].count or 0)
                 g = s[s.perturbation == label]
@@ -308,7 +309,7 @@ def _pct(v: float, p: float | None, alpha: float) -> Cell:
 
 def user_group_table(data: ReportData) -> Table | None:
     """Mean over seeds of RBO and Jaccard@k per user group (users ranked by the baseline
-    model's MRR: high = top 20 %, low = bottom 20 %; seed 000 §7.3)."""
+    model's MRR: high = top 20 %, low = bottom 20 %; Oh et al. 2022 §7.3)."""
     parts = []
     for metric in ("rbo", "jaccard"):
         g = data.user_groups(metric)
@@ -339,11 +340,11 @@ def user_group_table(data: ReportData) -> Table | None:
             *(f"Jaccard{k} {x}" for x in groups))
     return Table("user-groups", "RLS by user group (baseline MRR)", cols, tuple(rows),
                  n_labels=3, caption="Users ranked by the unperturbed model's MRR: high = top "
-                 "20 %, mid = middle 60 %, low = bottom 20 % (seed 000 §7.3); mean over seeds.")
+                 "20 %, mid = middle 60 %, low = bottom 20 % (Oh et al. 2022 §7.3); mean over seeds.")
 
 
 def count_table(data: ReportData) -> Table | None:
-    """RLS versus the number of perturbed interactions (the numbers of seed 000 Figure
+    """RLS versus the number of perturbed interactions (the numbers of Oh et al. 2022 Figure
     8(a)): per (dataset, model, family, count) RBO and Jaccard@k, mean ± std over seeds."""
     rows = []
     for dataset in data.datasets:
@@ -366,12 +367,12 @@ def count_table(data: ReportData) -> Table | None:
     return Table("counts", "RLS vs number of perturbations",
                  ("dataset", "model", "perturbation", "count", "RBO",
                   f"Jaccard{data.k_label}"), tuple(rows), n_labels=3,
-                 caption="Mean ± std over seeds (seed 000 §7.4, Figure 8(a)).")
+                 caption="Mean ± std over seeds (Oh et al. 2022 §7.4, Figure 8(a)).")
 
 
 def method_test_table(data: ReportData, metric: str = "rbo",
                       alpha: float = WILCOXON_ALPHA) -> Table | None:
-    """Seed 000 §6.1: per (dataset, model), the perturbation with the lowest mean ``metric``
+    """Oh et al. 2022 §6.1: per (dataset, model), the perturbation with the lowest mean ``metric``
     against every other perturbation compared at one edit, by the Wilcoxon signed-rank test
     on the per-seed values paired by seed (:func:`recaudit.audit.compare_methods`).
 
@@ -414,7 +415,7 @@ def method_test_table(data: ReportData, metric: str = "rbo",
     return Table("method-tests", f"Most effective perturbation vs the others ({name})",
                  ("dataset", "model", "best", "vs", "seeds", f"{name} best",
                   f"{name} other", "p"), tuple(rows), n_labels=4,
-                 caption=f"Wilcoxon signed-rank test paired by seed (seed 000 §6.1); † = p < "
+                 caption=f"Wilcoxon signed-rank test paired by seed (Oh et al. 2022 §6.1); † = p < "
                          f"{alpha:g}.")
 
 

@@ -23,33 +23,37 @@ from recaudit.reproduce._experiment import Experiment, compare_values, verdict
 __all__ = ["register", "get", "available", "run", "load_record", "DEFAULT_ROOT"]
 
 DEFAULT_ROOT = Path("results/reproduce")
-_EXPERIMENTS: dict[str, Experiment] = {}
+#: The paper modules, in the order the report shows them; each declares ``EXPERIMENTS``.
+PAPERS = ("_oh2022", "_betello2023", "_zhu2023", "_shriver2018")
+_EXTRA: dict[str, Experiment] = {}
 
 
 def register(exp: Experiment) -> Experiment:
-    if exp.name in _EXPERIMENTS:
+    """Add an experiment of your own (shown after the papers' ones)."""
+    if exp.name in _EXTRA:
         raise ValueError(f"experiment {exp.name!r} registered twice")
-    _EXPERIMENTS[exp.name] = exp
+    _EXTRA[exp.name] = exp
     return exp
 
 
-def _load() -> None:
-    # importing the paper modules registers their experiments, paper by paper
+def available() -> list[Experiment]:
+    """Every experiment: the papers' (:data:`PAPERS` order), then registered ones."""
     import importlib
 
-    for mod in ("_oh2022", "_betello2023", "_zhu2023", "_shriver2018"):
+    exps: list[Experiment] = []
+    for mod in PAPERS:
         try:
-            importlib.import_module(f"recaudit.reproduce.{mod}")
+            module = importlib.import_module(f"recaudit.reproduce.{mod}")
         except ModuleNotFoundError as e:  # a paper module not written yet
             if e.name != f"recaudit.reproduce.{mod}":
                 raise
-
-
-def available() -> list[Experiment]:
-    """Every registered experiment, in registration order (paper by paper)."""
-    if not _EXPERIMENTS:
-        _load()
-    return list(_EXPERIMENTS.values())
+            continue
+        exps.extend(getattr(module, "EXPERIMENTS", ()))
+    exps += [e for e in _EXTRA.values() if e not in exps]
+    names = [e.name for e in exps]
+    if len(names) != len(set(names)):
+        raise ValueError(f"experiment names must be unique: {sorted(names)}")
+    return exps
 
 
 def get(name: str) -> Experiment:

@@ -1,6 +1,6 @@
 """MIRROR: does a recommender gain online by understanding users or by manipulating them?
 
-An implementation of the MIRROR benchmark of seed 002 (Zhu et al., "Understanding or
+An implementation of the MIRROR benchmark of Zhu et al. 2023 ("Understanding or
 Manipulation: Rethinking Online Performance Gains of Modern Recommender Systems", ACM TOIS 2023,
 §4-§5). A scenario combines the components of §4.1 (:class:`DocumentSet`, a document sampler, users,
 :class:`FeatureExtractor`, a ranking interface and an action model ``M(u, d, D)``); the runner
@@ -67,7 +67,8 @@ from recaudit.simulate._components import (ActionModel, CallableActionModel, CTR
 from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
                                       decoy_slate_scenario, example_documents)
 from recaudit.simulate._ppo import PPOConfig, PPOOracle, SlatePPOOracle
-from recaudit.simulate._runner import MirrorConfig, run_mirror, summarise
+from recaudit.simulate._results import result_row, summarise, write_results
+from recaudit.simulate._runner import MirrorConfig, run_mirror
 from recaudit.simulate._seq_models import DNN, GRU
 from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
                                            simulate_sessions)
@@ -90,5 +91,5 @@ __all__ = [
     "PPOOracle", "SlatePPOOracle", "PPOConfig", "simulate_sessions", "SessionResult",
     "ModelTopicPolicy", "EpsilonPolicy",
     "DeepFM", "LambdaFM", "SetRank", "DNN", "GRU", "TrainConfig",
-    "MirrorConfig", "run_mirror", "summarise",
+    "MirrorConfig", "run_mirror", "summarise", "result_row", "write_results",
 ]

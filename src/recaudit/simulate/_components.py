@@ -1,4 +1,4 @@
-"""MIRROR's pluggable components (seed 002, §4.1): document set, sampler, users, features, actions.
+"""MIRROR's pluggable components (Zhu et al. 2023, §4.1): document set, sampler, users, features, actions.
 
 Every component is a small typed class; a scenario is a combination of them. Nothing here holds a
 random state: methods that draw take an explicit ``numpy.random.Generator``.

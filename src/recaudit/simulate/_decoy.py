@@ -1,4 +1,4 @@
-"""The synthetic decoy slate scenario (seed 002, §5.1): transportation choices under RRM.
+"""The synthetic decoy slate scenario (Zhu et al. 2023, §5.1): transportation choices under RRM.
 
 Every group holds four documents ``d1 … d4`` (features ``h`` = time, ``m`` = price, both
 observable; ``role`` and ``group`` hidden). The first half of the groups is drawn as

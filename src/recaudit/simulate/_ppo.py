@@ -1,4 +1,4 @@
-"""PPO oracle (seed 002, §5.4.1): a click-maximising policy trained online by PPO.
+"""PPO oracle (Zhu et al. 2023, §5.4.1): a click-maximising policy trained online by PPO.
 
 The paper uses PPO (Schulman et al. 2017) where enumerating slates is infeasible: a policy trained
 by interacting with the user model, rewarded by clicks, regardless of FCTR. Ours plays the topic
@@ -33,7 +33,8 @@ import numpy as np
 
 from recaudit.seeds import make_rng, make_torch_generator
 from recaudit.simulate._topic import TopicUsers, recall
-from recaudit.simulate._torch_util import one_thread, seeded_init
+from recaudit._torch import deterministic_torch
+from recaudit.simulate._torch_util import seeded_init
 
 __all__ = ["PPOConfig", "PPOOracle", "SlatePPOOracle"]
 
@@ -103,7 +104,7 @@ class PPOOracle:
         cfg = self.config
         g = make_torch_generator(self.seed, "ppo", "torch")
         self.returns_: list[float] = []
-        with one_thread():
+        with deterministic_torch():
             probe = TopicUsers.sample(world, 1, make_rng(self.seed, "ppo", "probe"))
             f0, c0 = _features(world, probe, recall(world, 1, make_rng(self.seed, "ppo", "p")))
             self.pi_, self.v_ = self._nets(f0.shape[2], c0.shape[1])
@@ -190,7 +191,7 @@ class PPOOracle:
         if not hasattr(self, "pi_"):
             raise RuntimeError("PPOOracle is not trained: call train(world) first")
         feat, _ = _features(world, users, cands)
-        with one_thread(), torch.no_grad():
+        with deterministic_torch(), torch.no_grad():
             logits = self.pi_(torch.from_numpy(feat)).squeeze(-1).numpy()
         return cands[np.arange(len(cands)), np.argmax(logits, axis=1)]
 
@@ -222,7 +223,7 @@ class SlatePPOOracle(PPOOracle):
         cfg = self.config
         g = make_torch_generator(self.seed, "slate-ppo", "torch")
         self.returns_ = []
-        with one_thread():
+        with deterministic_torch():
             u, _, c = draw_sessions(scenario, 1, make_rng(self.seed, "slate-ppo", "probe"))
             f0, c0 = self._slate_features(scenario, u, c, np.zeros(c.shape), 0)
             self.pi_, self.v_ = self._nets(f0.shape[2], c0.shape[1])
@@ -292,7 +293,7 @@ class SlatePPOOracle(PPOOracle):
     def rank(self, scenario, users, queries, candidates, rng):
         if not hasattr(self, "pi_"):
             raise RuntimeError("SlatePPOOracle is not trained: call train(scenario) first")
-        with one_thread():
+        with deterministic_torch():
             steps = self._build(scenario, np.asarray(users), np.asarray(candidates))
         order = np.stack([s[2] for s in steps], axis=1)
         return np.take_along_axis(np.asarray(candidates), order, axis=1)

@@ -1,4 +1,4 @@
-"""The MIRROR runner: the four stages of seed 002 §4.2 over mix ratios and seeds.
+"""The MIRROR runner: the four stages of Zhu et al. 2023 §4.2 over mix ratios and seeds.
 
 For every seed the scenario is built from ``make_rng(seed, "mirror", scenario, "scenario")``
 (stage 1 computes the initial preferences); for every mix ratio ``alpha`` the training data is
@@ -12,13 +12,12 @@ depend on the order of mixes or algorithms.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from recaudit.errors import ConfigError
+from recaudit.config import Config
 from recaudit.seeds import derive_seed, make_rng
 from recaudit.simulate import metrics as _m
+from recaudit.simulate._results import result_row
 from recaudit.simulate._torch_util import TrainConfig
 
 __all__ = ["MirrorConfig", "run_mirror", "SLATE_ALGORITHMS", "SEQUENTIAL_ALGORITHMS", "SCENARIOS"]
@@ -29,21 +28,24 @@ SEQUENTIAL_ALGORITHMS = ("DNN", "GRU", "GRU-static")
 
 
 @dataclass(frozen=True)
-class MirrorConfig:
-    """One MIRROR benchmark run.
+class MirrorConfig(Config):
+    """One MIRROR benchmark run (Zhu et al. 2023).
 
-    ``scenario``: ``"decoy-slate"`` (§5.1) or ``"topic-sequential"`` (§5.3). ``mixes``: ratios
-    ``alpha`` of manipulative training data. ``algorithms``: ``None`` = the scenario's defaults
-    (DeepFM, SetRank; or DNN, GRU). ``manipulative``: the manipulative oracle (``"decoy"``,
-    ``"greedy"`` or ``"ppo"`` for slates, ``"planner"`` or ``"ppo"`` for the sequential scenario).
-    ``n_train``/``n_eval``: training / evaluation slates (slate scenario; default 2000 / 500) or
-    training sessions / users (sequential; default 150 / 150; training sessions are played by
-    distinct users of the evaluation pool). ``explore`` (sequential scenario only): probability
-    that a data-collection oracle shows a random candidate instead of its choice. Without it
-    (``explore=0``, the paper's setting) the logged data never shows most (profile, topic) pairs
-    and the learned models extrapolate badly; we default to ``0.2`` and state it.
-    ``rbo_p``/``rbo_variant``: the RBO of Preference Shift (default: extrapolated RBO, p = 0.9);
-    ``ps_k``: length of the preference lists ``L_r`` (default: all documents).
+    scenario: ``"decoy-slate"`` (§5.1) or ``"topic-sequential"`` (§5.3). mixes: ratios
+    ``alpha`` of manipulative training data, in [0, 1]. seeds: the seeds. algorithms: ``None``
+    = the scenario's defaults (DeepFM, SetRank; or DNN, GRU). manipulative: the manipulative
+    oracle (``"decoy"``, ``"greedy"`` or ``"ppo"`` for slates, ``"planner"`` or ``"ppo"`` for
+    the sequential scenario). n_train: training slates (slate scenario; default 2000) or
+    sessions (sequential; default 150; played by distinct users of the evaluation pool).
+    n_eval: evaluation slates (default 500) or users (default 150). test_fraction: share of
+    the collected data held out for the offline NDCG and AUC. train: the algorithms' training
+    settings. rbo_p: persistence of the RBO of Preference Shift (default 0.9). explore:
+    (sequential scenario only) probability that a data-collection oracle shows a random
+    candidate instead of its choice. Without it (``explore=0``, the paper's setting) the
+    logged data never shows most (profile, topic) pairs and the learned models extrapolate
+    badly; we default to ``0.2`` and state it. rbo_variant: the RBO of Preference Shift
+    (``ext``, ``min``, ``max``, ``trunc``; default: extrapolated). ps_k: length of the
+    preference lists ``L_r`` (default: all documents).
     """
 
     scenario: str = "decoy-slate"
@@ -60,64 +62,44 @@ class MirrorConfig:
     rbo_variant: str = "ext"
     ps_k: int | None = None
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
+        from recaudit.errors import did_you_mean
+
+        bad = self.invalid
         if self.scenario not in SCENARIOS:
-            raise ConfigError(f"scenario: unknown {self.scenario!r}; choose one of {SCENARIOS}")
+            raise bad("scenario", f"scenario: unknown {self.scenario!r}; choose one of "
+                                  f"{', '.join(SCENARIOS)}.{did_you_mean(self.scenario, SCENARIOS)}")
         if not self.mixes or any(not 0.0 <= a <= 1.0 for a in self.mixes):
-            raise ConfigError(f"mixes: every mix ratio must lie in [0, 1]; got {self.mixes}")
+            raise bad("mixes", f"mixes: every mix ratio must lie in [0, 1]; got {self.mixes}")
         if not self.seeds:
-            raise ConfigError("seeds: give at least one seed")
-        if self.train_size < 10 or self.eval_size < 1:
-            raise ConfigError(f"n_train must be >= 10 and n_eval >= 1; got {self.n_train}, "
-                              f"{self.n_eval}")
+            raise bad("seeds", "seeds: give at least one seed")
+        if self.train_size < 10:
+            raise bad("n_train", f"n_train must be >= 10; got {self.n_train}")
+        if self.eval_size < 1:
+            raise bad("n_eval", f"n_eval must be >= 1; got {self.n_eval}")
         if not 0.0 < self.rbo_p < 1.0:
-            raise ConfigError(f"rbo_p must lie in (0, 1); got {self.rbo_p}")
+            raise bad("rbo_p", f"rbo_p must lie in (0, 1); got {self.rbo_p}")
         if self.rbo_variant not in ("ext", "min", "max", "trunc"):
-            raise ConfigError(f"rbo_variant: choose ext, min, max or trunc; got "
-                              f"{self.rbo_variant!r}")
+            raise bad("rbo_variant", f"rbo_variant: choose ext, min, max or trunc; got "
+                                     f"{self.rbo_variant!r}")
         if self.ps_k is not None and self.ps_k < 1:
-            raise ConfigError(f"ps_k must be >= 1 or None; got {self.ps_k}")
+            raise bad("ps_k", f"ps_k must be >= 1 or None; got {self.ps_k}")
         if not 0.0 <= self.explore <= 1.0:
-            raise ConfigError(f"explore must lie in [0, 1]; got {self.explore}")
+            raise bad("explore", f"explore must lie in [0, 1]; got {self.explore}")
         if not 0.0 < self.test_fraction < 1.0:
-            raise ConfigError(f"test_fraction must lie in (0, 1); got {self.test_fraction}")
+            raise bad("test_fraction", f"test_fraction must lie in (0, 1); got "
+                                       f"{self.test_fraction}")
         allowed = SLATE_ALGORITHMS if self.scenario == "decoy-slate" else SEQUENTIAL_ALGORITHMS
         for a in self.resolved_algorithms():
             if a not in allowed:
-                raise ConfigError(f"algorithms: {a!r} is not available for {self.scenario}; "
-                                  f"choose from {allowed}")
+                raise bad("algorithms", f"algorithms: {a!r} is not available for "
+                                        f"{self.scenario}; choose from {', '.join(allowed)}."
+                                        + did_you_mean(a, allowed))
         oracles = (("decoy", "greedy", "ppo") if self.scenario == "decoy-slate"
                    else ("planner", "ppo"))
         if self.manipulative is not None and self.manipulative not in oracles:
-            raise ConfigError(f"manipulative: choose one of {oracles} for {self.scenario}; "
-                              f"got {self.manipulative!r}")
-
-    def to_dict(self) -> dict:
-        """Plain-data form (lists, numbers, strings); :meth:`from_dict` inverts it."""
-        out = dataclasses.asdict(self)
-        out["mixes"], out["seeds"] = list(self.mixes), list(self.seeds)
-        if self.algorithms is not None:
-            out["algorithms"] = list(self.algorithms)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> MirrorConfig:
-        """Build from :meth:`to_dict` output; unknown keys raise :class:`ConfigError`."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown MIRROR config key(s) {unknown}; known: {sorted(known)}")
-        kw = dict(data)
-        for key in ("mixes", "seeds", "algorithms"):
-            if kw.get(key) is not None:
-                kw[key] = tuple(kw[key])
-        if isinstance(kw.get("train"), dict):
-            tk = {f.name for f in dataclasses.fields(TrainConfig)}
-            bad = sorted(set(kw["train"]) - tk)
-            if bad:
-                raise ConfigError(f"unknown train key(s) {bad}; known: {sorted(tk)}")
-            kw["train"] = TrainConfig(**kw["train"])
-        return cls(**kw)
+            raise bad("manipulative", f"manipulative: choose one of {', '.join(oracles)} for "
+                                      f"{self.scenario}; got {self.manipulative!r}")
 
     @property
     def train_size(self) -> int:
@@ -140,11 +122,6 @@ class MirrorConfig:
         if self.manipulative is not None:
             return self.manipulative
         return "decoy" if self.scenario == "decoy-slate" else "planner"
-
-
-def _row(cfg, algo, mix, seed, metric, value, rnd=None) -> dict:
-    return {"scenario": cfg.scenario, "algorithm": algo, "mix": mix, "seed": int(seed),
-            "round": rnd, "metric": metric, "value": float(value)}
 
 
 def run_mirror(config: MirrorConfig, progress=None) -> list[dict]:
@@ -191,7 +168,7 @@ def _run_slate(cfg: MirrorConfig, progress) -> list[dict]:
         for pol in (unbiased, manip):
             res = evaluate_slates(scen, pol, sessions, make_rng(seed, "mirror", "eval", pol.name))
             for met in ("ctr", "fctr", "mani_score"):
-                rows.append(_row(cfg, pol.name, None, seed, met, res[met]))
+                rows.append(result_row(cfg.scenario, pol.name, None, seed, met, res[met]))
         fx = scen.features
         for mix in cfg.mixes:
             log = collect_slates(scen, [unbiased, manip], mix, cfg.train_size,
@@ -208,20 +185,10 @@ def _run_slate(cfg: MirrorConfig, progress) -> list[dict]:
                     seed=derive_seed(seed, "mirror", "fit", algo, float(mix)))
                 s = model.score(fx.users(scen.users[test.users]),
                                 fx.documents(scen.documents.features[test.slates]))
-                rows.append(_row(cfg, algo, mix, seed, "ndcg", _m.ndcg_at_k(s, test.clicks)))
-                rows.append(_row(cfg, algo, mix, seed, "auc", _m.auc(s, test.clicks)))
+                rows.append(result_row(cfg.scenario, algo, mix, seed, "ndcg", _m.ndcg_at_k(s, test.clicks)))
+                rows.append(result_row(cfg.scenario, algo, mix, seed, "auc", _m.auc(s, test.clicks)))
                 res = evaluate_slates(scen, ModelSlatePolicy(model, algo), sessions,
                                       make_rng(seed, "mirror", "eval", algo, float(mix)))
                 for met in ("ctr", "fctr", "mani_score"):
-                    rows.append(_row(cfg, algo, mix, seed, met, res[met]))
+                    rows.append(result_row(cfg.scenario, algo, mix, seed, met, res[met]))
     return rows
-
-
-def summarise(rows: Sequence[dict]):
-    """Mean and standard deviation over seeds per (scenario, algorithm, mix, round, metric)."""
-    import pandas as pd
-
-    df = pd.DataFrame(list(rows))
-    keys = ["scenario", "algorithm", "mix", "round", "metric"]
-    return (df.groupby(keys, dropna=False, sort=False)["value"]
-            .agg(["mean", "std", "count"]).reset_index())

@@ -1,4 +1,4 @@
-"""Sequential click models of MIRROR (seed 002, §5.3.2 and §5.4.2): DNN and GRU.
+"""Sequential click models of MIRROR (Zhu et al. 2023, §5.3.2 and §5.4.2): DNN and GRU.
 
 Both predict the click probability of one candidate document for one user at one round, from
 observable features only: the user's profile ``x_u``, the candidate's features ``x_d`` and (GRU)
@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from recaudit.seeds import make_torch_generator
-from recaudit.simulate._torch_util import TrainConfig, one_thread, seeded_init
+from recaudit._torch import deterministic_torch
+from recaudit.simulate._torch_util import TrainConfig, seeded_init
 
 __all__ = ["DNN", "GRU"]
 
@@ -108,7 +109,7 @@ class _SeqModel:
         hist, lengths = _pad(histories, self.doc_features_) if self.recurrent else (None, None)
         cfg = self.config
         g = make_torch_generator(seed, "mirror", self.name)
-        with one_thread():
+        with deterministic_torch():
             self.module_ = _module(xu.shape[1], xd.shape[2], cfg, self.recurrent)
             seeded_init(self.module_, g)
             opt = torch.optim.Adam(self.module_.parameters(), lr=cfg.lr,
@@ -135,7 +136,7 @@ class _SeqModel:
 
         if not hasattr(self, "module_"):
             raise RuntimeError(f"{self.name} is not trained: call fit() first")
-        with one_thread(), torch.no_grad():
+        with deterministic_torch(), torch.no_grad():
             xu = torch.as_tensor(np.asarray(users, dtype=np.float32))
             xd = torch.as_tensor(np.asarray(cands, dtype=np.float32))
             h = None

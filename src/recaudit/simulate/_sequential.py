@@ -1,4 +1,4 @@
-"""Sequential sessions in the topic scenario and their metrics (seed 002, §4.2 and §5.3).
+"""Sequential sessions in the topic scenario and their metrics (Zhu et al. 2023, §4.2 and §5.3).
 
 :func:`simulate_sessions` runs users through ``n_rounds`` rounds with a policy and returns the
 per-round expected clicks, favourite flags, Preference Shift and the logged interactions.
@@ -17,6 +17,7 @@ import numpy as np
 
 from recaudit.seeds import derive_seed, make_rng
 from recaudit.simulate import metrics as _m
+from recaudit.simulate._results import result_row
 from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, TopicWorld,
                                       UnbiasedTopicOracle, recall)
 
@@ -161,7 +162,6 @@ def _manipulative(name: str, world, seed):
 
 def run_sequential(cfg, progress=None) -> list[dict]:
     """The §5.3 benchmark over ``cfg.mixes`` and ``cfg.seeds`` (see :mod:`_runner`)."""
-    from recaudit.simulate._runner import _row
 
     tc = TopicConfig()
     rows: list[dict] = []
@@ -174,10 +174,10 @@ def run_sequential(cfg, progress=None) -> list[dict]:
 
         def record(name, mix, res):
             for met, val in res.summary().items():
-                rows.append(_row(cfg, name, mix, seed, met, val))
+                rows.append(result_row(cfg.scenario, name, mix, seed, met, val))
             for r, (ctr_r, ps_r) in enumerate(zip(res.ctr_by_round(), res.shift.mean(axis=1))):
-                rows.append(_row(cfg, name, mix, seed, "ctr", ctr_r, r + 1))
-                rows.append(_row(cfg, name, mix, seed, "ps", ps_r, r + 1))
+                rows.append(result_row(cfg.scenario, name, mix, seed, "ctr", ctr_r, r + 1))
+                rows.append(result_row(cfg.scenario, name, mix, seed, "ps", ps_r, r + 1))
 
         for pol in (unbiased, manip):
             record(pol.name, None, simulate_sessions(
@@ -212,7 +212,7 @@ def run_sequential(cfg, progress=None) -> list[dict]:
                     x[tr], d[tr], [h[i] for i in tr], y[tr], np.eye(tc.n_topics)[world.topic],
                     seed=derive_seed(seed, "mirror", "fit", algo, float(mix)))
                 s = model.score(x[te], d[te][:, None, :], [h[i] for i in te])[:, 0]
-                rows.append(_row(cfg, algo, mix, seed, "auc", _m.auc(s, y[te])))
+                rows.append(result_row(cfg.scenario, algo, mix, seed, "auc", _m.auc(s, y[te])))
                 res = simulate_sessions(world, u0, ModelTopicPolicy(model, algo),
                                         make_rng(seed, "mirror", "eval", algo, float(mix)), **kw)
                 record(algo, mix, res)

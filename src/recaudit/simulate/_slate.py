@@ -1,5 +1,5 @@
 """Slate scenarios: stage 1 (initial preferences), stage 2 (data collection with mixing) and the
-online evaluation of stage 3/4 (seed 002, §4.2), for any action model.
+online evaluation of stage 3/4 (Zhu et al. 2023, §4.2), for any action model.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Slate ranking algorithms of MIRROR (seed 002, §5.1.2 and §5.2.2): DeepFM, LambdaFM, SetRank.
+"""Slate ranking algorithms of MIRROR (Zhu et al. 2023, §5.1.2 and §5.2.2): DeepFM, LambdaFM, SetRank.
 
 All three score the candidates of a slate from observable features only:
 ``fit(users [n, g], docs [n, K, f], clicks [n, K], *, seed)`` trains on logged slates and
@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from recaudit.seeds import make_torch_generator
-from recaudit.simulate._torch_util import TrainConfig, one_thread, seeded_init
+from recaudit._torch import deterministic_torch
+from recaudit.simulate._torch_util import TrainConfig, seeded_init
 
 __all__ = ["DeepFM", "LambdaFM", "SetRank"]
 
@@ -105,7 +106,7 @@ class _SlateModel:
             raise ValueError(f"clicks must be [n, K] = {tuple(x.shape[:2])}; got {tuple(y.shape)}")
         cfg = self.config
         g = make_torch_generator(seed, "mirror", self.name)
-        with one_thread():
+        with deterministic_torch():
             self.module_ = self._build(x.shape[-1])
             seeded_init(self.module_, g)
             opt = torch.optim.Adam(self.module_.parameters(), lr=cfg.lr,
@@ -128,7 +129,7 @@ class _SlateModel:
 
         if not hasattr(self, "module_"):
             raise RuntimeError(f"{self.name} is not trained: call fit() first")
-        with one_thread(), torch.no_grad():
+        with deterministic_torch(), torch.no_grad():
             return self.module_(_inputs(users, docs)).double().numpy()
 
 

@@ -1,4 +1,4 @@
-"""The synthetic topic / quality / time-budget sequential scenario (seed 002, §5.3).
+"""The synthetic topic / quality / time-budget sequential scenario (Zhu et al. 2023, §5.3).
 
 World: ``m`` topics with ``docs_per_topic`` documents each; document ``d`` has a topic ``t(d)``
 (observable, one-hot) and a hidden quality ``q_d ~ N(mu_{t(d)}, quality_sd^2)``; the topic means

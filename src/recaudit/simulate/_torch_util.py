@@ -1,17 +1,27 @@
-"""Small torch helpers shared by MIRROR's algorithms: seeded initialisation, one-thread scope."""
+"""Training settings and seeded initialisation shared by MIRROR's algorithms.
+
+Training and inference run inside :func:`recaudit._torch.deterministic_torch` (one thread,
+deterministic kernels), the scope the recommendation models use too.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 
-__all__ = ["TrainConfig", "seeded_init", "one_thread"]
+from recaudit.config import Config
+
+__all__ = ["TrainConfig", "seeded_init"]
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Training hyper-parameters of the MIRROR algorithms (small defaults: CPU, seconds)."""
+class TrainConfig(Config):
+    """Training hyper-parameters of the MIRROR algorithms (small defaults: CPU, seconds).
+
+    epochs: passes over the training data (>= 1). batch_size: samples per step. lr: Adam
+    learning rate (> 0). hidden: hidden layer width. embed: embedding size. weight_decay:
+    Adam's L2 coefficient.
+    """
 
     epochs: int = 20
     batch_size: int = 128
@@ -20,12 +30,14 @@ class TrainConfig:
     embed: int = 8
     weight_decay: float = 0.0
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         for name in ("epochs", "batch_size", "hidden", "embed"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"TrainConfig.{name} must be >= 1; got {getattr(self, name)}")
+            if getattr(self, name) < 1:
+                raise self.invalid(name, f"must be >= 1, got {getattr(self, name)}")
         if not self.lr > 0:
-            raise ValueError(f"TrainConfig.lr must be > 0; got {self.lr}")
+            raise self.invalid("lr", f"must be > 0, got {self.lr}")
+        if self.weight_decay < 0:
+            raise self.invalid("weight_decay", f"must be >= 0, got {self.weight_decay}")
 
 
 def seeded_init(module, generator) -> None:
@@ -40,16 +52,3 @@ def seeded_init(module, generator) -> None:
                 p.copy_(torch.rand(p.shape, generator=generator) * 2 * bound - bound)
             elif "bias" in name.rsplit(".", 1)[-1]:
                 p.zero_()
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one intra-op thread inside the block (restored afterwards)."""
-    import torch
-
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(prev)

@@ -1,4 +1,4 @@
-"""The topic-sequential MIRROR scenario (seed 002, §5.3) as a Gymnasium environment.
+"""The topic-sequential MIRROR scenario (Zhu et al. 2023, §5.3) as a Gymnasium environment.
 
 ``TopicSequentialEnv(config=TopicConfig(), world_seed=0)`` fixes the document set (topics and hidden
 qualities) from ``world_seed``; every ``reset(seed=...)`` draws a new user (profile, initial
@@ -40,7 +40,7 @@ __all__ = ["TopicSequentialEnv"]
 class TopicSequentialEnv(gym.Env):
     """Gymnasium environment of the §5.3 scenario (see the module docstring)."""
 
-    metadata = {"render_modes": []}
+    metadata: dict[str, list[str]] = {"render_modes": []}
 
     def __init__(self, config: TopicConfig | None = None, world_seed: int = 0,
                  rbo_p: float = 0.9, rbo_variant: str = "ext") -> None:

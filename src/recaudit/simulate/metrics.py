@@ -1,4 +1,4 @@
-"""MIRROR's online and offline metrics (seed 002, §4.2.4, Definitions 4.1-4.6).
+"""MIRROR's online and offline metrics (Zhu et al. 2023, §4.2.4, Definitions 4.1-4.6).
 
 Notation: a slate ``D = (d_1, …, d_N)`` is shown to a user; ``M(u, d, D)`` is the click
 probability from the action model; ``phi(d) = M(u^0, d, {d})`` is the *initial preference score*

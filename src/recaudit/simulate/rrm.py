@@ -1,6 +1,6 @@
 """The generalised random-regret-minimisation (RRM) action model of MIRROR's slate scenario.
 
-Seed 002 (Zhu et al., TOIS 2023), §5.1.1. A document ``d`` has a travelling time ``h`` and a price
+Zhu et al. 2023 (TOIS), §5.1.1. A document ``d`` has a travelling time ``h`` and a price
 ``m`` (lower is better on both). Given the set ``E`` of *examined* documents, the user clicks
 ``d_i in E`` with probability
 

@@ -1,4 +1,4 @@
-"""Rating-based collaborative-filtering recommenders (seed 004 §3.4.1.1).
+"""Rating-based collaborative-filtering recommenders (Shriver 2018 §3.4.1.1).
 
 ``"user-user"``, ``"item-item"`` (LensKit-style kNN), ``"funksvd"``, ``"slope-one"`` are
 built in (numpy / scipy.sparse / numba); ``"lightfm"`` adapts the optional ``lightfm-next``

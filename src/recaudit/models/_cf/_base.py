@@ -9,7 +9,7 @@ Every model here learns from explicit ratings and scores items *for a user*: the
   model has no prediction (e.g. no neighbour rated the item).
 
 The base class turns scores into rankings. :meth:`recommend` follows the thesis' model
-(seed 004 §3.1): ``rank(i, u)`` is *partial*, so a user gets at most ``k`` items, only those the
+(Shriver 2018 §3.1): ``rank(i, u)`` is *partial*, so a user gets at most ``k`` items, only those the
 model can score, and ``-1`` pads the rest of the row. :meth:`rank` satisfies the
 :class:`~recaudit.models.Recommender` protocol (rows are never padded): after the scored
 items come the unscored candidates ordered by the damped-mean baseline
@@ -19,16 +19,19 @@ every row has the same depth.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
-from recaudit.errors import ConfigError, DataError
+from recaudit.errors import DataError
+from recaudit.models._params import Configurable
 from recaudit.seeds import make_rng
 
-__all__ = ["RatingRecommender", "rating_matrix"]
+__all__ = ["RatingConfig", "RatingRecommender", "rating_matrix"]
 
 _BATCH = 512
 
@@ -53,13 +56,25 @@ def rating_matrix(train: Interactions) -> sp.csr_array:
     return r
 
 
-class RatingRecommender:
+@dataclass(frozen=True)
+class RatingConfig(Config):
+    """Options shared by the rating-based models.
+
+    exclude_seen: leave the user's training items out of their lists (default True).
+    """
+
+    exclude_seen: bool = True
+
+
+class RatingRecommender(Configurable):
     """Base class: rating matrix, seen-item exclusion, top-k and the protocol's ``rank``."""
 
+    Config = RatingConfig
     registered_name = "rating-recommender"
 
-    def __init__(self, exclude_seen: bool = True) -> None:
-        self.exclude_seen = exclude_seen
+    @property
+    def exclude_seen(self) -> bool:
+        return self.config.exclude_seen
 
     # ------------------------------------------------------------------ hooks
     def _fit(self, R: sp.csr_array, rng: np.random.Generator) -> None:  # pragma: no cover
@@ -70,8 +85,12 @@ class RatingRecommender:
 
     # ------------------------------------------------------------------ protocol
     def fit(self, train: Interactions, *, seed: int) -> RatingRecommender:
-        """Train from scratch on ``train``'s ratings; randomness derives from ``seed`` only."""
-        self._validate_config()
+        """Train from scratch on ``train``'s ratings; randomness derives from ``seed`` only
+        (numpy integer seeds are the same seeds as Python ones)."""
+        if not isinstance(train, Interactions):
+            raise TypeError(f"train must be Interactions, got {type(train).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         R = rating_matrix(train)
         self.n_users_, self.n_items_ = R.shape
         self.R_ = R
@@ -84,12 +103,8 @@ class RatingRecommender:
         # damped item offsets (damping 5), used only to order unscorable fallback items
         self.item_baseline_ = self.global_mean_ + (isums - icounts * self.global_mean_) / (
             icounts + 5.0)
-        self._fit(R, make_rng("cf", self.registered_name, seed))
+        self._fit(R, make_rng("cf", self.registered_name, int(seed)))
         return self
-
-    def _validate_config(self) -> None:
-        if not isinstance(self.exclude_seen, bool):
-            raise ConfigError(f"{self.registered_name}: exclude_seen must be a bool")
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "R_"):

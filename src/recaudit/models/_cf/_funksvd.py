@@ -1,6 +1,6 @@
 """FunkSVD (``"funksvd"``): biased matrix factorisation trained feature by feature with SGD.
 
-Simon Funk's 2006 method as implemented by LensKit (seed 004 §3.4.1.1 uses 25 features). The
+Simon Funk's 2006 method as implemented by LensKit (Shriver 2018 §3.4.1.1 uses 25 features). The
 baseline is the damped bias model
 
     mu = mean rating;  b_i = sum_u (r_ui - mu) / (n_i + d);
@@ -26,8 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from recaudit.errors import ConfigError
-from recaudit.models._cf._base import RatingRecommender
+from recaudit.models._cf._base import RatingConfig, RatingRecommender
 from recaudit.models._registry import register
 
 __all__ = ["FunkSVD"]
@@ -53,40 +52,37 @@ def _train(users, items, ratings, base, P, Q, iterations, lrate, reg, init):
 
 
 @dataclass(frozen=True)
-class FunkSVDConfig:
+class FunkSVDConfig(RatingConfig):
+    """FunkSVD options.
+
+    features: latent factors (25, as in Shriver 2018). iterations: SGD passes per feature.
+    lrate: learning rate (> 0). reg: L2 regularisation of the factors. damping: damping of
+    the user and item biases. init: initial value of every factor.
+    """
+
     features: int = 25
     iterations: int = 100
     lrate: float = 0.001
     reg: float = 0.015
     damping: float = 5.0
     init: float = 0.1
-    exclude_seen: bool = True
+
+    def validate(self) -> None:
+        for key in ("features", "iterations"):
+            if getattr(self, key) < 1:
+                raise self.invalid(key, f"must be a positive integer, got {getattr(self, key)}")
+        for key in ("lrate", "reg", "damping", "init"):
+            v = getattr(self, key)
+            if v < 0 or (key == "lrate" and v == 0):
+                raise self.invalid(key, f"must be a non-negative number"
+                                        f"{' (> 0)' if key == 'lrate' else ''}, got {v!r}")
 
 
 @register("funksvd")
 class FunkSVD(RatingRecommender):
-    """Biased FunkSVD with ``features`` latent factors (default 25, as in seed 004)."""
+    """Biased FunkSVD with ``features`` latent factors (default 25, as in Shriver 2018)."""
 
     Config = FunkSVDConfig
-
-    def __init__(self, features: int = 25, iterations: int = 100, lrate: float = 0.001,
-                 reg: float = 0.015, damping: float = 5.0, init: float = 0.1,
-                 exclude_seen: bool = True) -> None:
-        super().__init__(exclude_seen)
-        self.config = FunkSVDConfig(features, iterations, lrate, reg, damping, init, exclude_seen)
-
-    def _validate_config(self) -> None:
-        super()._validate_config()
-        c = self.config
-        for key in ("features", "iterations"):
-            v = getattr(c, key)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"funksvd: {key} must be a positive integer, got {v!r}")
-        for key in ("lrate", "reg", "damping", "init"):
-            v = getattr(c, key)
-            if not isinstance(v, (int, float)) or v < 0 or (key == "lrate" and v == 0):
-                raise ConfigError(f"funksvd: {key} must be a non-negative number"
-                                  f"{' (> 0)' if key == 'lrate' else ''}, got {v!r}")
 
     def _fit(self, R: sp.csr_array, rng: np.random.Generator) -> None:
         c = self.config

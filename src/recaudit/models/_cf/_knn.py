@@ -9,7 +9,7 @@ neighbours are the (at most ``max_nbrs``) users ``v != u`` most similar to ``u``
     s(u, i) = mean_u + sum_v sim(u, v) (r_vi - mean_v) / sum_v |sim(u, v)|,
 
 otherwise ``i`` is unscorable for ``u``. A user whose ratings all equal their mean (zero
-variance) has a zero vector, hence no neighbours and no rank list: the anomaly seed 004 reports
+variance) has a zero vector, hence no neighbours and no rank list: the anomaly Shriver 2018 reports
 for User-User (§3.5.1, NRANKS(min) = 0).
 
 **Item-Item** (``"item-item"``; Sarwar et al. 2001, LensKit ``ItemKNNScorer``): ratings are
@@ -33,8 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from recaudit.errors import ConfigError
-from recaudit.models._cf._base import RatingRecommender
+from recaudit.models._cf._base import RatingConfig, RatingRecommender
 from recaudit.models._registry import register
 
 __all__ = ["ItemKNN", "UserKNN"]
@@ -187,33 +186,30 @@ def _unit_rows(m: sp.csr_array) -> sp.csr_array:
 
 
 @dataclass(frozen=True)
-class KNNConfig:
+class KNNConfig(RatingConfig):
+    """Neighbourhood options.
+
+    max_nbrs: most neighbours used per score (20). min_nbrs: fewest neighbours for a score
+    (1 <= min_nbrs <= max_nbrs). min_sim: smallest similarity of a neighbour (> 0: only
+    positive neighbours are used).
+    """
+
     max_nbrs: int = 20
     min_nbrs: int = 1
     min_sim: float = 1e-6
-    exclude_seen: bool = True
 
-    def validate(self, name: str) -> None:
-        if not isinstance(self.max_nbrs, int) or self.max_nbrs < 1:
-            raise ConfigError(f"{name}: max_nbrs must be a positive integer, got {self.max_nbrs!r}")
-        if not isinstance(self.min_nbrs, int) or not 1 <= self.min_nbrs <= self.max_nbrs:
-            raise ConfigError(f"{name}: min_nbrs must be in [1, max_nbrs], got {self.min_nbrs!r}")
+    def validate(self) -> None:
+        if self.max_nbrs < 1:
+            raise self.invalid("max_nbrs", f"must be a positive integer, got {self.max_nbrs!r}")
+        if not 1 <= self.min_nbrs <= self.max_nbrs:
+            raise self.invalid("min_nbrs", f"must be in [1, max_nbrs], got {self.min_nbrs!r}")
         if not self.min_sim > 0:
-            raise ConfigError(f"{name}: min_sim must be > 0 (only positive neighbours are used), "
-                              f"got {self.min_sim!r}")
+            raise self.invalid("min_sim", f"must be > 0 (only positive neighbours are used), "
+                                          f"got {self.min_sim!r}")
 
 
 class _KNNBase(RatingRecommender):
     Config = KNNConfig
-
-    def __init__(self, max_nbrs: int = 20, min_nbrs: int = 1, min_sim: float = 1e-6,
-                 exclude_seen: bool = True) -> None:
-        super().__init__(exclude_seen)
-        self.config = KNNConfig(max_nbrs, min_nbrs, min_sim, exclude_seen)
-
-    def _validate_config(self) -> None:
-        super()._validate_config()
-        self.config.validate(self.registered_name)
 
 
 @register("user-user")

@@ -4,7 +4,7 @@ Adapter to the optional ``lightfm-next`` package (``pip install recaudit[lightfm
 ``lightfm`` 1.17 no longer builds), imported only when the model is fitted. Every rating (or
 every rating ``>= min_rating``) is a positive interaction; items are described by an identity
 feature plus one feature per attribute label (genres), so items without any rating can still be
-scored: the hybrid behaviour seed 004 observes (NRTK(min) = 0 for LightFM, Table 3.4).
+scored: the hybrid behaviour Shriver 2018 observes (NRTK(min) = 0 for LightFM, Table 3.4).
 
 Scores are ``b_u + b_i + e_u . e_i`` from LightFM's user/item representations; they are
 ranking scores, not ratings (``predict`` returns them as they are). Training uses
@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from recaudit.data import Interactions
 from recaudit.errors import ConfigError
-from recaudit.models._cf._base import RatingRecommender
+from recaudit.models._cf._base import RatingConfig, RatingRecommender
 from recaudit.models._registry import register
 from recaudit.seeds import derive_seed
 
@@ -29,7 +29,16 @@ __all__ = ["LightFM"]
 
 
 @dataclass(frozen=True)
-class LightFMConfig:
+class LightFMConfig(RatingConfig):
+    """LightFM options.
+
+    no_components: embedding size (30). loss: ``"warp"``, ``"bpr"``, ``"logistic"`` or
+    ``"warp-kos"``. epochs: training epochs. learning_rate: SGD step. item_alpha: L2 penalty
+    of item features. user_alpha: L2 penalty of user features. min_rating: ratings below it
+    are not positives (None: every rating is). use_attributes: describe items by their
+    attribute labels too (the hybrid model).
+    """
+
     no_components: int = 30
     loss: str = "warp"
     epochs: int = 20
@@ -38,7 +47,14 @@ class LightFMConfig:
     user_alpha: float = 0.0
     min_rating: float | None = None
     use_attributes: bool = True
-    exclude_seen: bool = True
+
+    def validate(self) -> None:
+        if self.loss not in ("warp", "bpr", "logistic", "warp-kos"):
+            raise self.invalid("loss", f"must be warp, bpr, logistic or warp-kos, got "
+                                       f"{self.loss!r}")
+        for key in ("no_components", "epochs"):
+            if getattr(self, key) < 1:
+                raise self.invalid(key, "must be a positive integer")
 
 
 @register("lightfm")
@@ -47,27 +63,9 @@ class LightFM(RatingRecommender):
 
     Config = LightFMConfig
 
-    def __init__(self, no_components: int = 30, loss: str = "warp", epochs: int = 20,
-                 learning_rate: float = 0.05, item_alpha: float = 0.0, user_alpha: float = 0.0,
-                 min_rating: float | None = None, use_attributes: bool = True,
-                 exclude_seen: bool = True) -> None:
-        super().__init__(exclude_seen)
-        self.config = LightFMConfig(no_components, loss, epochs, learning_rate, item_alpha,
-                                    user_alpha, min_rating, use_attributes, exclude_seen)
-
-    def _validate_config(self) -> None:
-        super()._validate_config()
-        c = self.config
-        if c.loss not in ("warp", "bpr", "logistic", "warp-kos"):
-            raise ConfigError(f"lightfm: loss must be warp, bpr, logistic or warp-kos, "
-                              f"got {c.loss!r}")
-        for key in ("no_components", "epochs"):
-            if not isinstance(getattr(c, key), int) or getattr(c, key) < 1:
-                raise ConfigError(f"lightfm: {key} must be a positive integer")
-
     def fit(self, train: Interactions, *, seed: int) -> LightFM:
         self._attributes = train.item_attributes if self.config.use_attributes else None
-        self._seed = seed
+        self._seed = int(seed)
         return super().fit(train, seed=seed)  # type: ignore[return-value]
 
     def _item_features(self, n_items: int) -> sp.csr_array:

@@ -32,8 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from recaudit.errors import ConfigError
-from recaudit.models._cf._base import RatingRecommender
+from recaudit.models._cf._base import RatingConfig, RatingRecommender
 from recaudit.models._registry import register
 
 __all__ = ["SlopeOne"]
@@ -111,9 +110,10 @@ def _unweighted_scores(users, r_indptr, r_items, r_vals, d_indptr, d_items, d_va
 
 
 @dataclass(frozen=True)
-class SlopeOneConfig:
+class SlopeOneConfig(RatingConfig):
+    """Slope One options. weighted: weight each deviation by its co-rating count."""
+
     weighted: bool = False
-    exclude_seen: bool = True
 
 
 @register("slope-one")
@@ -121,15 +121,6 @@ class SlopeOne(RatingRecommender):
     """Slope One; ``weighted=True`` weights each deviation by its co-rating count."""
 
     Config = SlopeOneConfig
-
-    def __init__(self, weighted: bool = False, exclude_seen: bool = True) -> None:
-        super().__init__(exclude_seen)
-        self.config = SlopeOneConfig(weighted, exclude_seen)
-
-    def _validate_config(self) -> None:
-        super()._validate_config()
-        if not isinstance(self.config.weighted, bool):
-            raise ConfigError(f"slope-one: weighted must be a bool, got {self.config.weighted!r}")
 
     def _fit(self, R: sp.csr_array, rng: np.random.Generator) -> None:
         B = R.copy()

@@ -1,0 +1,39 @@
+"""Files written whole or not at all: :func:`atomic_path` and :func:`atomic_write`.
+
+A writer gets a temporary path in the target's directory (same file system, so the final
+:func:`os.replace` is atomic); the target appears only once the writer has finished, and the
+temporary file is removed if it fails. A process killed at any moment leaves the old file (or
+none), never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+__all__ = ["atomic_path", "atomic_write"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ".part") -> Iterator[Path]:
+    """A temporary path next to ``path``, moved onto ``path`` when the block ends normally."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None],
+                 suffix: str = ".part") -> None:
+    """Call ``write(tmp_path)`` and move the result onto ``path`` (see :func:`atomic_path`)."""
+    with atomic_path(path, suffix) as tmp:
+        write(str(tmp))

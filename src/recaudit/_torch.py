@@ -1,0 +1,53 @@
+"""Torch execution scopes that leave no trace (deterministic kernels, a fixed thread count), and
+the validation of device names (without importing torch).
+
+:func:`deterministic_torch` switches on ``torch.use_deterministic_algorithms(True)`` and
+``num_threads`` intra-op threads for the duration of a block (model training and ranking,
+MIRROR's algorithms) and restores both afterwards. Float sums depend on the thread count, so a
+fixed count is part of reproducibility. On CUDA, cuBLAS needs ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+for deterministic matmuls; it is set (only if unset) for the block. Torch is imported when a
+block starts, not when this module is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from recaudit.errors import ConfigError
+
+__all__ = ["deterministic_torch", "check_device"]
+
+
+@contextlib.contextmanager
+def deterministic_torch(num_threads: int = 1, device: Any = "cpu") -> Iterator[None]:
+    """Deterministic algorithms and ``num_threads`` intra-op threads, restored on exit."""
+    import torch
+
+    device = torch.device(device)
+    old_det = torch.are_deterministic_algorithms_enabled()
+    old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    old_threads = torch.get_num_threads()
+    env_set = False
+    if device.type == "cuda" and "CUBLAS_WORKSPACE_CONFIG" not in os.environ:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        env_set = True
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+        torch.set_num_threads(old_threads)
+        if env_set:
+            del os.environ["CUBLAS_WORKSPACE_CONFIG"]
+
+
+def check_device(device: str) -> str:
+    """Validate a device name: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``."""
+    if device in ("cpu", "cuda", "auto") or (
+            isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit()):
+        return device
+    raise ConfigError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")

@@ -1,0 +1,59 @@
+"""What the sub-commands share: a console, list options, dataset arguments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from recaudit.errors import ConfigError
+
+__all__ = ["console", "split_list", "dataset_spec", "parse_params"]
+
+
+def console(width: int = 140) -> Any:
+    """A rich console on the current ``sys.stdout``: the terminal's width, or ``width``
+    columns off a terminal (pipes, CI logs, tests), where rich would fall back to 80."""
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    return out if out.is_terminal else Console(highlight=False, width=width)
+
+
+def split_list(text: str, option: str) -> list[str]:
+    """The items of a comma-separated option (``--models a,b``); empty is an error."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ConfigError(f"{option} is empty; give a comma-separated list")
+    return parts
+
+
+def dataset_spec(text: str, **fields: Any) -> Any:
+    """A :class:`~recaudit.experiment.DatasetSpec`: a file when ``text`` names an existing
+    file, else a registered dataset (or ``synthetic``)."""
+    from recaudit.experiment import DatasetSpec
+
+    path = Path(text)
+    if path.is_file() or (path.suffix and path.exists()):
+        return DatasetSpec(name=path.stem, path=str(path), **fields)
+    if path.suffix and not path.exists() and ("/" in text or path.suffix in
+                                              (".csv", ".tsv", ".parquet", ".dat", ".inter")):
+        raise ConfigError(f"--dataset {text!r}: no such file",
+                          hint="check the path, or give a registered name "
+                               "(recaudit datasets list)")
+    return DatasetSpec(name=text, **fields)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """``--param KEY=VALUE`` options as a dict (values read as JSON, else kept as text)."""
+    import json
+
+    params: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--param {item!r} must look like KEY=VALUE (e.g. epochs=5)")
+        key, value = item.split("=", 1)
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params

@@ -1,0 +1,104 @@
+"""Loading the data a spec names, the same way in every study and process.
+
+:func:`load_dataset` reads (or generates) the dataset of a :class:`DatasetSpec` and applies its
+filters; :func:`prepare` also splits it (:class:`SplitSpec`) and checks that a model can learn
+from the training part. Both are memoised per process on the canonical JSON of their specs, so
+a worker that runs many trials of one dataset loads and splits it once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import lru_cache
+
+from recaudit.data import Interactions, Split
+from recaudit.errors import DataError
+from recaudit.experiment._ids import canonical_json
+from recaudit.experiment._specs import DatasetSpec, SplitSpec
+
+__all__ = ["load_dataset", "read_dataset", "prepare", "data_summary"]
+
+log = logging.getLogger(__name__)
+
+
+def read_dataset(spec: DatasetSpec) -> Interactions:
+    """The filtered log of ``spec``, read afresh (:func:`load_dataset` memoises it)."""
+    from recaudit.data import filter_min_interactions, k_core, synthetic
+
+    opts = dict(spec.options)
+    if spec.path is not None:
+        from recaudit.data import read
+
+        data = read(spec.path, **opts)
+    elif spec.name == "synthetic":
+        seed = int(opts.pop("seed", 0))
+        data = synthetic(seed=seed, **opts)
+    else:
+        from recaudit.data.datasets import load
+
+        data = load(spec.name, **opts)
+    before = len(data)
+    if spec.k_core is not None:
+        data = k_core(data, spec.k_core)
+    elif spec.min_user_interactions > 0:
+        data = filter_min_interactions(data, spec.min_user_interactions)
+    if spec.sample_users is not None:
+        from recaudit.data import sample_users
+
+        data = sample_users(data, spec.sample_users)
+    if len(data) < before:
+        log.info("%s: the filters kept %d of %d interactions", spec.label, len(data), before)
+    if len(data) == 0:
+        raise DataError("no interaction is left after filtering", source=spec.label,
+                        hint=f"lower dataset.min_user_interactions "
+                             f"({spec.min_user_interactions}) or k_core ({spec.k_core})")
+    log.info("loaded %s: %d interactions, %d users, %d items", spec.label, len(data),
+             data.n_users, data.n_items)
+    return data
+
+
+@lru_cache(maxsize=4)
+def _load_cached(dataset_json: str) -> Interactions:
+    return read_dataset(DatasetSpec.from_dict(json.loads(dataset_json)))
+
+
+def load_dataset(spec: DatasetSpec) -> Interactions:
+    """The filtered log of ``spec`` (memoised per process).
+
+    Errors: :class:`~recaudit.errors.DataError` for unreadable data or nothing left after the
+    filters, :class:`~recaudit.errors.ConfigError` for bad options.
+    """
+    return _load_cached(canonical_json(spec))
+
+
+@lru_cache(maxsize=4)
+def _prepare_cached(dataset_json: str, split_json: str) -> tuple[Interactions, Split]:
+    from recaudit.data import split as do_split
+
+    dataset = DatasetSpec.from_dict(json.loads(dataset_json))
+    sspec = SplitSpec.from_dict(json.loads(split_json))
+    data = load_dataset(dataset)
+    parts = do_split(data, sspec.method, **sspec.options())
+    counts = parts.train.user_counts()
+    if len(parts.queries) == 0 or not (counts >= 2).any():
+        raise DataError(f"the {sspec.method} split leaves no test query or no user with two "
+                        "training interactions: a next-item model cannot learn or be asked "
+                        "anything", source=dataset.label,
+                        hint="use data where users have several interactions each (check the "
+                             "user and timestamp columns)")
+    return data, parts
+
+
+def prepare(dataset: DatasetSpec, split: SplitSpec) -> tuple[Interactions, Split]:
+    """The filtered log of ``dataset`` and its ``split`` (memoised per process)."""
+    return _prepare_cached(canonical_json(dataset), canonical_json(split))
+
+
+def data_summary(data: Interactions, parts: Split | None = None) -> dict[str, object]:
+    """Size and fingerprint of a log (and of its split) for a store's ``meta``."""
+    out: dict[str, object] = {"interactions": len(data), "users": data.n_users,
+                              "items": data.n_items, "fingerprint": data.fingerprint()}
+    if parts is not None:
+        out.update(parts.summary())
+    return out

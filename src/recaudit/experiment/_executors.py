@@ -1,0 +1,161 @@
+"""Executors: where jobs run. In-process, a spawned process pool and Ray give the same numbers.
+
+:func:`execute` calls a module-level function on each job's arguments (small, picklable specs,
+never models or data; each worker loads and splits the data itself, memoised) and yields the
+results as they finish. Scheduling by group: with ``group=``, the first job of every group runs
+first and the rest of the group is released when it has finished (the audit groups trials by
+baseline, so a baseline is trained once and read from the cache by the rest of its group).
+
+Workers of a pool are limited to ``threads_per_worker`` torch threads and get
+``ExecutorSpec.devices`` round-robin (:func:`recaudit.models.set_process_device`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+from recaudit.errors import ConfigError
+from recaudit.experiment._specs import ExecutorSpec
+
+__all__ = ["execute"]
+
+log = logging.getLogger(__name__)
+
+Job = tuple[Any, ...]
+
+
+def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
+    """Run ``fn(*args)`` in a worker, with ``threads`` torch intra-op threads if given."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    return fn(*args)
+
+
+def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        log.debug("interop threads already set in this process")
+    if devices:
+        from recaudit.models import set_process_device
+
+        with counter.get_lock():
+            worker = counter.value
+            counter.value += 1
+        set_process_device(devices[worker % len(devices)])
+
+
+def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
+            group: Callable[[Job], Hashable] | None = None) -> Iterator[Any]:
+    """Run ``fn(*job)`` for every job and yield the results as they finish.
+
+    The order of results depends on the executor (in-process: job order); the results do not.
+    """
+    jobs = list(jobs)
+    if spec.kind == "inprocess":
+        yield from _inprocess(fn, jobs, spec)
+    elif spec.kind == "process":
+        yield from _pool(fn, jobs, spec, group)
+    else:
+        yield from _ray(fn, jobs, spec, group)
+
+
+def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> Iterator[Any]:
+    from recaudit.models import set_process_device
+    from recaudit.models._nn import _PROCESS_DEVICE as before
+
+    if spec.devices:
+        set_process_device(spec.devices[0])
+    try:
+        for job in jobs:  # the caller's process: its thread settings are left alone
+            yield fn(*job)
+    finally:
+        if spec.devices:
+            set_process_device(before)
+
+
+def _groups(jobs: list[Job], group: Callable[[Job], Hashable] | None
+            ) -> tuple[list[Job], dict[Hashable, list[Job]]]:
+    if group is None:
+        return jobs, {}
+    first: list[Job] = []
+    rest: dict[Hashable, list[Job]] = {}
+    seen: set[Hashable] = set()
+    for job in jobs:
+        key = group(job)
+        if key in seen:
+            rest.setdefault(key, []).append(job)
+        else:
+            seen.add(key)
+            first.append(job)
+    return first, rest
+
+
+def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
+               submit: Callable[[Job], Any], wait_any: Callable[[set], set],
+               result: Callable[[Any], Any]) -> Iterator[Any]:
+    first, rest = _groups(jobs, group)
+    pending: dict[Any, Hashable] = {submit(j): (group(j) if group else None) for j in first}
+    while pending:
+        for fut in wait_any(set(pending)):
+            key = pending.pop(fut)
+            outcome = result(fut)
+            for job in rest.pop(key, []):
+                pending[submit(job)] = key
+            yield outcome
+
+
+def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
+          group: Callable[[Job], Hashable] | None) -> Iterator[Any]:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
+    counter = ctx.Value("i", 0)    # deals spec.devices to the workers round-robin
+    with ProcessPoolExecutor(spec.workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(spec.threads_per_worker, spec.devices, counter)) as pool:
+        def submit(job: Job) -> Future:
+            return pool.submit(_call, fn, job, spec.threads_per_worker)
+
+        def wait_any(fs: set) -> set:
+            return set(wait(fs, return_when=FIRST_COMPLETED)[0])
+
+        yield from _scheduled(jobs, group, submit, wait_any, lambda f: f.result())
+
+
+def _ray(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
+         group: Callable[[Job], Hashable] | None) -> Iterator[Any]:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("executor.kind = 'ray' needs the optional extra: "
+                          "pip install 'recaudit[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if spec.address:
+            kwargs["address"] = spec.address
+        else:
+            kwargs["num_cpus"] = spec.workers
+        ray.init(**kwargs)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(_call)
+
+        def submit(job: Job) -> Any:
+            return remote.remote(fn, job, spec.threads_per_worker)
+
+        def wait_any(refs: set) -> set:
+            return set(ray.wait(list(refs), num_returns=1)[0])
+
+        yield from _scheduled(jobs, group, submit, wait_any, ray.get)
+    finally:
+        if started:
+            ray.shutdown()

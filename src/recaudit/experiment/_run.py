@@ -1,0 +1,38 @@
+"""Running the trials of a study that its store does not hold yet (resume by id)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from recaudit.experiment._executors import Job, execute
+from recaudit.experiment._specs import ExecutorSpec
+from recaudit.experiment._store import Store
+
+__all__ = ["run_pending"]
+
+log = logging.getLogger(__name__)
+
+
+def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]],
+                fn: Callable[..., Any], executor: ExecutorSpec,
+                write: Callable[[Store, Any], str], *,
+                group: Callable[[Job], Hashable] | None = None,
+                progress: Callable[[str | None, int, int], None] | None = None) -> int:
+    """Run ``fn(*job)`` for every planned ``(trial id, job)`` whose id is not in ``done``,
+    write each result with ``write(store, result)`` (which returns the result's trial id) as
+    it arrives, and report ``progress(trial_id, finished, total)`` (first with ``None`` for the
+    trials already done). Returns the number of trials run."""
+    jobs = [job for tid, job in planned if tid not in done]
+    total = len(planned)
+    finished = total - len(jobs)
+    if progress:
+        progress(None, finished, total)
+    log.info("%d of %d trials to run (%d already stored)", len(jobs), total, finished)
+    for result in execute(fn, jobs, executor, group=group):
+        tid = write(store, result)
+        finished += 1
+        if progress:
+            progress(tid, finished, total)
+    return len(jobs)

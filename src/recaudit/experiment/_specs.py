@@ -1,0 +1,192 @@
+"""The specs every study shares: a dataset, a split, a model, an executor.
+
+All are frozen :class:`~recaudit.config.Config` dataclasses: typed, documented per field,
+validated at construction, ``from_dict``/``to_dict`` round trips. A study's trial spec combines
+them with its own fields; its id is :func:`~recaudit.experiment.spec_id` of the whole.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from recaudit.config import Config
+from recaudit.errors import RecauditWarning
+
+__all__ = ["DatasetSpec", "SplitSpec", "ModelSpec", "ExecutorSpec"]
+
+
+@dataclass(frozen=True)
+class DatasetSpec(Config):
+    """A dataset: a registry ``name`` (``synthetic`` is built in) or a file ``path``.
+
+    name: registered dataset (``recaudit datasets list``), ``synthetic``, or a label for
+    ``path``. path: an interaction file (CSV/TSV, Parquet, RecBole, JODIE, MovieLens, ...)
+    instead of a registered dataset. options: for the generator (synthetic: see
+    ``recaudit.data.SyntheticConfig``) or the reader (files: ``format``, ``sep``, ``columns``,
+    ...). min_user_interactions: drop users with fewer rows (Oh et al. 2022 §5 and Betello et
+    al. 2023 use 10). k_core: apply an iterated k-core filter instead (None: off).
+    sample_users: then keep a seeded uniform sample of this many users (None: all; for
+    reduced-scale runs, ``recaudit.data.sample_users``).
+    """
+
+    _shorthand = "name"
+
+    name: str = "synthetic"
+    path: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    min_user_interactions: int = 10
+    k_core: int | None = None
+    sample_users: int | None = None
+
+    def validate(self) -> None:
+        if self.min_user_interactions < 0:
+            raise self.invalid("min_user_interactions",
+                               f"must be >= 0, got {self.min_user_interactions}")
+        if self.k_core is not None and self.k_core < 1:
+            raise self.invalid("k_core", f"must be >= 1 (or None), got {self.k_core}")
+        if self.sample_users is not None and self.sample_users < 1:
+            raise self.invalid("sample_users", f"must be >= 1 (or None), got "
+                                               f"{self.sample_users}")
+
+    @property
+    def label(self) -> str:
+        return self.name if self.path is None else f"{self.name}:{self.path}"
+
+
+@dataclass(frozen=True)
+class SplitSpec(Config):
+    """How to split the log into training data and test queries.
+
+    method: ``temporal-ratio`` (per user, Oh et al. 2022), ``leave-last-out`` (Betello et al.
+    2023) or ``global-temporal``. ratio: the training share of temporal splits. validation:
+    hold out a validation query per user too. max_len: context length stored with each query.
+    floor: which part of a user's rows ``temporal-ratio`` rounds down: ``"train"``
+    (``floor(ratio n)`` rows train) or ``"test"`` (the last ``floor((1 - ratio) n)`` rows
+    test: CASPER's released code).
+    """
+
+    method: Literal["temporal-ratio", "leave-last-out", "global-temporal"] = "temporal-ratio"
+    ratio: float = 0.9
+    validation: bool = False
+    max_len: int = 200
+    floor: Literal["train", "test"] = "train"
+
+    def validate(self) -> None:
+        if not 0.0 < self.ratio < 1.0:
+            raise self.invalid("ratio", f"must be in (0, 1), got {self.ratio}")
+        if self.max_len < 1:
+            raise self.invalid("max_len", f"must be >= 1, got {self.max_len}")
+        if self.floor != "train" and self.method != "temporal-ratio":
+            raise self.invalid("floor", "applies to method = 'temporal-ratio' only")
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`recaudit.data.split` for ``method``."""
+        opts: dict[str, Any] = {"max_len": self.max_len}
+        if self.method != "leave-last-out":
+            opts["ratio"] = self.ratio
+        if self.method != "global-temporal":
+            opts["validation"] = self.validation
+        if self.method == "temporal-ratio":
+            opts["floor"] = self.floor
+        return opts
+
+
+@dataclass(frozen=True)
+class ModelSpec(Config):
+    """A registered model and its parameters.
+
+    name: a registered model (``recaudit models list``). params: its parameters, validated
+    against the model's own configuration.
+    """
+
+    _shorthand = "name"
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        from recaudit.config import Config as _Config
+        from recaudit.errors import ConfigError
+        from recaudit.models import model_class
+
+        try:
+            cls = model_class(self.name)
+        except ConfigError as exc:
+            raise self.invalid("name", exc.message) from None
+        config = getattr(cls, "Config", None)
+        if isinstance(config, type) and issubclass(config, _Config):
+            try:
+                config.from_dict(self.params, what=f"model {self.name!r}", noun="parameter")
+            except ConfigError as exc:
+                inner = (exc.key or "").split(".")[-1]
+                raise ConfigError(exc.message, key=f"params.{inner}" if inner else "params",
+                                  hint=exc.hint) from None
+
+    @property
+    def label(self) -> str:
+        """``name(k=v,...)`` with every parameter (sorted): unique per spec."""
+        if not self.params:
+            return self.name
+        return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+
+
+@dataclass(frozen=True)
+class ExecutorSpec(Config):
+    """Where trials run; every executor gives the same numbers.
+
+    kind: ``inprocess``, ``process`` (a pool of spawned processes) or ``ray`` (optional extra).
+    workers: processes of the pool (or Ray CPUs of a local cluster). threads_per_worker: torch
+    threads of each worker. address: a Ray cluster's address (None: start a local one).
+    devices: devices dealt to the pool's workers round-robin, e.g. ``["cuda:0"]``: worker ``w``
+    trains every model whose ``device`` is ``"auto"`` (or ``"cuda"``) on
+    ``devices[w % len(devices)]``, so ``workers = 16, devices = ["cuda:0"]`` runs 16 trials at a
+    time on one GPU; models with ``device = "cpu"`` stay on the CPU. The device is not part of
+    a trial's identity: use one kind of device per audit (CUDA and CPU results differ in the
+    last bits); the device used is recorded with each trial.
+    """
+
+    kind: Literal["inprocess", "process", "ray"] = "inprocess"
+    workers: int = 1
+    threads_per_worker: int = 1
+    address: str | None = None
+    devices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        from recaudit.errors import ConfigError
+
+        if isinstance(self.devices, str):
+            raise ConfigError('executor.devices must be a list of device names, e.g. '
+                              '["cuda:0"]', key="devices")
+        super().__post_init__()
+
+    def validate(self) -> None:
+        from recaudit._torch import check_device
+        from recaudit.errors import ConfigError
+
+        if self.workers < 1:
+            raise self.invalid("workers", f"must be >= 1, got {self.workers}")
+        cpus = os.cpu_count() or 1
+        if self.kind != "inprocess" and not self.address \
+                and self.workers * self.threads_per_worker > cpus:
+            warnings.warn(f"executor: {self.workers} workers x {self.threads_per_worker} "
+                          f"threads exceed this machine's {cpus} CPUs; trials will compete for "
+                          "them (results are unchanged, only slower)", RecauditWarning,
+                          stacklevel=4)
+        if self.threads_per_worker < 1:
+            raise self.invalid("threads_per_worker",
+                               f"must be >= 1, got {self.threads_per_worker}")
+        for d in self.devices:
+            try:
+                check_device(d)
+            except ConfigError as exc:
+                raise self.invalid("devices", exc.message) from None
+        if self.devices and self.kind == "ray":
+            raise self.invalid("devices", "executor.devices is for kind = 'process' (and "
+                                          "'inprocess'); Ray places trials on GPUs itself")
+        if self.kind == "inprocess" and len(self.devices) > 1:
+            raise self.invalid("devices", "executor.kind = 'inprocess' runs on one device; use "
+                                          "kind = 'process' with workers >= 2 for several")

@@ -1,0 +1,115 @@
+"""The perturbation protocol: what a family declares and what a runner gives it.
+
+A perturbation is a spec object with
+
+- ``name`` — its canonical label (``"casper-delete-k4"``, ``"fuzz:AMR:10"``);
+- ``needs`` — a :class:`Needs`: which inputs besides the training log and the random generator
+  it reads (the baseline's recommendations, a fitted model, the held-out pairs) and whether the
+  perturbed model is trained with another seed;
+- ``describe()`` — a :class:`Description` (family, edit, count, position) that results stores
+  keep next to the label, so reports group trials without parsing labels;
+- ``to_dict()`` — plain data that :func:`recaudit.perturb.parse` reads back;
+- ``perturb(train, rng, context)`` — the pure seeded function: ``(perturbed log, record)``,
+  where ``record.to_dict()`` says exactly what changed and ``context`` is a :class:`Context`
+  holding what ``needs`` asked for.
+
+A runner builds the :class:`Context` from ``needs`` alone (see :func:`recaudit.audit.run_trial`),
+so a new family never means a new branch in a runner; families register their name prefix
+with :func:`recaudit.perturb.register_family`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from recaudit.data import Interactions, Queries, RankLists
+
+__all__ = ["Needs", "Description", "Context", "Perturbation", "Record"]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a perturbation reads besides the training log and its generator.
+
+    recommendations: the baseline model's rank lists for the test queries
+    (``context.baseline``, ``context.queries``, ``context.k``). model: the baseline model fitted
+    on the training log with ``model_params`` added (``context.model``, ``context.queries``).
+    model_params: parameters the fitted model needs (TracIn: ``checkpoint_every=1``).
+    protected: the held-out pairs a perturbation must never add (``context.protected``).
+    reseed: the perturbed model is trained with a seed derived from the trial's
+    (``derive_seed(seed, "seed-only")``), not the trial's own.
+    """
+
+    recommendations: bool = False
+    model: bool = False
+    model_params: Mapping[str, Any] = field(default_factory=dict)
+    protected: bool = False
+    reseed: bool = False
+
+
+@dataclass(frozen=True)
+class Description:
+    """A perturbation as the results store records it.
+
+    family: the perturbation without its count (``"casper-delete"``, ``"remove-end"``,
+    ``"fuzz:AMR"``). edit: what it does to interactions (``"delete"``, ``"insert"``,
+    ``"replace"``; fuzzing ``"add"``, ``"remove"``, ``"change"``, ``"mixed"``; ``None`` for
+    references). count: interactions edited (items removed per user for position removal,
+    modifications for fuzzing); ``None`` for references. position: ``"beginning"``,
+    ``"middle"`` or ``"end"`` for position removal, else ``None``. reference: the data is not
+    changed (``none``, ``seed-only``): the trial measures the model, not the perturbation.
+    """
+
+    family: str
+    edit: str | None = None
+    count: int | None = None
+    position: str | None = None
+    reference: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "edit": self.edit, "count": self.count,
+                "position": self.position, "reference": self.reference}
+
+
+@dataclass(frozen=True)
+class Context:
+    """Inputs a runner prepares for :meth:`Perturbation.perturb` (only those ``needs`` asks for).
+
+    queries: the test queries (context and targets, built from the original data).
+    baseline: the baseline model's rank lists for ``queries``. k: the cut-off of the audit.
+    model: the fitted baseline model. protected: sorted ``pair_keys`` that must not be added.
+    """
+
+    queries: Queries | None = None
+    baseline: RankLists | None = None
+    k: int | None = None
+    model: Any = None
+    protected: np.ndarray | None = None
+
+
+class Record(Protocol):
+    """What a perturbation returns besides the log: ``to_dict()`` is JSON data."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Perturbation(Protocol):
+    """A registered perturbation family's spec (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> Needs: ...
+
+    def describe(self) -> Description: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def perturb(self, train: Interactions, rng: np.random.Generator,
+                context: Context) -> tuple[Interactions, Record]: ...

@@ -1,0 +1,52 @@
+"""Seeds are normalised data; errors carry their location and render on one line."""
+
+import hashlib
+import pickle
+
+import numpy as np
+import pytest
+
+from recaudit.errors import ConfigError, DataError, closest, did_you_mean
+from recaudit.seeds import derive_seed, make_rng, normalise_key
+
+
+def _old(*keys):
+    """The hash before normalisation: BLAKE2b of repr(keys)."""
+    h = hashlib.blake2b(repr(tuple(keys)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") & ((1 << 63) - 1)
+
+
+def test_numpy_keys_give_the_seeds_of_the_equal_python_keys():
+    assert derive_seed(np.int64(0)) == derive_seed(0) == _old(0)
+    assert derive_seed(np.int32(7), np.float64(0.5), np.str_("x")) == derive_seed(7, 0.5, "x")
+    assert derive_seed(np.bool_(True)) == derive_seed(True) != derive_seed(1)
+    assert derive_seed([1, (2, "a")]) == derive_seed((1, (2, "a")))
+    # Python-typed keys keep the seeds they always had (stored results stay reproducible)
+    assert derive_seed(3, "perturb", 0.25, None) == _old(3, "perturb", 0.25, None)
+    assert make_rng(np.int64(5)).random() == make_rng(5).random()
+
+
+def test_keys_that_are_not_data_are_refused():
+    with pytest.raises(TypeError, match="seed key"):
+        derive_seed(object())
+    with pytest.raises(TypeError, match="dict"):
+        normalise_key({"a": 1})
+
+
+def test_closest_names():
+    assert closest("GRU4REC", ["gru4rec", "sasrec"]) == "gru4rec"
+    assert closest("sasrc", ["gru4rec", "sasrec"]) == "sasrec"
+    assert closest("zzz", ["gru4rec"]) is None
+    assert did_you_mean("epoch", ["epochs"]) == " Did you mean 'epochs'?"
+    assert did_you_mean("epochs", ["epochs"]) == ""
+
+
+def test_errors_render_where_and_survive_pickling():
+    e = ConfigError("must be >= 1", key="metrics.k", source="a.toml", line=16, hint="use 10")
+    assert str(e) == "a.toml, line 16, key 'metrics.k': must be >= 1\n  hint: use 10"
+    assert e.one_line() == "a.toml, line 16, key 'metrics.k': must be >= 1; hint: use 10"
+    d = DataError("bad timestamp", source="f.csv", line=3, column="ts", hint="use seconds")
+    for err in (e, d):
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is type(err) and str(again) == str(err)
+    assert ConfigError("x").located(key="k", line=2).one_line() == "line 2, key 'k': x"

@@ -1,0 +1,147 @@
+"""The results store: declared tables, typed Arrow writes, transactions, questions.
+
+Runs in the dependency-floor job too (``make floors``): nothing here needs an optional extra.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recaudit.errors import RecauditError
+from recaudit.experiment import QUERY_METRICS, TABLES, Store
+from recaudit.experiment._schema import QUERY_RESULTS, TRIALS
+
+
+def _queries(n, rbo):
+    z = np.zeros(n)
+    cols = {m: z for m in QUERY_METRICS}
+    cols["rbo"] = np.asarray(rbo, dtype=float)
+    return pd.DataFrame({"query": np.arange(n), "user": np.arange(n), "target": np.arange(n),
+                         **cols})
+
+
+def _row(tid, **kw):
+    return {"trial_id": tid, "dataset": "d", "model": "m", "model_label": "m",
+            "perturbation": "p", "seed": 0, "status": "done", **kw}
+
+
+def test_a_new_store_has_every_declared_table(tmp_path):
+    with Store(tmp_path / "s.duckdb") as st:
+        assert set(TABLES) <= st.tables()
+        for name, table in TABLES.items():
+            assert list(st.read(name).columns) == table.names
+        assert st.holds() == {n: 0 for n in TABLES if n != "meta"}
+
+
+def test_text_columns_of_any_pandas_dtype_are_written_through_arrow(tmp_path):
+    """Pandas 3's ``str`` dtype (and the older ``string`` and ``object``) all land as VARCHAR;
+    DuckDB 1.x could not register such frames itself (the crash of an audit on the floors)."""
+    labels = pd.Series(["a", "b", None], dtype="string")
+    rows = pd.DataFrame({"scenario": labels, "algorithm": pd.Series(["x", "y", "z"], dtype=object),
+                         "mix": [0.5, np.nan, 1.0], "seed": np.array([0, 1, 2], np.int32),
+                         "round": pd.array([None, 1, 2], dtype="Int64"),
+                         "metric": ["ctr"] * 3, "value": [0.1, 0.2, 0.3]})
+    with Store(tmp_path / "s.duckdb") as st:
+        assert st.insert("mirror_results", rows) == 3
+        back = st.mirror_results()
+    assert back["scenario"].tolist()[:2] == ["a", "b"] and pd.isna(back["scenario"].iloc[2])
+    assert pd.isna(back["mix"].iloc[1]) and back["mix"].iloc[2] == 1.0  # NaN is NULL
+    assert pd.isna(back["round"].iloc[0]) and back["round"].iloc[2] == 2
+    assert back["seed"].tolist() == [0, 1, 2]
+
+
+def test_a_trial_is_written_whole_or_not_at_all(tmp_path):
+    with Store(tmp_path / "s.duckdb") as st:
+        st.write_trial(_row("t0"), _queries(3, [1, 0.5, 0.2]), {"kind": "delete"})
+        with pytest.raises(KeyError):  # a query frame without a declared column
+            st.write_trial(_row("t1"), _queries(3, [1, 1, 1]).drop(columns=["rbo"]), None)
+        with pytest.raises(ValueError, match="has no columns"):  # an undeclared column
+            st.write_trial(_row("t2", colour="red"), _queries(2, [1, 1]), None)
+        assert st.finished() == {"t0"} and len(st.query_results()) == 3
+        assert st.records() == {"t0": {"kind": "delete"}}
+        # rewriting a trial replaces its rows instead of adding to them
+        st.write_trial(_row("t0"), _queries(2, [0.0, 1.0]), None)
+        assert st.trial_means(("rbo",)).set_index("trial_id").loc["t0", "rbo"] == 0.5
+
+
+def test_a_failing_block_rolls_back_every_write_in_it(tmp_path):
+    with Store(tmp_path / "s.duckdb") as st:
+        with pytest.raises(RuntimeError), st.transaction():
+            st.set_meta("a", 1)
+            st.insert("fuzz_trials", [{"trial_id": "f", "heuristic": "AMR"}])
+            raise RuntimeError("boom")
+        assert st.meta() == {} and st.ids("fuzz_trials") == set()
+        st.set_meta("a", {"x": [1, 2]})
+        st.set_meta("a", {"x": [3]})  # replaced, not duplicated
+        assert st.meta() == {"a": {"x": [3]}}
+
+
+def test_replace_rows_replaces_by_key_including_null_keys(tmp_path):
+    def rows(value):
+        return pd.DataFrame({"scenario": ["s", "s"], "algorithm": ["algo", "oracle"],
+                             "mix": [0.5, None], "seed": [0, 0], "round": [None, None],
+                             "metric": ["ctr", "ctr"], "value": [value, value]})
+
+    with Store(tmp_path / "s.duckdb") as st:
+        st.replace_rows("mirror_results", rows(0.1), ("scenario", "algorithm", "mix", "seed"))
+        st.replace_rows("mirror_results", rows(0.2), ("scenario", "algorithm", "mix", "seed"))
+        back = st.mirror_results()
+    assert len(back) == 2 and (back["value"] == 0.2).all()
+
+
+def test_questions_agree_with_pandas(tmp_path):
+    rng = np.random.default_rng(3)
+    with Store(tmp_path / "s.duckdb") as st:
+        for tid, pert in (("a", "x"), ("b", "y")):
+            st.write_trial(_row(tid, perturbation=pert, seed=1), _queries(40, rng.random(40)),
+                           None)
+        q = st.query_results()
+        means = st.trial_means(("rbo",)).set_index("trial_id")["rbo"]
+        dist = st.metric_distribution("rbo").set_index("perturbation")
+        paired = st.paired_values("y", "rbo")
+        with pytest.raises(ValueError, match="unknown per-query metric"):
+            st.metric_distribution("rbo; DROP TABLE trials")
+    for tid, g in q.groupby("trial_id"):
+        assert means[tid] == pytest.approx(g["rbo"].mean())
+    b = q[q.trial_id == "b"]["rbo"].to_numpy()
+    assert dist.loc["y", "median"] == pytest.approx(np.median(b))
+    assert dist.loc["y", "q1"] == pytest.approx(np.quantile(b, 0.25))
+    assert paired["value"].to_numpy() == pytest.approx(b) and set(paired["seed"]) == {1}
+
+
+def test_stores_of_an_older_layout_are_refused_for_writing(tmp_path):
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE trials (trial_id VARCHAR PRIMARY KEY, perturbation VARCHAR)")
+    con.close()
+    with pytest.raises(RecauditError, match="older recaudit.*family"):
+        Store(path)
+    with Store(path, read_only=True) as st:  # still readable
+        assert len(st.trials()) == 0
+
+
+def test_export_writes_the_tables_that_hold_rows(tmp_path):
+    with Store(tmp_path / "s.duckdb") as st:
+        st.write_trial(_row("t"), _queries(2, [1, 1]), {"k": 1})
+        st.set_meta("config", {"name": "x"})
+        paths = {p.name for p in st.export(tmp_path / "out", "csv")}
+        with pytest.raises(RecauditError, match="export format"):
+            st.export(tmp_path / "out", "xlsx")
+    assert paths == {"trials.csv", "query_results.csv", "perturbations.csv", "meta.csv"}
+    assert json.loads(pd.read_csv(tmp_path / "out" / "meta.csv")["value"][0]) == {"name": "x"}
+
+
+def test_declared_columns_are_the_ones_the_runner_produces():
+    from recaudit.audit import compare
+    from recaudit.data import RankLists, split, synthetic
+
+    log = synthetic(seed=1, n_users=20, n_items=15, n_clusters=3, mean_length=12)
+    parts = split(log, "leave-last-out")
+    lists = RankLists(np.tile(np.arange(15, dtype=np.int32), (len(parts.queries), 1)))
+    frame = compare(lists, lists, parts, k=5, p=0.9)
+    assert ["trial_id", *frame.columns] == QUERY_RESULTS.names
+    assert {"family", "edit", "count", "position", "reference"} <= set(TRIALS.names)
