@@ -33,7 +33,7 @@ def reference_fit(model, train, seed, group_ptr):
     prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
     net = materialize(_JODIENet(train.n_users, train.n_items, d),
                       make_torch_generator(seed, "jodie", "init"), torch.device("cpu"),
-                      model._init_rule())
+                      model._init_rule(train.n_users, train.n_items), style=cfg.init)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                            foreach=False)
     # t-batch level of each row inside its group (for the per-t-batch mean of the authors'

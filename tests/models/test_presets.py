@@ -76,3 +76,18 @@ def test_left_padding_is_read_by_the_encoder():
         left = padded._query_hidden(net, batch_from_queries(q, 49, "cpu", False, pad_left=True))
         plain = padded._query_hidden(net, batch_from_queries(q, 49, "cpu", False))
     assert left.shape == plain.shape and not torch.allclose(left, plain)
+
+
+def test_jodie_torch_init_follows_the_authors_layers():
+    """init='torch': the prediction layer is one Linear over [u, p, one-hot(p), one-hot(u)]
+    in JODIE's code, so its four parts share U(+-1/sqrt(fan_in)); RNN cells U(+-1/sqrt(d))."""
+    train, _ = leave_last_out(planted_log(n_users=12, length=8, n_items=15))
+    d = 8
+    net = create("jodie@oh2022", epochs=1, embedding_dim=d, lr=1e-12).fit(train, seed=0).network_
+    bound = 1 / np.sqrt(2 * d + train.n_items + train.n_users)
+    for part in (net.w_user_dyn.weight, net.w_prev_dyn.weight, net.w_user_static.weight,
+                 net.w_prev_static.weight):
+        assert float(part.detach().abs().max()) <= bound + 1e-6
+        assert float(part.detach().abs().max()) > 0.8 * bound       # uniform over the bound
+    assert float(net.user_rnn.weight.detach().abs().max()) <= 1 / np.sqrt(d) + 1e-6
+    assert float(net.project.bias.detach().abs().max()) > 0.5      # N(0, 1), not zero

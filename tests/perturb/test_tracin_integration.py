@@ -9,21 +9,19 @@ models = pytest.importorskip("recaudit.models")
 testing = pytest.importorskip("recaudit.models.testing")
 
 
-@pytest.fixture(scope="module")
-def fitted():
-    if "gru4rec" not in models.available():
-        pytest.skip("gru4rec is not available")
+@pytest.fixture(scope="module", params=["gru4rec", "lstm"])  # without / with an output bias
+def fitted(request):
     train, queries = testing.leave_last_out(testing.planted_log(n_users=8, length=8,
                                                                 n_items=10))
-    model = models.create("gru4rec", epochs=4, embedding_dim=8, hidden_dim=8,
+    model = models.create(request.param, epochs=4, embedding_dim=8, hidden_dim=8,
                           checkpoint_every=2).fit(train, seed=1)
     return model, train, queries
 
 
 def test_scores_are_the_checkpoint_sum(fitted):
     model, train, queries = fitted
-    assert isinstance(model, SupportsTracIn)
-    got = tracin_scores(model, train, queries, chunk_size=7)
+    assert isinstance(model, SupportsTracIn) and hasattr(model, "checkpoint_factors")
+    got = tracin_scores(model, train, queries, chunk_size=7)  # the factored form
     rows = np.arange(len(train))
     expected = sum(lr * g_tr @ g_te.sum(axis=0)
                    for lr, g_tr, g_te in model.checkpoint_gradients(train, rows, queries))

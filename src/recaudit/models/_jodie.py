@@ -201,16 +201,29 @@ class JODIE(SequentialRecommender):
     Config = JODIEConfig
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
 
-    def _init_rule(self):
-        torch_style = self.config.init == "torch"  # the authors' code: normalize(U[0, 1))
+    def _init_rule(self, n_users: int = 0, n_items: int = 0):
+        """Initial vectors ``normalize(U(-1, 1))`` and projection ``N(0, 1)``; with
+        ``init="torch"`` the authors' code: ``normalize(U[0, 1))``, projection weight *and*
+        bias ``N(0, 1)`` (their ``NormalLinear``), RNN cells ``U(±1/√d)`` (``nn.RNNCell``) and
+        the four parts of the prediction layer — one ``nn.Linear`` over
+        ``[û, p(t-), one-hot(p), one-hot(u)]`` in their code — ``U(±1/√(2d + n_items +
+        n_users))``."""
+        torch_style = self.config.init == "torch"
+        d = self.config.embedding_dim
+        pred_bound = 1.0 / np.sqrt(2 * d + n_items + n_users) if n_users else 0.0
 
         def rule(name, shape, g):
             if name in ("init_user", "init_item"):
                 v = torch.rand(shape, generator=g)
                 v = v if torch_style else v * 2 - 1
                 return v / v.norm()
-            if name == "project.weight":
+            if name == "project.weight" or (torch_style and name == "project.bias"):
                 return torch.randn(shape, generator=g)
+            if torch_style and name.split(".")[0] in ("user_rnn", "item_rnn"):
+                return (torch.rand(shape, generator=g) * 2 - 1) / np.sqrt(d)
+            if torch_style and name.split(".")[0] in ("w_user_dyn", "w_prev_dyn",
+                                                      "w_user_static", "w_prev_static"):
+                return (torch.rand(shape, generator=g) * 2 - 1) * pred_bound
             return None
 
         return rule
@@ -245,7 +258,7 @@ class JODIE(SequentialRecommender):
         with deterministic_torch(cfg.num_threads, device):
             net = materialize(_JODIENet(train.n_users, train.n_items, d),
                               make_torch_generator(seed, "jodie", "init"), device,
-                              self._init_rule(), style=cfg.init)
+                              self._init_rule(train.n_users, train.n_items), style=cfg.init)
             opt = make_adam(net.parameters(), cfg.lr, cfg.weight_decay)
             for epoch in range(cfg.epochs):
                 tic, cpu = time.perf_counter(), time.process_time()

@@ -322,22 +322,21 @@ class SequentialRecommender(Configurable):
         return top_k_from_scores(scores, k)
 
     # ------------------------------------------------------------------ TracIn
-    def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries,
-                             ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
-        """Per-example gradients of the loss w.r.t. the output layer at each checkpoint.
+    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                           ) -> Iterator[tuple[float, tuple[np.ndarray, np.ndarray],
+                                               tuple[np.ndarray, np.ndarray], bool]]:
+        """The two factors of every per-example output-layer gradient, at each checkpoint.
 
-        Yields ``(lr, G_train [len(rows), P], G_test [len(queries), P])`` per checkpoint saved
-        with ``checkpoint_every``. The loss of an example with representation ``h`` and target
-        ``y`` is ``l = -log softmax(h W^T + b)_y``; its gradient w.r.t. the output layer is the
-        closed form ``dl/dW = (p - e_y) h^T``, ``dl/db = p - e_y`` with ``p = softmax(s)``,
-        flattened as ``[W.ravel(), b]`` (``P = n_items * D (+ n_items)``). ``h`` is computed by
-        the checkpoint's network in evaluation mode (no dropout). Training example ``r``:
-        predict ``train.item[r]`` from the user's preceding items in ``train`` (up to
-        ``max_len``); test example ``q``: predict ``queries.target[q]`` from its context.
-        TracIn (Pruthi et al. 2020) scores ``sum_c lr_c G_train G_test^T``. Memory is
-        ``(len(rows) + len(queries)) * P`` float32 per checkpoint: pass rows in chunks. Since
-        each gradient is an outer product, ``G_a . G_b = ((p_a - e_a).(p_b - e_b)) (h_a.h_b)``
-        (+ the bias term) if a caller wants to avoid materialising them.
+        Yields ``(lr, (D_train, H_train), (D_test, H_test), has_bias)`` per checkpoint saved
+        with ``checkpoint_every``: ``H`` ``[n, D]`` the representations feeding the output
+        layer and ``D = softmax(H W^T + b) - e_y`` ``[n, n_items]`` (float32). The gradient of
+        example ``a`` is ``dl/dW = D_a^T H_a``, ``dl/db = D_a`` (see
+        :meth:`checkpoint_gradients`), so ``G_a . G_b = (D_a . D_b)(H_a . H_b) (+ D_a . D_b)``
+        and TracIn needs only these factors: memory ``n * (n_items + D)`` instead of
+        ``n * n_items * D``. Training example ``r`` predicts ``train.item[r]`` from the user's
+        preceding items in ``train`` (up to ``max_len``); test example ``q`` predicts
+        ``queries.target[q]`` from its context; ``H`` comes from the checkpoint's network in
+        evaluation mode (no dropout).
         """
         self._check_fitted()
         if not self.checkpoints_:
@@ -355,21 +354,40 @@ class SequentialRecommender(Configurable):
                 net.eval()
                 with torch.no_grad():
                     tb = data.prefix_batch_for_rows(rows, device, self.uses_time)
-                    g_train = self._grad(net, self._query_hidden(net, tb),
-                                         tb.targets[torch.arange(len(tb)), tb.lengths - 1])
+                    f_train = self._factors(net, self._query_hidden(net, tb),
+                                            tb.targets[torch.arange(len(tb)), tb.lengths - 1])
                     qb = batch_from_queries(q, self.config.max_len, device, self.uses_time,
                                             pad_left=self.config.pad_left)
-                    g_test = self._grad(net, self._query_hidden(net, qb),
-                                        torch.from_numpy(q.target.astype(np.int64)).to(device))
-                yield lr, g_train, g_test
+                    f_test = self._factors(net, self._query_hidden(net, qb),
+                                           torch.from_numpy(q.target.astype(np.int64)).to(device))
+                yield lr, f_train, f_test, net.output()[1] is not None
 
-    def _grad(self, net: nn.Module, h: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                             ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+        """Per-example gradients of the loss w.r.t. the output layer at each checkpoint.
+
+        Yields ``(lr, G_train [len(rows), P], G_test [len(queries), P])`` per checkpoint saved
+        with ``checkpoint_every``. The loss of an example with representation ``h`` and target
+        ``y`` is ``l = -log softmax(h W^T + b)_y``; its gradient w.r.t. the output layer is the
+        closed form ``dl/dW = (p - e_y) h^T``, ``dl/db = p - e_y`` with ``p = softmax(s)``,
+        flattened as ``[W.ravel(), b]`` (``P = n_items * D (+ n_items)``). Memory is
+        ``(len(rows) + len(queries)) * P`` float32 per checkpoint; TracIn itself uses the
+        factored form (:meth:`checkpoint_factors`), which never builds these matrices.
+        """
+        for lr, (d_tr, h_tr), (d_te, h_te), bias in self.checkpoint_factors(train, rows,
+                                                                            queries):
+            yield lr, _outer(d_tr, h_tr, bias), _outer(d_te, h_te, bias)
+
+    def _factors(self, net: nn.Module, h: torch.Tensor, y: torch.Tensor
+                 ) -> tuple[np.ndarray, np.ndarray]:
         p = self._logits(net, h).softmax(-1)
         p[torch.arange(len(y)), y] -= 1.0
-        gw = (p[:, :, None] * h[:, None, :]).reshape(len(y), -1)
-        _, b = net.output()
-        g = gw if b is None else torch.cat([gw, p], dim=1)
-        return g.cpu().numpy()
+        return p.float().cpu().numpy(), h.float().cpu().numpy()
+
+
+def _outer(d: np.ndarray, h: np.ndarray, bias: bool) -> np.ndarray:
+    g = (d[:, :, None] * h[:, None, :]).reshape(len(d), -1)
+    return np.concatenate([g, d], axis=1) if bias else g
 
 
 def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:

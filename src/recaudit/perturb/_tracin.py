@@ -40,13 +40,20 @@ class SupportsTracIn(Protocol):
 
 
 def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
-                  rows: np.ndarray | None = None, *, chunk_size: int | None = 4096
+                  rows: np.ndarray | None = None, *, chunk_size: int | None = None
                   ) -> np.ndarray:
     """TracIn score of each of ``rows`` (default: every row of ``train``), ``float64``.
 
     ``score = sum_c lr_c * G_train_c @ G_test_c.sum(axis=0)``. Rows are processed in chunks of
-    ``chunk_size`` to bound memory (``None``: all at once); the model replays its checkpoints
-    once per chunk.
+    ``chunk_size`` to bound memory (``None``: a size that keeps each chunk's factors or
+    gradients near 256 MB); the model replays its checkpoints once per chunk.
+
+    A model with ``checkpoint_factors`` (every built-in sequential model) gives each gradient
+    as an outer product ``G_a = D_a^T H_a`` (+ the bias part ``D_a``); then
+    ``G_r . sum_q G_q = (D_r S) . H_r + D_r . sum_q D_q`` with ``S = sum_q D_q^T H_q``
+    (``n_items x d``), computed in float64 without ever forming a gradient: memory
+    ``rows x n_items`` instead of ``rows x n_items x d`` (which needed 20 GB for 4,096 rows of
+    a 4,077-item Foursquare sample).
     """
     if not isinstance(model, SupportsTracIn):
         raise TypeError(f"{type(model).__name__} does not provide checkpoint_gradients(); TracIn "
@@ -58,20 +65,44 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
         raise ValueError(f"rows outside [0, {len(train)})")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
+    factored = hasattr(model, "checkpoint_factors")
+    if chunk_size is None:
+        per_row = max(train.n_items, 1) * (1 if factored else 64)
+        chunk_size = max(256, (64 << 20) // per_row)
     out = np.zeros(len(rows), dtype=np.float64)
-    step = len(rows) if chunk_size is None else int(chunk_size)
-    for lo in range(0, len(rows), max(step, 1)):
-        part = rows[lo:lo + step]
+    for lo in range(0, len(rows), chunk_size):
+        part = rows[lo:lo + chunk_size]
         seen = 0
-        for lr, g_train, g_test in model.checkpoint_gradients(train, part, queries):
-            g_train = np.asarray(g_train, dtype=np.float64)
-            g_test = np.asarray(g_test, dtype=np.float64)
-            if g_train.shape[0] != len(part) or g_train.ndim != 2 \
-                    or g_test.ndim != 2 or g_test.shape[1] != g_train.shape[1]:
-                raise ValueError(f"checkpoint_gradients returned shapes {g_train.shape} and "
-                                 f"{g_test.shape}; expected ({len(part)}, P) and (n_queries, P)")
-            out[lo:lo + len(part)] += float(lr) * (g_train @ g_test.sum(axis=0))
+        for lr, contrib in _chunk_influence(model, train, part, queries, factored):
+            out[lo:lo + len(part)] += float(lr) * contrib
             seen += 1
         if seen == 0:
             raise ValueError("the model yielded no checkpoints; fit it with checkpoint_every=N")
     return out
+
+
+def _chunk_influence(model, train, part, queries, factored):
+    """Per checkpoint: ``(lr, G_train @ sum_q G_test)`` for the rows ``part``."""
+    if factored:
+        for lr, (d_tr, h_tr), (d_te, h_te), bias in model.checkpoint_factors(train, part,
+                                                                             queries):
+            d_tr, h_tr = np.asarray(d_tr, np.float64), np.asarray(h_tr, np.float64)
+            d_te, h_te = np.asarray(d_te, np.float64), np.asarray(h_te, np.float64)
+            if d_tr.shape[0] != len(part) or d_te.shape[1] != d_tr.shape[1]:
+                raise ValueError(f"checkpoint_factors returned shapes {d_tr.shape} and "
+                                 f"{d_te.shape}; expected ({len(part)}, n_items) and "
+                                 "(n_queries, n_items)")
+            s = d_te.T @ h_te
+            contrib = np.einsum("rd,rd->r", d_tr @ s, h_tr)
+            if bias:
+                contrib += d_tr @ d_te.sum(axis=0)
+            yield lr, contrib
+        return
+    for lr, g_train, g_test in model.checkpoint_gradients(train, part, queries):
+        g_train = np.asarray(g_train, dtype=np.float64)
+        g_test = np.asarray(g_test, dtype=np.float64)
+        if g_train.shape[0] != len(part) or g_train.ndim != 2 \
+                or g_test.ndim != 2 or g_test.shape[1] != g_train.shape[1]:
+            raise ValueError(f"checkpoint_gradients returned shapes {g_train.shape} and "
+                             f"{g_test.shape}; expected ({len(part)}, P) and (n_queries, P)")
+        yield lr, g_train @ g_test.sum(axis=0)

@@ -39,17 +39,12 @@ REPLACE = ("random-replace-random", "earliest-random-replace-random",
 #: What each scale changes (``epochs`` per model; ``users``: sampled users or all).
 EXPERIMENTS: list[Experiment] = []  # in the order the report shows them
 SCALES: dict[str, dict] = {
-    "small": {"users": 250, "seeds": (0,), "epochs": {"lstm": 10, "tisasrec": 10, "jodie": 5,
+    "small": {"users": 250, "seeds": (0,), "epochs": {"lstm": 10, "tisasrec": 10, "jodie": 3,
                                                       "latentcross": 10},
-              "extra": {"jodie": {"grouping": "count", "loss_reduction": "group-sum",
-                                  "detach_targets": False}},
-              "checkpoint_every": 5,
+              "extra": {}, "checkpoint_every": 5,
               "note": "250 sampled users per dataset, 1 seed (paper: all users, 3 seeds), 10 "
-                      "epochs (paper: 50); JODIE 5 epochs with recaudit's loss in groups of "
-                      "512 interactions (the authors' per-t-batch mean loss over 500 time "
-                      "spans learns too slowly for a short run: MRR@10 0.006 after 3 epochs "
-                      "on 300 Wikipedia users, 0.654 with recaudit's loss in 5); TracIn "
-                      "checkpoints every 5 epochs (paper: 10)"},
+                      "epochs (JODIE 3; paper: 50), TracIn checkpoints every 5 epochs (paper: "
+                      "10)"},
     "paper": {"users": None, "seeds": (0, 1, 2), "epochs": {}, "extra": {},
               "checkpoint_every": 10,
               "note": "the paper's settings: all users, 3 seeds, the @oh2022 presets "
@@ -247,12 +242,13 @@ def _figure3_claims():
     return (Claim("One random deletion changes the rank lists (RBO < 1) of every model on "
                   "both datasets.", "Figure 3(a)", tuple(f"{k}/ao" for k in keys),
                   lambda x: all(x[f"{k}/ao"] < 1.0 for k in keys)),
-            Claim("...while MRR and Recall@10 stay put (|difference| < 0.01).", "Figure 3(b)",
+            Claim("...while MRR and Recall@10 stay put ('almost identical': each changes by "
+                  "less than 5 % of its value).", "Figure 3(b); §5",
                   tuple(f"{k}/{m}" for k in keys for m in ("mrr_base", "mrr_pert",
                                                             "recall_base", "recall_pert")),
-                  lambda x: all(abs(x[f"{k}/mrr_base"] - x[f"{k}/mrr_pert"]) < 0.01 and
-                                abs(x[f"{k}/recall_base"] - x[f"{k}/recall_pert"]) < 0.01
-                                for k in keys)))
+                  lambda x: all(abs(x[f"{k}/{m}_base"] - x[f"{k}/{m}_pert"])
+                                < 0.05 * x[f"{k}/{m}_base"] for k in keys
+                                for m in ("mrr", "recall"))))
 
 
 EXPERIMENTS.append(Experiment(
