@@ -1,6 +1,6 @@
 """MIRROR: does a recommender gain online by understanding users or by manipulating them?
 
-An implementation of the MIRROR benchmark of seed 002 (Zhu et al., "Understanding or
+An implementation of the MIRROR benchmark of Zhu et al. 2023 ("Understanding or
 Manipulation: Rethinking Online Performance Gains of Modern Recommender Systems", ACM TOIS 2023,
 §4-§5). A scenario combines the components of §4.1 (:class:`DocumentSet`, a document sampler, users,
 :class:`FeatureExtractor`, a ranking interface and an action model ``M(u, d, D)``); the runner
@@ -17,8 +17,8 @@ Scenarios
 * ``decoy-slate`` (§5.1): the RRM action model (:mod:`recaudit.simulate.rrm`), slates of three,
   :class:`DecoyOracle` vs :class:`UnbiasedSlateOracle` (or :class:`GreedySlateOracle`); algorithms
   :class:`DeepFM`, :class:`LambdaFM`, :class:`SetRank`.
-* ``topic-sequential`` (§5.3): topics, hidden quality, time budget, preference dynamics
-  (:class:`TopicConfig`); :class:`PlannerOracle` (or :class:`PPOOracle`) vs
+* ``topic-sequential`` (§5.3): topics, hidden quality, time budget and RecSim's interest
+  evolution (:class:`TopicConfig`); :class:`PlannerOracle` (or :class:`PPOOracle`) vs
   :class:`UnbiasedTopicOracle`; algorithms :class:`DNN`, :class:`GRU` (dynamic or static). Also a
   Gymnasium environment: ``recaudit.simulate.env.TopicSequentialEnv`` (needs the ``simulate``
   extra).

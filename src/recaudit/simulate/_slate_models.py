@@ -1,4 +1,4 @@
-"""Slate ranking algorithms of MIRROR (seed 002, §5.1.2 and §5.2.2): DeepFM, LambdaFM, SetRank.
+"""Slate ranking algorithms of MIRROR (Zhu et al. 2023, §5.1.2, §5.2.2): DeepFM, LambdaFM, SetRank.
 
 All three score the candidates of a slate from observable features only:
 ``fit(users [n, g], docs [n, K, f], clicks [n, K], *, seed)`` trains on logged slates and
@@ -104,6 +104,9 @@ class _SlateModel:
         if y.shape != x.shape[:2]:
             raise ValueError(f"clicks must be [n, K] = {tuple(x.shape[:2])}; got {tuple(y.shape)}")
         cfg = self.config
+        if cfg.patience is not None:
+            raise ValueError(f"{self.name}: early stopping (TrainConfig.patience) is implemented "
+                             "for the sequential models DNN and GRU only; set patience=None")
         g = make_torch_generator(seed, "mirror", self.name)
         with one_thread():
             self.module_ = self._build(x.shape[-1])

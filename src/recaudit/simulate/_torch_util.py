@@ -11,7 +11,13 @@ __all__ = ["TrainConfig", "seeded_init", "one_thread"]
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Training hyper-parameters of the MIRROR algorithms (small defaults: CPU, seconds)."""
+    """Training hyper-parameters of the MIRROR algorithms (small defaults: CPU, seconds).
+
+    ``patience`` (sequential models, :class:`DNN` and :class:`GRU`, only): early stopping. A
+    seeded ``val_fraction`` of the training rows is held out; training stops after ``patience``
+    epochs without a lower validation loss (at most ``epochs``) and keeps the weights of the
+    best epoch. ``None`` trains exactly ``epochs`` epochs on all rows.
+    """
 
     epochs: int = 20
     batch_size: int = 128
@@ -19,6 +25,8 @@ class TrainConfig:
     hidden: int = 32
     embed: int = 8
     weight_decay: float = 0.0
+    patience: int | None = None
+    val_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "hidden", "embed"):
@@ -26,6 +34,11 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be >= 1; got {getattr(self, name)}")
         if not self.lr > 0:
             raise ValueError(f"TrainConfig.lr must be > 0; got {self.lr}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"TrainConfig.patience must be >= 1 or None; got {self.patience}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise ValueError(f"TrainConfig.val_fraction must lie in (0, 1); got "
+                             f"{self.val_fraction}")
 
 
 def seeded_init(module, generator) -> None:
