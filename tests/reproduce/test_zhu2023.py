@@ -138,8 +138,8 @@ def test_slate_claims_on_constructed_trends(name, algos, manip):
     for mix in z.MIXES:                               # DeepFM no longer learns the decoys
         flat[f"deepfm/mix{mix:g}/fctr"] = 0.45 + 0.01 * mix
     failed = [c.text for c in exp.claims if c.check(flat) is False]
-    assert any(t.startswith("deepfm: CTR rises") for t in failed)
-    assert not any(t.startswith("setrank: CTR rises") for t in failed)
+    assert any(t.startswith("DeepFM: CTR rises") for t in failed)
+    assert not any(t.startswith("SetRank: CTR rises") for t in failed)
     swapped = dict(m, **{f"{manip}/ctr": 0.2})
     assert sum(c.check(swapped) is False for c in exp.claims) == 1
 

@@ -41,6 +41,7 @@ PAPER = "Zhu et al. 2023"
 SLUG = {"DeepFM": "deepfm", "LambdaFM": "lambdafm", "SetRank": "setrank", "DNN": "dnn",
         "GRU": "gru", "Unbiased Oracle": "unbiased", "Decoy Oracle": "decoy",
         "Greedy Oracle": "greedy", "Planner Oracle": "planner"}
+NAME = {v: k.replace(" Oracle", "") for k, v in SLUG.items()}  # key -> display name
 ROUNDS = 20
 
 
@@ -134,21 +135,21 @@ def _slate_config(scale: str, manipulative: str, algorithms: tuple[str, ...]):
 
 
 def _trend_claims(algos, mixes, source) -> list[Claim]:
-    return [Claim(f"{a}: CTR rises and FCTR falls as the mix ratio of manipulative training data "
-                  "grows (least-squares slopes over the mix ratios).", source,
+    return [Claim(f"{NAME[a]}: CTR rises and FCTR falls as the mix ratio of manipulative "
+                  "training data grows (least-squares slopes over the mix ratios).", source,
                   _curve_keys(a, mixes),
                   lambda x, a=a: _slope(x, a, "ctr", mixes) > 0 > _slope(x, a, "fctr", mixes))
             for a in algos]
 
 
 def _curve_values(algos, mixes, source) -> tuple[Value, ...]:
-    return tuple(Value(f"{a}/mix{m:g}/{x}", f"{a}, mix {m:g}: {x.upper()}", None, source,
+    return tuple(Value(f"{a}/mix{m:g}/{x}", f"{NAME[a]}, mix {m:g}: {x.upper()}", None, source,
                        also=(f"{a}/mix{m:g}/{x}/sd",))
                  for a in algos for m in mixes for x in ("ctr", "fctr"))
 
 
 def _oracle_values(oracles, source) -> tuple[Value, ...]:
-    return tuple(Value(f"{o}/{x}", f"{o} Oracle: {x.upper()}", None, source,
+    return tuple(Value(f"{o}/{x}", f"{NAME[o]} Oracle: {x.upper()}", None, source,
                        also=(f"{o}/{x}/sd",)) for o in oracles for x in ("ctr", "fctr"))
 
 
@@ -202,10 +203,11 @@ register(Experiment(
     data="stand-in: the §5.1 RRM documents and action model instead of AICM on TianGong-ST "
          "(not available offline); Greedy Oracle vs Unbiased Oracle",
     scales={k: v["note"] for k, v in SLATE_SCALES.items()}, runner=_run_figure8,
-    values=tuple(Value(f"{o}/{x}", f"{o} Oracle: {x.upper()} [paper: AICM]", v, "Table 1",
+    values=tuple(Value(f"{o}/{x}", f"{NAME[o]} Oracle: {x.upper()} [paper: AICM]", v, "Table 1",
                        also=(f"{o}/{x}/sd",))
                  for o, vals in _T1_ORACLES.items() for x, v in zip(("ctr", "fctr"), vals))
-    + tuple(Value(f"{a}/mix0.5/{x}", f"{a}, mix 0.5: {x.upper()} [paper: AICM]", v, "Table 1",
+    + tuple(Value(f"{a}/mix0.5/{x}", f"{NAME[a]}, mix 0.5: {x.upper()} [paper: AICM]", v,
+                  "Table 1",
                   also=(f"{a}/mix0.5/{x}/sd",))
             for a, vals in _T1.items() for x, v in zip(("ctr", "fctr", "auc"), vals))
     + _curve_values(("deepfm", "lambdafm", "setrank"), SHOWN, "Figure 8(a)"),
