@@ -133,3 +133,6 @@ def test_train_config_validation_and_slate_models_refuse_early_stopping():
     m = DNN(TrainConfig(epochs=3)).fit(np.ones((20, 1)), np.eye(2)[np.arange(20) % 2],
                                        [[]] * 20, np.arange(20) % 2, np.eye(2), seed=0)
     assert m.epochs_ == 3 and not hasattr(m, "val_loss_")
+    with pytest.raises(ValueError, match="too few"):
+        DNN(TrainConfig(epochs=3, patience=1)).fit(np.ones((1, 1)), np.eye(2)[:1], [[]], [1.0],
+                                                   np.eye(2), seed=0)
