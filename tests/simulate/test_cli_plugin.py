@@ -55,8 +55,8 @@ def test_cli_sequential_with_per_round_rows(tmp_path):
 
     db, fig = tmp_path / "s.duckdb", tmp_path / "s.png"
     assert main(["simulate", "mirror", "--scenario", "topic-sequential", "--mix", "0.5",
-                 "--seeds", "1", "--n-train", "10", "--n-eval", "10", "--epochs", "1",
-                 "--algorithms", "DNN", "--rbo-p", "0.8", "--out", str(db),
+                 "--seeds", "1", "--n-train", "10", "--n-eval", "10", "--epochs", "2",
+                 "--patience", "1", "--algorithms", "DNN", "--rbo-p", "0.8", "--out", str(db),
                  "--figure", str(fig)]) == 0
     con = duckdb.connect(str(db))
     rounds = con.execute("SELECT count(DISTINCT round) FROM mirror_results WHERE metric = 'ps' "
@@ -72,6 +72,8 @@ def test_cli_rejects_bad_options(capsys):
     assert "scenario" in capsys.readouterr().err
     assert main(["simulate", "mirror", "--rbo-variant", "avg"]) == 2
     assert "rbo_variant" in capsys.readouterr().err
+    assert main(["simulate", "mirror", "--scenario", "decoy-slate", "--patience", "3"]) == 2
+    assert "sequential scenario" in capsys.readouterr().err
 
 
 def _plugin_scenario(action_model):

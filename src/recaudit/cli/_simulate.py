@@ -65,6 +65,10 @@ def mirror_cmd(
     n_train: int = typer.Option(None, "--n-train", min=10, help="Training slates / sessions."),
     n_eval: int = typer.Option(None, "--n-eval", min=1, help="Evaluation slates / users."),
     epochs: int = typer.Option(20, "--epochs", min=1, help="Training epochs of the algorithms."),
+    patience: int = typer.Option(None, "--patience", min=1,
+                                 help="Sequential only: stop training after this many epochs "
+                                      "without a lower loss on 10% held-out rows (--epochs is "
+                                      "then the maximum)."),
     explore: float = typer.Option(0.2, "--explore",
                                   help="Sequential only: chance a data-collection oracle shows a "
                                        "random candidate."),
@@ -84,10 +88,13 @@ def mirror_cmd(
     from recaudit.simulate import MirrorConfig, TrainConfig, run_mirror, summarise, write_results
 
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
+    if patience is not None and scenario != "topic-sequential":
+        raise ConfigError("--patience: early stopping is available for the sequential scenario "
+                          "(DNN, GRU) only")
     cfg = MirrorConfig(scenario=scenario, mixes=parse_mixes(mix), seeds=parse_seeds(seeds),
                        algorithms=algos, manipulative=manipulative, n_train=n_train,
-                       n_eval=n_eval, train=TrainConfig(epochs=epochs), explore=explore,
-                       rbo_p=rbo_p, rbo_variant=rbo_variant)
+                       n_eval=n_eval, train=TrainConfig(epochs=epochs, patience=patience),
+                       explore=explore, rbo_p=rbo_p, rbo_variant=rbo_variant)
     console = _console(140)
     with console.status("running MIRROR") as status:
         rows = run_mirror(cfg, progress=lambda msg: status.update(f"MIRROR: {msg}"))

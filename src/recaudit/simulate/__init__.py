@@ -17,8 +17,8 @@ Scenarios
 * ``decoy-slate`` (§5.1): the RRM action model (:mod:`recaudit.simulate.rrm`), slates of three,
   :class:`DecoyOracle` vs :class:`UnbiasedSlateOracle` (or :class:`GreedySlateOracle`); algorithms
   :class:`DeepFM`, :class:`LambdaFM`, :class:`SetRank`.
-* ``topic-sequential`` (§5.3): topics, hidden quality, time budget, preference dynamics
-  (:class:`TopicConfig`); :class:`PlannerOracle` (or :class:`PPOOracle`) vs
+* ``topic-sequential`` (§5.3): topics, hidden quality, time budget and RecSim's interest
+  evolution (:class:`TopicConfig`); :class:`PlannerOracle` (or :class:`PPOOracle`) vs
   :class:`UnbiasedTopicOracle`; algorithms :class:`DNN`, :class:`GRU` (dynamic or static). Also a
   Gymnasium environment: ``recaudit.simulate.env.TopicSequentialEnv`` (needs the ``simulate``
   extra).

@@ -13,8 +13,12 @@ the user's click history (a sequence of document ids whose features are ``x_h``)
   history including the clicks of the current session; ``dynamic=False`` ("GRU Static") only the
   history the user started with (§5.4.2).
 
-Both are trained with binary cross-entropy; initial weights and batch order come from
-``make_torch_generator(seed, …)`` on one thread, so a seed gives bit-identical scores.
+Both are trained with binary cross-entropy; initial weights, batch order and the held-out rows of
+early stopping come from ``make_torch_generator(seed, …)`` on one thread, so a seed gives
+bit-identical scores. With ``TrainConfig.patience`` set, a seeded ``val_fraction`` of the rows is
+held out and training keeps the weights of the epoch with the lowest held-out loss. Without it a
+GRU on MIRROR's logs memorises the sessions' click histories (in the topic scenario its held-out
+log loss rises from 0.68 to 0.76 over 20 epochs while its training loss falls to 0.59).
 """
 
 from __future__ import annotations
@@ -109,25 +113,52 @@ class _SeqModel:
         hist, lengths = _pad(histories, self.doc_features_) if self.recurrent else (None, None)
         cfg = self.config
         g = make_torch_generator(seed, "mirror", self.name)
+        n = xu.shape[0]
+        rows, val = torch.arange(n), None
+        if cfg.patience is not None:
+            perm = torch.randperm(n, generator=g)
+            n_val = max(1, int(round(cfg.val_fraction * n)))
+            if n - n_val < 1:
+                raise ValueError(f"{n} training rows are too few to hold out a validation part")
+            val, rows = perm[:n_val], perm[n_val:]
         with deterministic_torch():
             self.module_ = _module(xu.shape[1], xd.shape[2], cfg, self.recurrent)
             seeded_init(self.module_, g)
             opt = torch.optim.Adam(self.module_.parameters(), lr=cfg.lr,
                                    weight_decay=cfg.weight_decay)
-            n = xu.shape[0]
+
+            def loss_of(idx):
+                h = None
+                if self.recurrent:
+                    ln = lengths[idx]
+                    h = self.module_.encode(hist[idx][:, : max(1, int(ln.max()))], ln)
+                logit = self.module_(xu[idx], xd[idx], h).squeeze(-1)
+                return F.binary_cross_entropy_with_logits(logit, y[idx])
+
+            best, best_state, waited = float("inf"), None, 0
+            self.epochs_ = 0
             for _ in range(cfg.epochs):
-                perm = torch.randperm(n, generator=g)
-                for start in range(0, n, cfg.batch_size):
-                    idx = perm[start:start + cfg.batch_size]
-                    h = None
-                    if self.recurrent:
-                        ln = lengths[idx]
-                        h = self.module_.encode(hist[idx][:, : max(1, int(ln.max()))], ln)
-                    logit = self.module_(xu[idx], xd[idx], h).squeeze(-1)
-                    loss = F.binary_cross_entropy_with_logits(logit, y[idx])
+                perm = rows[torch.randperm(rows.numel(), generator=g)]
+                for start in range(0, perm.numel(), cfg.batch_size):
+                    loss = loss_of(perm[start:start + cfg.batch_size])
                     opt.zero_grad()
                     loss.backward()
                     opt.step()
+                self.epochs_ += 1
+                if val is None:
+                    continue
+                with torch.no_grad():
+                    v = float(loss_of(val))
+                if v < best:
+                    best, waited = v, 0
+                    best_state = {k: t.clone() for k, t in self.module_.state_dict().items()}
+                else:
+                    waited += 1
+                    if waited >= cfg.patience:
+                        break
+            if best_state is not None:
+                self.module_.load_state_dict(best_state)
+                self.val_loss_ = best
         return self
 
     def score(self, users, cands, histories) -> np.ndarray:

@@ -105,6 +105,9 @@ class _SlateModel:
         if y.shape != x.shape[:2]:
             raise ValueError(f"clicks must be [n, K] = {tuple(x.shape[:2])}; got {tuple(y.shape)}")
         cfg = self.config
+        if cfg.patience is not None:
+            raise ValueError(f"{self.name}: early stopping (TrainConfig.patience) is implemented "
+                             "for the sequential models DNN and GRU only; set patience=None")
         g = make_torch_generator(seed, "mirror", self.name)
         with deterministic_torch():
             self.module_ = self._build(x.shape[-1])

@@ -20,7 +20,11 @@ class TrainConfig(Config):
 
     epochs: passes over the training data (>= 1). batch_size: samples per step. lr: Adam
     learning rate (> 0). hidden: hidden layer width. embed: embedding size. weight_decay:
-    Adam's L2 coefficient.
+    Adam's L2 coefficient. patience: (sequential models, :class:`DNN` and :class:`GRU`, only)
+    early stopping: a seeded ``val_fraction`` of the training rows is held out; training stops
+    after ``patience`` epochs without a lower validation loss (at most ``epochs``) and keeps
+    the weights of the best epoch; ``None`` trains exactly ``epochs`` epochs on all rows.
+    val_fraction: the held-out share for ``patience`` (in (0, 1)).
     """
 
     epochs: int = 20
@@ -29,6 +33,8 @@ class TrainConfig(Config):
     hidden: int = 32
     embed: int = 8
     weight_decay: float = 0.0
+    patience: int | None = None
+    val_fraction: float = 0.1
 
     def validate(self) -> None:
         for name in ("epochs", "batch_size", "hidden", "embed"):
@@ -38,6 +44,10 @@ class TrainConfig(Config):
             raise self.invalid("lr", f"must be > 0, got {self.lr}")
         if self.weight_decay < 0:
             raise self.invalid("weight_decay", f"must be >= 0, got {self.weight_decay}")
+        if self.patience is not None and self.patience < 1:
+            raise self.invalid("patience", f"must be >= 1 or None, got {self.patience}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise self.invalid("val_fraction", f"must lie in (0, 1), got {self.val_fraction}")
 
 
 def seeded_init(module, generator) -> None:
