@@ -1,9 +1,9 @@
 """Measure one model's training epochs and ranking in a fresh process (used by bench_models).
 
 Reads one JSON object from argv[1]: ``dataset`` (registry name), ``min_user_interactions``,
-``ratio`` (per-user temporal split), ``model``, ``params``, ``epochs``, ``threads``, ``device``,
-``rank`` (bool). Prints one JSON line: per-epoch wall seconds (``None`` where the model does not
-record them), fit and rank wall seconds, training rows. Runs against whichever ``recaudit`` is
+``ratio`` and optionally ``floor`` (per-user temporal split), ``model``, ``params``, ``epochs``,
+``threads``, ``device``, ``rank`` (bool). Prints one JSON line: per-epoch wall seconds (``None``
+where the model does not record them), fit and rank wall seconds, training rows. Runs against whichever ``recaudit`` is
 first on ``PYTHONPATH``: this checkout, or the previous implementation extracted from git.
 """
 
@@ -18,7 +18,8 @@ def main() -> None:
     from recaudit.models import create
 
     log = filter_min_interactions(datasets.load(job["dataset"]), job["min_user_interactions"])
-    sp = split(log, "temporal-ratio", ratio=job["ratio"])
+    floor = {"floor": job["floor"]} if "floor" in job else {}  # the anchor predates ``floor``
+    sp = split(log, "temporal-ratio", ratio=job["ratio"], **floor)
     params = dict(job["params"], epochs=job["epochs"], num_threads=job["threads"],
                   device=job["device"])
     model = create(job["model"], **params)

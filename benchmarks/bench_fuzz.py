@@ -1,4 +1,4 @@
-"""Time to generate modification sets (seed 004 Table 4.5) and to infer influence.
+"""Time to generate modification sets (Shriver 2018, Table 4.5) and to infer influence.
 
 Data: ``ml-latest-small`` (100,004 ratings, 671 users, 9,066 items) by default, or a
 synthetic log (``--synthetic N``: N ratings, popularity-skewed, 20 genres). Baseline

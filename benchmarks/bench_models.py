@@ -27,7 +27,8 @@ executor with ``--workers`` (e.g. 1 4 8 16) sharing ``--device`` (e.g. ``cuda:0`
 
     python benchmarks/bench_models.py [--devices cpu,cuda] [--threads 2] [--epochs 2]
         [--models jodie,latentcross] [--layouts window,prefix] [--no-anchor]
-        [--estimate configs/seed000_table3.toml] [--throughput --workers 1 2 --device cpu]
+        [--estimate configs/oh2022_table3.toml configs/oh2022_table3_jodie.toml]
+        [--throughput --workers 1 2 --device cpu]
 """
 
 from __future__ import annotations
@@ -121,14 +122,14 @@ def jodie_trajectory(anchor_src: Path) -> None:
         print(f"| {e} | {a:.9f} | {b:.9f} | {abs(a - b) / abs(a):.1e} |")
 
 
-def part2(args) -> None:
+def part2(args, config: str) -> None:
     from recaudit.audit import load_config
 
-    cfg = load_config(args.estimate)
+    cfg = load_config(config)
     ds = cfg.datasets[0]
-    ratio = dict(cfg.split.options()).get("ratio", 0.9)
+    split_opts = dict(cfg.split.options())
     tracin = sum(1 for p in cfg.perturbations if "tracin" in str(p))
-    print(f"\n## Estimated wall time of {args.estimate} ({ds.name}, {len(cfg.seeds)} seeds, "
+    print(f"\n## Estimated wall time of {config} ({ds.name}, {len(cfg.seeds)} seeds, "
           f"{len(cfg.perturbations)} perturbations, {tracin} with TracIn)")
     for device in args.devices:
         print(f"\n{device}, {args.threads} threads per fit:")
@@ -139,14 +140,15 @@ def part2(args) -> None:
             params = {k: v for k, v in m.params.items()
                       if k not in ("epochs", "num_threads", "device")}
             job = {"dataset": ds.name, "min_user_interactions": ds.min_user_interactions,
-                   "ratio": ratio, "model": m.name, "params": params, "epochs": args.epochs,
+                   "ratio": split_opts.get("ratio", 0.9), "floor": split_opts.get("floor", "train"),
+                   "model": m.name, "params": params, "epochs": args.epochs,
                    "threads": args.threads, "device": device, "rank": True}
             res = measure(ROOT / "src", job, args.budget)
             if res is None:
                 print(f"| {m.name} | > {args.budget:.0f} s | | | | |")
                 continue
             epochs = int(m.params.get("epochs", 50))
-            refits = 0 if m.name == "jodie" else tracin  # JODIE has no TracIn gradients
+            refits = 0 if m.name.split("@")[0] == "jodie" else tracin  # JODIE has no TracIn gradients
             fits = len(cfg.seeds) * (1 + len(cfg.perturbations) + refits)
             hours = fits * (epochs * res["per_epoch"] + res["rank"]) / 3600
             total += hours
@@ -196,7 +198,7 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=1800.0, help="seconds per measurement")
     ap.add_argument("--skip-epochs", action="store_true", help="skip part 1")
     ap.add_argument("--jodie-trajectory", action="store_true")
-    ap.add_argument("--estimate", help="audit config whose wall time to estimate (part 2)")
+    ap.add_argument("--estimate", nargs="+", help="audit configs whose wall time to estimate (part 2)")
     ap.add_argument("--throughput", action="store_true", help="part 3")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--device", default="cpu")
@@ -225,8 +227,8 @@ def main() -> None:
             jodie_trajectory(anchor_src)
         if not args.skip_epochs:
             part1(args, anchor_src)
-    if args.estimate:
-        part2(args)
+    for config in args.estimate or ():
+        part2(args, config)
     if args.throughput:
         part3(args)
 

@@ -1,4 +1,4 @@
-"""Speed of the 12 property templates at ML-20M scale (seed 004's study size).
+"""Speed of the 12 property templates at ML-20M scale (the study size of Shriver 2018).
 
 Synthetic universe: 138,493 users x top-10 lists over 26,744 items (popularity-skewed, Zipf
 exponent 1.1), 20,000,263 ratings (0.5..5.0), 20 genre-like attributes (1-3 per item). Times

@@ -83,7 +83,8 @@ def test_spec_validation():
         DatasetSpec(min_user_interactions=-1)
 
 
-@pytest.mark.parametrize("name", ["oh2022_table3.toml", "betello2023_table3.toml", "quick.toml"])
+@pytest.mark.parametrize("name", ["oh2022_table3.toml", "oh2022_table3_jodie.toml",
+                                  "betello2023_table3.toml", "quick.toml"])
 def test_example_configs_are_valid(name):
     from pathlib import Path
 

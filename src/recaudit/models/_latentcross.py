@@ -2,7 +2,7 @@
 Context in Recurrent Recommender Systems.* WSDM 2018).
 
 A GRU over the user's items in which the context ``c`` (here: time differences, as used for
-LatentCross in seed 000) enters multiplicatively, "as a latent cross" (§4.2-4.3, eq. 5):
+LatentCross in Oh et al. 2022) enters multiplicatively, "as a latent cross" (§4.2-4.3, eq. 5):
 
     x_j = (1 + w^in(Δ_j)) ⊙ E[s_j]               Δ_j = t_j - t_{j-1} (0 for the first item)
     h_j = GRU(x_j, h_{j-1})
