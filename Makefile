@@ -14,10 +14,13 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-# torch first and pinned, so nothing else can pull a CUDA build.
+# torch first and pinned, so nothing else can pull a CUDA build; the constraints file keeps
+# extras with an unpinned torch (lenskit) from replacing it.
+PIN := $(VENV)/torch-constraint.txt
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet "$(TORCH)"
-	$(PIP) install --quiet -e .
+	echo "$(TORCH)" > $(PIN)
+	$(PIP) install --quiet -c $(PIN) -e .
 	touch $@
 
 # rbo (the reference package the metric tests and benchmark compare against) pins numpy<2 in
@@ -25,7 +28,8 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 # for the ML-100k files its wheel carries (the registry resolves ml-100k from them offline).
 $(DEVSTAMP): pyproject.toml $(STAMP)
 	$(PIP) install --quiet "$(TORCH)"
-	$(PIP) install --quiet -e ".[dev]"
+	echo "$(TORCH)" > $(PIN)
+	$(PIP) install --quiet -c $(PIN) -e ".[dev]"
 	$(PIP) install --quiet --no-deps "rbo==0.1.3" "tqdm>=4.59" "recbole==1.2.1"
 	touch $@
 

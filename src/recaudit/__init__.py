@@ -8,6 +8,8 @@ Subpackages (one concept each), from the top layer down; a layer imports only la
   2023), :mod:`recaudit.fuzz` (influence-guided fuzzing, Shriver 2018),
   :mod:`recaudit.properties` (property templates, Shriver 2018), :mod:`recaudit.simulate`
   (MIRROR, Zhu et al. 2023);
+- :mod:`recaudit.runs` — exported rank lists of other tools (TREC, CSV/Parquet, RecBole),
+  read and compared (:func:`compare_runs`);
 - :mod:`recaudit.experiment` — what the studies share: specs, trial ids, data loading,
   executors and the results store;
 - :mod:`recaudit.perturb` — training-data perturbations, their protocol and registry;
@@ -22,4 +24,13 @@ from recaudit.errors import ConfigError, DataError, DatasetError, RecauditError,
 __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "DataError", "DatasetError", "RecauditError", "RecauditWarning",
-           "__version__"]
+           "__version__", "compare_runs"]
+
+
+def __getattr__(name: str):
+    # lazy: `import recaudit` stays light (pandas and the metric kernels load on first use)
+    if name == "compare_runs":
+        from recaudit.runs import compare_runs
+
+        return compare_runs
+    raise AttributeError(f"module 'recaudit' has no attribute {name!r}")

@@ -84,7 +84,8 @@ def test_spec_validation():
 
 
 @pytest.mark.parametrize("name", ["oh2022_table3.toml", "oh2022_table3_jodie.toml",
-                                  "betello2023_table3.toml", "quick.toml"])
+                                  "betello2023_table3.toml", "quick.toml",
+                                  "stabilise_wikipedia.toml"])
 def test_example_configs_are_valid(name):
     from pathlib import Path
 
@@ -94,3 +95,20 @@ def test_example_configs_are_valid(name):
     validate(cfg)  # every model parameter and perturbation name is known
     assert len(cfg.trials()) == (len(cfg.datasets) * len(cfg.models) * len(cfg.seeds)
                                  * len(cfg.perturbations))
+
+
+def test_stabilise_config_pairs_every_stabilised_model_with_its_plain_model():
+    """Issue 17's config: LSTM and SASRec, each plain, with FINEST and as a seed ensemble, so
+    the report's Stabilisation section can pair every stabilised trial with a plain twin."""
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "stabilise_wikipedia.toml")
+    plain = [m for m in cfg.models if m.stabilise is None]
+    stabilised = [m for m in cfg.models if m.stabilise is not None]
+    assert sorted(m.name for m in plain) == ["lstm", "sasrec"]
+    assert all(m.base in plain for m in stabilised)
+    assert sorted((m.name, m.stabilise["method"]) for m in stabilised) == [
+        ("lstm", "ensemble"), ("lstm", "finest"), ("sasrec", "ensemble"), ("sasrec", "finest")]
+    assert len({m.label for m in cfg.models}) == len(cfg.models)
+    assert {"random-delete", "casper-delete"} <= set(cfg.perturbations)
+    assert len(cfg.seeds) == 3

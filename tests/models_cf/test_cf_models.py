@@ -3,6 +3,8 @@ seen-item exclusion, the partial ``recommend`` and the protocol's ``rank``, dete
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -97,7 +99,7 @@ def test_user_user_by_hand_and_zero_variance_user():
     assert np.isnan(scores[1]).all()
 
 
-def _user_knn_reference(m, max_nbrs, min_sim=1e-6):
+def _user_knn_reference(m, max_nbrs, min_sim=1e-6, negative=False):
     mean = np.nanmean(m, axis=1)
     c = np.nan_to_num(m - mean[:, None])
     norm = np.linalg.norm(c, axis=1)
@@ -107,7 +109,7 @@ def _user_knn_reference(m, max_nbrs, min_sim=1e-6):
     for u in range(m.shape[0]):
         for i in range(m.shape[1]):
             nb = [v for v in range(m.shape[0]) if v != u and not np.isnan(m[v, i])
-                  and sim[u, v] >= min_sim]
+                  and (abs(sim[u, v]) if negative else sim[u, v]) >= min_sim]
             nb = sorted(nb, key=lambda v: -sim[u, v])[:max_nbrs]
             if nb:
                 s = sim[u, nb]
@@ -115,7 +117,7 @@ def _user_knn_reference(m, max_nbrs, min_sim=1e-6):
     return out
 
 
-def _item_knn_reference(m, max_nbrs, min_sim=1e-6):
+def _item_knn_reference(m, max_nbrs, min_sim=1e-6, negative=False):
     mean = np.nanmean(m, axis=0)
     c = np.nan_to_num(m - mean[None, :])
     norm = np.linalg.norm(c, axis=0)
@@ -125,7 +127,7 @@ def _item_knn_reference(m, max_nbrs, min_sim=1e-6):
     for u in range(m.shape[0]):
         for i in range(m.shape[1]):
             nb = [j for j in range(m.shape[1]) if j != i and not np.isnan(m[u, j])
-                  and sim[i, j] >= min_sim]
+                  and (abs(sim[i, j]) if negative else sim[i, j]) >= min_sim]
             nb = sorted(nb, key=lambda j: -sim[i, j])[:max_nbrs]
             if nb:
                 s = sim[i, nb]
@@ -133,15 +135,34 @@ def _item_knn_reference(m, max_nbrs, min_sim=1e-6):
     return out
 
 
+@pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("max_nbrs", [2, 20])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_knn_match_brute_force(max_nbrs, seed):
+def test_knn_match_brute_force(max_nbrs, seed, negative):
     m = random_ratings(seed, n_users=10, n_items=12, density=0.6)
     uu, ii = np.meshgrid(np.arange(m.shape[0]), np.arange(m.shape[1]), indexing="ij")
     for name, ref in (("user-user", _user_knn_reference), ("item-item", _item_knn_reference)):
-        model = create(name, max_nbrs=max_nbrs).fit(log_from_matrix(m), seed=0)
+        model = create(name, max_nbrs=max_nbrs, negative=negative).fit(log_from_matrix(m),
+                                                                       seed=0)
         got = model.predict(uu.ravel(), ii.ravel()).reshape(m.shape)
-        np.testing.assert_allclose(got, ref(m, max_nbrs), equal_nan=True, err_msg=name)
+        np.testing.assert_allclose(got, ref(m, max_nbrs, negative=negative), equal_nan=True,
+                                   err_msg=name)
+
+
+def test_negative_neighbours_by_hand():
+    # LensKit Java's AbsoluteThreshold: a negatively correlated user counts, and a rating
+    # below their mean pushes the score up
+    m = np.array([[4.0, 2.0, NAN],      # mean 3, centred (1, -1)
+                  [1.0, 5.0, 1.0]])     # mean 7/3, centred (-4/3, 8/3, -4/3): cos(u0, u1) < 0
+    c0, c1 = np.array([1.0, -1.0]), np.array([-4 / 3, 8 / 3])
+    s = c0 @ c1 / (np.linalg.norm(c0) * np.linalg.norm(c1))
+    assert s < 0
+    log = log_from_matrix(m)
+    assert np.isnan(create("user-user").fit(log, seed=0).predict([0], [2])).all()
+    got = create("user-user", negative=True).fit(log, seed=0).predict([0], [2])
+    np.testing.assert_allclose(got, [3 + s * (-4 / 3) / abs(s)])      # 3 + 4/3
+    with pytest.raises(ConfigError, match="key 'negative': expected true or false"):
+        create("user-user", negative="yes")
 
 
 def test_item_item_by_hand():
@@ -169,6 +190,18 @@ def test_funksvd_fits_low_rank_better_than_biases():
     bias = model.mu_ + model.item_bias_[ii] + model.user_bias_[uu]
     rmse, rmse_bias = (np.sqrt(np.mean((x - full[uu, ii]) ** 2)) for x in (pred, bias))
     assert rmse < 0.6 * rmse_bias
+
+
+def test_funksvd_without_damping_has_finite_biases_for_unrated_items():
+    # LensKit Java's default (BiasDamping 0): an item nobody rated used to get 0 / 0 = NaN
+    m = random_ratings(5)
+    m[:, 3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = create("funksvd", damping=0.0, iterations=3).fit(log_from_matrix(m), seed=0)
+    assert np.isfinite(model.item_bias_).all() and model.item_bias_[3] == 0
+    np.testing.assert_allclose(model.item_bias_[0], np.nanmean(m[:, 0]) - model.mu_)
+    assert np.isnan(model.predict([0], [3])).all()          # still unscorable
 
 
 def test_funksvd_unknown_user_and_item_are_unscorable():

@@ -116,3 +116,12 @@ def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     assert m["gru4rec/random-delete/recall_base"] == pytest.approx(rd["hit_base"].mean())
     assert m["gru4rec/none/ao"] == 1.0 and m["gru4rec/none/n_seeds"] == 2
     assert np.isfinite(m["gru4rec/random-delete/mrr_pert"])
+
+
+@pytest.mark.parametrize(("x", "shown"), [(None, "–"), (0.0, "0.0000"), (0.77994, "0.7799"),
+                                          (-0.23, "-0.2300"), (44.44, "44.4"),
+                                          (6.4e-05, "6.4e-05"), (-1.2345e-06, "-1.23e-06")])
+def test_report_numbers_keep_tiny_values_visible(x, shown):
+    from recaudit.reproduce._report import _num
+
+    assert _num(x) == shown

@@ -24,6 +24,7 @@ from recaudit.audit._engine import plan, run_audit, validate
 from recaudit.audit._runner import TrialOutcome, compare, perturb_context, run_trial
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, load_config,
                                   perturbation_label)
+from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
 from recaudit.experiment import (
     DatasetSpec,
     ExecutorSpec,
@@ -39,4 +40,5 @@ __all__ = ["METRICS", "AuditConfig", "DatasetSpec", "ExecutorSpec", "MetricSpec"
            "SplitSpec", "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "compare",
            "compare_methods", "load_config", "load_dataset", "paired_query_test",
            "perturb_context", "perturbation_label", "plan", "prepare", "query_distribution", "run_audit", "run_trial",
-           "seed_summary", "trial_summary", "user_groups", "validate"]
+           "seed_summary", "stabilisation_summary", "stabilised_pairs", "trial_summary",
+           "user_groups", "validate"]

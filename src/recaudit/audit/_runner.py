@@ -10,16 +10,25 @@ A trial's result is a pure function of its :class:`TrialSpec`:
   declares (:func:`perturb_context`); the perturbed model is trained with the *same* training
   seed (all training randomness fixed, Oh et al. 2022 §5), unless the perturbation asks for a
   reseed (``seed-only``: ``derive_seed(seed, "seed-only")``, Betello et al. 2023 RQ1);
-- both models rank the same test queries, built once from the original data.
+- both models rank the same test queries, built once from the original data;
+- a stabilised model (``ModelSpec.stabilise``, :mod:`recaudit.stabilise`) faces exactly the
+  edits chosen for its plain model (same draws; a perturbation that reads a model or the
+  baseline's lists reads the plain model's), and a method that ``uses_anchor`` gets the
+  unperturbed training data and seed of the trial (:class:`recaudit.stabilise.Anchor`).
 
-Baseline rank lists are cached on disk (``<store>.baselines/<key>.npz``, written atomically)
-so a baseline is trained once per (dataset, split, model, seed) and shared by every
-perturbation, worker and re-run.
+A baseline is trained once per (dataset, split, model, seed) and shared by every perturbation
+of it: its rank lists are cached (``<store>.baselines/<key>.npz`` or the executor's
+``cache_uri``, written atomically, :class:`~recaudit.experiment._cache.ArrayCache`) and read by
+the rest of its group, worker and re-run; on Ray, :func:`make_baseline` runs as a task of its
+own and its :class:`Baseline` reaches each trial of the group as an object reference
+(:func:`run_trial`'s ``baseline``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import platform
 import socket
 import time
@@ -30,14 +39,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit._files import atomic_path
 from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, RankLists, Split
 from recaudit.experiment import QUERY_METRICS, canonical_json, prepare
+from recaudit.experiment._cache import ArrayCache
 from recaudit.perturb import Context, Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
-__all__ = ["run_trial", "TrialOutcome", "compare", "versions", "perturb_context"]
+__all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "train_baseline", "compare",
+           "versions", "perturb_context"]
 
 log = logging.getLogger(__name__)
 
@@ -60,36 +70,82 @@ def versions() -> dict[str, str]:
             "device": f"{device} ({name})"}
 
 
-def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None
-         ) -> tuple[Any, float]:
-    from recaudit.models import create
-
-    model = create(trial.model.name, **{**(extra or {}), **trial.model.params})
+def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None,
+         anchor: Any = None) -> tuple[Any, float]:
+    model = trial.model.create(**(extra or {}))
     t0 = time.perf_counter()
-    model.fit(train, seed=seed)
+    if anchor is not None and getattr(model, "uses_anchor", False):
+        model.fit(train, seed=seed, anchor=anchor)
+    else:
+        model.fit(train, seed=seed)
     return model, time.perf_counter() - t0
 
 
-def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int
-              ) -> tuple[RankLists, float, float]:
-    model, fit_s = _fit(trial, train, seed)
-    t1 = time.perf_counter()
-    ranks = model.rank(split.queries, k=trial.metrics.depth)
+def _local(cache: str | os.PathLike | None) -> Path | None:
+    """``cache`` as a local directory, ``None`` when it is absent or a URL (``s3://...``)."""
+    if cache is None or "://" in str(cache):
+        return None
+    return Path(cache)
+
+
+def _anchor(trial: TrialSpec, split: Split, cache_dir: Path | None) -> Any:
+    """What a stabilised model may read of the unperturbed model (``recaudit.stabilise``)."""
+    if trial.model.stabilise is None:
+        return None
+    from recaudit.stabilise import Anchor
+
+    return Anchor(split.train, trial.seed, cache_dir)
+
+
+def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
+              cache_dir: Path | None = None) -> tuple[RankLists, float, float]:
+    model, fit_s = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
+    try:
+        t1 = time.perf_counter()
+        ranks = model.rank(split.queries, k=trial.metrics.depth)
+    finally:
+        if hasattr(model, "close"):  # models with files on disk (command models) remove them
+            model.close()
     return ranks, fit_s, time.perf_counter() - t1
 
 
-def _baseline(trial: TrialSpec, log_: Interactions, split: Split, cache_dir: Path | None
-              ) -> tuple[RankLists, float, float]:
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline's rank lists (``items``, as cached) and the seconds it took to train and rank
+    (0 when read from a cache)."""
+
+    items: np.ndarray
+    fit_seconds: float = 0.0
+    rank_seconds: float = 0.0
+
+
+def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | None = None
+                   ) -> tuple[RankLists, float, float]:
+    """Train the unperturbed model of ``trial`` and rank the test queries (the one place a
+    baseline is trained); ``cache``: the audit's baseline cache (a stabilised model keeps what
+    it derives there when it is a local directory)."""
+    return _fit_rank(trial, split.train, split, trial.seed, _local(cache))
+
+
+def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
+              cache: str | os.PathLike | None) -> tuple[RankLists, float, float]:
     key = trial.baseline_key(log_.fingerprint())
-    path = None if cache_dir is None else cache_dir / f"{key}.npz"
-    if path is not None and path.exists():
-        with np.load(path) as z:
-            return RankLists(z["items"]), 0.0, 0.0
-    ranks, fit_s, rank_s = _fit_rank(trial, split.train, split, trial.seed)
-    if path is not None:
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, items=ranks.items)
+    store = None if cache is None else ArrayCache(cache)
+    hit = None if store is None else store.get(key)
+    if hit is not None:
+        return RankLists(hit["items"]), 0.0, 0.0
+    ranks, fit_s, rank_s = train_baseline(trial, split, cache)
+    if store is not None:
+        store.put(key, items=ranks.items)
     return ranks, fit_s, rank_s
+
+
+def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
+    """The baseline of ``trial``: read from ``cache`` (a directory or URL), else trained (and
+    written there)."""
+    data, split = prepare(trial.dataset, trial.split)
+    ranks, fit_s, rank_s = _baseline(trial, data, split, cache)
+    return Baseline(ranks.items, fit_s, rank_s)
 
 
 def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) -> pd.DataFrame:
@@ -129,11 +185,13 @@ def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: Ra
     """The inputs ``spec.needs`` asks for, and nothing else: the baseline's lists for the test
     queries, the baseline model refitted with the family's extra parameters (deterministic, so
     the same model as the cached baseline; e.g. TracIn's checkpoints do not change training),
-    the held-out pairs."""
+    the held-out pairs. For a stabilised model the fitted model is the *plain* one, so a
+    model-guided perturbation edits the same interactions for both."""
     needs = spec.needs
     model = None
     if needs.model:
-        model, _ = _fit(trial, split.train, trial.seed, dict(needs.model_params))
+        plain = dataclasses.replace(trial, model=trial.model.base)
+        model, _ = _fit(plain, split.train, trial.seed, dict(needs.model_params))
     return Context(queries=split.queries, baseline=base if needs.recommendations else None,
                    k=trial.metrics.k, model=model,
                    protected=split.held_out_pairs() if needs.protected else None)
@@ -149,26 +207,57 @@ class TrialOutcome:
 
 
 def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
-              audit: str = "audit", cache_dir: str | Path | None = None) -> TrialOutcome:
+              audit: str = "audit", cache_dir: str | os.PathLike | None = None,
+              baseline: Baseline | None = None, charge_baseline: bool = True) -> TrialOutcome:
     """Run one trial from its spec (pure: same spec, same numbers).
 
     ``perturbation`` is ``trial.perturbation`` already parsed (the engine parses it once, in
-    the process that read the config); ``cache_dir`` holds the shared baselines.
+    the process that read the config); ``cache_dir`` (a directory or an fsspec URL) holds the
+    shared baselines. ``baseline``: the trial's baseline, made elsewhere
+    (:func:`make_baseline`); its seconds count in this trial's timings if ``charge_baseline``.
+    Models' temporary files (command models, RecBole's worker) go under the store's directory
+    (the parent of a local ``cache_dir``) and are removed when the trial ends.
     """
+    from recaudit.models._scratch import scratch_dir
+
+    local = _local(cache_dir)
+    with scratch_dir(None if local is None else local.parent):
+        return _run_trial(trial, perturbation, audit=audit, cache_dir=cache_dir,
+                          baseline=baseline, charge_baseline=charge_baseline)
+
+
+def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: str,
+               cache_dir: str | os.PathLike | None, baseline: Baseline | None,
+               charge_baseline: bool) -> TrialOutcome:
     started = time.time()
     t0 = time.perf_counter()
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
-    base, base_fit, base_rank = _baseline(trial, data, split,
-                                          None if cache_dir is None else Path(cache_dir))
+    if baseline is None:
+        base, base_fit, base_rank = _baseline(trial, data, split, cache_dir)
+    else:
+        if len(baseline.items) != len(split.queries):
+            raise ValueError(f"baseline has {len(baseline.items)} rank lists for "
+                             f"{len(split.queries)} queries")
+        base = RankLists(baseline.items)
+        base_fit, base_rank = ((baseline.fit_seconds, baseline.rank_seconds) if charge_baseline
+                               else (0.0, 0.0))
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     p0 = time.perf_counter()
     rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation))
-    context = perturb_context(spec, trial, split, base)
-    train, record = spec.perturb(split.train, rng, context)
+    plain_base = base  # a stabilised model faces the edits chosen for its plain model
+    if trial.model.stabilise is not None and spec.needs.recommendations:
+        plain_base = _baseline(dataclasses.replace(trial, model=trial.model.base), data, split,
+                               cache_dir)[0]
+    context = perturb_context(spec, trial, split, plain_base)
+    try:
+        train, record = spec.perturb(split.train, rng, context)
+    finally:
+        if context.model is not None and hasattr(context.model, "close"):
+            context.model.close()
     perturb_s = time.perf_counter() - p0
     seed = derive_seed(trial.seed, "seed-only") if spec.needs.reseed else trial.seed
-    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed)
+    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir))
     queries = compare(base, pert, split, trial.metrics.k, trial.metrics.p)
     row = {"trial_id": trial.trial_id(fingerprint), "baseline_key": trial.baseline_key(fingerprint),
            "audit": audit, "dataset": trial.dataset.label, "model": trial.model.name,

@@ -40,11 +40,11 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 
 
 def _attach() -> None:
-    from recaudit.cli import (_audit, _datasets, _fuzz, _models, _properties, _report,
+    from recaudit.cli import (_audit, _compare, _datasets, _fuzz, _models, _properties, _report,
                               _reproduce, _simulate)
 
     for module in (_datasets, _models, _audit, _report, _simulate, _properties, _fuzz,
-                   _reproduce):
+                   _reproduce, _compare):
         module.register(app)
 
 

@@ -97,6 +97,10 @@ def _show_preset(console, name: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    sub = typer.Typer(no_args_is_help=True, help="Recommendation models: list with parameters.")
+    from recaudit.cli._check import check_cmd
+
+    sub = typer.Typer(no_args_is_help=True,
+                      help="Recommendation models: list with parameters, check conformance.")
     sub.command("list")(list_cmd)
+    sub.command("check")(check_cmd)
     app.add_typer(sub, name="models")

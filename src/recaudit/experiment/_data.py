@@ -4,10 +4,16 @@
 filters; :func:`prepare` also splits it (:class:`SplitSpec`) and checks that a model can learn
 from the training part. Both are memoised per process on the canonical JSON of their specs, so
 a worker that runs many trials of one dataset loads and splits it once.
+
+A worker on another machine need not be able to read the data at all: the Ray executor loads
+each dataset once on the driver and hands it over (through Ray's object store) to
+:func:`install_dataset`, which checks its fingerprint against the driver's; from then on
+:func:`load_dataset` returns it in that process.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from functools import lru_cache
@@ -17,7 +23,7 @@ from recaudit.errors import DataError
 from recaudit.experiment._ids import canonical_json
 from recaudit.experiment._specs import DatasetSpec, SplitSpec
 
-__all__ = ["load_dataset", "read_dataset", "prepare", "data_summary"]
+__all__ = ["load_dataset", "read_dataset", "prepare", "data_summary", "install_dataset"]
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +69,39 @@ def _load_cached(dataset_json: str) -> Interactions:
     return read_dataset(DatasetSpec.from_dict(json.loads(dataset_json)))
 
 
+#: Logs handed to this process by :func:`install_dataset`, by canonical dataset spec.
+_INSTALLED: dict[str, Interactions] = {}
+
+
+def install_dataset(spec: DatasetSpec | str, data: Interactions, fingerprint: str) -> None:
+    """Make :func:`load_dataset` return ``data`` for ``spec`` (a spec or its canonical JSON)
+    in this process, after checking that its content hashes to ``fingerprint`` (what the
+    process that loaded it computed). Installing the same data again is free."""
+    key = spec if isinstance(spec, str) else canonical_json(spec)
+    have = _INSTALLED.get(key)
+    if have is not None and have.fingerprint() == fingerprint:
+        return
+    fresh = copy.copy(data)
+    object.__setattr__(fresh, "_fingerprint", [])  # recompute, not the sender's cached value
+    if fresh.fingerprint() != fingerprint:
+        raise DataError(f"the data received has fingerprint {fresh.fingerprint()[:12]}, not the "
+                        f"sender's {fingerprint[:12]}", source=data.name,
+                        hint="the same recaudit version must run on every node")
+    _INSTALLED[key] = data
+    if have is not None:
+        _prepare_cached.cache_clear()  # splits of the data replaced
+
+
 def load_dataset(spec: DatasetSpec) -> Interactions:
-    """The filtered log of ``spec`` (memoised per process).
+    """The filtered log of ``spec`` (memoised per process, or installed by
+    :func:`install_dataset`).
 
     Errors: :class:`~recaudit.errors.DataError` for unreadable data or nothing left after the
     filters, :class:`~recaudit.errors.ConfigError` for bad options.
     """
-    return _load_cached(canonical_json(spec))
+    key = canonical_json(spec)
+    installed = _INSTALLED.get(key)
+    return installed if installed is not None else _load_cached(key)
 
 
 @lru_cache(maxsize=4)

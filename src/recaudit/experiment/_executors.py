@@ -8,6 +8,12 @@ baseline, so a baseline is trained once and read from the cache by the rest of i
 
 Workers of a pool are limited to ``threads_per_worker`` torch threads and get
 ``ExecutorSpec.devices`` round-robin (:func:`recaudit.models.set_process_device`).
+
+On Ray (:mod:`recaudit.experiment._ray`) nothing goes through a file system: ``data`` names the
+datasets a job reads, which the driver loads once and ships through Ray's object store, and
+``share`` makes a group's product (the audit's baseline) once, as a task whose result each job of
+the group receives as an extra last argument. The other executors ignore both: their jobs read
+the data and the cached products themselves, on the one machine they share.
 """
 
 from __future__ import annotations
@@ -17,8 +23,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from recaudit.errors import ConfigError
-from recaudit.experiment._specs import ExecutorSpec
+from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 
 __all__ = ["execute"]
 
@@ -54,10 +59,14 @@ def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
 
 
 def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
-            group: Callable[[Job], Hashable] | None = None) -> Iterator[Any]:
+            group: Callable[[Job], Hashable] | None = None,
+            share: Callable[..., Any] | None = None,
+            data: Callable[[Job], Sequence[DatasetSpec]] | None = None) -> Iterator[Any]:
     """Run ``fn(*job)`` for every job and yield the results as they finish.
 
     The order of results depends on the executor (in-process: job order); the results do not.
+    Ray only: ``share`` (module-level, with ``group``) makes each group's product, passed as
+    ``fn(*job, product)``; ``data(job)`` lists the datasets to ship to the job's worker.
     """
     jobs = list(jobs)
     if spec.kind == "inprocess":
@@ -65,7 +74,9 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
     elif spec.kind == "process":
         yield from _pool(fn, jobs, spec, group)
     else:
-        yield from _ray(fn, jobs, spec, group)
+        from recaudit.experiment._ray import run_ray
+
+        yield from run_ray(fn, jobs, spec, group, share, data)
 
 
 def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> Iterator[Any]:
@@ -128,34 +139,3 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
             return set(wait(fs, return_when=FIRST_COMPLETED)[0])
 
         yield from _scheduled(jobs, group, submit, wait_any, lambda f: f.result())
-
-
-def _ray(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
-         group: Callable[[Job], Hashable] | None) -> Iterator[Any]:
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("executor.kind = 'ray' needs the optional extra: "
-                          "pip install 'recaudit[ray]'") from None
-    started = False
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if spec.address:
-            kwargs["address"] = spec.address
-        else:
-            kwargs["num_cpus"] = spec.workers
-        ray.init(**kwargs)
-        started = True
-    try:
-        remote = ray.remote(num_cpus=1)(_call)
-
-        def submit(job: Job) -> Any:
-            return remote.remote(fn, job, spec.threads_per_worker)
-
-        def wait_any(refs: set) -> set:
-            return set(ray.wait(list(refs), num_returns=1)[0])
-
-        yield from _scheduled(jobs, group, submit, wait_any, ray.get)
-    finally:
-        if started:
-            ray.shutdown()

@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from recaudit.experiment._executors import Job, execute
-from recaudit.experiment._specs import ExecutorSpec
+from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 from recaudit.experiment._store import Store
 
 __all__ = ["run_pending"]
@@ -19,18 +19,25 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]]
                 fn: Callable[..., Any], executor: ExecutorSpec,
                 write: Callable[[Store, Any], str], *,
                 group: Callable[[Job], Hashable] | None = None,
+                share: Callable[..., Any] | None = None,
+                data: Callable[[Job], Sequence[DatasetSpec]] | None = None,
                 progress: Callable[[str | None, int, int], None] | None = None) -> int:
     """Run ``fn(*job)`` for every planned ``(trial id, job)`` whose id is not in ``done``,
     write each result with ``write(store, result)`` (which returns the result's trial id) as
     it arrives, and report ``progress(trial_id, finished, total)`` (first with ``None`` for the
-    trials already done). Returns the number of trials run."""
+    trials already done). ``group``, ``share`` and ``data`` go to
+    :func:`~recaudit.experiment.execute`. Returns the number of trials run.
+
+    Consistency: each result is written in one transaction as soon as it arrives, so a driver
+    killed at any moment keeps every trial it had received and none half; writes replace by
+    trial id, so a trial that arrives twice (a retried task) is stored once."""
     jobs = [job for tid, job in planned if tid not in done]
     total = len(planned)
     finished = total - len(jobs)
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", len(jobs), total, finished)
-    for result in execute(fn, jobs, executor, group=group):
+    for result in execute(fn, jobs, executor, group=group, share=share, data=data):
         tid = write(store, result)
         finished += 1
         if progress:

@@ -97,16 +97,21 @@ class SplitSpec(Config):
 
 @dataclass(frozen=True)
 class ModelSpec(Config):
-    """A registered model and its parameters.
+    """A registered model and its parameters, optionally stabilised.
 
     name: a registered model (``recaudit models list``). params: its parameters, validated
-    against the model's own configuration.
+    against the model's own configuration. stabilise: a stabilisation method and its options,
+    ``{method = "finest", epochs = 10}`` or ``{method = "ensemble", n = 5}``
+    (:mod:`recaudit.stabilise`; None: the plain model). A stabilised spec is a model of its
+    own: its trial ids, baselines and label differ from the plain model's, whose ids are
+    unchanged (``to_dict`` leaves ``stabilise`` out when it is None).
     """
 
     _shorthand = "name"
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    stabilise: Mapping[str, Any] | None = None
 
     def validate(self) -> None:
         from recaudit.config import Config as _Config
@@ -125,28 +130,82 @@ class ModelSpec(Config):
                 inner = (exc.key or "").split(".")[-1]
                 raise ConfigError(exc.message, key=f"params.{inner}" if inner else "params",
                                   hint=exc.hint) from None
+        if self.stabilise is not None:
+            try:
+                self.create()  # the method's options, and whether it applies to this model
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key="stabilise" + (f".{exc.key}" if exc.key
+                                                                  else ""),
+                                  hint=exc.hint) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if d["stabilise"] is None:
+            del d["stabilise"]
+        return d
+
+    @property
+    def base(self) -> ModelSpec:
+        """The plain model of this spec (itself when it is not stabilised)."""
+        return self if self.stabilise is None else ModelSpec(self.name, self.params)
+
+    def create(self, **extra: Any) -> Any:
+        """A fresh model of this spec (``extra`` parameters below ``params``), stabilised as
+        ``stabilise`` says."""
+        from recaudit.models import create
+
+        def make() -> Any:
+            return create(self.name, **{**extra, **self.params})
+
+        if self.stabilise is None:
+            return make()
+        from recaudit.stabilise import stabilise
+
+        return stabilise(make, self.stabilise)
 
     @property
     def label(self) -> str:
-        """``name(k=v,...)`` with every parameter (sorted): unique per spec."""
-        if not self.params:
-            return self.name
-        return self.name + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+        """``name(k=v,...)`` with every parameter (sorted), then ``+method(k=v,...)`` when
+        stabilised: unique per spec."""
+        label = self.name
+        if self.params:
+            label += "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+        if self.stabilise is not None:
+            opts = {k: v for k, v in self.stabilise.items() if k != "method"}
+            label += f"+{self.stabilise.get('method')}"
+            if opts:
+                label += "(" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + ")"
+        return label
 
 
 @dataclass(frozen=True)
 class ExecutorSpec(Config):
     """Where trials run; every executor gives the same numbers.
 
-    kind: ``inprocess``, ``process`` (a pool of spawned processes) or ``ray`` (optional extra).
-    workers: processes of the pool (or Ray CPUs of a local cluster). threads_per_worker: torch
-    threads of each worker. address: a Ray cluster's address (None: start a local one).
+    kind: ``inprocess``, ``process`` (a pool of spawned processes) or ``ray`` (optional extra;
+    one machine or a cluster, see ``docs/cluster.md``). workers: processes of the pool (or
+    concurrent trials of a local Ray cluster started for the audit). threads_per_worker: torch
+    threads of each worker; on Ray also the CPUs each trial reserves (``num_cpus``).
+    address: a Ray cluster's address, e.g. ``"auto"`` on a node of a cluster started with
+    ``ray start`` or ``"ray://head:10001"`` (None: start a local one).
     devices: devices dealt to the pool's workers round-robin, e.g. ``["cuda:0"]``: worker ``w``
     trains every model whose ``device`` is ``"auto"`` (or ``"cuda"``) on
     ``devices[w % len(devices)]``, so ``workers = 16, devices = ["cuda:0"]`` runs 16 trials at a
     time on one GPU; models with ``device = "cpu"`` stay on the CPU. The device is not part of
     a trial's identity: use one kind of device per audit (CUDA and CPU results differ in the
     last bits); the device used is recorded with each trial.
+    gpus_per_trial: Ray only: the GPUs each trial reserves (Ray's ``num_gpus``; a fraction
+    packs several trials on a GPU, ``0.125``: eight). The trial's models with device ``"auto"``
+    or ``"cuda"`` train on the GPU Ray assigned; 0: trials run on CPUs only.
+    retries: Ray only: how often a trial (or a baseline) whose worker process or node died is
+    run again, elsewhere (Ray's ``max_retries``; errors raised by a trial itself are not
+    retried). 0: never.
+    cache_uri: where baseline rank lists are kept between trials and runs: a directory or an
+    fsspec URL (``s3://bucket/audit``, ``gs://...``; needs ``s3fs``/``gcsfs`` on every node).
+    None: ``<output>.baselines`` next to the store for ``inprocess`` and ``process``; nothing
+    on disk for ``ray``, whose baselines travel between nodes as object references (a restarted
+    audit then retrains the baselines of its unfinished trials). On Ray a local path must be
+    absolute and mounted on every node.
     """
 
     kind: Literal["inprocess", "process", "ray"] = "inprocess"
@@ -154,6 +213,9 @@ class ExecutorSpec(Config):
     threads_per_worker: int = 1
     address: str | None = None
     devices: tuple[str, ...] = ()
+    gpus_per_trial: float = 0.0
+    retries: int = 3
+    cache_uri: str | None = None
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -186,7 +248,33 @@ class ExecutorSpec(Config):
                 raise self.invalid("devices", exc.message) from None
         if self.devices and self.kind == "ray":
             raise self.invalid("devices", "executor.devices is for kind = 'process' (and "
-                                          "'inprocess'); Ray places trials on GPUs itself")
+                                          "'inprocess'); Ray places trials on GPUs itself: "
+                                          "set gpus_per_trial")
         if self.kind == "inprocess" and len(self.devices) > 1:
             raise self.invalid("devices", "executor.kind = 'inprocess' runs on one device; use "
                                           "kind = 'process' with workers >= 2 for several")
+        self._validate_cluster()
+
+    def _validate_cluster(self) -> None:
+        g = self.gpus_per_trial
+        if not g >= 0:  # also NaN
+            raise self.invalid("gpus_per_trial", f"must be >= 0, got {g}")
+        if g and self.kind != "ray":
+            raise self.invalid("gpus_per_trial", "is for kind = 'ray'; the process pool takes "
+                                                 "executor.devices")
+        if g > 1 and g != int(g):
+            raise self.invalid("gpus_per_trial", f"must be a fraction <= 1 or a whole number "
+                                                 f"(Ray's num_gpus), got {g}")
+        if self.retries < 0:
+            raise self.invalid("retries", f"must be >= 0, got {self.retries}")
+        if self.cache_uri is not None:
+            from recaudit.experiment._cache import check_uri
+
+            try:
+                local = check_uri(self.cache_uri)
+            except ValueError as exc:
+                raise self.invalid("cache_uri", str(exc)) from None
+            if local is not None and self.kind == "ray" and not os.path.isabs(local):
+                raise self.invalid("cache_uri", f"{self.cache_uri!r} is relative; on Ray every "
+                                                "node opens it: give an absolute path on a "
+                                                "shared mount, or a URL such as s3://...")

@@ -14,7 +14,8 @@ CTRAND     change random rating to the highest value of the scale               
 AMU        add    random unrated items, random values, most influential user    user
 RMU        remove random ratings of the most influential user                   user
 CMU        change random ratings of the most influential user to the low value  user
-ALI        add    random users, random values, least influential item           item
+ALI        add    random users, random values, least influential item (updated  item
+                  after each modification)
 AMR        add    random value, random user, random item whose mean rating is   rating
                   within ε (0.05) of the most influential rating value
 AMA        add    low value, random users, item of highest summed eq. 4.9 score attribute
@@ -34,6 +35,14 @@ Documented choices where the thesis is silent:
   cannot take all ``M`` modifications (e.g. RMU with ``M`` larger than the user's ratings), the
   heuristic continues with the next aspect in influence order; ``info["chosen"]`` lists the
   aspects used. AMR draws a fresh item (uniformly among the ε-close items) per modification.
+- ALI picks the least influential item per modification, counting the set's earlier
+  additions (each raises the item's I^I by one), so ``M`` ratings spread over the items tied
+  at the lowest influence instead of piling onto one. Table 4.6 supports this reading: ALI's
+  instability grows about linearly with ``M`` (User-User 0.0038, 0.037, 0.31 for 1, 10, 100),
+  as it does when every modification reaches another item. AMU, CMU and AMA keep their
+  aspect either way (added ratings never lower the top user's I^U, changes leave it as it is,
+  attribute influence depends on the fixed recommendations only); RMU keeps the user that was
+  most influential before the set, although its removals may lower that user's I^U.
 - APORTFOLIO: modification ``j`` comes from heuristic ``j mod m``; the members see the pairs
   already used, so the set stays conflict-free.
 """
@@ -230,11 +239,30 @@ def _by_user(kind: str) -> Callable[..., _Result]:
 
 
 def _ali(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -> _Result:
+    """Each modification goes to the item least influential *at that point*: an added rating
+    by a user with recommendations raises the item's I^I by one, so the set spreads over the
+    items tied at the lowest influence (ties in a random order drawn once)."""
     scores = inf.item_influence(ctx.train, ctx.recs())
-    order = _order(scores, rng, descending=False)
-    mods, info = _add_along(ctx, n, rng, used, order, by="item", value=None)
-    info["influence"] = [int(scores[i]) for i in info["chosen"]]
-    return mods, info
+    recs = ctx.recs()
+    has_rec = np.zeros(ctx.train.n_users, dtype=np.int64)
+    has_rec[recs.users[(recs.items >= 0).any(axis=1)]] = 1
+    level = scores.astype(np.int64)
+    tie = rng.permutation(ctx.n_items)
+    users, items = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    taken = np.asarray(used, dtype=np.int64)
+    for j in range(n):
+        for i in np.lexsort((tie, level)):
+            free = _free_users(ctx, int(i), taken)
+            if len(free):
+                break
+        else:
+            raise ValueError(f"cannot place {n} add modifications: only {j} free pairs")
+        users[j], items[j] = rng.choice(free), i
+        taken = np.append(taken, pair_keys(users[j], i, ctx.n_items))
+        level[i] += has_rec[users[j]]
+    chosen = list(dict.fromkeys(items.tolist()))
+    info = {"chosen": chosen, "influence": [int(scores[i]) for i in chosen]}
+    return ModificationSet.of(ADD, users, items, _values(ctx, n, rng)), info
 
 
 def _amr(ctx: FuzzContext, n: int, rng: np.random.Generator, used: np.ndarray) -> _Result:

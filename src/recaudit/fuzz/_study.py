@@ -203,7 +203,7 @@ def run_study(study: FuzzStudy, *, progress: Progress | None = None) -> Path:
         store.set_meta("fuzz.data", {"dataset": study.dataset.label, **data_summary(log)})
         store.set_meta("fuzz.study", study.to_dict())
         run_pending(store, store.ids("fuzz_trials"), planned, run_fuzz_trial, study.executor,
-                    _write, progress=None if progress is None else
+                    _write, data=lambda job: (job[0].dataset,), progress=None if progress is None else
                     (lambda tid, done, total: progress(done, total)))
     return out
 

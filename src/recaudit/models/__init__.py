@@ -7,14 +7,19 @@ gives the parameters back as plain data.
 
 - sequential next-item models (``lstm``, ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4rec``,
   ``jodie``, ``latentcross``) on :class:`SequentialRecommender`;
-- rating-based models (``user-user``, ``item-item``, ``funksvd``, ``slope-one``, ``lightfm``);
-- ``recbole``: any RecBole sequential model, run in a separate RecBole environment.
+- rating-based models (``user-user``, ``item-item``, ``funksvd``, ``slope-one``, ``lightfm``)
+  and adapters to LensKit (``lenskit-item-knn``, ``lenskit-user-knn``, ``lenskit-biased-mf``,
+  ``lenskit-implicit-mf``) and implicit (``implicit-als``, ``implicit-bpr``,
+  ``implicit-item-knn``), optional extras;
+- ``recbole``: any RecBole sequential model, run in a separate RecBole environment;
+- ``command``: any program, trained and queried through command templates (``_command``).
 
 :mod:`recaudit.models.testing` is the conformance kit every model passes.
 """
 
 from recaudit.models._bert4rec import BERT4Rec
 from recaudit.models._cf import FunkSVD, ItemKNN, LightFM, SlopeOne, UserKNN
+from recaudit.models._command import CommandError, CommandModel
 from recaudit.models._gru4rec import GRU4Rec
 from recaudit.models._jodie import JODIE
 from recaudit.models._latentcross import LatentCross
@@ -28,8 +33,8 @@ from recaudit.models._sasrec import SASRec
 from recaudit.models._sequential import SequentialConfig, SequentialRecommender
 from recaudit.models._tisasrec import TiSASRec
 
-__all__ = ["BERT4Rec", "Configurable", "FunkSVD", "GRU4Rec", "ItemKNN", "JODIE", "LSTM",
-           "LatentCross",
+__all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD", "GRU4Rec",
+           "ItemKNN", "JODIE", "LSTM", "LatentCross",
            "LightFM", "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries", "available",
            "check_device", "create", "model_class", "register", "resolve_device",

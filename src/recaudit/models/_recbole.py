@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from recaudit.errors import ConfigError, DataError, RecauditError
 from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models._registry import register
+from recaudit.models._scratch import make_workspace, pack_workspace, unpack_workspace
 
 __all__ = ["RecBoleModel", "recbole_python", "time_recbole_epoch"]
 
@@ -82,6 +82,11 @@ class RecBoleConfig(Config):
                 raise self.invalid("params", f"params[{key!r}] is set by recaudit; remove it")
 
 
+def _job_paths(job: Path) -> dict[str, str]:
+    """The RecBole config keys that point into the job directory ``job``."""
+    return {"data_path": str(job / "data"), "checkpoint_dir": str(job / "saved")}
+
+
 def _prefix_samples(train: Interactions, max_len: int) -> list[str]:
     """RecBole's pre-augmented sequential format: header + one line per training target,
     ``user <TAB> preceding items (at most max_len, oldest first) <TAB> target``."""
@@ -115,7 +120,31 @@ class RecBoleModel(Configurable):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._dir: tempfile.TemporaryDirectory | None = None
+        self._job: Path | None = None
+        self._finalizer: Any = None
+
+    def close(self) -> None:
+        """Remove the worker's job directory (data files, trained state)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._job = self._finalizer = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the trained state is the job directory's files: a copy carries them (see _scratch)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_job", "_finalizer")}
+        if self._job is not None:
+            state["_files"] = pack_workspace(self._job)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        files = state.pop("_files", None)
+        self.__dict__.update(state, _job=None, _finalizer=None)
+        if files is not None:
+            job, self._finalizer = unpack_workspace(self, "recaudit-recbole-", files)
+            spec = json.loads((job / "job.json").read_text())
+            spec["config"].update(_job_paths(job))  # the worker reads its files from here
+            (job / "job.json").write_text(json.dumps(spec))
+            self._job = job
 
     def _python(self) -> str:
         py = recbole_python(self.config.python)
@@ -129,8 +158,10 @@ class RecBoleModel(Configurable):
         if not isinstance(train, Interactions):
             raise TypeError(f"train must be Interactions, got {type(train).__name__}")
         python = self._python()
-        self._dir = tempfile.TemporaryDirectory(prefix="recaudit-recbole-")
-        job = Path(self._dir.name)
+        self.close()
+        # under the store's directory during an audit (see recaudit.models._scratch)
+        job, self._finalizer = make_workspace(self, "recaudit-recbole-")
+        self._job = job
         data = job / "data" / "rl"
         data.mkdir(parents=True)
         max_len = int(self.config.params.get("MAX_ITEM_LIST_LENGTH", 50))
@@ -144,11 +175,11 @@ class RecBoleModel(Configurable):
         (data / "rl.test.inter").write_text(lines[0] + lines[-1])
         cfg = {"loss_type": "CE", "train_neg_sample_args": None, **self.config.params,
                "seed": int(seed), "reproducibility": True, "epochs": self.config.epochs,
-               "data_path": str(job / "data"), "dataset": "rl",
+               **_job_paths(job), "dataset": "rl",
                "benchmark_filename": ["train", "valid", "test"], "show_progress": False,
                "alias_of_item_id": ["item_id_list"],
                "load_col": {"inter": ["user_id", "item_id_list", "item_id"]},
-               "checkpoint_dir": str(job / "saved"), "log_wandb": False}
+               "log_wandb": False}
         (job / "job.json").write_text(json.dumps({"action": "fit", "model": self.config.model,
                                                   "n_items": train.n_items, "config": cfg}))
         self.result_ = _run_worker(python, job, self.config.timeout)
@@ -159,11 +190,11 @@ class RecBoleModel(Configurable):
         return self
 
     def score(self, queries: Queries | Interactions) -> np.ndarray:
-        if self._dir is None:
+        if self._job is None:
             raise RuntimeError("RecBoleModel is not fitted; call fit(train, seed=...)")
         q = as_queries(queries, max_len=self.max_len_)
         items, _ = q.padded(self.max_len_)
-        job = Path(self._dir.name)
+        job = self._job
         np.save(job / "context.npy", items)  # right-aligned, -1 padded, our item codes
         spec = json.loads((job / "job.json").read_text())
         spec["action"] = "score"

@@ -9,6 +9,7 @@ from typing import Any
 
 from recaudit.report import _figures as F
 from recaudit.report import _setup as S
+from recaudit.report import _stabilise as ST
 from recaudit.report import _studies as R
 from recaudit.report import _tables as T
 from recaudit.report._data import ReportData, load
@@ -55,7 +56,8 @@ def build_report(store: str | Path | ReportData, *, figures: bool = True) -> Rep
     matplotlib figures: tables only, for the markdown / LaTeX / CSV renderers).
 
     Sections, each only where the file has its data: the stability audit (RLS, accuracy,
-    user groups, counts, position removal), property templates, fuzzing, MIRROR, setup."""
+    user groups, counts, position removal, stabilisation), property templates, fuzzing,
+    MIRROR, setup."""
     data = store if isinstance(store, ReportData) else load(store)
 
     def fig(key: str, title: str, make: Any, caption: str = "") -> list[FigureItem]:
@@ -145,6 +147,10 @@ def _audit_sections(data: ReportData, fig: Any) -> list[Section]:
                                    lambda d=d, m=m: F.position_figure(data, d, m),
                                    "Dashed: mean over seeds vs n; solid: baseline.")
         sections.append(pos)
+
+    tables = ST.stabilisation_tables(data)
+    if tables:
+        sections.append(Section("stabilisation", "Stabilisation", ST.INTRO, tables=tables))
     return sections
 
 

@@ -22,8 +22,12 @@ _MARK = {True: "yes", False: "**no**", None: "–"}
 
 
 def _num(x: float | None) -> str:
+    """Four decimals, one above 10, and three significant digits below 0.001 (Shriver's
+    precisions of 1e-5 would all print as 0.0000)."""
     if x is None:
         return "–"
+    if x != 0 and abs(x) < 1e-3:
+        return f"{x:.3g}"
     return f"{x:.4f}" if abs(x) < 10 else f"{x:.1f}"
 
 

@@ -2,9 +2,10 @@
 
 ``"user-user"``, ``"item-item"`` (LensKit-style kNN), ``"funksvd"``, ``"slope-one"`` are
 built in (numpy / scipy.sparse / numba); ``"lightfm"`` adapts the optional ``lightfm-next``
-package (imported when the model is fitted). All rank items for the query's *user*, exclude the
-user's training items by default and offer ``predict(users, items)`` and the thesis' partial
-``recommend(users, k)``.
+package (imported when the model is fitted); ``lenskit-*`` (``_lenskit``) and ``implicit-*``
+(``_implicit``) adapt LensKit 2025.8.1 and implicit (extras ``lenskit``, ``implicit``). All
+rank items for the query's *user*, exclude the user's training items by default and offer
+``predict(users, items)`` and the thesis' partial ``recommend(users, k)``.
 
 Built in rather than adapted (measured on ml-latest-small, 671 users x 9,066 items, top-10 over
 every unseen item for every user, same machine and load): scikit-surprise 1.1.5 ``SlopeOne``
@@ -19,9 +20,13 @@ training is not worth re-implementing: it is adapted.
 
 from recaudit.models._cf._base import RatingRecommender, rating_matrix
 from recaudit.models._cf._funksvd import FunkSVD
+from recaudit.models._cf._implicit import ImplicitALS, ImplicitBPR, ImplicitItemKNN
 from recaudit.models._cf._knn import ItemKNN, UserKNN
+from recaudit.models._cf._lenskit import (LensKitBiasedMF, LensKitImplicitMF, LensKitItemKNN,
+                                          LensKitUserKNN)
 from recaudit.models._cf._lightfm import LightFM
 from recaudit.models._cf._slopeone import SlopeOne
 
-__all__ = ["FunkSVD", "ItemKNN", "LightFM", "RatingRecommender", "SlopeOne", "UserKNN",
-           "rating_matrix"]
+__all__ = ["FunkSVD", "ImplicitALS", "ImplicitBPR", "ImplicitItemKNN", "ItemKNN",
+           "LensKitBiasedMF", "LensKitImplicitMF", "LensKitItemKNN", "LensKitUserKNN", "LightFM",
+           "RatingRecommender", "SlopeOne", "UserKNN", "rating_matrix"]

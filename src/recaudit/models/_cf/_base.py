@@ -31,7 +31,7 @@ from recaudit.errors import DataError
 from recaudit.models._params import Configurable
 from recaudit.seeds import make_rng
 
-__all__ = ["RatingConfig", "RatingRecommender", "rating_matrix"]
+__all__ = ["RatingConfig", "RatingRecommender", "count_matrix", "rating_matrix"]
 
 _BATCH = 512
 
@@ -52,6 +52,15 @@ def rating_matrix(train: Interactions) -> sp.csr_array:
     keep.sort()
     r = sp.csr_array((train.rating[keep].astype(np.float64), (train.user[keep], train.item[keep])),
                      shape=(train.n_users, train.n_items))
+    r.sort_indices()
+    return r
+
+
+def count_matrix(train: Interactions) -> sp.csr_array:
+    """``users x items`` CSR matrix of interaction counts (implicit feedback, float64)."""
+    r = sp.csr_array((np.ones(len(train)), (train.user, train.item)),
+                     shape=(train.n_users, train.n_items))
+    r.sum_duplicates()
     r.sort_indices()
     return r
 
@@ -91,7 +100,7 @@ class RatingRecommender(Configurable):
             raise TypeError(f"train must be Interactions, got {type(train).__name__}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        R = rating_matrix(train)
+        R = self._matrix(train)
         self.n_users_, self.n_items_ = R.shape
         self.R_ = R
         counts = np.diff(R.indptr)
@@ -105,6 +114,10 @@ class RatingRecommender(Configurable):
             icounts + 5.0)
         self._fit(R, make_rng("cf", self.registered_name, int(seed)))
         return self
+
+    def _matrix(self, train: Interactions) -> sp.csr_array:
+        """The ``users x items`` matrix ``_fit`` learns from (ratings by default)."""
+        return rating_matrix(train)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "R_"):

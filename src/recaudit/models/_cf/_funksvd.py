@@ -51,6 +51,12 @@ def _train(users, items, ratings, base, P, Q, iterations, lrate, reg, init):
             est[s] += P[users[s], f] * Q[items[s], f]
 
 
+def _damped(sums: np.ndarray, counts: np.ndarray, damping: float) -> np.ndarray:
+    """``sums / (counts + damping)``, 0 where the denominator is 0."""
+    den = counts + damping
+    return np.divide(sums, den, out=np.zeros(len(sums)), where=den > 0)
+
+
 @dataclass(frozen=True)
 class FunkSVDConfig(RatingConfig):
     """FunkSVD options.
@@ -93,9 +99,10 @@ class FunkSVD(RatingRecommender):
         mu = self.global_mean_
         n_i = np.bincount(items, minlength=R.shape[1])
         n_u = np.bincount(users, minlength=R.shape[0])
-        b_i = np.bincount(items, weights=r - mu, minlength=R.shape[1]) / (n_i + c.damping)
-        b_u = np.bincount(users, weights=r - mu - b_i[items], minlength=R.shape[0]) / (
-            n_u + c.damping)
+        # damping 0 (LensKit Java's default) leaves unrated items/users at 0 / 0: bias 0
+        b_i = _damped(np.bincount(items, weights=r - mu, minlength=R.shape[1]), n_i, c.damping)
+        b_u = _damped(np.bincount(users, weights=r - mu - b_i[items], minlength=R.shape[0]),
+                      n_u, c.damping)
         order = rng.permutation(len(r))
         users, items, r = users[order], items[order], r[order]
         P = np.full((R.shape[0], c.features), c.init)

@@ -12,6 +12,13 @@ otherwise ``i`` is unscorable for ``u``. A user whose ratings all equal their me
 variance) has a zero vector, hence no neighbours and no rank list: the anomaly Shriver 2018 reports
 for User-User (§3.5.1, NRANKS(min) = 0).
 
+``negative=True`` also keeps negatively similar neighbours, ``|sim| >= min_sim`` (for both
+models): the default of LensKit's Java releases (2.1-3.0), whose user and item similarity
+thresholds are an ``AbsoluteThreshold`` of 0. The neighbourhood is still the ``max_nbrs``
+*largest* similarities, so negative neighbours enter only where fewer positive ones exist, and
+a negative neighbour's below-mean rating raises the score (``sim * (r - mean) > 0``). LensKit's
+Python releases, and the default here, keep positive similarities only.
+
 **Item-Item** (``"item-item"``; Sarwar et al. 2001, LensKit ``ItemKNNScorer``): ratings are
 centred on the item's mean, columns scaled to unit length; ``sim(i, j)`` is the cosine of the
 centred item vectors, kept when ``>= min_sim``. The neighbours of target ``i`` for user ``u``
@@ -81,9 +88,11 @@ def _push(buf_s, buf_v, cnt, pos, s, v, nn):
 
 
 @njit(cache=True)
-def _user_user_scores(sims, users, indptr, rater, cval, umean, n_items, nn, min_nbrs, min_sim):
+def _user_user_scores(sims, users, indptr, rater, cval, umean, n_items, nn, min_nbrs, min_sim,
+                      negative):
     """``sims[b, v]``: similarity of batch user b to v; CSC (indptr, rater, cval) of centred
-    ratings by item. Returns ``[b, n_items]`` scores, NaN where unscorable."""
+    ratings by item. Returns ``[b, n_items]`` scores, NaN where unscorable. A neighbour needs
+    ``sim >= min_sim`` (``|sim| >= min_sim`` when ``negative``)."""
     nb = sims.shape[0]
     out = np.full((nb, n_items), np.nan)
     buf_s = np.empty((1, nn))
@@ -96,7 +105,7 @@ def _user_user_scores(sims, users, indptr, rater, cval, umean, n_items, nn, min_
             for p in range(indptr[i], indptr[i + 1]):
                 v = rater[p]
                 s = sims[b, v]
-                if v != u and s >= min_sim:
+                if v != u and (s >= min_sim or (negative and -s >= min_sim)):
                     _push(buf_s, buf_v, cnt, 0, s, cval[p], nn)
             c = cnt[0]
             if c >= min_nbrs and c > 0:
@@ -190,13 +199,15 @@ class KNNConfig(RatingConfig):
     """Neighbourhood options.
 
     max_nbrs: most neighbours used per score (20). min_nbrs: fewest neighbours for a score
-    (1 <= min_nbrs <= max_nbrs). min_sim: smallest similarity of a neighbour (> 0: only
-    positive neighbours are used).
+    (1 <= min_nbrs <= max_nbrs). min_sim: smallest similarity of a neighbour (> 0; with
+    ``negative``, smallest absolute similarity). negative: also keep negatively similar
+    neighbours (LensKit's Java default; False).
     """
 
     max_nbrs: int = 20
     min_nbrs: int = 1
     min_sim: float = 1e-6
+    negative: bool = False
 
     def validate(self) -> None:
         if self.max_nbrs < 1:
@@ -204,8 +215,8 @@ class KNNConfig(RatingConfig):
         if not 1 <= self.min_nbrs <= self.max_nbrs:
             raise self.invalid("min_nbrs", f"must be in [1, max_nbrs], got {self.min_nbrs!r}")
         if not self.min_sim > 0:
-            raise self.invalid("min_sim", f"must be > 0 (only positive neighbours are used), "
-                                          f"got {self.min_sim!r}")
+            raise self.invalid("min_sim", f"must be > 0 (a threshold on the similarity, or on its "
+                                          f"absolute value with negative=True), got {self.min_sim!r}")
 
 
 class _KNNBase(RatingRecommender):
@@ -230,7 +241,7 @@ class UserKNN(_KNNBase):
         return _user_user_scores(sims, users.astype(np.int64), self.csc_.indptr.astype(np.int64),
                                  self.csc_.indices.astype(np.int64), self.csc_.data,
                                  self.user_mean_, self.n_items_, c.max_nbrs, c.min_nbrs,
-                                 float(c.min_sim))
+                                 float(c.min_sim), c.negative)
 
 
 @register("item-item")
@@ -246,7 +257,8 @@ class ItemKNN(_KNNBase):
         self.centred_ = centred                              # users x items
         unit = _unit_rows(centred.T.tocsr())                 # items x users, unit rows
         full = (unit @ unit.T).tocoo()
-        keep = (full.row != full.col) & (full.data >= self.config.min_sim)
+        sim_ok = np.abs(full.data) if self.config.negative else full.data
+        keep = (full.row != full.col) & (sim_ok >= self.config.min_sim)
         sim = sp.csr_array((full.data[keep], (full.row[keep], full.col[keep])),
                            shape=full.shape)
         # rows by decreasing similarity, ties by item code (what both kernels rely on)

@@ -1,0 +1,143 @@
+"""Rank-list similarity of exported runs of the same queries.
+
+For every query both runs answer, with ``A`` and ``B`` its two lists (best first):
+
+- ``rbo``: RBO_ext with persistence ``p`` (Webber et al. 2010, eq. 32; lists may differ in
+  length);
+- ``average_overlap``: ``AO = (1/d) sum_{i<=d} |A[:i] ∩ B[:i]| / i`` over the shorter list's
+  length ``d`` (what CASPER's code, Oh et al. 2022, reports as "RBO");
+- ``frbo``: FRBO@k of Betello et al. 2023, ``RBO@k / (1 - p^k)``; NaN when a list holds fewer
+  than ``k`` items (never silently re-normalised);
+- ``jaccard``: ``|A[:k] ∩ B[:k]| / |A[:k] ∪ B[:k]|``.
+
+Queries present in one run only are an error unless ``missing="skip"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from recaudit.errors import ConfigError, DataError
+from recaudit.runs._read import Run, read_run
+
+__all__ = ["compare_runs", "compare_many", "summarize", "pairwise_matrix", "METRICS"]
+
+METRICS = ("rbo", "average_overlap", "frbo", "jaccard")
+
+
+def _as_run(run: Run | str | Path, format: str) -> Run:
+    return run if isinstance(run, Run) else read_run(run, format=format)
+
+
+def _common(a: Run, b: Run, missing: str) -> list[str]:
+    qa, qb = a.queries.tolist(), set(b.queries.tolist())
+    common = [q for q in qa if q in qb]
+    only_a, only_b = len(qa) - len(common), len(qb) - len(common)
+    if (only_a or only_b) and missing != "skip":
+        ex = [q for q in qa if q not in qb][:3] or [q for q in b.queries.tolist()
+                                                    if q not in set(qa)][:3]
+        raise DataError(f"{only_a} queries appear only in {a.name} and {only_b} only in "
+                        f"{b.name} (e.g. {', '.join(map(repr, ex))})",
+                        hint="compare the same queries, or pass --missing skip "
+                             "(missing='skip') to compare the shared ones")
+    if not common:
+        raise DataError(f"{a.name} and {b.name} share no query: nothing to compare")
+    return common
+
+
+def _metrics(la: list[np.ndarray], lb: list[np.ndarray], k: int, p: float) -> dict:
+    from recaudit import metrics as M
+
+    n = len(la)
+    out = {m: np.full(n, np.nan) for m in METRICS}
+    widths = np.array([(len(x), len(y)) for x, y in zip(la, lb)], dtype=np.int64).reshape(n, 2)
+    for wa, wb in np.unique(widths, axis=0):
+        rows = np.flatnonzero((widths[:, 0] == wa) & (widths[:, 1] == wb))
+        if wa == 0 or wb == 0:
+            raise DataError("a run lists no item for some query; every query needs a list")
+        a = np.stack([la[r] for r in rows])
+        b = np.stack([lb[r] for r in rows])
+        out["rbo"][rows] = M.rbo_batch(a, b, p=p, variant="ext")
+        out["average_overlap"][rows] = M.average_overlap_batch(a, b)
+        out["jaccard"][rows] = M.jaccard_batch(a, b, k=k)
+        if min(wa, wb) >= k:
+            out["frbo"][rows] = M.frbo_batch(a, b, k=k, p=p)
+    return out
+
+
+def _check(k: int, p: float, missing: str) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"k = {k!r} must be an integer >= 1")
+    if not 0.0 < p < 1.0:
+        raise ConfigError(f"p = {p!r} must lie in (0, 1) (RBO's persistence)")
+    if missing not in ("error", "skip"):
+        raise ConfigError(f"missing = {missing!r} must be 'error' or 'skip'")
+
+
+def compare_runs(a: Run | str | Path, b: Run | str | Path, k: int = 10, p: float = 0.9, *,
+                 missing: str = "error", format: str = "auto") -> pd.DataFrame:
+    """Per-query similarity of two runs: columns ``query, rbo, average_overlap, frbo,
+    jaccard``, one row per shared query in ``a``'s order (see the module docstring)."""
+    _check(k, p, missing)
+    ra, rb = _as_run(a, format), _as_run(b, format)
+    common = _common(ra, rb, missing)
+    da, db = ra.lists(), rb.lists()
+    codes: dict[str, int] = {}
+    enc = [np.fromiter((codes.setdefault(i, len(codes)) for i in d[q]), dtype=np.int32)
+           for d in (da, db) for q in common]
+    values = _metrics(enc[:len(common)], enc[len(common):], k, p)
+    return pd.DataFrame({"query": common, **values})
+
+
+def compare_many(runs: Sequence[Run | str | Path], k: int = 10, p: float = 0.9, *,
+                 missing: str = "error", format: str = "auto") -> pd.DataFrame:
+    """:func:`compare_runs` of every pair (``run_a`` before ``run_b`` in the given order):
+    the per-query rows with the two runs' names in front."""
+    _check(k, p, missing)
+    loaded = [_as_run(r, format) for r in runs]
+    if len(loaded) < 2:
+        raise ConfigError("compare needs at least two runs")
+    names = [r.name for r in loaded]
+    if len(set(names)) < len(names):  # same file name in two folders: use the full paths
+        names = [str(r) if not isinstance(r, Run) else r.name for r in runs]
+    seen: dict[str, int] = {}
+    for j, name in enumerate(names):  # the same file twice: number the repeats
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            names[j] = f"{name} ({seen[name]})"
+    frames = []
+    for i, j in combinations(range(len(loaded)), 2):
+        df = compare_runs(loaded[i], loaded[j], k, p, missing=missing)
+        df.insert(0, "run_b", names[j])
+        df.insert(0, "run_a", names[i])
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each metric over queries (``frbo`` over the queries where it is defined),
+    per pair of runs when the frame has ``run_a``/``run_b``; with query counts."""
+    keys = [c for c in ("run_a", "run_b") if c in per_query]
+    agg = {m: (m, "mean") for m in METRICS}
+    agg["queries"] = ("query", "size")
+    agg["frbo_queries"] = ("frbo", "count")
+    if keys:
+        return per_query.groupby(keys, sort=False).agg(**agg).reset_index()
+    return pd.DataFrame({name: [per_query[col].agg(how)] for name, (col, how) in agg.items()})
+
+
+def pairwise_matrix(per_query: pd.DataFrame, metric: str = "rbo") -> pd.DataFrame:
+    """Symmetric matrix of a metric's mean for every pair of runs (1 on the diagonal)."""
+    if metric not in METRICS:
+        raise ConfigError(f"metric {metric!r} is not one of {', '.join(METRICS)}")
+    means = summarize(per_query)
+    names = list(dict.fromkeys([*means["run_a"], *means["run_b"]]))
+    m = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+    for _, row in means.iterrows():
+        m.loc[row["run_a"], row["run_b"]] = m.loc[row["run_b"], row["run_a"]] = row[metric]
+    return m

@@ -1,0 +1,168 @@
+"""Exported runs: readers (TREC as trec_eval orders it, CSV/Parquet, RecBole top-k) and
+compare_runs / recaudit compare."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import recaudit
+from recaudit import metrics as M
+from recaudit.cli import main
+from recaudit.errors import DataError
+from recaudit.runs import Run, compare_many, compare_runs, pairwise_matrix, read_run
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+# ---------------------------------------------------------------------------------- readers
+def test_trec_order_is_trec_evals_not_the_rank_column(tmp_path):
+    # trec_eval (form_res_rels.c, comp_sim_docno) ignores the rank column, sorts by score
+    # descending as a C float, then by docid in descending strcmp order.
+    run = read_run(write(tmp_path / "r.txt", "\n".join([
+        "q1 Q0 d1 1 0.5 t",        # ranks claim d1 first: ignored
+        "q1 Q0 d9 2 2.0 t",
+        "q1 Q0 d10 3 2.0 t",       # tie with d9: "d9" > "d10" byte-wise, so d9 first
+        "q1 Q0 a 4 1.00000001 t",  # equals 1.0 as a float32: ties with b, then "b" > "a"
+        "q1 Q0 b 5 1.0 t",
+        "",
+        "7 Q0 x 1 -1 t",
+    ])))
+    assert run.lists()["q1"].tolist() == ["d9", "d10", "b", "a", "d1"]
+    assert run.lists()["7"].tolist() == ["x"]
+
+
+def test_csv_parquet_and_recbole_files_read_the_same_lists(tmp_path):
+    expect = {"1": ["i3", "i1", "i2"], "2": ["i2", "i9"]}
+    write(tmp_path / "rank.csv", "user,item,rank\n1,i1,2\n2,i9,7\n1,i3,1\n1,i2,3\n2,i2,5\n")
+    write(tmp_path / "score.tsv", "query\titem\tscore\n1\ti2\t0.1\n1\ti1\t0.5\n1\ti3\t0.5\n"
+                                  "2\ti9\t0\n2\ti2\t3\n")
+    pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": ["i3", "i1", "i2", "i2", "i9"],
+                  "rank": [0, 1, 2, 0, 1]}).to_parquet(tmp_path / "r.parquet")
+    write(tmp_path / "top.recbole", "user_id:token\titem_id_list:token_seq\n"
+                                    "1\ti3 i1 i2\n2\ti2 i9\n")
+    for name in ("rank.csv", "r.parquet", "top.recbole"):
+        got = {q: v.tolist() for q, v in read_run(tmp_path / name).lists().items()}
+        assert got == expect, name
+    by_score = {q: v.tolist() for q, v in read_run(tmp_path / "score.tsv").lists().items()}
+    assert by_score == {"1": ["i1", "i3", "i2"], "2": ["i2", "i9"]}  # ties by id ascending
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("bad.trec", "q Q0 d 1 1.0 t\nq Q0 e 2 t\n", r"line 2: expected 6 fields"),
+    ("bad2.trec", "q Q0 d 1 1.0 t\nq Q0 d 2 0.5 t\n", r"query q lists item 'd' twice "
+                                                      r"\(line 1 and line 2\)"),
+    ("bad.csv", "query,item,rank\n1,a,1\n1,b,1\n", r"query 1 has rank 1 twice \(line 2 and "
+                                                   r"line 3\)"),
+    ("nocol.csv", "query,movie,rank\n1,a,1\n", r"no item column"),
+    ("noorder.csv", "query,item\n1,a\n", r"no rank or score column"),
+    ("badrank.csv", "query,item,rank\n1,a,1\n1,b,two\n", r"line 3, column 'rank': rank 'two'"),
+    ("bad.recbole", "user_id:token\titem_id:token\n1\ta\n", r"line 1: RecBole header"),
+    ("dup.recbole", "user_id:token\titem_id_list:token_seq\n1\ta b a\n",
+     r"line 2: user '1' lists item 'a' twice"),
+])
+def test_bad_run_files_name_file_and_line(tmp_path, name, text, message):
+    path = write(tmp_path / name, text)
+    with pytest.raises(DataError, match=message) as err:
+        read_run(path)
+    assert str(path) in str(err.value)
+
+
+# ---------------------------------------------------------------------------------- compare
+def test_per_query_values_equal_the_scalar_metrics():
+    rng = np.random.default_rng(0)
+    lists_a, lists_b = {}, {}
+    for q in range(30):
+        la, lb = int(rng.integers(3, 15)), int(rng.integers(3, 15))
+        lists_a[q] = [f"i{j}" for j in rng.permutation(25)[:la]]
+        lists_b[q] = [f"i{j}" for j in rng.permutation(25)[:lb]]
+    df = compare_runs(Run.from_lists(lists_a, "A"), Run.from_lists(lists_b, "B"), k=5, p=0.8)
+    assert list(df.columns) == ["query", "rbo", "average_overlap", "frbo", "jaccard"]
+    for row in df.itertuples():
+        a, b = lists_a[int(row.query)], lists_b[int(row.query)]
+        assert row.rbo == pytest.approx(M.rbo(a, b, p=0.8, variant="ext"), abs=1e-12)
+        assert row.average_overlap == pytest.approx(M.average_overlap(a, b), abs=1e-12)
+        assert row.jaccard == pytest.approx(len(set(a[:5]) & set(b[:5]))
+                                            / len(set(a[:5]) | set(b[:5])), abs=1e-12)
+        if min(len(a), len(b)) >= 5:
+            assert row.frbo == pytest.approx(M.frbo(a, b, k=5, p=0.8), abs=1e-12)
+        else:
+            assert np.isnan(row.frbo)  # FRBO@k is undefined for a list shorter than k
+
+
+def test_identical_and_disjoint_runs_closed_forms():
+    a = Run.from_lists({1: list("abcdefghij"), 2: list("klmnopqrst")}, "a")
+    b = Run.from_lists({1: list("ABCDEFGHIJ"), 2: list("KLMNOPQRST")}, "b")
+    same = compare_runs(a, a, k=10)
+    assert (same[["rbo", "average_overlap", "frbo", "jaccard"]].to_numpy() == 1.0).all()
+    apart = compare_runs(a, b, k=10)
+    assert (apart[["rbo", "average_overlap", "frbo", "jaccard"]].to_numpy() == 0.0).all()
+
+
+def test_missing_queries_error_or_skip():
+    a = Run.from_lists({1: ["x", "y"], 2: ["y", "x"], 3: ["x"]}, "a.trec")
+    b = Run.from_lists({2: ["y", "x"], 1: ["x", "y"], 4: ["z"]}, "b.csv")
+    with pytest.raises(DataError, match=r"1 queries appear only in a.trec and 1 only in b.csv"):
+        compare_runs(a, b)
+    df = compare_runs(a, b, missing="skip")
+    assert df["query"].tolist() == ["1", "2"] and (df["rbo"] == 1.0).all()
+
+
+def test_several_runs_pairwise_matrix_matches_pairs():
+    rng = np.random.default_rng(1)
+    runs = [Run.from_lists({q: list(rng.permutation(12)[:8]) for q in range(10)}, f"r{j}")
+            for j in range(3)]
+    long = compare_many(runs, k=5)
+    assert len(long) == 3 * 10
+    m = pairwise_matrix(long, "rbo")
+    assert np.allclose(m.to_numpy(), m.to_numpy().T) and (np.diag(m.to_numpy()) == 1).all()
+    assert m.loc["r0", "r2"] == pytest.approx(compare_runs(runs[0], runs[2], k=5)["rbo"].mean())
+
+
+def test_top_level_api_reads_paths(tmp_path):
+    write(tmp_path / "a.trec", "1 Q0 x 1 2 t\n1 Q0 y 2 1 t\n")
+    write(tmp_path / "b.csv", "query,item,score\n1,y,5\n1,x,4\n")
+    df = recaudit.compare_runs(tmp_path / "a.trec", tmp_path / "b.csv", k=2)
+    assert df["jaccard"].tolist() == [1.0] and df["rbo"].iloc[0] < 1
+
+
+# ---------------------------------------------------------------------------------- CLI
+def test_cli_compare_two_runs_and_output(tmp_path, capsys):
+    write(tmp_path / "a.trec", "".join(f"{q} Q0 d{j} {j} {10 - j} t\n" for q in (1, 2)
+                                       for j in range(1, 11)))
+    write(tmp_path / "b.csv", "query,item,rank\n" + "".join(
+        f"{q},d{(j % 10) + 1},{j}\n" for q in (1, 2) for j in range(1, 11)))
+    out = tmp_path / "rows.csv"
+    assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.csv"), "--k", "5",
+                 "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "RBO (ext)" in text and "FRBO@5" in text and "Jaccard@5" in text
+    rows = pd.read_csv(out)
+    assert list(rows.columns) == ["query", "rbo", "average_overlap", "frbo", "jaccard"]
+    assert len(rows) == 2 and rows["jaccard"].iloc[0] == pytest.approx(4 / 6)
+
+
+def test_cli_compare_three_runs_prints_matrices(tmp_path, capsys):
+    for name, order in (("a.csv", "xyz"), ("b.csv", "yxz"), ("c.csv", "zyx")):
+        write(tmp_path / name, "query,item,rank\n" + "".join(
+            f"1,{it},{r}\n" for r, it in enumerate(order, start=1)))
+    assert main(["compare", *(str(tmp_path / n) for n in ("a.csv", "b.csv", "c.csv")),
+                 "--k", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "mean RBO (ext)" in text and "mean Jaccard@2" in text and "c.csv" in text
+
+
+def test_cli_compare_errors_exit_2(tmp_path, capsys):
+    write(tmp_path / "a.trec", "1 Q0 x 1 2 t\n2 Q0 x 1 2 t\n")
+    write(tmp_path / "b.trec", "1 Q0 x 1 2 t\n")
+    assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.trec")]) == 2
+    assert "--missing skip" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.trec"),
+                 "--missing", "skip"]) == 0
+    assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "nope.csv")]) == 2
+    assert "nope.csv: no such file" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.trec"), "--p", "1.5"]) == 2
