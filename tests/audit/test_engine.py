@@ -81,6 +81,9 @@ def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     short = tempfile.mkdtemp(prefix="rt", dir="/tmp")
     monkeypatch.setenv("RAY_TMPDIR", short)
     monkeypatch.setenv("HOME", short)
+    # A loaded machine may need minutes to start Ray's GCS server and workers (defaults 30/60 s).
+    monkeypatch.setenv("RAY_gcs_server_port_wait_time_s", "600")
+    monkeypatch.setenv("RAY_worker_register_timeout_seconds", "900")
     request_cleanup = lambda: shutil.rmtree(short, ignore_errors=True)  # noqa: E731
     a = _config(tmp_path, "a.duckdb", seeds=(0,))
     b = _config(tmp_path, "b.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2))

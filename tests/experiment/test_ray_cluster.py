@@ -33,6 +33,7 @@ from recaudit.experiment._ray import gpu_device  # noqa: E402
 
 MB = 2**20
 TIMEOUT = "RAY_worker_register_timeout_seconds"
+GCS_WAIT = "RAY_gcs_server_port_wait_time_s"
 NODE = dict(num_cpus=1, object_store_memory=100 * MB)
 MODEL = ModelSpec("gru4rec", {"epochs": 2, "embedding_dim": 8, "hidden_dim": 8, "batch_size": 64})
 
@@ -108,10 +109,11 @@ def _end_processes_under(directory: str) -> None:
 def cluster():
     """Head (no CPU) and two worker nodes of one CPU each; Ray's files in a short temp dir."""
     short = tempfile.mkdtemp(prefix="rc", dir="/tmp")
-    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "HOME", TIMEOUT)}
+    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "HOME", TIMEOUT, GCS_WAIT)}
     # A busy machine (nice 19 under load) may take minutes to start a worker process: Ray's
-    # default (60 s) would kill and restart it for ever.
-    os.environ.update(RAY_TMPDIR=short, HOME=short, **{TIMEOUT: "900"})
+    # default (60 s) would kill and restart it for ever; its GCS server may likewise need more
+    # than the default 30 s to bind its port (seen with a load of 5 on 2 cores).
+    os.environ.update(RAY_TMPDIR=short, HOME=short, **{TIMEOUT: "900", GCS_WAIT: "600"})
     root = Path(short)
     (root / "markers").mkdir()
     (root / "workers").mkdir()
