@@ -84,14 +84,20 @@ def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     # A loaded machine may need minutes to start Ray's GCS server and workers (defaults 30/60 s).
     monkeypatch.setenv("RAY_gcs_server_port_wait_time_s", "600")
     monkeypatch.setenv("RAY_worker_register_timeout_seconds", "900")
-    request_cleanup = lambda: shutil.rmtree(short, ignore_errors=True)  # noqa: E731
+    # Left unset, ray.init turns token authentication on for the whole process (it exports
+    # RAY_AUTH_MODE=token, with the token under this temporary HOME): a later Ray cluster in
+    # this process (tests/experiment/test_ray_cluster.py) would then find no token and its GCS
+    # server would abort. Every Ray test of the suite runs with authentication off.
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
+    monkeypatch.delenv("PYTHONBREAKPOINT", raising=False)
     a = _config(tmp_path, "a.duckdb", seeds=(0,))
     b = _config(tmp_path, "b.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2))
     try:
         run_audit(a)
         run_audit(b)
     finally:
-        request_cleanup()
+        shutil.rmtree(short, ignore_errors=True)
     pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
 
 

@@ -109,7 +109,14 @@ def _end_processes_under(directory: str) -> None:
 def cluster():
     """Head (no CPU) and two worker nodes of one CPU each; Ray's files in a short temp dir."""
     short = tempfile.mkdtemp(prefix="rc", dir="/tmp")
-    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "HOME", TIMEOUT, GCS_WAIT)}
+    # Ray exports variables of its own (RAY_AUTH_MODE=token with the token under this HOME, when
+    # unset): the whole environment is restored afterwards. Authentication is off for every Ray
+    # test of the suite, as one process's Ray sessions must agree on it (tests/audit/
+    # test_engine.py starts one first: a token under its HOME would not be found under this one).
+    saved = dict(os.environ)
+    for k in ("RAY_USAGE_STATS_ENABLED", "PYTHONBREAKPOINT"):
+        os.environ.pop(k, None)
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     # A busy machine (nice 19 under load) may take minutes to start a worker process: Ray's
     # default (60 s) would kill and restart it for ever; its GCS server may likewise need more
     # than the default 30 s to bind its port (seen with a load of 5 on 2 cores).
@@ -133,11 +140,8 @@ def cluster():
             c.shutdown()
         _end_processes_under(short)  # what a node that failed to start left running
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        os.environ.clear()
+        os.environ.update(saved)
         shutil.rmtree(short, ignore_errors=True)
 
 
