@@ -97,6 +97,27 @@ def test_oh2022_configs_follow_the_paper_setup(tmp_path):
     assert c.output.endswith("oh2022-foursquare-paper.duckdb")
 
 
+@pytest.mark.parametrize("scale,counts", [("small", (1, 5, 10)), ("paper", tuple(range(1, 11)))])
+def test_betello2023_removal_audits_every_count_its_claims_read(tmp_path, monkeypatch, scale,
+                                                                counts):
+    from recaudit.reproduce import _betello2023 as b
+
+    seen = []
+
+    def audit(cfg, workers):
+        seen.extend(cfg.perturbations)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(b, "audit_trials", audit)
+    with pytest.raises(RuntimeError, match="stop"):
+        b._run_removal(tmp_path, scale, 1)
+    assert set(seen) == {"seed-only"} | {f"remove-{w}-{n}" for w in b.WHERE for n in counts}
+    exp = next(e for e in available() if e.name == "betello2023-removal")
+    read = {k.split("/")[1] for c in exp.claims for k in c.keys}
+    read |= {v.key.split("/")[1] for v in exp.values}
+    assert read <= set(seen)  # no claim or value can stay unchecked at either scale
+
+
 def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     from recaudit.audit import AuditConfig, DatasetSpec, ModelSpec, trial_summary
     from recaudit.reproduce._audit import audit_trials, rls_measures
