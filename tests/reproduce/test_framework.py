@@ -1,5 +1,6 @@
 """The reproduction framework: verdicts, records, the report, and measures read from stores."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -52,6 +53,21 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
         _runs.run("fake-exp", "huge", tmp_path)
     with pytest.raises(ConfigError, match="fake-exp"):
         _runs.get("fake-ex")
+
+
+def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path, monkeypatch):
+    monkeypatch.setattr(_runs, "PAPERS", ())
+    monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": _exp()})
+    _runs.run("fake-exp", "small", tmp_path)  # b: ours 0.80, paper 0.70 -> no
+    fixed = _exp(runner=lambda w, s, n: pytest.fail("the report must not re-run"))
+    fixed = dataclasses.replace(fixed, values=(
+        fixed.values[0], Value("b/ao", "b", 0.78, "Table 9 (the right panel)", tol=0.05)))
+    monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": fixed})
+    page = render_report(tmp_path)
+    assert "| b | Table 9 (the right panel) | 0.7800 | 0.8000 | yes |" in page
+    assert "| small | reproduced |" in page
+    on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
+    assert on_disk["verdict"] == "direction reproduced"  # the record itself is untouched
 
 
 def test_unavailable_experiments_refuse_to_run(tmp_path, monkeypatch):

@@ -205,6 +205,9 @@ EXPERIMENTS.append(Experiment(
 
 
 # ------------------------------------------------------------------------------ Figure 3
+# Figure 3(b) does not name its dataset. Its levels (MRR 0.81-0.83 for all four models) are
+# Wikipedia's: at small scale our Wikipedia MRRs were 0.79 (LSTM), 0.90 (TiSASRec), 0.82
+# (JODIE), 0.84 (LatentCross), our Foursquare ones 0.11-0.15; so it is compared with Wikipedia.
 _F3B = {"lstm": (0.8250, 0.8241, 0.8976, 0.8968), "tisasrec": (0.8212, 0.8212, 0.8963, 0.8969),
         "jodie": (0.8264, 0.8257, 0.8860, 0.8828),
         "latentcross": (0.8060, 0.8056, 0.8709, 0.8708)}
@@ -221,14 +224,14 @@ def _run_figure3(workdir, scale, workers):
 def _figure3_values():
     out = []
     for m, (mb, mp, rb, rp) in _F3B.items():
-        base = f"foursquare/{m}/random-delete"
-        out += [Value(f"{base}/mrr_base", f"{m}, MRR without perturbation", mb, "Figure 3(b)",
+        base = f"wikipedia/{m}/random-delete"
+        out += [Value(f"{base}/mrr_base", f"wikipedia, {m}, MRR without perturbation", mb, "Figure 3(b)",
                       tol=0.05),
-                Value(f"{base}/mrr_pert", f"{m}, MRR with random deletion", mp, "Figure 3(b)",
+                Value(f"{base}/mrr_pert", f"wikipedia, {m}, MRR with random deletion", mp, "Figure 3(b)",
                       tol=0.05),
-                Value(f"{base}/recall_base", f"{m}, Recall@10 without", rb, "Figure 3(b)",
+                Value(f"{base}/recall_base", f"wikipedia, {m}, Recall@10 without", rb, "Figure 3(b)",
                       tol=0.05),
-                Value(f"{base}/recall_pert", f"{m}, Recall@10 with", rp, "Figure 3(b)",
+                Value(f"{base}/recall_pert", f"wikipedia, {m}, Recall@10 with", rp, "Figure 3(b)",
                       tol=0.05)]
     for ds in ("foursquare", "wikipedia"):
         out += [Value(f"{ds}/{m}/random-delete/ao", f"{ds}, {m}, RBO (random deletion)", None,
@@ -259,8 +262,10 @@ EXPERIMENTS.append(Experiment(
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3,
     values=_figure3_values(), claims=_figure3_claims(),
     notes=("Figure 3(a) prints no numbers; the text gives the range 0.75-0.95.",
-           "Figure 3(b) does not name its dataset; we compare with Foursquare (Figure 3(a)'s "
-           "dataset). LastFM and Reddit are not available offline.")))
+           "Figure 3(b) does not name its dataset; its MRR levels (0.81-0.83) are those of "
+           "Wikipedia (ours: 0.79-0.90; Foursquare: 0.11-0.15), so it is compared with "
+           "Wikipedia. The claim is checked on both datasets. LastFM and Reddit are not "
+           "available offline.")))
 
 
 # ------------------------------------------------------------------------------ Table 4

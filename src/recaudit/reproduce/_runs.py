@@ -4,7 +4,9 @@
 experiment in ``<root>/<name>/<scale>/`` and writes ``record.json`` there: the command, start
 and end, wall time of this invocation, the machine (CPUs, accelerator), library versions, our
 measures, the comparison with the paper and the verdict. The report is built from these
-records only, so it can be regenerated without re-running anything.
+records only, so it can be regenerated without re-running anything; it compares the recorded
+measures with the experiment's current values and claims (:func:`evaluate`), so a corrected
+comparison (a published value moved to the panel it belongs to) needs no new training.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.reproduce._experiment import Experiment, compare_values, verdict
 
-__all__ = ["register", "get", "available", "run", "load_record", "DEFAULT_ROOT"]
+__all__ = ["register", "get", "available", "run", "load_record", "evaluate", "DEFAULT_ROOT"]
 
 DEFAULT_ROOT = Path("results/reproduce")
 #: The paper modules, in the order the report shows them; each declares ``EXPERIMENTS``.
@@ -100,6 +102,15 @@ def load_record(root: Path, name: str, scale: str) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
+def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
+    """The comparison of ``measures`` with ``exp``'s published values and claims: the
+    ``values``, ``claims`` and ``verdict`` entries of a record."""
+    return {"values": compare_values(exp, measures),
+            "claims": [{"text": c.text, "source": c.source, "holds": c.check(measures)}
+                       for c in exp.claims],
+            "verdict": verdict(exp, measures)}
+
+
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         workers: int = 1) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record."""
@@ -124,10 +135,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "cpu_seconds": round(cpu, 1),
         "machine": _machine(), "versions": _versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
-        "values": compare_values(exp, measures),
-        "claims": [{"text": c.text, "source": c.source, "holds": c.check(measures)}
-                   for c in exp.claims],
-        "verdict": verdict(exp, measures),
+        **evaluate(exp, measures),
     }
     path = record_path(Path(root), name, scale)
     path.parent.mkdir(parents=True, exist_ok=True)
