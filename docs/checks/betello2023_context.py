@@ -10,18 +10,20 @@ unperturbed model on the original contexts.
     RECAUDIT_MIRROR=../shared/data .venv/bin/python docs/checks/betello2023_context.py
 """
 
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from recaudit.audit import DatasetSpec, SplitSpec
 from recaudit.data import Queries
 from recaudit.experiment import prepare
 from recaudit.metrics import frbo_batch, jaccard_batch, ndcg_at_k_batch
 from recaudit.models import create
+from recaudit.perturb import remove_positions
+from recaudit.reproduce._betello2023 import _config
 
 N, K = 10, 20
-PARAMS = dict(epochs=20, samples="window", batch_size=64, patience=None)  # small scale
 
 
 def _keys(user, item, time_):
@@ -29,29 +31,25 @@ def _keys(user, item, time_):
 
 
 def main() -> None:
-    _, split = prepare(DatasetSpec("ml-100k", min_user_interactions=10),
-                       SplitSpec("leave-last-out"))
+    cfg = _config(Path(tempfile.mkdtemp()), "small", (f"remove-end-{N}",))  # its data, models
+    _, split = prepare(cfg.datasets[0], cfg.split)
     train, q = split.train, split.queries
-    indptr, rows = train.user_sequences()
-    keep = np.ones(len(train), bool)
-    for u in range(len(indptr) - 1):
-        keep[rows[indptr[u]:indptr[u + 1]][-N:]] = False  # the latest N of every user
-    removed, train_p = train.take(~keep), train.take(keep)
+    train_p, record = remove_positions(train, "end", N)  # what remove-end-N trains on
+    removed = train.take(np.asarray(record.deleted))
     gone = set(_keys(removed.user, removed.item, removed.timestamp))
     lens = np.diff(q.context_indptr)
     ctx = np.array([k not in gone for k in
-                    _keys(np.repeat(q.user, lens), q.context_item, q.context_time)])
-    ptr = np.zeros(len(lens) + 1, np.int64)
-    np.cumsum([ctx[a:b].sum() for a, b in zip(q.context_indptr[:-1], q.context_indptr[1:])],
-              out=ptr[1:])
+                    _keys(np.repeat(q.user, lens), q.context_item, q.context_time)], bool)
+    kept = np.bincount(np.repeat(np.arange(len(lens)), lens)[ctx], minlength=len(lens))
+    ptr = np.concatenate([[0], np.cumsum(kept)])
     short = Queries(q.user, ptr, q.context_item[ctx], q.context_time[ctx], q.target,
                     q.timestamp, q.n_items, q.n_users)
     print(f"training rows {len(train)} -> {len(train_p)}; "
           f"context items {len(q.context_item)} -> {len(short.context_item)}")
-    for name in ("sasrec", "gru4rec"):
-        t = time.time()
-        base = create(f"{name}@betello2023", **PARAMS).fit(train, seed=0)
-        pert = create(f"{name}@betello2023", **PARAMS).fit(train_p, seed=0)
+    for spec in cfg.models:
+        name, t = spec.name.split("@")[0], time.time()
+        base = create(spec.name, **spec.params).fit(train, seed=0)
+        pert = create(spec.name, **spec.params).fit(train_p, seed=0)
         lists = {"base/full": base.rank(q, k=K).items, "base/short": base.rank(short, k=K).items,
                  "pert/full": pert.rank(q, k=K).items, "pert/short": pert.rank(short, k=K).items}
         ndcg = {k: float(ndcg_at_k_batch(v, q.target, K).mean()) for k, v in lists.items()}
