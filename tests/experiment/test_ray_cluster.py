@@ -69,11 +69,26 @@ def _isolate(markers: str):
             mark("baseline", f"{trial.model.name}|{trial.seed}")
             return _real(trial, split, *rest)
 
+        def hold(label: str) -> None:
+            """The kill tests: the first trial to start writes its node and label to
+            ``markers/hold`` and waits there (at most five minutes) until its node is killed;
+            every other trial, the held one's retry included, runs on."""
+            tmp = f"{markers}/../hold.{uuid.uuid4().hex}"
+            with open(tmp, "w") as fh:
+                fh.write(f"{ray.get_runtime_context().get_node_id()} {label}")
+            try:
+                os.link(tmp, markers + "/hold")  # atomic: only the first trial gets it
+            except FileExistsError:
+                return
+            finally:
+                os.unlink(tmp)
+            time.sleep(300)
+
         def marked_trial(trial, *args, _real=engine.run_trial, **kw):
             label = f"{trial.seed}|{trial.perturbation}"
             mark("start", label)
-            if os.path.exists(markers + "/../slow"):  # the kill tests: a trial to interrupt
-                time.sleep(1.0)
+            if os.path.exists(markers + "/../hold-one"):
+                hold(label)
             out = _real(trial, *args, **kw)
             mark("end", label)
             return out
@@ -267,48 +282,40 @@ def test_gpu_device_is_the_position_among_the_visible_gpus():
         gpu_device([], "0")
 
 
-def _kill_busy_node(c, nodes, markers: Path) -> str | None:
-    """Kill a worker node that is running a trial as a dying machine would: its worker
-    processes (SIGKILL) and its Ray processes at once. Its id, or None if none is busy."""
-    started = _markers(markers, "start")
-    ended = _markers(markers, "end")
-    for node in nodes:
-        if sum(n == node.node_id for n, _ in started) > sum(n == node.node_id for n, _ in ended):
-            for path in markers.glob(f"*.{node.node_id}.*"):
-                try:
-                    os.kill(int(path.name.split(".")[2]), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            c.remove_node(node, allow_graceful=False)
-            return node.node_id
-    return None
+def _kill_held_node(c, nodes, markers: Path) -> tuple[str, str]:
+    """Kill the node of the held trial as a dying machine would: its worker processes
+    (SIGKILL) and its Ray processes at once. Its node id and the held trial's label."""
+    node_id, label = (markers / "hold").read_text().split(" ", 1)
+    node = next(n for n in nodes if n.node_id == node_id)
+    for path in markers.glob(f"*.{node_id}.*"):
+        try:
+            os.kill(int(path.name.split(".")[2]), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    c.remove_node(node, allow_graceful=False)
+    return node_id, label
 
 
-def _audit_killing_a_node(c, nodes, markers, config) -> tuple[list[str], int]:
-    """Run ``config``, killing a node that runs a trial when the first trial has finished
-    (each trial then sleeps a second first, so that the other node is busy)."""
-    killed: list[str] = []
-    before = 0
+def _audit_killing_a_node(c, nodes, markers, config) -> tuple[str, str]:
+    """Run ``config``, killing the node that runs the held trial (the first to start, which
+    never finishes on its own) as soon as another trial has finished."""
+    killed: list[tuple[str, str]] = []
 
     def progress(event, trial, done, total):
-        nonlocal before
         if event == "done" and not killed:
-            node = _kill_busy_node(c, nodes, markers)
-            if node is not None:
-                killed.append(node)
-                before = done
+            killed.append(_kill_held_node(c, nodes, markers))
 
-    slow = markers.parent / "slow"
-    slow.touch()
+    flag = markers.parent / "hold-one"
+    flag.touch()
     try:
         run_audit(config, progress=progress)
     except Exception as exc:
         assert killed, f"the audit failed before a node was killed: {exc!r}"
         raise
     finally:
-        slow.unlink()
-    assert killed, "no node was busy when trials finished"
-    return killed, before
+        flag.unlink()
+    assert killed, "no trial finished"
+    return killed[0]
 
 
 def _consistent(path) -> pd.DataFrame:
@@ -328,14 +335,17 @@ def test_killing_a_node_mid_audit_loses_nothing(cluster, data_file, reference, t
     spare = c.add_node(**NODE)  # the nodes this test may kill: the others stay for the rest
     busy = [n for n in nodes if n in c.worker_nodes] + [spare]
     out = tmp_path / "k.duckdb"
-    killed, _ = _audit_killing_a_node(
+    node, label = _audit_killing_a_node(
         c, busy, markers, _config(data_file, out, kind="ray", address=c.address, retries=2))
     pd.testing.assert_frame_equal(_numbers(out), reference, check_exact=True)
     _consistent(out)
     starts = _markers(markers, "start")
-    assert any(n == killed[0] for n, _ in starts)
-    assert len(starts) > len(_markers(markers, "end")) >= 6  # the killed trial ran again
-    nodes[:] = [n for n in busy if n.node_id not in killed]
+    assert (node, label) in starts
+    ran_again = [n for n, lab in starts if lab == label and n != node]
+    assert len(ran_again) == 1  # the killed trial ran again, on another node
+    ends = sorted(lab for _, lab in _markers(markers, "end"))
+    assert len(ends) == 6 and len(set(ends)) == 6  # every other trial ran once
+    nodes[:] = [n for n in busy if n.node_id != node]
 
 
 @pytest.mark.slow
