@@ -134,6 +134,29 @@ def test_betello2023_removal_audits_every_count_its_claims_read(tmp_path, monkey
     assert read <= set(seen)  # no claim or value can stay unchecked at either scale
 
 
+@pytest.mark.parametrize("scale,counts", [("small", (10,)), ("paper", tuple(range(1, 11)))])
+def test_betello2023_removal_inputs_cuts_the_inputs_at_every_count_it_reads(
+        tmp_path, monkeypatch, scale, counts):
+    from recaudit.perturb import parse
+    from recaudit.reproduce import _betello2023 as b
+
+    seen = []
+
+    def audit(cfg, workers):
+        seen.extend(cfg.perturbations)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(b, "audit_trials", audit)
+    with pytest.raises(RuntimeError, match="stop"):
+        b._run_removal_inputs(tmp_path, scale, 1)
+    assert set(seen) == {f"remove-{w}-{n}+inputs" for w in b.WHERE for n in counts}
+    assert all(parse(p).needs.inputs for p in seen)
+    exp = next(e for e in available() if e.name == "betello2023-removal-inputs")
+    read = {k.split("/")[1] for c in exp.claims for k in c.keys}
+    read |= {v.key.split("/")[1] for v in exp.values}
+    assert read <= set(seen)
+
+
 def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     from recaudit.audit import AuditConfig, DatasetSpec, ModelSpec, trial_summary
     from recaudit.reproduce._audit import audit_trials, rls_measures

@@ -10,7 +10,10 @@ A trial's result is a pure function of its :class:`TrialSpec`:
   declares (:func:`perturb_context`); the perturbed model is trained with the *same* training
   seed (all training randomness fixed, Oh et al. 2022 §5), unless the perturbation asks for a
   reseed (``seed-only``: ``derive_seed(seed, "seed-only")``, Betello et al. 2023 RQ1);
-- both models rank the same test queries, built once from the original data;
+- both models rank the same test queries, built once from the original data, unless the
+  perturbation's ``needs.inputs`` asks for its edits to reach the test inputs too: then the
+  perturbed model ranks the queries with the difference between the original and the perturbed
+  training log applied to their contexts (:func:`edited_queries`);
 - a stabilised model (``ModelSpec.stabilise``, :mod:`recaudit.stabilise`) faces exactly the
   edits chosen for its plain model (same draws; a perturbation that reads a model or the
   baseline's lists reads the plain model's), and a method that ``uses_anchor`` gets the
@@ -40,14 +43,14 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._spec import TrialSpec, perturbation_label
-from recaudit.data import Interactions, RankLists, Split
+from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.experiment import QUERY_METRICS, canonical_json, prepare
 from recaudit.experiment._cache import ArrayCache
 from recaudit.perturb import Context, Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
 __all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "train_baseline", "compare",
-           "versions", "perturb_context"]
+           "versions", "perturb_context", "edited_queries"]
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +101,13 @@ def _anchor(trial: TrialSpec, split: Split, cache_dir: Path | None) -> Any:
 
 
 def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
-              cache_dir: Path | None = None) -> tuple[RankLists, float, float]:
+              cache_dir: Path | None = None, queries: Queries | None = None
+              ) -> tuple[RankLists, float, float]:
     model, fit_s = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
     try:
         t1 = time.perf_counter()
-        ranks = model.rank(split.queries, k=trial.metrics.depth)
+        ranks = model.rank(split.queries if queries is None else queries,
+                           k=trial.metrics.depth)
     finally:
         if hasattr(model, "close"):  # models with files on disk (command models) remove them
             model.close()
@@ -178,6 +183,22 @@ def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) ->
         out[f"hit_{tag}"] = M.hit_rate_at_k_batch(items, target, k)
         out[f"ndcg_{tag}"] = M.ndcg_at_k_batch(items, target, k)
     return pd.DataFrame(out)[["query", "user", "target", *QUERY_METRICS]]
+
+
+def edited_queries(queries: Queries, before: Interactions, after: Interactions) -> Queries:
+    """``queries`` with the edits that turned training log ``before`` into ``after`` applied
+    to their contexts (:meth:`recaudit.data.Queries.edited`). The edits are read from the two
+    logs, not from a family's record, so every family gets the same treatment: a row of
+    ``before`` whose ``(user, item, time)`` is not in ``after`` was removed (a replaced item
+    counts as removed and its new item as added), a row of ``after`` not in ``before`` added.
+    """
+    def keys(log: Interactions) -> pd.MultiIndex:
+        return pd.MultiIndex.from_arrays([log.user, log.item, log.timestamp])
+
+    kb, ka = keys(before), keys(after)
+    removed = before.take(np.flatnonzero(~np.asarray(kb.isin(ka))))
+    added = after.take(np.flatnonzero(~np.asarray(ka.isin(kb))))
+    return queries.edited(removed, added)
 
 
 def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: RankLists
@@ -257,7 +278,8 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
             context.model.close()
     perturb_s = time.perf_counter() - p0
     seed = derive_seed(trial.seed, "seed-only") if spec.needs.reseed else trial.seed
-    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir))
+    inputs = edited_queries(split.queries, split.train, train) if spec.needs.inputs else None
+    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir), inputs)
     queries = compare(base, pert, split, trial.metrics.k, trial.metrics.p)
     row = {"trial_id": trial.trial_id(fingerprint), "baseline_key": trial.baseline_key(fingerprint),
            "audit": audit, "dataset": trial.dataset.label, "model": trial.model.name,

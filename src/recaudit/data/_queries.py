@@ -94,6 +94,45 @@ class Queries:
         return Queries(self.user[rows], indptr, self.context_item[idx], self.context_time[idx],
                        self.target[rows], self.timestamp[rows], self.n_items, self.n_users)
 
+    def edited(self, removed: Interactions, added: Interactions) -> Queries:
+        """These queries with the same edits applied to their contexts as to a training log.
+
+        A context entry is dropped when its ``(user, item, time)`` is one of ``removed``'s
+        rows; each row of ``added`` joins the context of every query of its user whose
+        timestamp is not earlier than the row's (``time <= timestamp[q]``). Contexts stay in
+        time order; an added entry follows the kept entries with the same time. Targets,
+        timestamps and the catalogue are unchanged. Entries are matched by value, so two
+        identical ``(user, item, time)`` rows are removed together.
+
+        This is Betello et al. 2023's setting, where a user's whole sequence is perturbed
+        before the split, so a test input loses what training lost (see
+        :attr:`recaudit.perturb.Needs.inputs`).
+        """
+        import pandas as pd
+
+        lens = self.lengths()
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), lens)
+        mine = pd.MultiIndex.from_arrays([self.user[owner], self.context_item,
+                                          self.context_time])
+        gone = pd.MultiIndex.from_arrays([removed.user, removed.item, removed.timestamp])
+        keep = ~np.asarray(mine.isin(gone)) if len(removed) else np.ones(len(owner), bool)
+        pairs = pd.DataFrame({"user": added.user, "row": np.arange(len(added))}).merge(
+            pd.DataFrame({"user": self.user, "query": np.arange(len(self))}), on="user")
+        row = pairs["row"].to_numpy(np.int64)
+        q_new = pairs["query"].to_numpy(np.int64)
+        ok = np.asarray(added.timestamp)[row] <= self.timestamp[q_new]
+        row, q_new = row[ok], q_new[ok]
+        query = np.concatenate([owner[keep], q_new])
+        time = np.concatenate([self.context_time[keep], np.asarray(added.timestamp)[row]])
+        item = np.concatenate([self.context_item[keep], added.item[row]])
+        origin = np.concatenate([np.zeros(int(keep.sum()), np.int8),
+                                 np.ones(len(row), np.int8)])
+        order = np.lexsort((np.arange(len(query)), origin, time, query))
+        indptr = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(query, minlength=len(self)), out=indptr[1:])
+        return Queries(self.user, indptr, item[order], time[order], self.target,
+                       self.timestamp, self.n_items, self.n_users)
+
     @classmethod
     def next_item(cls, log: Interactions, max_len: int = 200) -> Queries:
         """One query per user of ``log`` who has interactions: what comes after their last one?

@@ -41,7 +41,12 @@ class Needs:
     model_params: parameters the fitted model needs (TracIn: ``checkpoint_every=1``).
     protected: the held-out pairs a perturbation must never add (``context.protected``).
     reseed: the perturbed model is trained with a seed derived from the trial's
-    (``derive_seed(seed, "seed-only")``), not the trial's own.
+    (``derive_seed(seed, "seed-only")``), not the trial's own. inputs: the perturbed model
+    ranks the test queries with the training log's edits applied to their contexts too
+    (:meth:`recaudit.data.Queries.edited`: what the perturbation removed from a user's
+    training sequence also leaves that user's test input), as when a whole sequence is
+    perturbed before the split (Betello et al. 2023's released setting); the baseline model
+    ranks the original queries as always.
     """
 
     recommendations: bool = False
@@ -49,6 +54,7 @@ class Needs:
     model_params: Mapping[str, Any] = field(default_factory=dict)
     protected: bool = False
     reseed: bool = False
+    inputs: bool = False
 
 
 @dataclass(frozen=True)

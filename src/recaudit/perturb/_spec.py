@@ -9,7 +9,12 @@ Name grammar (see :func:`available`):
   :data:`SELECTORS`, edit ``delete`` / ``insert`` / ``replace``, strategy (insert and replace
   only, default ``random``) ``random`` / ``popular`` / ``unpopular``, count ``k`` (default 1).
   E.g. ``random-delete``, ``casper-delete-k4``, ``random-insert-unpopular``,
-  ``rev-adv-earliest-replace-popular``.
+  ``rev-adv-earliest-replace-popular``;
+- any of these followed by ``+inputs`` -- the same edits also reach the test inputs: the
+  perturbed model ranks queries whose contexts lost (or gained) what the training log did
+  (``remove-end-10+inputs``). Oh et al. 2022 and Betello et al. 2023 section 3.1 perturb
+  training data only (the default); Betello et al.'s Table 3 reads as if their test sequences
+  were cut too (``docs/reproduction.md``).
 
 A spec is a pure seeded function: ``spec.apply(train, rng)`` (or ``spec(train, rng)``) returns
 ``(perturbed train, PerturbationRecord)``; ``tracin`` also needs ``model=`` (fitted with
@@ -45,7 +50,7 @@ KINDS = ("edit", "position", "seed-only", "none")
 
 def examples() -> list[str]:
     """Every built-in name (``<n>`` stands for a positive integer; ``-k<count>`` may follow
-    edits)."""
+    edits, and ``+inputs`` any name but ``none`` and ``seed-only``)."""
     names = ["none", "seed-only"] + [f"remove-{w}-<n>" for w in POSITIONS]
     for sel in SELECTORS:
         names.append(f"{sel}-delete")
@@ -65,7 +70,8 @@ class PerturbationSpec(Config):
     replace (``random``, ``popular``, ``unpopular``). count: rows edited. where: position
     removal's ``beginning``, ``middle`` or ``end``. n: items removed per user. min_keep: items
     every user keeps. max_len: CASPER's look-ahead window (None: unbounded). casper_method:
-    CASPER's ``auto``, ``exact`` or ``approx`` computation.
+    CASPER's ``auto``, ``exact`` or ``approx`` computation. inputs: the test queries'
+    contexts get the same edits (``+inputs``; :attr:`~recaudit.perturb.Needs.inputs`).
     """
 
     kind: str
@@ -78,6 +84,7 @@ class PerturbationSpec(Config):
     min_keep: int = 1
     max_len: int | None = None
     casper_method: str = "auto"
+    inputs: bool = False
 
     def validate(self) -> None:
         def bad(key: str, value: Any, allowed: Any) -> ConfigError:
@@ -86,6 +93,8 @@ class PerturbationSpec(Config):
 
         if self.kind not in KINDS:
             raise bad("kind", self.kind, KINDS)
+        if self.inputs and self.kind in ("none", "seed-only"):
+            raise bad("inputs", self.inputs, f"false for {self.kind!r}, which edits nothing")
         if self.max_len is not None and self.max_len < 1:
             raise bad("max_len", self.max_len, "a positive integer or None")
         if self.kind == "edit":
@@ -113,6 +122,9 @@ class PerturbationSpec(Config):
         """Canonical CLI name (parses back to an equal spec, up to non-name parameters)."""
         if self.kind in ("none", "seed-only"):
             return self.kind
+        return self._edit_name() + ("+inputs" if self.inputs else "")
+
+    def _edit_name(self) -> str:
         if self.kind == "position":
             return f"remove-{self.where}-{self.n}"
         name = f"{self.selector}-{self.edit}"
@@ -128,20 +140,22 @@ class PerturbationSpec(Config):
     @property
     def needs(self) -> Needs:
         """TracIn reads the fitted baseline (with checkpoints) and the test queries; seed-only
-        retrains with another seed; the rest need nothing else."""
+        retrains with another seed; ``+inputs`` edits the test inputs too; the rest need
+        nothing else."""
         if self.kind == "edit" and self.selector == "tracin":
-            return Needs(model=True, model_params={"checkpoint_every": 1})
-        return Needs(reseed=self.reseed)
+            return Needs(model=True, model_params={"checkpoint_every": 1}, inputs=self.inputs)
+        return Needs(reseed=self.reseed, inputs=self.inputs)
 
     def describe(self) -> Description:
         if self.kind in ("none", "seed-only"):
             return Description(self.kind, reference=True)
+        scope = "+inputs" if self.inputs else ""
         if self.kind == "position":
-            return Description(f"remove-{self.where}", "delete", self.n, self.where)
+            return Description(f"remove-{self.where}{scope}", "delete", self.n, self.where)
         family = f"{self.selector}-{self.edit}"
         if self.edit != "delete":
             family += f"-{self.strategy}"
-        return Description(family, self.edit, self.count)
+        return Description(family + scope, self.edit, self.count)
 
     def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
                 ) -> tuple[Interactions, PerturbationRecord]:
@@ -221,6 +235,16 @@ def parse_name(name: str, **overrides: Any) -> PerturbationSpec:
     if not isinstance(name, str):
         raise ConfigError(f"perturbation name must be a string, got {type(name).__name__}")
     text = name.strip().lower()
+    base, plus, scope = text.partition("+")
+    if plus and scope != "inputs":
+        raise ConfigError(f"unknown perturbation {name!r}: the only suffix is '+inputs' "
+                          f"(the edits reach the test inputs too). Did you mean "
+                          f"'{base}+inputs'?")
+    if plus:
+        if base in ("none", "seed-only"):
+            raise ConfigError(f"unknown perturbation {name!r}: {base!r} edits nothing, so it "
+                              f"has no '+inputs'. Use {base!r}")
+        return parse_name(base, **{"inputs": True, **overrides})
     fields: dict[str, Any] | None = None
     if text in ("none", "seed-only"):
         fields = {"kind": text}
