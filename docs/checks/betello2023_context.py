@@ -5,7 +5,9 @@ MovieLens-100k's leave-one-out training part, and again with the latest ``N`` tr
 interactions of every user removed (``remove-end-N``), then ranks the test queries twice: with
 their original contexts and with the removed interactions dropped from the contexts too.
 Prints NDCG@20 of the four (model, context) pairs and their FRBO@20 / Jaccard@20 against the
-unperturbed model on the original contexts.
+unperturbed model on the original contexts. The audit form of the "pert/short" case is the
+perturbation ``remove-end-N+inputs`` (``recaudit reproduce run betello2023-removal-inputs``);
+this script adds the unperturbed model on shortened contexts, which tells input from training.
 
     RECAUDIT_MIRROR=../shared/data .venv/bin/python docs/checks/betello2023_context.py
 """
