@@ -134,7 +134,7 @@ def test_betello2023_removal_audits_every_count_its_claims_read(tmp_path, monkey
     assert read <= set(seen)  # no claim or value can stay unchecked at either scale
 
 
-@pytest.mark.parametrize("scale,counts", [("small", (10,)), ("paper", tuple(range(1, 11)))])
+@pytest.mark.parametrize("scale,counts", [("small", (1, 5, 10)), ("paper", tuple(range(1, 11)))])
 def test_betello2023_removal_inputs_cuts_the_inputs_at_every_count_it_reads(
         tmp_path, monkeypatch, scale, counts):
     from recaudit.perturb import parse

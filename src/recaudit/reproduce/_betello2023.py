@@ -222,8 +222,7 @@ EXPERIMENTS.append(Experiment(
 
 # ------------------------------------------------------------------------------ Removal, inputs cut
 def _run_removal_inputs(workdir, scale, workers):
-    counts = SCALES[scale]["counts"] if scale == "paper" else (10,)  # paper: Figures 1-2 too
-    perts = tuple(f"remove-{w}-{n}+inputs" for w in WHERE for n in counts)
+    perts = tuple(f"remove-{w}-{n}+inputs" for w in WHERE for n in SCALES[scale]["counts"])
     return _variation(rls_measures(audit_trials(_config(workdir, scale, perts), workers)),
                       signed=True)
 
@@ -236,7 +235,10 @@ _T3 = {("sasrec", "ML-1M"): _T3_SASREC_ML1M,
 
 
 def _removal_inputs_values():
-    out = []
+    out = [Value(f"{m}/remove-{w}-{n}+inputs/{x}", f"{m}, {w}, n={n}, inputs cut: {name}",
+                 None, "Figures 1-2")
+           for m in MODELS for w in WHERE for n in (1, 5)
+           for x, name in (("ndcg_var", "NDCG@20 variation (%)"), ("frbo", "FRBO@20"))]
     for (m, data), rows in _T3.items():
         for w, (rec, mrr, ndcg, frbo, jac) in rows.items():
             k = f"{m}/remove-{w}-10+inputs"
@@ -273,21 +275,24 @@ def _removal_inputs_claims():
                   "nearly unchanged (|variation| < 5 %).", "§5.2; Table 3",
                   (f"{keys['beginning']}/ndcg_var", f"{keys['middle']}/ndcg_var"),
                   lambda x, k=keys: all(abs(x[f"{k[w]}/ndcg_var"]) < 5.0
-                                        for w in ("beginning", "middle")))]
+                                        for w in ("beginning", "middle"))),
+            Claim(f"{m}: the more items removed at the end, the lower NDCG@20 (n = 1 > 5 > "
+                  "10).", "§5.3; Figures 1-2",
+                  tuple(f"{k}-end-{n}+inputs/ndcg_pert" for n in (1, 5, 10)),
+                  lambda x, k=k: x[f"{k}-end-1+inputs/ndcg_pert"]
+                  > x[f"{k}-end-5+inputs/ndcg_pert"] > x[f"{k}-end-10+inputs/ndcg_pert"])]
     return tuple(claims)
 
 
 EXPERIMENTS.append(Experiment(
     name="betello2023-removal-inputs", paper=PAPER,
-    title="Removing 10 items with the test inputs cut too (Table 3's setting, ML-100k)",
-    artefacts="Table 3 (ML-100k instead of ML-1M and FS-NYC)",
+    title="Removal with the test inputs cut too (Table 3's setting, ML-100k)",
+    artefacts="Table 3 (ML-100k instead of ML-1M and FS-NYC), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
-    scales={"small": SCALES["small"]["note"].replace("removal of n = 1, 5, 10 items",
-                                                     "removal of n = 10 items"),
-            "paper": SCALES["paper"]["note"]},
+    scales={k: v["note"] for k, v in SCALES.items()},
     runner=_run_removal_inputs, values=_removal_inputs_values(),
     claims=_removal_inputs_claims(),
-    notes=("The perturbations are remove-<where>-10+inputs: the perturbed model ranks test "
+    notes=("The perturbations are remove-<where>-<n>+inputs: the perturbed model ranks test "
            "queries whose contexts lost the removed items (recaudit.data.Queries.edited), as "
            "when a whole sequence is cut before RecBole's leave-one-out split; the baseline "
            "ranks the original queries. betello2023-removal is the training-only setting of "
