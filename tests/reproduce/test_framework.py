@@ -114,29 +114,10 @@ def test_oh2022_configs_follow_the_paper_setup(tmp_path):
 
 
 @pytest.mark.parametrize("scale,counts", [("small", (1, 5, 10)), ("paper", tuple(range(1, 11)))])
+@pytest.mark.parametrize("name,scope", [("betello2023-removal", ""),
+                                        ("betello2023-removal-inputs", "+inputs")])
 def test_betello2023_removal_audits_every_count_its_claims_read(tmp_path, monkeypatch, scale,
-                                                                counts):
-    from recaudit.reproduce import _betello2023 as b
-
-    seen = []
-
-    def audit(cfg, workers):
-        seen.extend(cfg.perturbations)
-        raise RuntimeError("stop")
-
-    monkeypatch.setattr(b, "audit_trials", audit)
-    with pytest.raises(RuntimeError, match="stop"):
-        b._run_removal(tmp_path, scale, 1)
-    assert set(seen) == {"seed-only"} | {f"remove-{w}-{n}" for w in b.WHERE for n in counts}
-    exp = next(e for e in available() if e.name == "betello2023-removal")
-    read = {k.split("/")[1] for c in exp.claims for k in c.keys}
-    read |= {v.key.split("/")[1] for v in exp.values}
-    assert read <= set(seen)  # no claim or value can stay unchecked at either scale
-
-
-@pytest.mark.parametrize("scale,counts", [("small", (1, 5, 10)), ("paper", tuple(range(1, 11)))])
-def test_betello2023_removal_inputs_cuts_the_inputs_at_every_count_it_reads(
-        tmp_path, monkeypatch, scale, counts):
+                                                                counts, name, scope):
     from recaudit.perturb import parse
     from recaudit.reproduce import _betello2023 as b
 
@@ -147,14 +128,15 @@ def test_betello2023_removal_inputs_cuts_the_inputs_at_every_count_it_reads(
         raise RuntimeError("stop")
 
     monkeypatch.setattr(b, "audit_trials", audit)
+    exp = next(e for e in available() if e.name == name)
     with pytest.raises(RuntimeError, match="stop"):
-        b._run_removal_inputs(tmp_path, scale, 1)
-    assert set(seen) == {f"remove-{w}-{n}+inputs" for w in b.WHERE for n in counts}
-    assert all(parse(p).needs.inputs for p in seen)
-    exp = next(e for e in available() if e.name == "betello2023-removal-inputs")
+        exp.runner(tmp_path, scale, 1)
+    refs = set() if scope else {"seed-only"}  # the training-only run shares Table 2's
+    assert set(seen) == refs | {f"remove-{w}-{n}{scope}" for w in b.WHERE for n in counts}
+    assert all(parse(p).needs.inputs == bool(scope) for p in set(seen) - refs)
     read = {k.split("/")[1] for c in exp.claims for k in c.keys}
     read |= {v.key.split("/")[1] for v in exp.values}
-    assert read <= set(seen)
+    assert read <= set(seen)  # no claim or value can stay unchecked at either scale
 
 
 def test_rls_measures_are_seed_means_of_the_store(tmp_path):

@@ -131,68 +131,85 @@ EXPERIMENTS.append(Experiment(
 
 
 # ------------------------------------------------------------------------------ Removal
-def _run_removal(workdir, scale, workers):
-    perts = ("seed-only",) + tuple(f"remove-{w}-{n}" for w in WHERE
-                                   for n in SCALES[scale]["counts"])
+# Two experiments: training data only (§3.1, recaudit's default) and with the test inputs cut
+# too (``+inputs``, the setting Table 3's numbers match). Same counts, values and claims.
+def _run_removal(workdir, scale, workers, scope=""):
+    """``scope``: ``""`` or ``"+inputs"``; the training-only run also reads ``seed-only``,
+    which it shares with Table 2."""
+    refs = () if scope else ("seed-only",)
+    perts = refs + tuple(f"remove-{w}-{n}{scope}" for w in WHERE
+                         for n in SCALES[scale]["counts"])
     return _variation(rls_measures(audit_trials(_config(workdir, scale, perts), workers)),
                       signed=True)
 
 
-def _removal_claims():
-    claims = []
+def _run_removal_inputs(workdir, scale, workers):
+    return _run_removal(workdir, scale, workers, "+inputs")
+
+
+def _removal_claims(scope=""):
+    def key(m: str, w: str, n: int, measure: str) -> str:
+        return f"{m}/remove-{w}-{n}{scope}/{measure}"
+
+    halved = key("sasrec", "end", 10, "ndcg_var")
+    claims = [Claim("SASRec: removing 10 items at the end more than halves NDCG@20.",
+                    "§5.2 (ML-1M: -56.0 %)", (halved,), lambda x: x[halved] < -50.0)]
     for m in MODELS:
-        k = f"{m}/remove"
+        ndcg = {w: key(m, w, 10, "ndcg_var") for w in WHERE}
+        frbo = {w: key(m, w, 10, "frbo") for w in WHERE}
+        end = tuple(key(m, "end", n, "ndcg_pert") for n in (1, 5, 10))
+        flat = tuple(key(m, w, n, "ndcg_var") for w in ("beginning", "middle")
+                     for n in (1, 5, 10))
         claims += [
             Claim(f"{m}: removing 10 items at the end lowers NDCG@20 more than at the "
-                  "beginning or the middle.", "§5.2; Table 3",
-                  tuple(f"{k}-{w}-10/ndcg_var" for w in WHERE),
-                  lambda x, k=k: x[f"{k}-end-10/ndcg_var"]
-                  < min(x[f"{k}-beginning-10/ndcg_var"], x[f"{k}-middle-10/ndcg_var"])),
+                  "beginning or the middle.", "§5.2; Table 3", tuple(ndcg.values()),
+                  lambda x, k=ndcg: x[k["end"]] < min(x[k["beginning"]], x[k["middle"]])),
             Claim(f"{m}: ...and gives the least similar lists (FRBO@20).", "Table 3",
-                  tuple(f"{k}-{w}-10/frbo" for w in WHERE),
-                  lambda x, k=k: x[f"{k}-end-10/frbo"]
-                  < min(x[f"{k}-beginning-10/frbo"], x[f"{k}-middle-10/frbo"])),
-            Claim(f"{m}: the more items removed at the end, the lower NDCG@20 (n = 10 below "
-                  "n = 1).", "§5.3; Figures 1-2",
-                  (f"{k}-end-1/ndcg_pert", f"{k}-end-10/ndcg_pert"),
-                  lambda x, k=k: x[f"{k}-end-10/ndcg_pert"] < x[f"{k}-end-1/ndcg_pert"]),
+                  tuple(frbo.values()),
+                  lambda x, k=frbo: x[k["end"]] < min(x[k["beginning"]], x[k["middle"]])),
+            Claim(f"{m}: the more items removed at the end, the lower NDCG@20 (n = 1 > 5 > "
+                  "10).", "§5.3; Figures 1-2", end,
+                  lambda x, k=end: x[k[0]] > x[k[1]] > x[k[2]]),
             Claim(f"{m}: removing at the beginning or the middle leaves NDCG@20 nearly "
                   "unchanged (|variation| < 5 % for n = 1, 5, 10, the counts both scales "
-                  "run).", "§5.2-5.3; Figure 1",
-                  tuple(f"{k}-{w}-{n}/ndcg_var" for w in ("beginning", "middle")
-                        for n in (1, 5, 10)),
-                  lambda x, k=k: all(abs(x[f"{k}-{w}-{n}/ndcg_var"]) < 5.0
-                                     for w in ("beginning", "middle") for n in (1, 5, 10)))]
+                  "run).", "§5.2-5.3; Figure 1", flat,
+                  lambda x, k=flat: all(abs(x[v]) < 5.0 for v in k))]
     return tuple(claims)
 
 
-_T3_SASREC_ML1M = {"beginning": (-0.23, -0.15, -0.07, 0.399, 0.368),
-                   "middle": (-0.29, -1.09, -0.73, 0.385, 0.356),
-                   "end": (-15.3, -45.9, -56.0, 0.080, 0.106)}
+#: Table 3: (Recall, MRR, NDCG variation in %, FRBO@20, Jaccard@20) per model and position,
+#: on the dataset named (ours: ML-100k).
+_T3 = {"sasrec": ("ML-1M", {"beginning": (-0.23, -0.15, -0.07, 0.399, 0.368),
+                            "middle": (-0.29, -1.09, -0.73, 0.385, 0.356),
+                            "end": (-15.3, -45.9, -56.0, 0.080, 0.106)}),
+       "gru4rec": ("FS-NYC", {"beginning": (-0.23, -1.47, -0.94, 0.105, 0.075),
+                              "middle": (-0.93, -0.18, -0.44, 0.110, 0.074),
+                              "end": (-4.86, -8.42, -7.39, 0.089, 0.062)})}
 
 
-def _removal_values():
+def _removal_values(scope=""):
+    cut = ", inputs cut" if scope else ""
     out = []
     for m in MODELS:
         for w in WHERE:
-            for n in (1, 5, 10):
-                if m == "sasrec" and n == 10:
-                    continue  # shown below, next to Table 3's numbers
-                k = f"{m}/remove-{w}-{n}"
-                out += [Value(f"{k}/ndcg_var", f"{m}, {w}, n={n}: NDCG@20 variation (%)", None,
-                              "Figures 1-2"),
-                        Value(f"{k}/frbo", f"{m}, {w}, n={n}: FRBO@20", None, "Figures 1-2",
-                              also=(f"{k}/jaccard",))]
-    for w, (rec, mrr, ndcg, frbo, jac) in _T3_SASREC_ML1M.items():
-        k = f"sasrec/remove-{w}-10"
-        tag = f"SASRec, {w}, n=10"
-        out += [Value(f"{k}/{m}_var", f"{tag}: {name} variation (%) [paper: ML-1M; ours: "
-                      "ML-100k]", v, "Table 3", tol=5.0)
-                for m, name, v in (("recall", "Recall@20", rec), ("mrr", "MRR@20", mrr),
-                                   ("ndcg", "NDCG@20", ndcg))]
-        out += [Value(f"{k}/frbo", f"{tag}: FRBO@20 [paper: ML-1M]", frbo, "Table 3", tol=0.1),
-                Value(f"{k}/jaccard", f"{tag}: Jaccard@20 [paper: ML-1M]", jac, "Table 3",
-                      tol=0.1)]
+            for n in (1, 5):
+                k = f"{m}/remove-{w}-{n}{scope}"
+                out += [Value(f"{k}/ndcg_var", f"{m}, {w}, n={n}{cut}: NDCG@20 variation (%)",
+                              None, "Figures 1-2"),
+                        Value(f"{k}/frbo", f"{m}, {w}, n={n}{cut}: FRBO@20", None,
+                              "Figures 1-2", also=(f"{k}/jaccard",))]
+    for m, (data, rows) in _T3.items():
+        for w, (rec, mrr, ndcg, frbo, jac) in rows.items():
+            k = f"{m}/remove-{w}-10{scope}"
+            tag = f"{m}, {w}, n=10{cut}"
+            out += [Value(f"{k}/{x}_var", f"{tag}: {name} variation (%) [paper: {data}]", v,
+                          "Table 3", tol=5.0)
+                    for x, name, v in (("recall", "Recall@20", rec), ("mrr", "MRR@20", mrr),
+                                       ("ndcg", "NDCG@20", ndcg))]
+            out += [Value(f"{k}/frbo", f"{tag}: FRBO@20 [paper: {data}]", frbo, "Table 3",
+                          tol=0.1),
+                    Value(f"{k}/jaccard", f"{tag}: Jaccard@20 [paper: {data}]", jac, "Table 3",
+                          tol=0.1)]
     return tuple(out)
 
 
@@ -204,8 +221,8 @@ EXPERIMENTS.append(Experiment(
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_removal,
     values=_removal_values(), claims=_removal_claims(),
     notes=("Table 3 is on ML-1M (SASRec) and FS-NYC (GRU4Rec), not available offline; its "
-           "SASRec numbers are shown next to ours on ML-100k for scale, and the verdict rests "
-           "on the paper's directional findings.",
+           "numbers are shown next to ours on ML-100k for scale, and the verdict rests on the "
+           "paper's findings (the claims).",
            "'middle' removes n items centred in the training sequence (the printed formula "
            "removes n - 1).",
            "Our test queries keep the removed items in each user's context, as §3.1 says "
@@ -220,78 +237,14 @@ EXPERIMENTS.append(Experiment(
            "setting.")))
 
 
-# ------------------------------------------------------------------------------ Removal, inputs cut
-def _run_removal_inputs(workdir, scale, workers):
-    perts = tuple(f"remove-{w}-{n}+inputs" for w in WHERE for n in SCALES[scale]["counts"])
-    return _variation(rls_measures(audit_trials(_config(workdir, scale, perts), workers)),
-                      signed=True)
-
-
-#: Table 3: (Recall, MRR, NDCG variation in %, FRBO@20, Jaccard@20) per model and position.
-_T3 = {("sasrec", "ML-1M"): _T3_SASREC_ML1M,
-       ("gru4rec", "FS-NYC"): {"beginning": (-0.23, -1.47, -0.94, 0.105, 0.075),
-                               "middle": (-0.93, -0.18, -0.44, 0.110, 0.074),
-                               "end": (-4.86, -8.42, -7.39, 0.089, 0.062)}}
-
-
-def _removal_inputs_values():
-    out = [Value(f"{m}/remove-{w}-{n}+inputs/{x}", f"{m}, {w}, n={n}, inputs cut: {name}",
-                 None, "Figures 1-2")
-           for m in MODELS for w in WHERE for n in (1, 5)
-           for x, name in (("ndcg_var", "NDCG@20 variation (%)"), ("frbo", "FRBO@20"))]
-    for (m, data), rows in _T3.items():
-        for w, (rec, mrr, ndcg, frbo, jac) in rows.items():
-            k = f"{m}/remove-{w}-10+inputs"
-            tag = f"{m}, {w}, n=10, inputs cut"
-            out += [Value(f"{k}/{x}_var", f"{tag}: {name} variation (%) [paper: {data}]", v,
-                          "Table 3", tol=5.0)
-                    for x, name, v in (("recall", "Recall@20", rec), ("mrr", "MRR@20", mrr),
-                                       ("ndcg", "NDCG@20", ndcg))]
-            out += [Value(f"{k}/frbo", f"{tag}: FRBO@20 [paper: {data}]", frbo, "Table 3",
-                          tol=0.1),
-                    Value(f"{k}/jaccard", f"{tag}: Jaccard@20 [paper: {data}]", jac, "Table 3",
-                          tol=0.1)]
-    return tuple(out)
-
-
-def _removal_inputs_claims():
-    claims = [Claim("SASRec: removing 10 items at the end more than halves NDCG@20.",
-                    "§5.2 (ML-1M: -56.0 %)", ("sasrec/remove-end-10+inputs/ndcg_var",),
-                    lambda x: x["sasrec/remove-end-10+inputs/ndcg_var"] < -50.0)]
-    for m in MODELS:
-        k = f"{m}/remove"
-        keys = {w: f"{k}-{w}-10+inputs" for w in WHERE}
-        claims += [
-            Claim(f"{m}: removing 10 items at the end lowers NDCG@20 more than at the "
-                  "beginning or the middle.", "§5.2; Table 3",
-                  tuple(f"{v}/ndcg_var" for v in keys.values()),
-                  lambda x, k=keys: x[f"{k['end']}/ndcg_var"]
-                  < min(x[f"{k['beginning']}/ndcg_var"], x[f"{k['middle']}/ndcg_var"])),
-            Claim(f"{m}: ...and gives the least similar lists (FRBO@20).", "Table 3",
-                  tuple(f"{v}/frbo" for v in keys.values()),
-                  lambda x, k=keys: x[f"{k['end']}/frbo"]
-                  < min(x[f"{k['beginning']}/frbo"], x[f"{k['middle']}/frbo"])),
-            Claim(f"{m}: removing 10 items at the beginning or the middle leaves NDCG@20 "
-                  "nearly unchanged (|variation| < 5 %).", "§5.2; Table 3",
-                  (f"{keys['beginning']}/ndcg_var", f"{keys['middle']}/ndcg_var"),
-                  lambda x, k=keys: all(abs(x[f"{k[w]}/ndcg_var"]) < 5.0
-                                        for w in ("beginning", "middle"))),
-            Claim(f"{m}: the more items removed at the end, the lower NDCG@20 (n = 1 > 5 > "
-                  "10).", "§5.3; Figures 1-2",
-                  tuple(f"{k}-end-{n}+inputs/ndcg_pert" for n in (1, 5, 10)),
-                  lambda x, k=k: x[f"{k}-end-1+inputs/ndcg_pert"]
-                  > x[f"{k}-end-5+inputs/ndcg_pert"] > x[f"{k}-end-10+inputs/ndcg_pert"])]
-    return tuple(claims)
-
-
 EXPERIMENTS.append(Experiment(
     name="betello2023-removal-inputs", paper=PAPER,
     title="Removal with the test inputs cut too (Table 3's setting, ML-100k)",
     artefacts="Table 3 (ML-100k instead of ML-1M and FS-NYC), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
     scales={k: v["note"] for k, v in SCALES.items()},
-    runner=_run_removal_inputs, values=_removal_inputs_values(),
-    claims=_removal_inputs_claims(),
+    runner=_run_removal_inputs, values=_removal_values("+inputs"),
+    claims=_removal_claims("+inputs"),
     notes=("The perturbations are remove-<where>-<n>+inputs: the perturbed model ranks test "
            "queries whose contexts lost the removed items (recaudit.data.Queries.edited), as "
            "when a whole sequence is cut before RecBole's leave-one-out split; the baseline "
