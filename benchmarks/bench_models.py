@@ -48,13 +48,18 @@ ROOT = HERE.parent
 ANCHOR = "d9d1fea"
 MODELS = ("jodie", "latentcross", "lstm", "gru4rec", "sasrec", "tisasrec", "bert4rec")
 LAYOUTS = {"window": {"samples": "window"},
-           "prefix": {"samples": "prefix", "batch_order": "temporal"}}
+           "prefix": {"samples": "prefix", "batch_order": "temporal"},
+           # LatentCross only: each user's state over the whole history, 1,024 interactions per
+           # mini-batch (the latentcross@oh2022 preset)
+           "history": {"samples": "history", "batch_size": 1024}}
 
 
 def _layouts(model: str, wanted: list[str]) -> list[tuple[str, dict]]:
     if model == "jodie":
         return [("t-batches", {})]
-    return [(lay, LAYOUTS[lay]) for lay in wanted if not (model == "bert4rec" and lay == "prefix")]
+    return [(lay, LAYOUTS[lay]) for lay in wanted
+            if not (model == "bert4rec" and lay == "prefix")
+            and (lay != "history" or model == "latentcross")]
 
 
 def extract(rev: str, into: Path) -> Path:

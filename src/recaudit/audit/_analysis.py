@@ -43,17 +43,17 @@ def _opened(store: Store | str | Path) -> Iterator[Store]:
 
 
 def trial_summary(store: Store | str | Path) -> pd.DataFrame:
-    """One row per trial: its labels, the perturbation's description, seed, timings and the
-    mean of each per-query metric (``rr_*`` renamed ``mrr_*``)."""
+    """One row per trial: its labels, the perturbation's description, seed, draw, timings and
+    the mean of each per-query metric (``rr_*`` renamed ``mrr_*``)."""
     with _opened(store) as s:
         means = s.trial_means()
         trials = s.trials()
-    cols = ["trial_id", *_KEYS, *[c for c in DESCRIPTION if c in trials], "seed", "n_queries",
-            "fit_seconds", "total_seconds"]
+    cols = ["trial_id", *_KEYS, *[c for c in DESCRIPTION if c in trials], "seed", "draw",
+            "n_queries", "fit_seconds", "total_seconds"]
     trials = trials[cols]
     out = trials.merge(means, on="trial_id", how="left")
     out = out.rename(columns={"rr_base": "mrr_base", "rr_pert": "mrr_pert"})
-    return out.sort_values([*_KEYS, "seed"]).reset_index(drop=True)
+    return out.sort_values([*_KEYS, "seed", "draw"]).reset_index(drop=True)
 
 
 def seed_summary(summary: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:

@@ -6,7 +6,8 @@ A trial's result is a pure function of its :class:`TrialSpec`:
   :func:`recaudit.experiment.prepare`);
 - the baseline model is trained on the original training set with training seed ``seed``;
 - the perturbation (any registered family, :func:`recaudit.perturb.parse`) draws from
-  ``make_rng(seed, data fingerprint, perturbation)`` and gets the inputs its ``needs``
+  ``make_rng(seed, data fingerprint, perturbation)`` (``..., "draw", d)`` for the repeated draw
+  ``d >= 1`` of :attr:`AuditConfig.draws`) and gets the inputs its ``needs``
   declares (:func:`perturb_context`); the perturbed model is trained with the *same* training
   seed (all training randomness fixed, Oh et al. 2022 §5), unless the perturbation asks for a
   reseed (``seed-only``: ``derive_seed(seed, "seed-only")``, Betello et al. 2023 RQ1);
@@ -265,7 +266,8 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
                                else (0.0, 0.0))
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     p0 = time.perf_counter()
-    rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation))
+    keys: tuple[Any, ...] = ("draw", trial.draw) if trial.draw else ()
+    rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation), *keys)
     plain_base = base  # a stabilised model faces the edits chosen for its plain model
     if trial.model.stabilise is not None and spec.needs.recommendations:
         plain_base = _baseline(dataclasses.replace(trial, model=trial.model.base), data, split,
@@ -285,7 +287,7 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
            "audit": audit, "dataset": trial.dataset.label, "model": trial.model.name,
            "model_label": trial.model.label, "perturbation": perturbation_label(trial.perturbation),
            **spec.describe().to_dict(),
-           "seed": trial.seed, "spec": canonical_json(trial.to_dict()),
+           "seed": trial.seed, "draw": trial.draw, "spec": canonical_json(trial.to_dict()),
            "data_fingerprint": fingerprint, "n_queries": len(queries), "status": "done",
            "started": started, "finished": time.time(), "fit_seconds": fit_s + base_fit,
            "rank_seconds": rank_s + base_rank, "perturb_seconds": perturb_s,

@@ -9,6 +9,8 @@ A TOML file is the same data as :meth:`AuditConfig.to_dict` (see :func:`load_con
     name = "quick"
     output = "quick.duckdb"
     seeds = [0, 1, 2]                 # or a count: seeds = 3
+    draws = 1                         # perturbation draws per trained baseline (Oh et al. 2022
+                                      # Table 4 repeats the draw 10 times: draws = 10)
     perturbations = ["random-delete", "casper-delete", "fuzz:AMR:10"]
 
     [[datasets]]
@@ -79,7 +81,9 @@ def perturbation_label(perturbation: Any) -> str:
 @dataclass(frozen=True)
 class TrialSpec:
     """One cell of the grid. ``perturbation`` is a name or table read by
-    :func:`recaudit.perturb.parse`."""
+    :func:`recaudit.perturb.parse`; ``draw`` numbers the repeated draws of the perturbation
+    against the same baseline (0: the first; its spec, and so its trial id, carries no
+    ``draw`` key, so the ids of audits without repeated draws never change)."""
 
     dataset: DatasetSpec
     split: SplitSpec
@@ -87,15 +91,20 @@ class TrialSpec:
     seed: int
     perturbation: Any
     metrics: MetricSpec
+    draw: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         from recaudit.config import plain
 
-        return plain(self)
+        d = plain(self)
+        if not self.draw:
+            del d["draw"]
+        return d
 
     def baseline_key(self, fingerprint: str) -> str:
         """Identifies the unperturbed model this trial is compared with."""
         d = self.to_dict()
+        d.pop("draw", None)
         del d["perturbation"], d["metrics"]
         return spec_id(d, fingerprint)
 
@@ -113,7 +122,11 @@ class AuditConfig(Config):
     training seeds (a list, or a count n for 0..n-1). datasets: the datasets (``[[datasets]]``
     tables or names). split: how each dataset is split. metrics: similarity settings.
     executor: where trials run. output: the results store (resumed if it exists). name: the
-    audit's name in the store and the report.
+    audit's name in the store and the report. draws: how many times each perturbation is drawn
+    against each trained baseline (Oh et al. 2022 repeat a random draw 10 times against one
+    trained model, Table 4): every draw is a trial of its own with its own generator, and a
+    repetition costs one fit instead of two. A perturbation that draws nothing at random
+    (CASPER, TracIn, ...) gives the same edit on every draw.
     """
 
     models: tuple[ModelSpec, ...]
@@ -125,6 +138,7 @@ class AuditConfig(Config):
     executor: ExecutorSpec = ExecutorSpec()
     output: str = "audit.duckdb"
     name: str = "audit"
+    draws: int = 1
 
     @classmethod
     def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +158,8 @@ class AuditConfig(Config):
         for key in ("models", "perturbations", "seeds", "datasets"):
             if not getattr(self, key):
                 raise self.invalid(key, f"{key} must not be empty")
+        if isinstance(self.draws, bool) or not isinstance(self.draws, int) or self.draws < 1:
+            raise self.invalid("draws", f"draws must be an integer >= 1, got {self.draws!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise self.invalid("seeds", f"seeds must be distinct, got {list(self.seeds)}")
         canonical = []
@@ -157,10 +173,10 @@ class AuditConfig(Config):
         object.__setattr__(self, "perturbations", tuple(canonical))
 
     def trials(self) -> list[TrialSpec]:
-        """The grid in a fixed order: dataset, model, seed, perturbation."""
-        return [TrialSpec(d, self.split, m, int(s), p, self.metrics)
+        """The grid in a fixed order: dataset, model, seed, perturbation, draw."""
+        return [TrialSpec(d, self.split, m, int(s), p, self.metrics, draw)
                 for d in self.datasets for m in self.models for s in self.seeds
-                for p in self.perturbations]
+                for p in self.perturbations for draw in range(self.draws)]
 
 
 def load_config(path: str | Path) -> AuditConfig:

@@ -32,10 +32,15 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                        "a paper prefix such as 'oh2022', or 'all'."),
             scale: str = typer.Option("small", help="small (2 CPU cores, ~1 h) or paper."),
             workers: int = typer.Option(1, min=1, help="Parallel trial processes."),
+            seeds: int | None = typer.Option(None, min=1, help="Run only the first N seeds of "
+                                             "the scale (recorded; for runs that cannot "
+                                             "afford all)."),
+            draws: int | None = typer.Option(None, min=1, help="Run only N perturbation "
+                                             "draws per trained model (recorded)."),
             root: Path = _DIR) -> None:
     """Run (or resume) experiments and print their verdicts."""
     from recaudit.errors import ConfigError
-    from recaudit.reproduce import available, get, run
+    from recaudit.reproduce import Repetitions, available, get, run
 
     names = [e.name for e in available()]
     if name == "all":
@@ -48,7 +53,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
     for n in chosen:
-        rec = run(n, scale, root, workers=workers)
+        rec = run(n, scale, root, workers=workers, repetitions=Repetitions(seeds, draws))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
 
 

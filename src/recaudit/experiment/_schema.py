@@ -10,7 +10,7 @@ table              one row per
 =================  ==========================================================================
 ``trials``         finished stability-audit trial: ids, labels, the perturbation's
                    description (family, edit, count, position, reference), spec, timings,
-                   versions, host
+                   versions, host, draw (repeated draws against one baseline)
 ``query_results``  (audit trial, test query): similarity of the two rank lists, accuracy of
                    both models
 ``perturbations``  audit trial: its perturbation record (JSON)
@@ -33,10 +33,12 @@ __all__ = ["Column", "Table", "TABLES", "QUERY_METRICS", "TRIALS", "QUERY_RESULT
 @dataclass(frozen=True)
 class Column:
     """A column: ``name`` and DuckDB ``type`` (``VARCHAR``, ``BIGINT``, ``DOUBLE``,
-    ``BOOLEAN``, ``JSON``)."""
+    ``BOOLEAN``, ``JSON``). ``default``: a SQL literal for a column added after stores were
+    written; a store that lacks it gains it with that value (and reads show it)."""
 
     name: str
     type: str
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,11 @@ class Table:
 
 
 def _cols(spec: str) -> tuple[Column, ...]:
-    """``"a VARCHAR, b BIGINT"`` as columns."""
+    """``"a VARCHAR, b BIGINT, c BIGINT DEFAULT 0"`` as columns."""
     out = []
     for part in spec.split(","):
-        name, typ = part.split()
-        out.append(Column(name, typ))
+        name, typ, *rest = part.split()
+        out.append(Column(name, typ, rest[1] if rest[:1] == ["DEFAULT"] else None))
     return tuple(out)
 
 
@@ -82,7 +84,7 @@ TRIALS = Table("trials", _cols(
     "position VARCHAR, reference BOOLEAN, seed BIGINT, spec JSON, data_fingerprint VARCHAR, "
     "n_queries BIGINT, status VARCHAR, started DOUBLE, finished DOUBLE, fit_seconds DOUBLE, "
     "rank_seconds DOUBLE, perturb_seconds DOUBLE, total_seconds DOUBLE, versions JSON, "
-    "host VARCHAR"), key=("trial_id",))
+    "host VARCHAR, draw BIGINT DEFAULT 0"), key=("trial_id",))
 
 QUERY_RESULTS = Table("query_results", _cols(
     "trial_id VARCHAR, query BIGINT, user BIGINT, target BIGINT, "

@@ -115,6 +115,11 @@ class Store(Questions):
         for table in TABLES.values():
             if table.name in present:
                 have = set(self.con.execute(f"DESCRIBE {table.name}").df()["column_name"])
+                for c in table.columns:  # columns added since, with their default
+                    if c.name not in have and c.default is not None:
+                        self.con.execute(f'ALTER TABLE {table.name} ADD COLUMN "{c.name}" '
+                                         f"{c.type} DEFAULT {c.default}")
+                        have.add(c.name)
                 missing = [c for c in table.names if c not in have]
                 if missing:
                     self.close()
@@ -239,7 +244,11 @@ class Store(Questions):
         keys = [c for c in order if c in present]  # a file of an older layout may lack some
         if keys:
             sql += " ORDER BY " + ", ".join(f'"{c}"' for c in keys)
-        return self.con.execute(sql).df()
+        frame = self.con.execute(sql).df()
+        for c in t.columns:  # an older file opened read-only: added columns read as defaults
+            if c.name not in present and c.default is not None:
+                frame[c.name] = self.con.execute(f"SELECT {c.default}").fetchone()[0]
+        return frame
 
     def ids(self, table: str) -> set[str]:
         """Key values of ``table`` (its single key column)."""

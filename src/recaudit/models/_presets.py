@@ -112,19 +112,27 @@ PRESETS: dict[str, Preset] = {
             "as they stream in; recaudit ranks every test query from the end-of-training "
             "state, so both models of a trial answer the same fixed queries.")),
     "latentcross@oh2022": Preset(
-        "latentcross", "Oh et al. 2022", "Oh et al. 2022 §5 + Beutel et al. 2018 (no code)",
+        "latentcross", "Oh et al. 2022", "Oh et al. 2022 §5, §6.1, §7.1.4 + Beutel et al. 2018 "
+        "(no code)",
         {"embedding_dim": 128, "hidden_dim": 128, "lr": 0.001, "epochs": 50,
-         "batch_order": "temporal", "samples": "window", "max_len": 50, "batch_size": 16},
+         "batch_order": "temporal", "samples": "history", "batch_size": 1024},
         _OH_DATA,
         _OH_TEXT + (
             "No code is public for LatentCross (Beutel et al. 2018); Oh et al. give epochs, lr "
-            "and embedding size only. recaudit trains on windows of 50 interactions, 16 "
-            "windows (about 800 interactions) per step in temporal order, comparable to the "
-            "1,024-interaction batches of CASPER's LSTM (128 windows of 200 per step left it "
-            "nearly untrained: 3 steps per epoch on a 250-user sample); time-gap context in "
-            "32 log2 buckets.",
-            "Oh et al. use all of a user's interactions as context; the GRU restarts every 50 "
-            "items here.")),
+            "and embedding size, train their temporal models in mini-batches in temporal order "
+            "(§6.1) and use all of a user's interactions for LatentCross (§7.1.4). recaudit "
+            "trains every interaction as a sample, 1,024 consecutive interactions of the log "
+            "per step (the batch of CASPER's released LSTM code), each user's GRU state "
+            "carried over the whole history (samples = 'history'); time-gap context in 32 "
+            "log2 buckets; hidden size 128 (= the embedding size).",
+            "Gradient truncation (not stated by Oh et al.): back-propagation through time "
+            "within a mini-batch, states detached between mini-batches and restarted at each "
+            "epoch, as JODIE's code does for its trajectories.",
+            "Ranking: a test query starts from its user's state after the whole training "
+            "history under the final weights and advances over the query's earlier test "
+            "interactions (recomputed in evaluation mode after training).",
+            "The window variant of earlier recaudit releases (50-item windows, the GRU "
+            "restarting every 50 items) is samples = 'window'.")),
     "sasrec@betello2023": Preset(
         "sasrec", "Betello et al. 2023", "Betello et al. 2023 §4.3 + RecBole 1.2.1 defaults",
         {"embedding_dim": 64, "blocks": 2, "heads": 2, "inner_dim": 256, "dropout": 0.5,

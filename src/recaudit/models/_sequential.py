@@ -106,6 +106,8 @@ class SequentialConfig(Config):
     pad_left: bool = False
     init: str = "default"
     freeze_embedding: bool = False
+    #: the sample layouts a model offers (``samples``)
+    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window")
 
     def validate(self) -> None:
         def need(ok: bool, key: str, what: str) -> None:
@@ -123,7 +125,8 @@ class SequentialConfig(Config):
         need(self.weight_decay >= 0, "weight_decay", "must be >= 0")
         need(self.batch_order in ("shuffled", "temporal"), "batch_order",
              "must be 'shuffled' or 'temporal'")
-        need(self.samples in ("prefix", "window"), "samples", "must be 'prefix' or 'window'")
+        need(self.samples in self.layouts, "samples",
+             "must be " + " or ".join(repr(v) for v in self.layouts))
         need(isinstance(self.exclude_seen, bool), "exclude_seen", "must be True or False")
         need(isinstance(self.device, str) and (self.device in ("cpu", "cuda", "auto") or (
             self.device.startswith("cuda:") and self.device[5:].isdigit())), "device",

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Value", "Claim", "Experiment", "verdict", "compare_values", "VERDICTS"]
+__all__ = ["Value", "Claim", "Experiment", "Repetitions", "verdict", "compare_values",
+           "VERDICTS"]
 
 VERDICTS = ("reproduced", "direction reproduced", "not reproduced", "not run")
 
@@ -62,13 +63,43 @@ class Claim:
         return bool(self.test(measures))
 
 
+@dataclass(frozen=True)
+class Repetitions:
+    """How many of a scale's repetitions a run takes: the first ``seeds`` training seeds and
+    ``draws`` perturbation draws per trained model (``None``: the scale's own). Users, epochs
+    and model sizes are never reduced this way: a run that cannot afford the paper's
+    repetitions takes fewer and says so in its record."""
+
+    seeds: int | None = None
+    draws: int | None = None
+
+    def __post_init__(self) -> None:
+        from recaudit.errors import ConfigError
+
+        for key in ("seeds", "draws"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ConfigError(f"{key} must be an integer >= 1, got {v!r}", key=key)
+
+    @property
+    def reduced(self) -> bool:
+        return self.seeds is not None or self.draws is not None
+
+    def take(self, seeds: tuple[int, ...], draws: int = 1) -> tuple[tuple[int, ...], int]:
+        """The seeds and draws of a run whose scale asks for ``seeds`` and ``draws``."""
+        n = len(seeds) if self.seeds is None else min(self.seeds, len(seeds))
+        return tuple(seeds[:n]), draws if self.draws is None else min(self.draws, draws)
+
+
 @dataclass
 class Experiment:
     """One reproducible artefact of a paper (see the module docstring).
 
     ``run(workdir, scale, workers)`` does the work (resumable: finished parts are kept in
     ``workdir``) and returns the measures. ``unavailable`` explains why it cannot run here
-    (e.g. data not available offline), or is ``None``.
+    (e.g. data not available offline), or is ``None``. ``repeatable``: the runner takes a
+    fourth argument, the :class:`Repetitions` of the run (fewer seeds or draws than the
+    scale's).
     """
 
     name: str
@@ -83,14 +114,22 @@ class Experiment:
     notes: tuple[str, ...] = ()
     unavailable: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    repeatable: bool = False
 
-    def run(self, workdir: Path, scale: str, workers: int = 1) -> dict[str, float]:
+    def run(self, workdir: Path, scale: str, workers: int = 1,
+            repetitions: Repetitions | None = None) -> dict[str, float]:
+        from recaudit.errors import ConfigError
+
         if scale not in self.scales:
-            from recaudit.errors import ConfigError
-
             raise ConfigError(f"experiment {self.name!r} has no scale {scale!r}; choose one of "
                               f"{', '.join(self.scales)}")
+        reps = repetitions or Repetitions()
+        if reps.reduced and not self.repeatable:
+            raise ConfigError(f"experiment {self.name!r} does not take --seeds / --draws; run "
+                              "it at its scale's repetitions")
         workdir.mkdir(parents=True, exist_ok=True)
+        if self.repeatable:
+            return self.runner(workdir, scale, workers, reps)  # type: ignore[call-arg]
         return self.runner(workdir, scale, workers)
 
 

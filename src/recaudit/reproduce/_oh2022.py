@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from recaudit.reproduce._audit import audit_trials, group_measures, rls_measures, shared_store
-from recaudit.reproduce._experiment import Claim, Experiment, Value
+from recaudit.reproduce._experiment import Claim, Experiment, Repetitions, Value
 
 PAPER = "Oh et al. 2022"
 MODELS = ("lstm", "tisasrec", "jodie", "latentcross")
@@ -72,12 +72,15 @@ def _perturbation(name: str, model: str):
     return name
 
 
-def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, seeds=None):
+def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, seeds=None,
+             draws: int = 1, reps: Repetitions | None = None):
     """Audit configs on the shared store: one per CASPER window (LSTM and TiSASRec read the
-    latest 50 interactions, LatentCross all) and JODIE apart (no TracIn)."""
+    latest 50 interactions, LatentCross all) and JODIE apart (no TracIn). ``seeds`` and
+    ``draws``: the scale's repetitions, of which ``reps`` may take fewer."""
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, SplitSpec
 
     s = SCALES[scale]
+    seeds, draws = (reps or Repetitions()).take(tuple(seeds or s["seeds"]), draws)
     out = []
     for group in (("lstm", "tisasrec"), ("latentcross",), ("jodie",)):
         ms = [m for m in models if m in group]
@@ -86,7 +89,7 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
         if not ms or not plist:
             continue
         out.append(AuditConfig(
-            name=f"oh2022-{dataset}", seeds=tuple(seeds or s["seeds"]),
+            name=f"oh2022-{dataset}", seeds=seeds, draws=draws,
             datasets=(DatasetSpec(dataset, min_user_interactions=10, sample_users=s["users"]),),
             split=SplitSpec("temporal-ratio", 0.9, floor="test"),
             models=tuple(_model(m, scale) for m in ms),
@@ -101,10 +104,11 @@ def _pert_key(label: str) -> str:
     return json.loads(label)["name"] if label.startswith("{") else label
 
 
-def _run_audits(workdir, scale, workers, dataset, models, perturbations, *, seeds=None,
-                groups: str | None = None, prefix: str = "") -> dict[str, float]:
+def _run_audits(workdir, scale, workers, reps, dataset, models, perturbations, *, seeds=None,
+                draws: int = 1, groups: str | None = None, prefix: str = ""
+                ) -> dict[str, float]:
     out: dict[str, float] = {}
-    for cfg in _configs(workdir, scale, dataset, models, perturbations, seeds):
+    for cfg in _configs(workdir, scale, dataset, models, perturbations, seeds, draws, reps):
         summary = audit_trials(cfg, workers)
         out.update(rls_measures(summary.assign(
             perturbation=summary["perturbation"].map(_pert_key))))
@@ -187,15 +191,15 @@ def _table3_claims():
     return tuple(claims)
 
 
-def _run_table3(workdir, scale, workers):
-    return _run_audits(workdir, scale, workers, "foursquare", MODELS, LOO + REPLACE)
+def _run_table3(workdir, scale, workers, reps):
+    return _run_audits(workdir, scale, workers, reps, "foursquare", MODELS, LOO + REPLACE)
 
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-table3", paper=PAPER,
     title="Effectiveness of perturbations on Foursquare (deletion and item replacement)",
     artefacts="Table 3(a), 3(b)", data="Foursquare (the authors' release), users >= 10",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3, repeatable=True,
     values=_table3_values(), claims=_table3_claims(),
     notes=("JODIE's TracIn cells are not measured: recaudit's JODIE regresses embeddings "
            "and has no softmax output layer for TracIn's gradients.",
@@ -212,10 +216,10 @@ _F3B = {"lstm": (0.8250, 0.8241, 0.8976, 0.8968), "tisasrec": (0.8212, 0.8212, 0
         "latentcross": (0.8060, 0.8056, 0.8709, 0.8708)}
 
 
-def _run_figure3(workdir, scale, workers):
+def _run_figure3(workdir, scale, workers, reps):
     out = {}
     for ds in ("foursquare", "wikipedia"):
-        out.update(_run_audits(workdir, scale, workers, ds, MODELS, ("random-delete",),
+        out.update(_run_audits(workdir, scale, workers, reps, ds, MODELS, ("random-delete",),
                                prefix=ds))
     return out
 
@@ -256,7 +260,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-figure3", paper=PAPER,
     title="Random deletion: rank lists change, next-item metrics do not",
     artefacts="Figure 3(a), 3(b)", data="Foursquare and Wikipedia (the authors' releases)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3, repeatable=True,
     values=_figure3_values(), claims=_figure3_claims(),
     notes=("Figure 3(a) prints no numbers; the text gives the range 0.75-0.95.",
            "Figure 3(b) does not name its dataset; its MRR levels (0.81-0.83) are those of "
@@ -279,20 +283,25 @@ def _ordered(keys: tuple[str, ...]):
     return test
 
 
-def _run_table4(workdir, scale, workers):
-    seeds = tuple(range(10)) if scale == "paper" else (0, 1, 2)
+#: Table 4's repetitions: draws of each perturbation against one trained model (the paper: 10).
+_T4_DRAWS = {"small": 3, "paper": 10}
+
+
+def _run_table4(workdir, scale, workers, reps):
     perts = tuple(f"{p}-{e}" for e in _T4 for p in _POS)
-    return _run_audits(workdir, scale, workers, "foursquare", ("latentcross",), perts,
-                       seeds=seeds)
+    return _run_audits(workdir, scale, workers, reps, "foursquare", ("latentcross",), perts,
+                       seeds=(0,), draws=_T4_DRAWS[scale])
 
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-table4", paper=PAPER,
     title="Cascading effect: perturbing earlier interactions hurts stability more (LatentCross)",
     artefacts="Table 4(a)", data="Foursquare (the authors' release)",
-    scales={"small": SCALES["small"]["note"] + "; 3 repetitions (paper: 10)",
-            "paper": SCALES["paper"]["note"] + "; 10 repetitions"},
-    runner=_run_table4,
+    scales={"small": SCALES["small"]["note"] + "; 3 draws of each perturbation against one "
+                                               "trained model (paper: 10)",
+            "paper": SCALES["paper"]["note"].replace("3 seeds", "1 seed") + "; 10 draws of "
+                     "each perturbation against one trained model, as the paper"},
+    runner=_run_table4, repeatable=True,
     values=tuple(Value(f"latentcross/{p}-{e}/ao", f"{p}, {e}", v, "Table 4(a)", tol=0.03,
                        also=(f"latentcross/{p}-{e}/rbo",))
                  for e, row in _T4.items() for p, v in zip(_POS, row)),
@@ -300,13 +309,13 @@ EXPERIMENTS.append(Experiment(
                        "§6.1; Table 4(a)", tuple(f"latentcross/{p}-{e}/ao" for p in _POS),
                        _ordered(tuple(f"latentcross/{p}-{e}/ao" for p in _POS)))
                  for e in _T4),
-    notes=("Each repetition is a recaudit seed: it draws a new perturbation and also a new "
-           "training seed (the paper repeats the draw with one trained model).",)))
+    notes=("Each repetition draws a new perturbation against the same trained model (one "
+           "seed), as the paper does; a repetition costs one fit.",)))
 
 
 # ------------------------------------------------------------------------------ Figures 5-7
-def _run_groups(workdir, scale, workers):
-    return _run_audits(workdir, scale, workers, "foursquare", ("latentcross",), LOO,
+def _run_groups(workdir, scale, workers, reps):
+    return _run_audits(workdir, scale, workers, reps, "foursquare", ("latentcross",), LOO,
                        groups="jaccard")
 
 
@@ -328,7 +337,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-figures6-7", paper=PAPER,
     title="User groups by MRR: low-accuracy users get less stable lists (LatentCross)",
     artefacts="Figures 6(a), 7", data="Foursquare (the authors' release)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_groups,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_groups, repeatable=True,
     values=tuple(Value(f"latentcross/{p}/jaccard_{g}", f"{p}, {g}-MRR users", None,
                        "Figure 7 (bars)") for p in LOO for g in ("high", "mid", "low")),
     claims=_groups_claims(),
@@ -336,16 +345,16 @@ EXPERIMENTS.append(Experiment(
            "(§7.3). Figure 6(b) (LastFM) needs data not available offline.",)))
 
 
-def _run_figure5(workdir, scale, workers):
-    return _run_audits(workdir, scale, workers, "wikipedia", ("latentcross",), LOO + REPLACE,
-                       prefix="wikipedia")
+def _run_figure5(workdir, scale, workers, reps):
+    return _run_audits(workdir, scale, workers, reps, "wikipedia", ("latentcross",),
+                       LOO + REPLACE, prefix="wikipedia")
 
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-figure5", paper=PAPER,
     title="LatentCross on Wikipedia: CASPER is the strongest perturbation",
     artefacts="Figure 5(a), 5(b) (Wikipedia bars)", data="Wikipedia (the authors' release)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure5,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure5, repeatable=True,
     values=tuple(Value(f"wikipedia/latentcross/{p}/ao", p, None, "Figure 5 (bars)",
                        also=(f"wikipedia/latentcross/{p}/rbo",)) for p in LOO + REPLACE),
     claims=(Claim("CASPER deletion gives the lowest RBO among deletions.", "Figure 5(a)",
@@ -360,9 +369,9 @@ EXPERIMENTS.append(Experiment(
 
 
 # ------------------------------------------------------------------------------ Figure 8
-def _run_figure8(workdir, scale, workers):
+def _run_figure8(workdir, scale, workers, reps):
     perts = ("casper-delete",) + tuple(f"casper-delete-k{k}" for k in range(2, 9))
-    out = _run_audits(workdir, scale, workers, "foursquare", ("latentcross",), perts)
+    out = _run_audits(workdir, scale, workers, reps, "foursquare", ("latentcross",), perts)
     out = {k.replace("casper-delete/", "casper-delete-k1/"): v for k, v in out.items()}
     out.update(_casper_runtime(workdir, scale))
     return out
@@ -401,7 +410,7 @@ EXPERIMENTS.append(Experiment(
     title="CASPER: more perturbations, lower stability; runtime linear in the data size",
     artefacts="Figure 8(a), 8(b)",
     data="Foursquare (8a); LastFM-shaped synthetic logs, 10k-1M interactions (8b)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure8,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure8, repeatable=True,
     values=tuple(Value(f"latentcross/casper-delete-k{k}/ao", f"{k} CASPER deletions", None,
                        "Figure 8(a)", also=(f"latentcross/casper-delete-k{k}/rbo",))
                  for k in range(1, 9)) + tuple(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.errors import ConfigError, did_you_mean
-from recaudit.reproduce._experiment import Experiment, compare_values, verdict
+from recaudit.reproduce._experiment import Experiment, Repetitions, compare_values, verdict
 
 __all__ = ["register", "get", "available", "run", "load_record", "evaluate", "DEFAULT_ROOT"]
 
@@ -112,8 +112,10 @@ def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
 
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
-        workers: int = 1) -> dict[str, Any]:
-    """Run (or resume) experiment ``name`` at ``scale``; write and return its record."""
+        workers: int = 1, repetitions: Repetitions | None = None) -> dict[str, Any]:
+    """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
+    ``repetitions``: fewer seeds or draws than the scale's (recorded, and named in the
+    record's scale note)."""
     exp = get(name)
     if exp.unavailable:
         raise ConfigError(f"experiment {name!r} cannot run here: {exp.unavailable}")
@@ -122,12 +124,18 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
     started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
-    measures = exp.run(workdir, scale, workers)
+    reps = repetitions or Repetitions()
+    measures = exp.run(workdir, scale, workers, reps)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
+    note = exp.scales[scale]
+    flags = "".join(f" --{k} {v}" for k, v in (("seeds", reps.seeds), ("draws", reps.draws))
+                    if v is not None)
+    if flags:
+        note += f"; repetitions reduced for time:{flags.replace(' --', ' ')}"
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
-        "scale_note": exp.scales[scale],
-        "command": f"recaudit reproduce run {name} --scale {scale}"
+        "scale_note": note, "repetitions": {"seeds": reps.seeds, "draws": reps.draws},
+        "command": f"recaudit reproduce run {name} --scale {scale}{flags}"
                    + (f" --workers {workers}" if workers > 1 else ""),
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "wall_seconds": round(finished - started, 1), "workers": workers,

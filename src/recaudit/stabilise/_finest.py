@@ -133,6 +133,12 @@ class Finest:
                               f"shared sequential loop (lstm, gru4rec, sasrec, tisasrec, "
                               f"bert4rec, latentcross); {name!r} is not one of them",
                               key="method", hint="use method = 'ensemble' for any model")
+        if getattr(built.config, "samples", None) == "history":
+            raise ConfigError("stabilise.method = 'finest' fine-tunes window and prefix "
+                              "samples; latentcross with samples = 'history' carries each "
+                              "user's state over the whole log, which FINEST's instances do "
+                              "not model", key="method",
+                              hint="use samples = 'window' with FINEST, or method = 'ensemble'")
         self.model: SequentialRecommender = built
         self.config = config
         self.registered_name = f"{built.registered_name}+finest"
