@@ -37,10 +37,13 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                              "afford all)."),
             draws: int | None = typer.Option(None, min=1, help="Run only N perturbation "
                                              "draws per trained model (recorded)."),
+            models: str | None = typer.Option(None, help="Run only these models, "
+                                              "comma-separated (e.g. jodie,latentcross; "
+                                              "recorded)."),
             root: Path = _DIR) -> None:
     """Run (or resume) experiments and print their verdicts."""
     from recaudit.errors import ConfigError
-    from recaudit.reproduce import Repetitions, available, get, run
+    from recaudit.reproduce import Scope, available, get, run
 
     names = [e.name for e in available()]
     if name == "all":
@@ -52,8 +55,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
         if not chosen:
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
+    scope = Scope(seeds, draws, None if models is None else
+                  tuple(m.strip() for m in models.split(",") if m.strip()))
     for n in chosen:
-        rec = run(n, scale, root, workers=workers, repetitions=Repetitions(seeds, draws))
+        rec = run(n, scale, root, workers=workers, scope=scope)
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
 
 

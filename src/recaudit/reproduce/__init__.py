@@ -12,10 +12,10 @@ a record (measures, comparison, verdict, machine, wall time) that ``write_report
 Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | report``.
 """
 
-from recaudit.reproduce._experiment import (VERDICTS, Claim, Experiment, Repetitions, Value,
+from recaudit.reproduce._experiment import (VERDICTS, Claim, Experiment, Scope, Value,
                                             verdict)
 from recaudit.reproduce._report import render_report, write_report
 from recaudit.reproduce._runs import DEFAULT_ROOT, available, get, load_record, run
 
-__all__ = ["DEFAULT_ROOT", "VERDICTS", "Claim", "Experiment", "Repetitions", "Value",
+__all__ = ["DEFAULT_ROOT", "VERDICTS", "Claim", "Experiment", "Scope", "Value",
            "available", "get", "load_record", "render_report", "run", "verdict", "write_report"]

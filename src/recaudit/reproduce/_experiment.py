@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Value", "Claim", "Experiment", "Repetitions", "verdict", "compare_values",
+__all__ = ["Value", "Claim", "Experiment", "Scope", "verdict", "compare_values",
            "VERDICTS"]
 
 VERDICTS = ("reproduced", "direction reproduced", "not reproduced", "not run")
@@ -64,14 +64,16 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class Repetitions:
-    """How many of a scale's repetitions a run takes: the first ``seeds`` training seeds and
-    ``draws`` perturbation draws per trained model (``None``: the scale's own). Users, epochs
-    and model sizes are never reduced this way: a run that cannot afford the paper's
-    repetitions takes fewer and says so in its record."""
+class Scope:
+    """The part of a scale's grid a run takes: the first ``seeds`` training seeds, ``draws``
+    perturbation draws per trained model, only the ``models`` named (``None``: the scale's
+    own). Users, epochs and model sizes are never reduced this way: a run that cannot afford
+    the whole grid takes less of it, says so in its record, and the claims it cannot read
+    stay undecided."""
 
     seeds: int | None = None
     draws: int | None = None
+    models: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -80,15 +82,37 @@ class Repetitions:
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ConfigError(f"{key} must be an integer >= 1, got {v!r}", key=key)
+        if self.models is not None:
+            object.__setattr__(self, "models", tuple(self.models))
+            if not self.models:
+                raise ConfigError("models must name at least one model", key="models")
 
     @property
     def reduced(self) -> bool:
-        return self.seeds is not None or self.draws is not None
+        return self.seeds is not None or self.draws is not None or self.models is not None
+
+    def flags(self) -> str:
+        """The command-line options of this scope (``" --seeds 1 --models jodie"``)."""
+        parts = [(k, getattr(self, k)) for k in ("seeds", "draws")]
+        parts.append(("models", None if self.models is None else ",".join(self.models)))
+        return "".join(f" --{k} {v}" for k, v in parts if v is not None)
 
     def take(self, seeds: tuple[int, ...], draws: int = 1) -> tuple[tuple[int, ...], int]:
         """The seeds and draws of a run whose scale asks for ``seeds`` and ``draws``."""
         n = len(seeds) if self.seeds is None else min(self.seeds, len(seeds))
         return tuple(seeds[:n]), draws if self.draws is None else min(self.draws, draws)
+
+    def pick(self, models: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+        """``models`` restricted to the scope's (each of which must be one of ``known``)."""
+        if self.models is None:
+            return models
+        from recaudit.errors import ConfigError, did_you_mean
+
+        for m in self.models:
+            if m not in known:
+                raise ConfigError(f"unknown model {m!r} for this experiment; its models are "
+                                  f"{', '.join(known)}" + did_you_mean(m, known), key="models")
+        return tuple(m for m in models if m in self.models)
 
 
 @dataclass
@@ -98,7 +122,7 @@ class Experiment:
     ``run(workdir, scale, workers)`` does the work (resumable: finished parts are kept in
     ``workdir``) and returns the measures. ``unavailable`` explains why it cannot run here
     (e.g. data not available offline), or is ``None``. ``repeatable``: the runner takes a
-    fourth argument, the :class:`Repetitions` of the run (fewer seeds or draws than the
+    fourth argument, the :class:`Scope` of the run (fewer seeds, draws or models than the
     scale's).
     """
 
@@ -117,19 +141,19 @@ class Experiment:
     repeatable: bool = False
 
     def run(self, workdir: Path, scale: str, workers: int = 1,
-            repetitions: Repetitions | None = None) -> dict[str, float]:
+            scope: Scope | None = None) -> dict[str, float]:
         from recaudit.errors import ConfigError
 
         if scale not in self.scales:
             raise ConfigError(f"experiment {self.name!r} has no scale {scale!r}; choose one of "
                               f"{', '.join(self.scales)}")
-        reps = repetitions or Repetitions()
-        if reps.reduced and not self.repeatable:
-            raise ConfigError(f"experiment {self.name!r} does not take --seeds / --draws; run "
-                              "it at its scale's repetitions")
+        scope = scope or Scope()
+        if scope.reduced and not self.repeatable:
+            raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws or "
+                              "--models; run it at its scale's grid")
         workdir.mkdir(parents=True, exist_ok=True)
         if self.repeatable:
-            return self.runner(workdir, scale, workers, reps)  # type: ignore[call-arg]
+            return self.runner(workdir, scale, workers, scope)  # type: ignore[call-arg]
         return self.runner(workdir, scale, workers)
 
 

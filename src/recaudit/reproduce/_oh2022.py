@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from recaudit.reproduce._audit import audit_trials, group_measures, rls_measures, shared_store
-from recaudit.reproduce._experiment import Claim, Experiment, Repetitions, Value
+from recaudit.reproduce._experiment import Claim, Experiment, Scope, Value
 
 PAPER = "Oh et al. 2022"
 MODELS = ("lstm", "tisasrec", "jodie", "latentcross")
@@ -73,14 +73,17 @@ def _perturbation(name: str, model: str):
 
 
 def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, seeds=None,
-             draws: int = 1, reps: Repetitions | None = None):
+             draws: int = 1, reps: Scope | None = None):
     """Audit configs on the shared store: one per CASPER window (LSTM and TiSASRec read the
     latest 50 interactions, LatentCross all) and JODIE apart (no TracIn). ``seeds`` and
-    ``draws``: the scale's repetitions, of which ``reps`` may take fewer."""
+    ``draws``: the scale's repetitions, of which the scope ``reps`` may take fewer (and fewer
+    models)."""
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, SplitSpec
 
     s = SCALES[scale]
-    seeds, draws = (reps or Repetitions()).take(tuple(seeds or s["seeds"]), draws)
+    reps = reps or Scope()
+    seeds, draws = reps.take(tuple(seeds or s["seeds"]), draws)
+    models = reps.pick(tuple(models), MODELS)
     out = []
     for group in (("lstm", "tisasrec"), ("latentcross",), ("jodie",)):
         ms = [m for m in models if m in group]

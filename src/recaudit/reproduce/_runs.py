@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.errors import ConfigError, did_you_mean
-from recaudit.reproduce._experiment import Experiment, Repetitions, compare_values, verdict
+from recaudit.reproduce._experiment import Experiment, Scope, compare_values, verdict
 
 __all__ = ["register", "get", "available", "run", "load_record", "evaluate", "DEFAULT_ROOT"]
 
@@ -112,9 +112,9 @@ def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
 
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
-        workers: int = 1, repetitions: Repetitions | None = None) -> dict[str, Any]:
+        workers: int = 1, scope: Scope | None = None) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
-    ``repetitions``: fewer seeds or draws than the scale's (recorded, and named in the
+    ``scope``: fewer seeds, draws or models than the scale's (recorded, and named in the
     record's scale note)."""
     exp = get(name)
     if exp.unavailable:
@@ -124,17 +124,18 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
     started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
-    reps = repetitions or Repetitions()
-    measures = exp.run(workdir, scale, workers, reps)
+    scope = scope or Scope()
+    measures = exp.run(workdir, scale, workers, scope)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
-    flags = "".join(f" --{k} {v}" for k, v in (("seeds", reps.seeds), ("draws", reps.draws))
-                    if v is not None)
+    flags = scope.flags()
     if flags:
-        note += f"; repetitions reduced for time:{flags.replace(' --', ' ')}"
+        note += f"; part of the grid only, for time:{flags.replace(' --', ' ')}"
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
-        "scale_note": note, "repetitions": {"seeds": reps.seeds, "draws": reps.draws},
+        "scale_note": note,
+        "scope": {"seeds": scope.seeds, "draws": scope.draws,
+                  "models": None if scope.models is None else list(scope.models)},
         "command": f"recaudit reproduce run {name} --scale {scale}{flags}"
                    + (f" --workers {workers}" if workers > 1 else ""),
         "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),

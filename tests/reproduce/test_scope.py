@@ -1,0 +1,57 @@
+"""Running part of a scale's grid (``--seeds``, ``--draws``, ``--models``): what runs, what the
+record says."""
+
+import json
+
+import pytest
+
+from recaudit.errors import ConfigError
+from recaudit.reproduce import Scope, _oh2022
+from recaudit.reproduce._runs import run
+
+
+def test_scope_takes_the_first_seeds_and_fewer_draws():
+    assert Scope(seeds=1, draws=5).take((0, 1, 2), 10) == ((0,), 5)
+    assert Scope().take((0, 1, 2), 10) == ((0, 1, 2), 10)
+    assert Scope(seeds=7, draws=20).take((0, 1), 3) == ((0, 1), 3)   # never more than asked
+
+
+@pytest.mark.parametrize("kw", [{"seeds": 0}, {"draws": -1}, {"seeds": True}, {"models": ()}])
+def test_scope_rejects_bad_values(kw):
+    with pytest.raises(ConfigError):
+        Scope(**kw)
+
+
+def test_oh2022_paper_configs_with_a_scope(tmp_path):
+    work = tmp_path / "oh2022-table4" / "paper"
+    scope = Scope(seeds=1, draws=4, models=("latentcross", "jodie"))
+    cfgs = _oh2022._configs(work, "paper", "foursquare", _oh2022.MODELS, _oh2022.LOO,
+                            draws=10, reps=scope)
+    assert [tuple(m.name for m in c.models) for c in cfgs] == [("latentcross@oh2022",),
+                                                              ("jodie@oh2022",)]
+    assert all(c.seeds == (0,) and c.draws == 4 for c in cfgs)
+    with pytest.raises(ConfigError, match="lstmm"):
+        _oh2022._configs(work, "paper", "foursquare", _oh2022.MODELS, _oh2022.LOO,
+                         reps=Scope(models=("lstmm",)))
+
+
+def test_the_record_says_what_part_of_the_grid_ran(tmp_path, monkeypatch):
+    seen = {}
+
+    def audits(workdir, scale, workers, reps, *a, **kw):
+        seen["scope"] = reps
+        return {}
+
+    monkeypatch.setattr(_oh2022, "_run_audits", audits)
+    rec = run("oh2022-table4", "paper", tmp_path, scope=Scope(seeds=1, draws=5))
+    assert seen["scope"] == Scope(seeds=1, draws=5)
+    assert rec["command"] == "recaudit reproduce run oh2022-table4 --scale paper --seeds 1 " \
+                             "--draws 5"
+    assert "part of the grid only" in rec["scale_note"] and "draws 5" in rec["scale_note"]
+    stored = json.loads((tmp_path / "oh2022-table4" / "paper" / "record.json").read_text())
+    assert stored["scope"] == {"seeds": 1, "draws": 5, "models": None}
+
+
+def test_experiments_without_a_grid_refuse_a_scope(tmp_path):
+    with pytest.raises(ConfigError, match="--seeds"):
+        run("zhu2023-figure7", "small", tmp_path, scope=Scope(seeds=1))
