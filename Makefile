@@ -46,9 +46,12 @@ demo: $(STAMP)
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q
 
+# ruff, mypy (no error code switched off) and the import contracts of pyproject.toml
+# ([tool.importlinter]: layers, private modules, no import cycles)
 lint: $(DEVSTAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 # The declared dependency minimums (.ci/minimums.txt, exact pins) in a virtual environment of
 # their own, torch first; the results-store and command-line tests run against them.

@@ -3,7 +3,7 @@
 Runs against whichever ``recaudit`` is first on ``PYTHONPATH``. With the current
 implementation the groups are set to the previous implementation's rule (runs of rows with the
 same global t-batch index, accumulated until they hold ``batch_size`` rows), so both train on
-the same groups; the only remaining difference is documented in ``recaudit.models._jodie``.
+the same groups; the only remaining difference is documented in ``recaudit.models.sequential._jodie``.
 """
 
 import json
@@ -12,7 +12,7 @@ import numpy as np
 
 from recaudit.data import split, synthetic
 from recaudit.models import create
-from recaudit.models._jodie import t_batches
+from recaudit.models.sequential._jodie import t_batches
 
 
 def main() -> None:

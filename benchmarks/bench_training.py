@@ -9,7 +9,7 @@ targets, each once). Split: each user's last interaction is the test query (943 
 full-catalogue rank of every query is timed too.
 
 Anchor: RecBole 1.2.1 itself, run in the same process tree when ``RECAUDIT_RECBOLE_PYTHON``
-points to a Python with recbole and numpy<2 (see ``recaudit.models._recbole``). Otherwise the
+points to a Python with recbole and numpy<2 (see ``recaudit.models._adapters._recbole``). Otherwise the
 figures measured on 2026-11-21 on this machine kind (DEPENDENCIES.md) are printed, labelled as
 *not measured in this run*.
 
@@ -77,7 +77,7 @@ def main() -> None:
                   f"{rank_wall:.3f} s wall {rank_cpu:.3f} cpu | MRR after {args.epochs} "
                   f"epoch(s) {mrr:.4f}", flush=True)
         if recbole_py:
-            from recaudit.models._recbole import time_recbole_epoch
+            from recaudit.models._adapters._recbole import time_recbole_epoch
 
             rw, rc = time_recbole_epoch(name, train, epochs=args.epochs, threads=args.threads)
             print(f"RecBole {name:8} prefix  batch  2048: {rw:8.2f} s/epoch wall {rc:8.2f} cpu "

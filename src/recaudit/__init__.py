@@ -19,9 +19,8 @@ Subpackages (one concept each), from the top layer down; a layer imports only la
   convention, errors and warnings, seeds as data.
 """
 
+from recaudit._version import __version__
 from recaudit.errors import ConfigError, DataError, DatasetError, RecauditError, RecauditWarning
-
-__version__ = "0.1.0"
 
 __all__ = ["ConfigError", "DataError", "DatasetError", "RecauditError", "RecauditWarning",
            "__version__", "compare_runs"]

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write"]
+__all__ = ["atomic_path", "atomic_write", "atomic_text"]
 
 
 @contextlib.contextmanager
@@ -37,3 +37,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None],
     """Call ``write(tmp_path)`` and move the result onto ``path`` (see :func:`atomic_path`)."""
     with atomic_path(path, suffix) as tmp:
         write(str(tmp))
+
+
+def atomic_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)

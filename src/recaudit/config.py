@@ -162,6 +162,9 @@ class Config:
     """
 
     _shorthand: ClassVar[str | None] = None
+    #: Other forms :meth:`_normalise` accepts for a field, as JSON Schemas (the JSON Schema of
+    #: the config lists them beside the field's own type).
+    _also: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))

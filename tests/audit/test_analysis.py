@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit.audit import Store, compare_methods, seed_summary, trial_summary, user_groups
+from recaudit.audit import AuditStore, compare_methods, seed_summary, trial_summary, user_groups
 
 
 def _fill(store, rows):
@@ -19,12 +19,12 @@ def _queries(users, rr_base, rbo):
     z = np.zeros(n)
     return pd.DataFrame({"query": np.arange(n), "user": users, "target": z, "rbo": rbo,
                          "rbo_min": z, "rbo_max": z, "rbo_trunc": z, "average_overlap": z,
-                         "frbo": rbo, "jaccard": rbo, "rr_base": rr_base, "rr_pert": rr_base,
+                         "frbo": rbo, "jaccard": rbo, "mrr_base": rr_base, "mrr_pert": rr_base,
                          "hit_base": z, "hit_pert": z, "ndcg_base": z, "ndcg_pert": z})
 
 
 def test_summaries_and_user_groups_by_hand(tmp_path):
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         # 5 users, one query each; baseline MRR order: u4 > u3 > u2 > u1 > u0
         q = _queries(np.arange(5), [0.1, 0.2, 0.3, 0.4, 0.5], [1.0, 0.8, 0.6, 0.4, 0.2])
         _fill(st, [("t0", 0, "a", q), ("t1", 1, "a", q.assign(rbo=q.rbo / 2))])
@@ -69,7 +69,7 @@ def test_compare_methods_tests():
 def test_store_is_atomic_and_exports(tmp_path):
     path = tmp_path / "s.duckdb"
     q = _queries(np.arange(3), [1, 0.5, 0.2], [1, 1, 1])
-    with Store(path) as st:
+    with AuditStore(path) as st:
         _fill(st, [("t0", 0, "a", q)])
         bad = q.drop(columns=["rbo"])
         with pytest.raises(KeyError):

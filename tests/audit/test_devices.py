@@ -23,10 +23,10 @@ def test_bad_devices_are_config_errors(kw, match):
 
 
 def _report_device(devices, counter, queue):
-    from recaudit.models import _nn
+    from recaudit.models import process_device
 
     _init_worker(1, devices, counter)
-    queue.put(_nn._PROCESS_DEVICE)
+    queue.put(process_device())
 
 
 def test_devices_are_dealt_to_workers_round_robin():

@@ -5,7 +5,7 @@ import json
 import duckdb
 import pytest
 
-from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, Store, run_audit,
+from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, AuditStore, run_audit,
                             trial_summary)
 from recaudit.audit._engine import plan
 from recaudit.errors import ConfigError
@@ -32,7 +32,7 @@ def test_draws_are_trials_of_their_own_against_one_baseline(tmp_path):
     run_audit(cfg)
     s = trial_summary(cfg.output)
     assert sorted(s.draw) == [0, 1, 2] and (s.seed == 0).all()
-    with Store(cfg.output, read_only=True) as st:
+    with AuditStore(cfg.output, read_only=True) as st:
         records = st.records()
     deleted = {json.dumps(records[t]["deleted"]) for t in s.trial_id}
     assert len(deleted) == 3                                  # three different deletions

@@ -16,7 +16,7 @@ from recaudit.audit import (
     ExecutorSpec,
     MetricSpec,
     ModelSpec,
-    Store,
+    AuditStore,
     StoreBusyError,
     run_audit,
     trial_summary,
@@ -56,7 +56,7 @@ def test_no_perturbation_gives_rls_exactly_one_and_resume_skips(tmp_path):
     events.clear()
     run_audit(cfg, progress=lambda e, t, d, n: events.append((e, d, n)))
     assert events == [("skip", 4, 4)]
-    with Store(cfg.output, read_only=True) as st:
+    with AuditStore(cfg.output, read_only=True) as st:
         assert len(st.query_results()) == 4 * int(s.n_queries.iloc[0])
         rec = st.records()
     assert sum(r.get("kind") == "delete" or "delete" in str(r) for r in rec.values()) >= 2
@@ -131,7 +131,7 @@ def test_sigkill_loses_no_finished_trial_and_leaves_no_half_written_one(tmp_path
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert reported >= 2
-    with Store(tmp_path / "a.duckdb", read_only=True) as st:
+    with AuditStore(tmp_path / "a.duckdb", read_only=True) as st:
         trials = st.trials()
         q = st.query_results()
     assert len(trials) >= reported
@@ -156,7 +156,7 @@ def test_second_writer_gets_a_clear_error(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(StoreBusyError, match="in use by another process"):
-            Store(path)
+            AuditStore(path)
     finally:
         holder.kill()
         holder.wait()
@@ -165,8 +165,8 @@ def test_second_writer_gets_a_clear_error(tmp_path):
 def test_read_only_store_missing_is_a_clear_error(tmp_path):
     from recaudit.errors import RecauditError
 
-    with pytest.raises(RecauditError, match="no audit store"):
-        Store(tmp_path / "nope.duckdb", read_only=True)
+    with pytest.raises(RecauditError, match="no results store"):
+        AuditStore(tmp_path / "nope.duckdb", read_only=True)
 
 
 def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
@@ -183,7 +183,7 @@ def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
     run_audit(cfg)
     s = trial_summary(cfg.output).set_index("perturbation")
     assert s.loc["fuzz:ZERO:1", "rbo"] == 1.0 and s.loc["fuzz:ZERO:1", "jaccard"] == 1.0
-    with Store(cfg.output, read_only=True) as st:
+    with AuditStore(cfg.output, read_only=True) as st:
         records = st.records()
         trials = st.trials().set_index("perturbation")
     amu = records[trials.loc["fuzz:AMU:5", "trial_id"]]

@@ -108,9 +108,9 @@ def test_the_perturbed_model_ranks_the_shortened_inputs(tmp_path):
                     q.context_time[keep], q.target, q.timestamp, q.n_items, q.n_users)
     model = TINY_MODEL.create().fit(train, seed=0)
     depth = cfg.metrics.depth
-    np.testing.assert_array_equal(inputs.rr_pert, mrr_batch(model.rank(short, k=depth).items,
+    np.testing.assert_array_equal(inputs.mrr_pert, mrr_batch(model.rank(short, k=depth).items,
                                                              q.target))
-    np.testing.assert_array_equal(plain.rr_pert, mrr_batch(model.rank(q, k=depth).items,
+    np.testing.assert_array_equal(plain.mrr_pert, mrr_batch(model.rank(q, k=depth).items,
                                                             q.target))
-    np.testing.assert_array_equal(inputs.rr_base, plain.rr_base)  # the baseline: original
+    np.testing.assert_array_equal(inputs.mrr_base, plain.mrr_base)  # the baseline: original
     assert not np.array_equal(inputs.rbo, plain.rbo)

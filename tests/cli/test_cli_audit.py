@@ -32,7 +32,7 @@ def test_run_status_results_export(tmp_path, capsys):
     (["audit", "--model", "gru4rc", "--seeds", "1"], "Did you mean 'gru4rec'"),
     (["audit", "--perturbation", "random-delet", "--seeds", "1"], "random-delete"),
     (["audit", "--param", "epochs", "--seeds", "1"], "KEY=VALUE"),
-    (["results", "nope.duckdb"], "no audit store"),
+    (["results", "nope.duckdb"], "no results store"),
 ])
 def test_errors_are_one_clean_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

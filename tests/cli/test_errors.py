@@ -84,9 +84,9 @@ CASES = [
     (["audit", "--dataset", "no-such-dataset"], "unknown dataset"),
     (["fuzz", "--dataset", "norating.csv", "--sets", "1"], "rating"),
     (["datasets", "info", "no-such-dataset"], "unknown dataset"),
-    (["results", "nope.duckdb"], "no audit store"),
+    (["results", "nope.duckdb"], "no results store"),
     (["status", "notastore.duckdb"], "notastore.duckdb"),
-    (["report", "nope.duckdb"], "no audit store"),
+    (["report", "nope.duckdb"], "no results store"),
 ]
 
 

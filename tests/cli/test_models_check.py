@@ -10,7 +10,7 @@ import numpy as np
 
 from recaudit.cli import main
 from recaudit.data import RankLists
-from recaudit.models._conformance import CHECKS, run_conformance
+from recaudit.models.testing import CHECKS, run_conformance
 
 SCRIPT = shlex.quote(str(Path(__file__).parents[1] / "models" / "fake_command_model.py"))
 PY = shlex.quote(sys.executable)

@@ -6,6 +6,7 @@ import json
 import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -112,7 +113,8 @@ def test_every_configuration_of_recaudit_documents_every_field():
     configs = _configs()
     names = {c.__name__ for c in configs}
     assert {"AuditConfig", "DatasetSpec", "ModelSpec", "SequentialConfig", "GRU4RecConfig",
-            "FunkSVDConfig", "MirrorConfig", "TrainConfig", "FuzzStudy", "PerturbationSpec",
+            "FunkSVDConfig", "MirrorConfig", "TrainConfig", "FuzzStudy", "EditSpec", "PositionSpec",
+            "ReferenceSpec",
             "SyntheticConfig"} <= names
     missing = {f"{c.__name__}.{k}" for c in configs for k, doc in field_docs(c).items()
                if not doc}
@@ -136,3 +138,37 @@ def test_every_registered_model_takes_params_and_gives_them_back():
         assert model.get_params() == cls.Config().to_dict()
         with pytest.raises(ConfigError, match="has no parameter"):
             create(name, no_such_parameter=1)
+
+
+def test_the_json_schema_follows_the_declarations():
+    from recaudit._schema import json_schema
+    from recaudit.audit import AuditConfig
+
+    schema = json_schema(AuditConfig)
+    props = schema["properties"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["models"]
+    assert props["draws"]["type"] == "integer" and props["draws"]["default"] == 1
+    assert "perturbation" in props["draws"]["description"]
+    ex = schema["$defs"]["ExecutorSpec"]["properties"]["kind"]
+    assert set(ex["enum"]) == {"inprocess", "process", "ray"} and ex["default"] == "inprocess"
+    model = props["models"]["anyOf"][0]["items"]  # a table or the shorthand string
+    assert {"$ref": "#/$defs/ModelSpec"} in model["anyOf"] and {"type": "string"} in model["anyOf"]
+    # every field of every nested config is described, as the convention requires
+    for name, d in schema["$defs"].items():
+        for key, p in d["properties"].items():
+            assert p.get("description"), f"{name}.{key}"
+
+
+def test_the_json_schema_accepts_the_shipped_configs_and_refuses_a_misspelt_key():
+    import tomllib
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from recaudit._schema import json_schema
+    from recaudit.audit import AuditConfig
+
+    schema = json_schema(AuditConfig)
+    root = Path(__file__).resolve().parents[2] / "configs"
+    for path in sorted(root.glob("*.toml")):
+        jsonschema.validate(tomllib.loads(path.read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError, match="seeeds"):
+        jsonschema.validate({"models": ["gru4rec"], "seeeds": [0]}, schema)

@@ -18,7 +18,7 @@ import pytest
 from recaudit.cli import main
 from recaudit.data import datasets
 from recaudit.data._download import safe_extract
-from recaudit.data._registry import DatasetSpec, MirrorFile, Registry, data_dir
+from recaudit.data._registry import DatasetSource, MirrorFile, Registry, data_dir
 from recaudit.errors import DataError, DatasetError, RecauditWarning
 
 REQUIRED = {"ml-100k", "ml-1m", "ml-latest-small", "lastfm", "wikipedia", "reddit",
@@ -60,11 +60,11 @@ def make_zip(path: Path, members: dict[str, str]) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def spec(url: str, sha: str = "unknown", **kw) -> DatasetSpec:
+def spec(url: str, sha: str = "unknown", **kw) -> DatasetSource:
     fields = dict(name="toy", title="toy ratings", url=url, archive="zip",
                   file="toy/ratings.csv", format="movielens", sha256=sha)
     fields.update(kw)
-    return DatasetSpec(**fields)
+    return DatasetSource(**fields)
 
 
 # ------------------------------------------------------------------------------- entries

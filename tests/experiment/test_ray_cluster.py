@@ -25,7 +25,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from recaudit.audit import (AuditConfig, DatasetSpec, ExecutorSpec, MetricSpec, ModelSpec,  # noqa: E402
-                            Store, run_audit, trial_summary)
+                            AuditStore, run_audit, trial_summary)
 from recaudit.data import synthetic  # noqa: E402
 from recaudit.errors import ConfigError  # noqa: E402
 from recaudit.experiment import execute  # noqa: E402
@@ -226,7 +226,7 @@ def _probe(i: int, barrier: str | None = None, slots: int = 0) -> dict:
 
     import torch
 
-    from recaudit.models import _nn
+    from recaudit.models import process_device
 
     start = time.time()
     if barrier is not None:
@@ -235,7 +235,7 @@ def _probe(i: int, barrier: str | None = None, slots: int = 0) -> dict:
             time.sleep(0.05)
         time.sleep(0.5)
     return {"i": i, "start": start, "end": time.time(), "gpus": ray.get_gpu_ids(),
-            "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": _nn._PROCESS_DEVICE,
+            "visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "device": process_device(),
             "threads": torch.get_num_threads()}
 
 
@@ -320,7 +320,7 @@ def _audit_killing_a_node(c, nodes, markers, config) -> tuple[str, str]:
 
 def _consistent(path) -> pd.DataFrame:
     """Every stored trial has all its query rows and nothing else is stored."""
-    with Store(path, read_only=True) as st:
+    with AuditStore(path, read_only=True) as st:
         trials, q = st.trials(), st.query_results()
     assert set(q.trial_id) == set(trials.trial_id)
     sizes = q.groupby("trial_id").size().to_dict()

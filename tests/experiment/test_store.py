@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from recaudit.errors import RecauditError
-from recaudit.experiment import QUERY_METRICS, TABLES, Store
-from recaudit.experiment._schema import QUERY_RESULTS, TRIALS
+from recaudit.audit import QUERY_METRICS, QUERY_RESULTS, TRIALS, AuditStore
+from recaudit.experiment import TABLES
+from recaudit.simulate import read_results
 
 
 def _queries(n, rbo):
@@ -27,12 +28,18 @@ def _row(tid, **kw):
             "perturbation": "p", "seed": 0, "status": "done", **kw}
 
 
-def test_a_new_store_has_every_declared_table(tmp_path):
-    with Store(tmp_path / "s.duckdb") as st:
+def test_ensure_creates_every_declared_table(tmp_path):
+    import recaudit.fuzz  # noqa: F401  (the studies declare their tables when imported)
+    import recaudit.properties  # noqa: F401
+    import recaudit.simulate  # noqa: F401
+
+    with AuditStore(tmp_path / "s.duckdb") as st:
+        assert st.tables() == {"meta"}          # a study's tables appear when it writes
+        st.ensure(*TABLES.values())
         assert set(TABLES) <= st.tables()
         for name, table in TABLES.items():
             assert list(st.read(name).columns) == table.names
-        assert st.holds() == {n: 0 for n in TABLES if n != "meta"}
+        assert st.holds() == {n: 0 for n in TABLES if n not in ("meta", "plans")}
 
 
 def test_text_columns_of_any_pandas_dtype_are_written_through_arrow(tmp_path):
@@ -43,9 +50,9 @@ def test_text_columns_of_any_pandas_dtype_are_written_through_arrow(tmp_path):
                          "mix": [0.5, np.nan, 1.0], "seed": np.array([0, 1, 2], np.int32),
                          "round": pd.array([None, 1, 2], dtype="Int64"),
                          "metric": ["ctr"] * 3, "value": [0.1, 0.2, 0.3]})
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         assert st.insert("mirror_results", rows) == 3
-        back = st.mirror_results()
+        back = read_results(st)
     assert back["scenario"].tolist()[:2] == ["a", "b"] and pd.isna(back["scenario"].iloc[2])
     assert pd.isna(back["mix"].iloc[1]) and back["mix"].iloc[2] == 1.0  # NaN is NULL
     assert pd.isna(back["round"].iloc[0]) and back["round"].iloc[2] == 2
@@ -53,7 +60,7 @@ def test_text_columns_of_any_pandas_dtype_are_written_through_arrow(tmp_path):
 
 
 def test_a_trial_is_written_whole_or_not_at_all(tmp_path):
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         st.write_trial(_row("t0"), _queries(3, [1, 0.5, 0.2]), {"kind": "delete"})
         with pytest.raises(KeyError):  # a query frame without a declared column
             st.write_trial(_row("t1"), _queries(3, [1, 1, 1]).drop(columns=["rbo"]), None)
@@ -67,7 +74,7 @@ def test_a_trial_is_written_whole_or_not_at_all(tmp_path):
 
 
 def test_a_failing_block_rolls_back_every_write_in_it(tmp_path):
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         with pytest.raises(RuntimeError), st.transaction():
             st.set_meta("a", 1)
             st.insert("fuzz_trials", [{"trial_id": "f", "heuristic": "AMR"}])
@@ -84,16 +91,16 @@ def test_replace_rows_replaces_by_key_including_null_keys(tmp_path):
                              "mix": [0.5, None], "seed": [0, 0], "round": [None, None],
                              "metric": ["ctr", "ctr"], "value": [value, value]})
 
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         st.replace_rows("mirror_results", rows(0.1), ("scenario", "algorithm", "mix", "seed"))
         st.replace_rows("mirror_results", rows(0.2), ("scenario", "algorithm", "mix", "seed"))
-        back = st.mirror_results()
+        back = read_results(st)
     assert len(back) == 2 and (back["value"] == 0.2).all()
 
 
 def test_questions_agree_with_pandas(tmp_path):
     rng = np.random.default_rng(3)
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         for tid, pert in (("a", "x"), ("b", "y")):
             st.write_trial(_row(tid, perturbation=pert, seed=1), _queries(40, rng.random(40)),
                            None)
@@ -119,13 +126,13 @@ def test_stores_of_an_older_layout_are_refused_for_writing(tmp_path):
     con.execute("CREATE TABLE trials (trial_id VARCHAR PRIMARY KEY, perturbation VARCHAR)")
     con.close()
     with pytest.raises(RecauditError, match="older recaudit.*family"):
-        Store(path)
-    with Store(path, read_only=True) as st:  # still readable
+        AuditStore(path).ensure_audit()
+    with AuditStore(path, read_only=True) as st:  # still readable
         assert len(st.trials()) == 0
 
 
 def test_export_writes_the_tables_that_hold_rows(tmp_path):
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         st.write_trial(_row("t"), _queries(2, [1, 1]), {"k": 1})
         st.set_meta("config", {"name": "x"})
         paths = {p.name for p in st.export(tmp_path / "out", "csv")}

@@ -7,7 +7,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from recaudit.models import create
-from recaudit.models._samples import SequenceData
+from recaudit.models.sequential._samples import SequenceData
 from recaudit.models.testing import leave_last_out, planted_log
 
 aten = torch.ops.aten
@@ -131,7 +131,7 @@ def test_device_batches_equal_plain_construction(layout, opts):
 
 
 def test_dropout_masks_come_from_a_generator_on_the_tensor_device():
-    from recaudit.models._nn import SeededDropout
+    from recaudit.models.sequential._nn import SeededDropout
 
     drop = SeededDropout(0.5)
     x = torch.ones(2000)

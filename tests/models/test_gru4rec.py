@@ -86,7 +86,7 @@ def test_rank_before_fit_and_wrong_catalogue():
 
 
 def test_prefix_samples_cover_every_target_once():
-    from recaudit.models._samples import SequenceData
+    from recaudit.models.sequential._samples import SequenceData
 
     train, _ = leave_last_out(planted_log(n_users=5, length=12))
     for layout in ("prefix", "window"):
@@ -101,7 +101,7 @@ def test_prefix_samples_cover_every_target_once():
 
 def test_query_batch_left_aligns_most_recent_context():
     from recaudit.data import Queries
-    from recaudit.models._samples import batch_from_queries
+    from recaudit.models.sequential._samples import batch_from_queries
 
     q = Queries(user=[0, 1], context_indptr=[0, 3, 3], context_item=[4, 5, 6],
                 context_time=[10.0, 20.0, 35.0], target=[-1, -1], timestamp=[50.0, 7.0],

@@ -7,11 +7,11 @@ from torch import nn
 
 from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
-from recaudit.models._jodie import _JODIENet
-from recaudit.models._jodie_plan import (count_groups, make_plan, previous_rows,
+from recaudit.models.sequential._jodie import _JODIENet
+from recaudit.models.sequential._jodie_plan import (count_groups, make_plan, previous_rows,
                                          timespan_groups)
-from recaudit.models._jodie_rnn import recurrence
-from recaudit.models._nn import materialize
+from recaudit.models.sequential._jodie_rnn import recurrence
+from recaudit.models.sequential._nn import materialize
 from recaudit.seeds import make_torch_generator
 
 

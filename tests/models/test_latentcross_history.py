@@ -12,7 +12,7 @@ from torch import nn
 from recaudit.data import Queries, synthetic, temporal_ratio_split
 from recaudit.errors import ConfigError
 from recaudit.models import create
-from recaudit.models._history import _layout, count_groups, group_layouts, row_gaps
+from recaudit.models.sequential._history import _layout, count_groups, group_layouts, row_gaps
 from recaudit.models.testing import (RecommenderConformance, check_learns, leave_last_out,
                                      planted_log)
 
@@ -82,7 +82,7 @@ def reference_epoch(model, net, train, opt):
 
 def _fresh_net(model, train, seed):
     """The model's initial network (fitting for 0 epochs is not allowed: take the init)."""
-    from recaudit.models._nn import materialize
+    from recaudit.models.sequential._nn import materialize
     from recaudit.seeds import make_torch_generator
 
     return materialize(model._network(train.n_items),

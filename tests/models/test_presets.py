@@ -68,7 +68,7 @@ def test_left_padding_is_read_by_the_encoder():
     than the same item alone in a left-aligned batch (biases move the state over zeros)."""
     train, queries = leave_last_out(planted_log(n_users=10, length=10))
     padded = create("lstm@oh2022", **TINY_OH).fit(train, seed=1)
-    from recaudit.models._samples import batch_from_queries
+    from recaudit.models.sequential._samples import batch_from_queries
 
     q = queries.subset(np.arange(3))
     net = padded.network_

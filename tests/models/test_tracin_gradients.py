@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from recaudit.models import create
-from recaudit.models._samples import SequenceData, batch_from_queries
+from recaudit.models.sequential._samples import SequenceData, batch_from_queries
 from recaudit.models.testing import leave_last_out, planted_log
 
 CONFIGS = {

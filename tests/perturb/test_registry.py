@@ -13,7 +13,7 @@ import pytest
 
 from recaudit.errors import ConfigError
 from recaudit.perturb import (ENTRY_POINTS, Context, Description, Needs, Perturbation,
-                              PerturbationSpec, parse, register_family)
+                              EditSpec, parse, register_family)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,8 +60,8 @@ def test_fuzz_registers_its_prefix_and_reads_its_tables():
 
 def test_a_family_is_registered_once():
     with pytest.raises(ValueError, match="registered twice"):
-        register_family("fuzz", parse=PerturbationSpec.from_dict,
-                        from_dict=PerturbationSpec.from_dict, examples=list)
+        register_family("fuzz", parse=EditSpec.from_dict, from_dict=EditSpec.from_dict,
+                        examples=list)
     with pytest.raises(ValueError, match="lower case"):
         register_family("Bad:", parse=parse, from_dict=parse, examples=list)
 
@@ -126,7 +126,7 @@ register_family("probe", parse=lambda name, **kw: Probe(int(name.split(":")[1]))
 
 
 def test_the_audit_runner_serves_any_family_by_its_needs(tmp_path):
-    from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, Store,
+    from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, AuditStore,
                                 run_audit)
 
     data = DatasetSpec("synthetic", options={"n_users": 30, "n_items": 20, "n_clusters": 3,
@@ -141,7 +141,7 @@ def test_the_audit_runner_serves_any_family_by_its_needs(tmp_path):
     assert ctx.k == 4 and ctx.baseline.items.shape[0] == len(ctx.queries)
     assert ctx.model.config.checkpoint_every == 1 and ctx.model.checkpoints_
     assert len(ctx.protected) > 0 and np.all(np.diff(ctx.protected) > 0)
-    with Store(cfg.output, read_only=True) as st:
+    with AuditStore(cfg.output, read_only=True) as st:
         row = st.trials().iloc[0]
         assert (row.perturbation, row.family, row["count"], row.edit) == \
             ("probe:7", "probe", 7, "delete")

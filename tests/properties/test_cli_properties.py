@@ -7,6 +7,8 @@ import pytest
 
 from recaudit.cli import main
 from recaudit.data import Interactions
+from recaudit.experiment import Store
+from recaudit.properties import evolving_frames, property_frame, read_values
 
 
 @pytest.fixture
@@ -35,21 +37,18 @@ def test_table_34(tiny, capsys):
 
 
 def test_evolving_table_36(tiny, tmp_path, capsys):
-    import json
 
-    import duckdb
 
     path = tmp_path / "evo.duckdb"
     assert main(["properties", "--dataset", "tiny", "--models", "slope-one", "--evolving",
-                 "--no-accuracy", "--k", "3", "--store", str(path)]) == 0
+                 "--no-accuracy", "--k", "3", "--output", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Maximum absolute % change" in out and "NRI" in out and "%" in out
     assert "slope-one: property values per step" in out and "50%" in out and "100%" in out
-    con = duckdb.connect(str(path), read_only=True)
-    (raw,) = con.execute("SELECT value FROM meta WHERE key = 'properties.evolving'").fetchone()
-    saved = json.loads(raw)
-    assert [s["fraction"] for s in saved["steps"]] == [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-    assert "NRI" in saved["max_abs_percent_change"]["slope-one"]
+    with Store(path, read_only=True) as store:
+        steps, summary = evolving_frames(read_values(store))
+    assert steps["fraction"].tolist() == [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert "NRI" in summary.index and "slope-one" in summary.columns
 
 
 def test_unknown_model_is_a_clean_error(tiny, capsys):
@@ -58,15 +57,13 @@ def test_unknown_model_is_a_clean_error(tiny, capsys):
 
 
 def test_results_go_to_the_store(tiny, tmp_path, capsys):
-    import json
 
-    import duckdb
 
     path = tmp_path / "props.duckdb"
     assert main(["properties", "--dataset", "tiny", "--models", "funksvd", "--no-accuracy",
-                 "--k", "3", "--store", str(path)]) == 0
-    con = duckdb.connect(str(path), read_only=True)
-    (raw,) = con.execute("SELECT value FROM meta WHERE key = 'properties.table'").fetchone()
-    saved = json.loads(raw)
-    assert saved["k"] == 3 and saved["values"]["funksvd"]["NRANKS (min, >=)"] == 3
-    assert isinstance(saved["values"]["funksvd"]["IANR"], list)
+                 "--k", "3", "--output", str(path)]) == 0
+    with Store(path, read_only=True) as store:
+        table = property_frame(read_values(store))
+        assert store.meta()["properties.study"]["k"] == 3
+    assert table["funksvd"]["NRANKS (min, >=)"] == 3
+    assert isinstance(table["funksvd"]["IANR"], frozenset)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit.experiment import Store
+from recaudit.audit import AuditStore
 from recaudit.perturb import parse
 
 EVIL = "fsq-<script>alert(1)</script>"
@@ -31,7 +31,7 @@ def _queries(rng, n, rbo_level, acc_drop, base_rr):
         "rbo_trunc": rbo * 0.95, "average_overlap": rbo * 0.97,
         "frbo": np.clip(rbo - 0.05, 0, 1) if rbo_level < 1 else rbo,
         "jaccard": np.clip(rbo - 0.15, 0, 1) if rbo_level < 1 else rbo,
-        "rr_base": base_rr, "rr_pert": rr_pert, "hit_base": hit_base, "hit_pert": hit_pert,
+        "mrr_base": base_rr, "mrr_pert": rr_pert, "hit_base": hit_base, "hit_pert": hit_pert,
         "ndcg_base": base_rr * 0.8, "ndcg_pert": rr_pert * 0.8})
 
 
@@ -48,7 +48,7 @@ def fill_store(path, *, dataset=EVIL, models=("gru4rec", "sasrec"), seeds=(0, 1,
              "earliest-random-delete": 0.82, "latest-random-delete": 0.8,
              "casper-delete": 0.7, "casper-delete-k2": 0.66, "casper-delete-k4": 0.6,
              }
-    with Store(path) as st:
+    with AuditStore(path) as st:
         if meta:
             st.set_meta("config", {"name": "report-test", "seeds": list(seeds),
                                    "perturbations": list(perturbations),

@@ -27,16 +27,16 @@ def test_query_distribution_matches_numpy(fake_store, raw_rows):
 def test_query_distribution_whiskers_stop_at_the_fences(make_store, tmp_path):
     import pandas as pd
 
-    from recaudit.audit import Store
+    from recaudit.audit import AuditStore
 
     # values 0..9 plus an outlier 100: q1 = 2.5, q3 = 7.5, upper fence 15 -> whisker 9
     x = np.array([*range(10), 100.0])
     z = np.zeros(len(x))
     q = pd.DataFrame({"query": np.arange(len(x)), "user": np.arange(len(x)), "target": z,
                       **{c: z for c in ["rbo_min", "rbo_max", "rbo_trunc", "average_overlap",
-                                        "frbo", "jaccard", "rr_base", "rr_pert", "hit_base",
+                                        "frbo", "jaccard", "mrr_base", "mrr_pert", "hit_base",
                                         "hit_pert", "ndcg_base", "ndcg_pert"]}, "rbo": x})
-    with Store(tmp_path / "w.duckdb") as st:
+    with AuditStore(tmp_path / "w.duckdb") as st:
         st.write_trial({"trial_id": "t", "dataset": "d", "model": "m", "model_label": "m",
                         "perturbation": "p", "seed": 0, "status": "done"}, q, None)
     r = query_distribution(tmp_path / "w.duckdb", ("rbo",)).iloc[0]
@@ -46,16 +46,16 @@ def test_query_distribution_whiskers_stop_at_the_fences(make_store, tmp_path):
 
 
 def test_paired_query_test_pairs_by_seed_and_query(fake_store, raw_rows):
-    out = paired_query_test(fake_store, "remove-end-5", "rr_pert", metric_b="rr_base")
+    out = paired_query_test(fake_store, "remove-end-5", "mrr_pert", metric_b="mrr_base")
     assert len(out) == 2  # one row per model
     r = out[out.model == "gru4rec(epochs=3)"].iloc[0]
     q = raw_rows[(raw_rows.model_label == "gru4rec(epochs=3)")
                  & (raw_rows.perturbation == "remove-end-5")].sort_values(["seed", "query"])
-    d = q.rr_pert.to_numpy() - q.rr_base.to_numpy()
+    d = q.mrr_pert.to_numpy() - q.mrr_base.to_numpy()
     assert r.n == len(d) == 180
     expected = stats.wilcoxon(d).pvalue if stats.shapiro(d).pvalue < 1e-3 \
-        else stats.ttest_rel(q.rr_pert, q.rr_base).pvalue
+        else stats.ttest_rel(q.mrr_pert, q.mrr_base).pvalue
     assert r.p_value == pytest.approx(expected)
-    assert r.a == "remove-end-5:rr_pert" and r.b == "remove-end-5:rr_base"
+    assert r.a == "remove-end-5:mrr_pert" and r.b == "remove-end-5:mrr_base"
     with pytest.raises(ValueError, match="unknown per-query metric"):
-        paired_query_test(fake_store, "remove-end-5", "mrr_pert")
+        paired_query_test(fake_store, "remove-end-5", "recall_pert")

@@ -7,7 +7,8 @@ import pytest
 
 from recaudit.audit import Store
 from recaudit.report import build_report, load
-from recaudit.report._figures import runtime_points, to_svg
+from recaudit.report._audit._figures import runtime_points
+from recaudit.report._plots import to_svg
 
 
 def test_runtime_from_benchmark_meta(make_store, tmp_path):
@@ -80,7 +81,8 @@ def test_legend_fits_the_figure_and_model_labels_are_whole(make_store, tmp_path)
     be cut off on the left) and tick labels wrap instead of ending in '…'."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from recaudit.report import _figures as F
+    from recaudit.report import _plots as P
+    from recaudit.report._audit import _figures as F
 
     model = "gru4rec(epochs=10,samples=window,embedding_dim=64)"
     store = make_store(tmp_path / "s.duckdb", models=(model,), seeds=(0, 1),
@@ -88,7 +90,7 @@ def test_legend_fits_the_figure_and_model_labels_are_whole(make_store, tmp_path)
     data = load(store)
     label = data.models()[0]
     for make in (F.accuracy_figure, F.rls_distribution_figure):
-        with F.style():
+        with P.style():
             fig = make(data, data.datasets[0])
             FigureCanvasAgg(fig).draw()
             box, page = fig.legends[0].get_window_extent(), fig.bbox
@@ -99,7 +101,7 @@ def test_legend_fits_the_figure_and_model_labels_are_whole(make_store, tmp_path)
 
 
 def test_legend_columns_fit_the_width():
-    from recaudit.report._figures import legend_columns
+    from recaudit.report._plots import legend_columns
 
     labels = ["without perturbation", "earliest-random-delete", "x", "y", "z", "w", "v"]
     n = legend_columns(labels, 12.0)

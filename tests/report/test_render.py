@@ -67,4 +67,4 @@ def test_cli_report(fake_store, tmp_path, capsys):
     assert main(["report", str(fake_store), "--format", "pdf"]) == 2
     assert "--format must be html, markdown, latex or csv" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.duckdb")]) == 2
-    assert "no audit store" in capsys.readouterr().err
+    assert "no results store" in capsys.readouterr().err

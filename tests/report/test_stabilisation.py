@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from recaudit.audit import stabilisation_summary, stabilised_pairs
-from recaudit.experiment import Store
+from recaudit.audit import AuditStore
 from recaudit.perturb import parse
 
 PLAIN = {"name": "gru4rec", "params": {"epochs": 3}}
@@ -21,7 +21,7 @@ def _queries(rbo, rr):
     return pd.DataFrame({
         "query": np.arange(N), "user": np.arange(N), "target": np.arange(N) % 7,
         "rbo": rbo, "rbo_min": rbo, "rbo_max": rbo, "rbo_trunc": rbo, "average_overlap": rbo,
-        "frbo": rbo * 0.9, "jaccard": rbo * 0.8, "rr_base": rr, "rr_pert": rr,
+        "frbo": rbo * 0.9, "jaccard": rbo * 0.8, "mrr_base": rr, "mrr_pert": rr,
         "hit_base": (rr > 0.2) * 1.0, "hit_pert": (rr > 0.2) * 1.0, "ndcg_base": rr * 0.8,
         "ndcg_pert": rr * 0.8})
 
@@ -33,7 +33,7 @@ def store(tmp_path_factory):
     trained its baseline)."""
     path = tmp_path_factory.mktemp("stab") / "s.duckdb"
     expected = {}
-    with Store(path) as st:
+    with AuditStore(path) as st:
         st.set_meta("config", {"name": "t", "perturbations": list(PERTS),
                                "metrics": {"k": 10, "p": 0.9, "depth": None}})
         for seed in SEEDS:
@@ -59,7 +59,7 @@ def store(tmp_path_factory):
 
 def test_pairs_match_each_stabilised_trial_with_its_plain_twin(store):
     path, _ = store
-    with Store(path, read_only=True) as st:
+    with AuditStore(path, read_only=True) as st:
         pairs = stabilised_pairs(st.trials())
     assert len(pairs) == len(PERTS) * len(SEEDS)
     assert (pairs.model == "gru4rec(epochs=3)").all() and (pairs.method == "finest").all()

@@ -33,7 +33,7 @@ def _write_properties(path, log):
         mp.setattr(ds, "load", lambda name, **kw: log)
         for extra in ([], ["--evolving"]):
             assert main(["properties", "--dataset", EVIL, "--models", MODELS, "--k", "5",
-                         "--folds", "2", "--store", str(path), *extra]) == 0
+                         "--folds", "2", "--output", str(path), *extra]) == 0
 
 
 def _write_fuzz(path, csv):
@@ -49,7 +49,7 @@ def _write_fuzz(path, csv):
 def _write_mirror(path):
     assert main(["simulate", "mirror", "--scenario", "topic-sequential", "--mix", "0,0.5,1",
                  "--seeds", "2", "--algorithms", "DNN", "--n-train", "20", "--n-eval", "20",
-                 "--epochs", "1", "--out", str(path)]) == 0
+                 "--epochs", "1", "--output", str(path)]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -163,14 +163,14 @@ def test_fuzz_only_file(files, tmp_path):
 
 
 def test_mirror_only_file(files):
-    """Both scenarios in one file written by ``recaudit simulate mirror --out`` (no other
+    """Both scenarios in one file written by ``recaudit simulate mirror -o`` (no other
     tables): one table per scenario with the numbers of ``summarise``, Figures 7, 8 and (for
     the sequential scenario, which has rounds) 10."""
     from recaudit.simulate import summarise
 
     assert main(["simulate", "mirror", "--scenario", "decoy-slate", "--mix", "0,1", "--seeds",
                  "1", "--algorithms", "DeepFM", "--n-train", "40", "--n-eval", "10",
-                 "--epochs", "1", "--out", str(files["mirror"])]) == 0
+                 "--epochs", "1", "--output", str(files["mirror"])]) == 0
     report = build_report(files["mirror"])
     assert [s.key for s in report.sections] == ["mirror"]
     assert report.title == "MIRROR benchmark: mirror.duckdb"

@@ -3,7 +3,7 @@
 import pytest
 from scipy import stats
 
-from recaudit.report import _tables as T
+from recaudit.report._audit import _tables as T
 from recaudit.report import load
 
 MAIN = ["random-delete", "earliest-random-delete", "latest-random-delete", "casper-delete",
@@ -53,12 +53,12 @@ def test_accuracy_table_baseline_row_and_differences(data, per_trial):
     model = table.rows[0][1].text
     rows = [r for r in table.rows if r[1].text == model]
     assert rows[0][2].text == "without perturbation"
-    base = per_trial.loc[(model, "random-delete")]["rr_base"].mean()
+    base = per_trial.loc[(model, "random-delete")]["mrr_base"].mean()
     assert rows[0][3].value == pytest.approx(base)
     for r in rows[1:]:
         t = per_trial.loc[(model, r[2].text)]
-        assert r[3].value == pytest.approx(t.rr_pert.mean())
-        assert r[4].value == pytest.approx((t.rr_pert - t.rr_base).mean())
+        assert r[3].value == pytest.approx(t.mrr_pert.mean())
+        assert r[4].value == pytest.approx((t.mrr_pert - t.mrr_base).mean())
         assert r[8].value == pytest.approx((t.ndcg_pert - t.ndcg_base).mean())
 
 
@@ -79,7 +79,7 @@ def test_position_table_changes_and_significance(data, raw_rows):
     pert = q[q.perturbation == "remove-end-10"]
     change = 100 * (pert.hit_pert.mean() - pert.hit_base.mean()) / pert.hit_base.mean()
     assert end[4].value == pytest.approx(change)
-    p_mrr = _paired(pert.rr_pert.to_numpy(), pert.rr_base.to_numpy())
+    p_mrr = _paired(pert.mrr_pert.to_numpy(), pert.mrr_base.to_numpy())
     assert end[5].p_value == pytest.approx(p_mrr)
     assert end[5].significant == (p_mrr < 1e-3) and end[5].text.endswith("†") == end[5].significant
     seed_only = q[q.perturbation == "seed-only"]
@@ -124,7 +124,7 @@ def test_to_frame_keeps_numbers_and_marks(data):
 
 
 def test_control_only_store_and_empty_store(tmp_path, make_store):
-    from recaudit.audit import Store
+    from recaudit.audit import AuditStore
     from recaudit.errors import RecauditError
     from recaudit.report import build_report, render_html
 
@@ -135,7 +135,7 @@ def test_control_only_store_and_empty_store(tmp_path, make_store):
     rbo = report.sections[0].tables[0]
     assert [(r[0].text, r[1].value, r[1].mark) for r in rbo.rows] == [("none", 1.0, None)]
     assert "<svg" not in render_html(report)  # nothing to plot for the control alone
-    with Store(tmp_path / "empty.duckdb"):
+    with AuditStore(tmp_path / "empty.duckdb"):
         pass
     with pytest.raises(RecauditError, match="no finished trials"):
         build_report(tmp_path / "empty.duckdb")
@@ -165,11 +165,11 @@ def test_perturbations_are_grouped_by_their_stored_description(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from recaudit.experiment import QUERY_METRICS, Store
+    from recaudit.audit import QUERY_METRICS, AuditStore
 
     labels = {"casper-delete": ("casper-delete", 1), '{"count":3,"name":"casper-delete"}':
               ("casper-delete", 3), "my own idea": ("casper-delete", 5)}
-    with Store(tmp_path / "s.duckdb") as st:
+    with AuditStore(tmp_path / "s.duckdb") as st:
         for seed in (0, 1):
             for label, (family, count) in labels.items():
                 q = pd.DataFrame({"query": [0, 1], "user": [0, 1], "target": [0, 1],
@@ -201,7 +201,7 @@ def test_a_store_without_descriptions_warns(tmp_path):
                 "0::BIGINT AS \"user\", 0::BIGINT AS target, "
                 + ", ".join(f"1.0::DOUBLE AS {m}" for m in
                             ("rbo", "rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "frbo",
-                             "jaccard", "rr_base", "rr_pert", "hit_base", "hit_pert",
+                             "jaccard", "mrr_base", "mrr_pert", "hit_base", "hit_pert",
                              "ndcg_base", "ndcg_pert")))
     con.execute("INSERT INTO trials VALUES ('t', 'd', 'm', 'm', 'random-delete', 0, 1, 1, 1, "
                 "'done')")

@@ -12,21 +12,22 @@ from recaudit.reproduce import _runs
 from recaudit.reproduce._report import render_report
 
 
-def _exp(runner=lambda w, s, n: {"a/ao": 0.50, "b/ao": 0.80}, **kw):
+def _exp(runner=lambda w, s, n: {"a/average_overlap": 0.50, "b/average_overlap": 0.80}, **kw):
     return Experiment(
         name="fake-exp", paper="Nobody et al. 2099", title="A fake", artefacts="Table 9",
         data="none", scales={"small": "tiny", "paper": "big"}, runner=runner,
-        values=(Value("a/ao", "a", 0.52, "Table 9", tol=0.05),
-                Value("b/ao", "b", 0.70, "Table 9", tol=0.05, also=("b/rbo",))),
-        claims=(Claim("a below b", "§1", ("a/ao", "b/ao"), lambda x: x["a/ao"] < x["b/ao"]),),
+        values=(Value("a/average_overlap", "a", 0.52, "Table 9", tol=0.05),
+                Value("b/average_overlap", "b", 0.70, "Table 9", tol=0.05, also=("b/rbo",))),
+        claims=(Claim("a below b", "§1", ("a/average_overlap", "b/average_overlap"),
+                      lambda x: x["a/average_overlap"] < x["b/average_overlap"]),),
         **kw)
 
 
 @pytest.mark.parametrize("measures,expected", [
-    ({"a/ao": 0.50, "b/ao": 0.72}, "reproduced"),             # claim holds, values within tol
-    ({"a/ao": 0.50, "b/ao": 0.80}, "direction reproduced"),   # claim holds, b off by 0.10
-    ({"a/ao": 0.90, "b/ao": 0.72}, "not reproduced"),         # claim fails
-    ({"a/ao": 0.50}, "not run"),                              # claim cannot be checked
+    ({"a/average_overlap": 0.50, "b/average_overlap": 0.72}, "reproduced"),             # claim holds, values within tol
+    ({"a/average_overlap": 0.50, "b/average_overlap": 0.80}, "direction reproduced"),   # claim holds, b off by 0.10
+    ({"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "not reproduced"),         # claim fails
+    ({"a/average_overlap": 0.50}, "not run"),                              # claim cannot be checked
     ({}, "not run"),
 ])
 def test_verdicts(measures, expected):
@@ -40,7 +41,7 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
     rec = _runs.run("fake-exp", "small", tmp_path)
     on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
     assert on_disk["verdict"] == rec["verdict"] == "direction reproduced"
-    assert on_disk["measures"] == {"a/ao": 0.5, "b/ao": 0.8}
+    assert on_disk["measures"] == {"a/average_overlap": 0.5, "b/average_overlap": 0.8}
     assert [v["match"] for v in on_disk["values"]] == [True, False]
     assert on_disk["claims"][0]["holds"] is True
     page = render_report(tmp_path)
@@ -61,7 +62,7 @@ def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path,
     _runs.run("fake-exp", "small", tmp_path)  # b: ours 0.80, paper 0.70 -> no
     fixed = _exp(runner=lambda w, s, n: pytest.fail("the report must not re-run"))
     fixed = dataclasses.replace(fixed, values=(
-        fixed.values[0], Value("b/ao", "b", 0.78, "Table 9 (the right panel)", tol=0.05)))
+        fixed.values[0], Value("b/average_overlap", "b", 0.78, "Table 9 (the right panel)", tol=0.05)))
     monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": fixed})
     page = render_report(tmp_path)
     assert "| b | Table 9 (the right panel) | 0.7800 | 0.8000 | yes |" in page
@@ -154,9 +155,9 @@ def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     m = rls_measures(summary)
     full = trial_summary(cfg.output)
     rd = full[full.perturbation == "random-delete"]
-    assert m["gru4rec/random-delete/ao"] == pytest.approx(rd["average_overlap"].mean())
-    assert m["gru4rec/random-delete/recall_base"] == pytest.approx(rd["hit_base"].mean())
-    assert m["gru4rec/none/ao"] == 1.0 and m["gru4rec/none/n_seeds"] == 2
+    assert m["gru4rec/random-delete/average_overlap"] == pytest.approx(rd["average_overlap"].mean())
+    assert m["gru4rec/random-delete/hit_base"] == pytest.approx(rd["hit_base"].mean())
+    assert m["gru4rec/none/average_overlap"] == 1.0 and m["gru4rec/none/n_seeds"] == 2
     assert np.isfinite(m["gru4rec/random-delete/mrr_pert"])
 
 

@@ -42,7 +42,7 @@ def test_the_record_says_what_part_of_the_grid_ran(tmp_path, monkeypatch):
         seen["scope"] = reps
         return {}
 
-    monkeypatch.setattr(_oh2022, "_run_audits", audits)
+    monkeypatch.setattr(_oh2022._common, "_run_audits", audits)
     rec = run("oh2022-table4", "paper", tmp_path, scope=Scope(seeds=1, draws=5))
     assert seen["scope"] == Scope(seeds=1, draws=5)
     assert rec["command"] == "recaudit reproduce run oh2022-table4 --scale paper --seeds 1 " \

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from recaudit.reproduce import _runs, available, verdict
-from recaudit.reproduce import _shriver2018 as ch3
-from recaudit.reproduce import _shriver2018_ch4 as ch4
-from recaudit.reproduce import _shriver2018_data as data
-from recaudit.reproduce import _shriver2018_fuzz as fz
-from recaudit.reproduce import _shriver2018_props as props
+from recaudit.reproduce import _shriver2018 as paper
+from recaudit.reproduce._shriver2018 import _chapter3 as ch3
+from recaudit.reproduce._shriver2018 import _chapter4 as ch4
+from recaudit.reproduce._shriver2018 import _data as data
+from recaudit.reproduce._shriver2018 import _fuzz as fz
+from recaudit.reproduce._shriver2018 import _props as props
 
 NAMES = ("shriver2018-table3.4", "shriver2018-table3.6", "shriver2018-table4.6",
          "shriver2018-table4.7-4.8", "shriver2018-table4.9")
@@ -26,8 +27,8 @@ def _exp(name):
 # ------------------------------------------------------------------ definitions
 def test_experiments_are_listed_in_order_and_well_formed():
     assert "_shriver2018" in _runs.PAPERS
-    assert [e.name for e in ch3.EXPERIMENTS] == list(NAMES)
-    assert ch4.EXPERIMENTS == ch3.EXPERIMENTS[2:]
+    assert [e.name for e in paper.EXPERIMENTS] == list(NAMES)
+    assert ch4.EXPERIMENTS == paper.EXPERIMENTS[2:]
     names = [e.name for e in available() if e.paper == "Shriver 2018"]
     assert names == list(NAMES)
     for name in NAMES:
@@ -243,13 +244,19 @@ def test_fuzz_end_to_end_reduced(shared_data, tmp_path, monkeypatch):
 
 
 def test_table36_end_to_end_two_steps(shared_data, tmp_path, monkeypatch):
+    from recaudit.experiment import Store
+    from recaudit.properties import evolving_frames, read_values
+
     monkeypatch.setattr(props, "FRACTIONS", (0.9, 1.0))
-    m = props.run_table36(tmp_path, "small", 1, models=("funksvd",))
+    work = tmp_path / "shriver2018-table3.6" / "small"
+    work.mkdir(parents=True)
+    m = props.run_table36(work, "small", 1, models=("funksvd",))
     # one step apart: the maximum change is that step's change, raw and normalised
     assert m["funksvd/NRANKS(min,>=)/max_change"] == 0.0
     assert m["funksvd/Precision/max_change"] == m["funksvd/Precision/max_change_raw"] >= 0
-    steps = sorted(__import__("json").loads((tmp_path / "table36-funksvd.json").read_text()),
-                   key=lambda r: r["fraction"])
+    with Store(tmp_path / "shriver2018-ml-latest-small-small.duckdb", read_only=True) as st:
+        steps, _ = evolving_frames(read_values(st))
+    steps = steps.sort_values("fraction").to_dict(orient="records")
     stats = props._steps(*data.thesis_log())
     a, b = (s["NRL"] / st["users"] for s, st in zip(steps, stats, strict=True))
     assert m["funksvd/NRL/max_change"] == pytest.approx(100 * abs(b - a) / a)

@@ -10,8 +10,8 @@ import pytest
 
 from recaudit.reproduce import VERDICTS, get, verdict
 
-from recaudit.reproduce import _zhu2023 as z  # noqa: E402
-from recaudit.reproduce import _zhu2023_sequential as zs  # noqa: E402
+from recaudit.reproduce._zhu2023 import _slates as z  # noqa: E402
+from recaudit.reproduce._zhu2023 import _sequential as zs  # noqa: E402
 
 NAMES = ("zhu2023-figure7", "zhu2023-figure8", "zhu2023-table3")
 
@@ -152,8 +152,10 @@ def test_experiments_are_registered_and_well_formed():
         assert "seed 002" not in " ".join(exp.notes + (exp.title, exp.data))
 
 
-def test_reduced_table3_run_resumes_from_seed_files(tmp_path, monkeypatch):
+def test_reduced_table3_run_resumes_from_its_store(tmp_path, monkeypatch):
+    from recaudit.experiment import Store
     from recaudit.reproduce import _runs
+    from recaudit.simulate import MIRROR_TRIALS
 
     monkeypatch.setitem(zs.SCALES, "small", dict(zs.SCALES["small"], seeds=2, users=40))
     rec = _runs.run("zhu2023-table3", "small", tmp_path)
@@ -161,16 +163,20 @@ def test_reduced_table3_run_resumes_from_seed_files(tmp_path, monkeypatch):
     m = rec["measures"]
     assert {"dnn/mix0.5/ctr", "gru/mix0.5/auc", "planner/round20/ps", "crossing_round",
             "seeds_gru_closer/ctr"} <= set(m)
-    seed0 = tmp_path / "zhu2023-table3" / "small" / "seed0.json"
-    saved = json.loads(seed0.read_text())
-    assert saved["config"]["seeds"] == [0] and saved["config"]["n_eval"] == 40
-    stamp = seed0.stat().st_mtime_ns
+    store = tmp_path / "zhu2023-mirror-small.duckdb"
+
+    def trials():
+        with Store(store, read_only=True) as st:
+            return st.read(MIRROR_TRIALS).sort_values("seed")
+
+    first = trials()
+    assert first["seed"].tolist() == [0, 1]
+    assert [json.loads(c)["n_eval"] for c in first["config"]] == [40, 40]
     assert _runs.run("zhu2023-table3", "small", tmp_path)["measures"] == m
-    assert seed0.stat().st_mtime_ns == stamp            # finished seeds are not run again
+    assert trials()["finished"].tolist() == first["finished"].tolist()  # not run again
     monkeypatch.setitem(zs.SCALES, "small", dict(zs.SCALES["small"], seeds=2, users=30))
-    again = _runs.run("zhu2023-table3", "small", tmp_path)   # another config: recomputed
-    assert json.loads(seed0.read_text())["config"]["n_eval"] == 30
-    assert again["measures"] != m
+    again = _runs.run("zhu2023-table3", "small", tmp_path)   # another config: new trials
+    assert len(trials()) == 4 and again["measures"] != m
 
 
 def test_reduced_slate_run(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ def test_cli_writes_duckdb_and_figure(tmp_path):
 
     db, fig = tmp_path / "r.duckdb", tmp_path / "f.png"
     args = ["simulate", "mirror", "--scenario", "decoy-slate", "--mix", "0,1", "--seeds", "1",
-            "--n-train", "60", "--n-eval", "20", "--epochs", "1", "--out", str(db),
+            "--n-train", "60", "--n-eval", "20", "--epochs", "1", "--output", str(db),
             "--figure", str(fig)]
     assert main(args) == 0
     assert main(args) == 0  # a rerun replaces its rows instead of duplicating them
@@ -56,7 +56,7 @@ def test_cli_sequential_with_per_round_rows(tmp_path):
     db, fig = tmp_path / "s.duckdb", tmp_path / "s.png"
     assert main(["simulate", "mirror", "--scenario", "topic-sequential", "--mix", "0.5",
                  "--seeds", "1", "--n-train", "10", "--n-eval", "10", "--epochs", "2",
-                 "--patience", "1", "--algorithms", "DNN", "--rbo-p", "0.8", "--out", str(db),
+                 "--patience", "1", "--algorithms", "DNN", "--rbo-p", "0.8", "--output", str(db),
                  "--figure", str(fig)]) == 0
     con = duckdb.connect(str(db))
     rounds = con.execute("SELECT count(DISTINCT round) FROM mirror_results WHERE metric = 'ps' "
@@ -135,7 +135,7 @@ def test_core_package_works_without_gymnasium():
 
     code = ("import sys; sys.modules['gymnasium'] = None\n"
             "import recaudit.simulate as s\n"
-            "assert s.metrics.mani_score(0.2, 0.5, 0.2, 0.5) == 1.0\n"
+            "assert s.mani_score(0.2, 0.5, 0.2, 0.5) == 1.0\n"
             "try:\n    import recaudit.simulate.env\nexcept ImportError as e:\n"
             "    assert 'recaudit[simulate]' in str(e)\nelse:\n    raise SystemExit(1)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

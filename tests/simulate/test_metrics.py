@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recaudit.simulate import metrics
+from recaudit import simulate as metrics
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
 
@@ -79,5 +79,5 @@ def test_auc_and_ndcg_closed_forms():
     assert metrics.auc([0.1, 0.9, 0.3], [1, 0, 0]) == 0.0
     assert math.isnan(metrics.auc([0.1, 0.2], [1, 1]))
     # one click at model rank 2 of 3: NDCG = (1/log2 3) / 1
-    assert metrics.ndcg_at_k([[0.9, 0.5, 0.1]], [[0, 1, 0]]) == pytest.approx(1 / math.log2(3))
-    assert metrics.ndcg_at_k([[0.9, 0.5], [0.1, 0.2]], [[1, 0], [0, 0]]) == 1.0  # no-click skipped
+    assert metrics.click_ndcg([[0.9, 0.5, 0.1]], [[0, 1, 0]]) == pytest.approx(1 / math.log2(3))
+    assert metrics.click_ndcg([[0.9, 0.5], [0.1, 0.2]], [[1, 0], [0, 0]]) == 1.0  # no-click skipped

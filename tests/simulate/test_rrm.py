@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from recaudit.simulate import example_documents, metrics
+from recaudit import simulate as metrics
+from recaudit.simulate import example_documents
 from recaudit.simulate.rrm import RRMActionModel, click_probabilities, single_item_preference
 
 D = {1: (0.8, 0.2), 2: (1.0, 0.4), 3: (0.1, 0.8), 4: (0.45, 0.5)}

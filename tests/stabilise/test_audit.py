@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, Store, TrialSpec,
+from recaudit.audit import (AuditConfig, build_model, DatasetSpec, MetricSpec, ModelSpec, AuditStore, TrialSpec,
                             run_audit, trial_summary)
 from recaudit.audit._spec import SplitSpec
 from recaudit.errors import ConfigError
@@ -41,8 +41,9 @@ def test_stabilised_specs_are_models_of_their_own():
         t = TrialSpec(TINY_DATA, SplitSpec(), m, 0, "random-delete", MetricSpec())
         ids |= {t.trial_id("fp"), t.baseline_key("fp")}
     assert len(ids) == 6
-    assert isinstance(FINEST.create(), Finest) and isinstance(ENSEMBLE.create(), SeedEnsemble)
-    assert len(ENSEMBLE.create().members) == 2
+    assert isinstance(build_model(FINEST), Finest)
+    assert isinstance(build_model(ENSEMBLE), SeedEnsemble)
+    assert len(build_model(ENSEMBLE).members) == 2
 
 
 @pytest.mark.parametrize("table, key, match", [
@@ -76,7 +77,7 @@ def test_audit_measures_plain_and_stabilised_models_on_the_same_edits(tmp_path):
     # "none": a stabilised model too is bit-identical run to run (same data, same seed)
     none = s[s.perturbation == "none"]
     assert (none.rbo == 1.0).all() and (none.mrr_base == none.mrr_pert).all()
-    with Store(cfg.output, read_only=True) as st:
+    with AuditStore(cfg.output, read_only=True) as st:
         records = st.records()
         trials = st.trials()
     edits = {r.model_label: json.dumps(records[r.trial_id]["deleted"]) for r in

@@ -20,11 +20,13 @@ from recaudit.audit._analysis import (
     trial_summary,
     user_groups,
 )
-from recaudit.audit._engine import plan, run_audit, validate
+from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
 from recaudit.audit._runner import TrialOutcome, compare, perturb_context, run_trial
-from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, load_config,
+from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
                                   perturbation_label)
 from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
+from recaudit.audit._store import (PERTURBATIONS, QUERY_METRICS, QUERY_RESULTS, TRIALS,
+                                   AuditStore, write_trial)
 from recaudit.experiment import (
     DatasetSpec,
     ExecutorSpec,
@@ -35,10 +37,17 @@ from recaudit.experiment import (
     load_dataset,
     prepare,
 )
+from recaudit.experiment import StudyInfo as _StudyInfo
 
-__all__ = ["METRICS", "AuditConfig", "DatasetSpec", "ExecutorSpec", "MetricSpec", "ModelSpec",
-           "SplitSpec", "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "compare",
-           "compare_methods", "load_config", "load_dataset", "paired_query_test",
-           "perturb_context", "perturbation_label", "plan", "prepare", "query_distribution", "run_audit", "run_trial",
-           "seed_summary", "stabilisation_summary", "stabilised_pairs", "trial_summary",
-           "user_groups", "validate"]
+#: The audit, as the readers of a store see it (``recaudit status / results / report``).
+STUDY = _StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBATIONS),
+                   breakdown=("model_label", "perturbation"), summary=trial_summary)
+
+__all__ = ["AuditConfig", "AuditJob", "AuditStore", "AuditStudy", "DatasetSpec",
+           "ExecutorSpec", "METRICS", "MetricSpec", "ModelSpec", "PERTURBATIONS",
+           "QUERY_METRICS", "QUERY_RESULTS", "STUDY", "SplitSpec", "Store", "StoreBusyError",
+           "TRIALS", "TrialOutcome", "TrialSpec", "build_model", "compare", "compare_methods",
+           "load_config", "load_dataset", "paired_query_test", "perturb_context",
+           "perturbation_label", "plan", "prepare", "query_distribution", "run_audit",
+           "run_trial", "seed_summary", "stabilisation_summary", "stabilised_pairs",
+           "trial_summary", "user_groups", "validate", "write_trial"]

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recaudit.experiment import QUERY_METRICS, Store
+from recaudit.audit._store import QUERY_METRICS, AuditStore
+from recaudit.experiment import Store
 
 __all__ = ["trial_summary", "seed_summary", "user_groups", "compare_methods", "METRICS",
            "query_distribution", "paired_query_test"]
@@ -33,18 +34,19 @@ DESCRIPTION = ["family", "edit", "count", "position", "reference"]
 
 
 @contextlib.contextmanager
-def _opened(store: Store | str | Path) -> Iterator[Store]:
-    """``store`` itself, or the file at that path opened read-only for the block."""
+def _opened(store: Store | str | Path) -> Iterator[AuditStore]:
+    """``store`` itself (as an :class:`AuditStore`), or the file at that path opened
+    read-only for the block."""
     if isinstance(store, Store):
-        yield store
+        yield AuditStore.of(store)
         return
-    with Store(store, read_only=True) as s:
+    with AuditStore(store, read_only=True) as s:
         yield s
 
 
 def trial_summary(store: Store | str | Path) -> pd.DataFrame:
     """One row per trial: its labels, the perturbation's description, seed, draw, timings and
-    the mean of each per-query metric (``rr_*`` renamed ``mrr_*``)."""
+    the mean of each per-query metric (:data:`QUERY_METRICS`)."""
     with _opened(store) as s:
         means = s.trial_means()
         trials = s.trials()
@@ -52,7 +54,6 @@ def trial_summary(store: Store | str | Path) -> pd.DataFrame:
             "n_queries", "fit_seconds", "total_seconds"]
     trials = trials[cols]
     out = trials.merge(means, on="trial_id", how="left")
-    out = out.rename(columns={"rr_base": "mrr_base", "rr_pert": "mrr_pert"})
     return out.sort_values([*_KEYS, "seed", "draw"]).reset_index(drop=True)
 
 
@@ -79,10 +80,10 @@ def user_groups(store: Store | str | Path, metric: str = "rbo", *,
     groups are deterministic.
     """
     with _opened(store) as s:
-        q = s.per_query("rr_base", metric)
+        q = s.per_query("mrr_base", metric)
         trials = s.trials()[["trial_id", *_KEYS, "seed"]]
     per_user = q.groupby(["trial_id", "user"], sort=True).agg(
-        mrr=("rr_base", "mean"), value=(metric, "mean")).reset_index()
+        mrr=("mrr_base", "mean"), value=(metric, "mean")).reset_index()
     parts = []
     for _, g in per_user.groupby("trial_id", sort=False):
         g = g.sort_values(["mrr", "user"], ascending=[False, True], kind="stable")

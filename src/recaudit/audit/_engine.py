@@ -1,57 +1,64 @@
-"""The audit engine: expand a config into trials, skip finished ones, run, store."""
+"""The audit as a study: its trials, how one runs, how it is stored.
+
+:class:`AuditStudy` is the stability audit on the experiment layer
+(:func:`recaudit.experiment.run_study`): a config expands into :class:`AuditJob` s (the trial
+spec with its perturbation parsed once, the baseline key that groups the trials sharing a
+baseline), which any executor runs and whose outcomes land in the audit's tables
+(:mod:`recaudit.audit._store`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from recaudit.audit._runner import Baseline, TrialOutcome, make_baseline, run_trial
-from recaudit.audit._spec import AuditConfig, TrialSpec
-from recaudit.errors import RecauditError
-from recaudit.experiment import Store, data_summary, prepare, run_pending
+from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
+from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
+                                   write_trial)
+from recaudit.experiment import (ExecutorSpec, Store, Table, Trial, data_summary, prepare,
+                                 run_study)
+from recaudit.perturb import Perturbation
 
-__all__ = ["run_audit", "plan", "validate", "Progress"]
+__all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
 
 #: ``progress(event, trial, done, total)`` with event in {"skip", "done"}.
 Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
 def validate(config: AuditConfig) -> None:
-    """Fail fast, before any data is loaded: every model name and parameter, every
-    perturbation must be valid (raises :class:`~recaudit.errors.ConfigError`)."""
-    from recaudit.perturb import parse
-
+    """Fail fast, before any data is loaded: every model name and parameter must be valid
+    (raises :class:`~recaudit.errors.ConfigError`; perturbations were checked when the config
+    was built)."""
     for m in config.models:
-        m.create()
-    for p in config.perturbations:
-        parse(p)
+        build_model(m)
 
 
-def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
-    """Every trial of ``config`` with its trial id and baseline key (loads the data)."""
-    validate(config)
-    out = []
-    for trial in config.trials():
-        log, _ = prepare(trial.dataset, trial.split)
-        fp = log.fingerprint()
-        out.append((trial, trial.trial_id(fp), trial.baseline_key(fp)))
-    return out
+@dataclass(frozen=True)
+class AuditJob:
+    """What a worker needs to run one trial: its spec, its perturbation (parsed once, by the
+    driver), the audit's name, where baselines are cached, the key of its baseline and whether
+    it is the first pending trial of that baseline (which counts a baseline made elsewhere in
+    its timings)."""
+
+    trial: TrialSpec
+    perturbation: Perturbation
+    audit: str
+    cache: str | None
+    baseline_key: str
+    charge: bool
 
 
-def _run_job(trial: TrialSpec, perturbation: Any, audit: str, cache: str | None,
-             baseline_key: str, charge: bool, baseline: Baseline | None = None) -> TrialOutcome:
-    """One executor job (``baseline_key`` groups the jobs that share a baseline; ``charge``:
-    the first pending job of its group, which counts a baseline made elsewhere in its
-    timings; ``baseline``: that baseline, on Ray)."""
-    return run_trial(trial, perturbation, audit=audit, cache_dir=cache, baseline=baseline,
-                     charge_baseline=charge)
+def _run(job: AuditJob, baseline: Baseline | None = None) -> TrialOutcome:
+    return run_trial(job.trial, job.perturbation, audit=job.audit, cache_dir=job.cache,
+                     baseline=baseline, charge_baseline=job.charge)
 
 
-def _baseline_job(trial: TrialSpec, perturbation: Any, audit: str, cache: str | None,
-                  baseline_key: str, charge: bool) -> Baseline:
+def _share(job: AuditJob) -> Baseline:
     """The shared product of a baseline group on Ray: its baseline, made once."""
-    return make_baseline(trial, cache)
+    return make_baseline(job.trial, job.cache)
 
 
 def _cache(config: AuditConfig) -> str | None:
@@ -66,6 +73,67 @@ def _cache(config: AuditConfig) -> str | None:
     return str(output.with_name(output.name + ".baselines"))
 
 
+def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
+    """Every trial of ``config`` with its trial id and baseline key (loads the data)."""
+    validate(config)
+    out = []
+    for trial in config.trials():
+        log, _ = prepare(trial.dataset, trial.split)
+        fp = log.fingerprint()
+        out.append((trial, trial.trial_id(fp), trial.baseline_key(fp)))
+    return out
+
+
+class AuditStudy:
+    """The stability audit of ``config`` as a :class:`~recaudit.experiment.Study`."""
+
+    kind: ClassVar[str] = "audit"
+    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
+    run: ClassVar[Callable[..., Any]] = staticmethod(_run)
+    share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
+
+    def __init__(self, config: AuditConfig) -> None:
+        self.config = config
+        self.output = Path(config.output)
+        self.executor: ExecutorSpec = config.executor
+        self._done: set[str] | None = None
+
+    def plan(self) -> list[Trial]:
+        from recaudit.perturb import parse
+
+        cfg = self.config
+        cache = _cache(cfg)
+        done = self._finished()
+        parsed: dict[str, Perturbation] = {}
+        charged: set[str] = set()
+        out = []
+        for trial, tid, key in plan(cfg):
+            label = repr(trial.perturbation)
+            if label not in parsed:
+                parsed[label] = parse(trial.perturbation)
+            first = tid not in done and key not in charged
+            if first:
+                charged.add(key)
+            job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
+            out.append(Trial(tid, job, group=key, datasets=(trial.dataset,)))
+        return out
+
+    def _finished(self) -> set[str]:
+        if not self.output.exists():
+            return set()
+        with AuditStore(self.output, read_only=True) as store:
+            return store.finished()
+
+    def facts(self) -> Mapping[str, Any]:
+        cfg = self.config
+        return {"config": cfg.to_dict(),
+                "data": {d.label: data_summary(*prepare(d, cfg.split)) for d in cfg.datasets}}
+
+    def write(self, store: Store, outcome: TrialOutcome) -> str:
+        write_trial(store, outcome.row, outcome.queries, outcome.record)
+        return str(outcome.row["trial_id"])
+
+
 def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
     """Run every trial of ``config`` not yet in its store; returns the store path.
 
@@ -73,40 +141,12 @@ def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
     written by this process only, one transaction per trial; a result whose id was not planned
     (a worker saw other data) is refused before anything is written.
     """
-    from recaudit.perturb import parse
+    study = AuditStudy(config)
+    trials = study.plan()
+    by_id = {t.id: t.job.trial for t in trials}
 
-    output = Path(config.output)
-    planned = plan(config)
-    cache = _cache(config)
-    by_id = {tid: t for t, tid, _ in planned}
-    with Store(output) as store:
-        done = store.finished()
-        charged: set[str] = set()
-        jobs = []
-        for t, tid, key in planned:
-            first = tid not in done and key not in charged
-            if first:
-                charged.add(key)
-            jobs.append((tid, (t, parse(t.perturbation), config.name, cache, key, first)))
-        store.set_meta("config", config.to_dict())
-        store.set_meta("data", {d.label: data_summary(*prepare(d, config.split))
-                                for d in config.datasets})
+    def report(tid: str | None, done: int, total: int) -> None:
+        if progress is not None:
+            progress("skip" if tid is None else "done", by_id.get(tid or ""), done, total)
 
-        def write(store: Store, outcome: TrialOutcome) -> str:
-            tid = str(outcome.row["trial_id"])
-            if tid not in by_id:
-                raise RecauditError(f"a worker returned trial {tid}, which this audit did not "
-                                    f"plan: its data (fingerprint "
-                                    f"{outcome.row['data_fingerprint'][:12]}) differ from the "
-                                    "driver's; run the same recaudit and data on every node")
-            store.write_trial(outcome.row, outcome.queries, outcome.record)
-            return tid
-
-        def report(tid: str | None, done: int, total: int) -> None:
-            if progress is not None:
-                progress("skip" if tid is None else "done", by_id.get(tid or ""), done, total)
-
-        run_pending(store, done, jobs, _run_job, config.executor, write,
-                    group=lambda job: job[4], share=_baseline_job,
-                    data=lambda job: (job[0].dataset,), progress=report)
-    return output
+    return run_study(study, trials=trials, progress=report)

@@ -22,7 +22,7 @@ A trial's result is a pure function of its :class:`TrialSpec`:
 
 A baseline is trained once per (dataset, split, model, seed) and shared by every perturbation
 of it: its rank lists are cached (``<store>.baselines/<key>.npz`` or the executor's
-``cache_uri``, written atomically, :class:`~recaudit.experiment._cache.ArrayCache`) and read by
+``cache_uri``, written atomically, :class:`~recaudit.experiment.ArrayCache`) and read by
 the rest of its group, worker and re-run; on Ray, :func:`make_baseline` runs as a task of its
 own and its :class:`Baseline` reaches each trial of the group as an object reference
 (:func:`run_trial`'s ``baseline``).
@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit.audit._spec import TrialSpec, perturbation_label
+from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
-from recaudit.experiment import QUERY_METRICS, canonical_json, prepare
-from recaudit.experiment._cache import ArrayCache
+from recaudit.audit._store import QUERY_METRICS
+from recaudit.experiment import ArrayCache, canonical_json, prepare
 from recaudit.perturb import Context, Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
@@ -57,26 +57,21 @@ log = logging.getLogger(__name__)
 
 
 def versions() -> dict[str, str]:
-    """Library versions and the device this process trains ``device="auto"`` models on."""
-    import duckdb
-    import numba
-    import scipy
+    """Library versions (:func:`recaudit._version.versions`) and the device this process
+    trains ``device="auto"`` models on."""
     import torch
 
-    import recaudit
+    from recaudit._version import versions as library_versions
     from recaudit.models import resolve_device
 
     device = resolve_device("auto")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
-    return {"recaudit": recaudit.__version__, "python": platform.python_version(),
-            "numpy": np.__version__, "pandas": pd.__version__, "torch": torch.__version__,
-            "scipy": scipy.__version__, "numba": numba.__version__, "duckdb": duckdb.__version__,
-            "device": f"{device} ({name})"}
+    return {**library_versions(), "device": f"{device} ({name})"}
 
 
 def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None,
          anchor: Any = None) -> tuple[Any, float]:
-    model = trial.model.create(**(extra or {}))
+    model = build_model(trial.model, **(extra or {}))
     t0 = time.perf_counter()
     if anchor is not None and getattr(model, "uses_anchor", False):
         model.fit(train, seed=seed, anchor=anchor)
@@ -155,34 +150,21 @@ def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> B
 
 
 def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) -> pd.DataFrame:
-    """Per-query similarity of two rank lists and accuracy of both (one row per query).
-
-    Columns (:data:`recaudit.experiment.QUERY_METRICS`): ``rbo`` (RBO_ext, Webber et al. eq.
-    32), ``rbo_min``/``rbo_max`` (its bounds), ``rbo_trunc`` (Oh et al. 2022's finite sum over
-    the compared depth), ``average_overlap`` (what CASPER's released code reports as "RBO":
-    p = 1, over the compared depth), ``frbo`` (FRBO@k, Betello et al. 2023), ``jaccard``
-    (top-k), and reciprocal rank (over the compared depth; 0 when the target is not in the
-    list), hit@k and NDCG@k of the baseline (``_base``) and the perturbed (``_pert``) model;
-    plus ``query``, ``user`` and ``target``.
-    """
-    from recaudit import metrics as M
+    """Per-query similarity of two rank lists and accuracy of both (one row per query):
+    ``query``, ``user``, ``target`` and :data:`~recaudit.audit.QUERY_METRICS` — the panel of
+    :func:`recaudit.metrics.similarity_panel` (RBO_ext, its bounds, the finite RBO sum, average
+    overlap, FRBO@k, Jaccard@k) and :func:`recaudit.metrics.accuracy_panel` of the baseline
+    (``_base``) and the perturbed (``_pert``) model."""
+    from recaudit.metrics import accuracy_panel, similarity_panel
 
     a, b = base.items, pert.items
     target = split.queries.target
-    n_items = split.queries.n_items
     out = {"query": np.arange(len(a)), "user": split.queries.user.astype(np.int64),
            "target": target.astype(np.int64),
-           "rbo": M.rbo_batch(a, b, p=p, variant="ext"),
-           "rbo_min": M.rbo_batch(a, b, p=p, variant="min"),
-           "rbo_max": M.rbo_batch(a, b, p=p, variant="max"),
-           "rbo_trunc": M.rbo_batch(a, b, p=p, variant="trunc"),
-           "average_overlap": M.average_overlap_batch(a, b),
-           "frbo": M.frbo_batch(a, b, k=k, p=p, n_items=n_items),
-           "jaccard": M.jaccard_batch(a, b, k=k)}
+           **similarity_panel(a, b, k=k, p=p, n_items=split.queries.n_items)}
     for tag, items in (("base", a), ("pert", b)):
-        out[f"rr_{tag}"] = M.mrr_batch(items, target)
-        out[f"hit_{tag}"] = M.hit_rate_at_k_batch(items, target, k)
-        out[f"ndcg_{tag}"] = M.ndcg_at_k_batch(items, target, k)
+        for m, values in accuracy_panel(items, target, k=k).items():
+            out[f"{m}_{tag}"] = values
     return pd.DataFrame(out)[["query", "user", "target", *QUERY_METRICS]]
 
 
@@ -240,7 +222,7 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
     Models' temporary files (command models, RecBole's worker) go under the store's directory
     (the parent of a local ``cache_dir``) and are removed when the trial ends.
     """
-    from recaudit.models._scratch import scratch_dir
+    from recaudit.models import scratch_dir
 
     local = _local(cache_dir)
     with scratch_dir(None if local is None else local.parent):

@@ -37,13 +37,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from recaudit.config import Config
 from recaudit.errors import ConfigError
 from recaudit.experiment import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, spec_id
 
-__all__ = ["MetricSpec", "AuditConfig", "TrialSpec", "load_config", "perturbation_label"]
+__all__ = ["MetricSpec", "AuditConfig", "TrialSpec", "build_model", "load_config",
+           "perturbation_label"]
+
+
+def build_model(spec: ModelSpec, **extra: Any) -> Any:
+    """A fresh model of ``spec`` (``extra`` parameters below its own), wrapped by its
+    stabilisation method when it has one (:mod:`recaudit.stabilise`): the audit fits
+    stabilised models, so it is the audit that wraps them."""
+    if spec.stabilise is None:
+        return spec.create(**extra)
+    from recaudit.stabilise import stabilise
+
+    return stabilise(lambda: spec.create(**extra), spec.stabilise)
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,12 @@ class AuditConfig(Config):
     name: str = "audit"
     draws: int = 1
 
+    _also: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "seeds": {"type": "integer", "minimum": 1, "description": "a count n: seeds 0..n-1"},
+        "models": {"anyOf": [{"type": "string"}, {"type": "object"}]},
+        "datasets": {"anyOf": [{"type": "string"}, {"type": "object"}]},
+        "perturbations": {"anyOf": [{"type": "string"}, {"type": "object"}]}}
+
     @classmethod
     def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
         seeds = data.get("seeds")
@@ -158,6 +176,14 @@ class AuditConfig(Config):
         for key in ("models", "perturbations", "seeds", "datasets"):
             if not getattr(self, key):
                 raise self.invalid(key, f"{key} must not be empty")
+        for i, m in enumerate(self.models):
+            if m.stabilise is None:
+                continue
+            try:  # the method's options, and whether it applies to this model
+                build_model(m)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key=f"models[{i}].stabilise"
+                                  + (f".{exc.key}" if exc.key else ""), hint=exc.hint) from None
         if isinstance(self.draws, bool) or not isinstance(self.draws, int) or self.draws < 1:
             raise self.invalid("draws", f"draws must be an integer >= 1, got {self.draws!r}")
         if len(set(self.seeds)) != len(self.seeds):

@@ -35,7 +35,7 @@ __all__ = ["stabilised_pairs", "stabilisation_summary", "STABILITY", "ACCURACY"]
 #: Per-query similarity columns compared (RBO, FRBO@k, Jaccard@k).
 STABILITY = ("rbo", "frbo", "jaccard")
 #: Accuracy of the unperturbed model: report name -> per-query column.
-ACCURACY = {"mrr": "rr_base", "ndcg": "ndcg_base"}
+ACCURACY = {"mrr": "mrr_base", "ndcg": "ndcg_base"}
 
 
 def _model(spec: Any) -> dict[str, Any]:

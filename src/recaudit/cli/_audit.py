@@ -1,4 +1,4 @@
-"""``recaudit audit | run | status | results | export``: run audits and read their stores."""
+"""``recaudit audit | run``: run audits and print their readings."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def story(agg) -> list[str]:
     return lines
 
 
-def _summary_table(store: Path, title: str) -> list[Table]:
+def summary_tables(store: Path, title: str) -> list[Table]:
     """One table per (dataset, model): a row per perturbation and seed, then mean ± std."""
     from recaudit.audit import seed_summary, trial_summary
 
@@ -117,7 +117,7 @@ def audit(
                          output=str(output), name="quick-audit")
     console = _console(120)
     store = _progress_runner(config, console)
-    for table in _summary_table(store, f"Rank-list sensitivity (k={k}, p={p})"):
+    for table in summary_tables(store, f"Rank-list sensitivity (k={k}, p={p})"):
         console.print(table)
     from recaudit.audit import seed_summary, trial_summary
 
@@ -133,69 +133,11 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML).")) -> None
     cfg = load_config(config)
     console = _console(120)
     store = _progress_runner(cfg, console)
-    for table in _summary_table(store, cfg.name):
+    for table in summary_tables(store, cfg.name):
         console.print(table)
     console.print(f"results: {store}")
-
-
-def status(store: Path = typer.Argument(..., help="Audit store (.duckdb).")) -> None:
-    """How many trials are done, by model and perturbation."""
-    from recaudit.audit import Store
-
-    with Store(store, read_only=True) as s:
-        trials = s.trials()
-        meta = s.meta()
-    console = _console(120)
-    planned = None
-    if "config" in meta:
-        cfg = meta["config"]
-        planned = len(cfg["datasets"]) * len(cfg["models"]) * len(cfg["seeds"]) \
-            * len(cfg["perturbations"])
-    console.print(f"{store}: {len(trials)} trials done"
-                  + (f" of {planned} planned" if planned is not None else ""))
-    if len(trials):
-        counts = trials.groupby(["model_label", "perturbation"]).size().reset_index(name="done")
-        table = Table("model", "perturbation", "done")
-        for _, r in counts.iterrows():
-            table.add_row(r.model_label, r.perturbation, str(r.done))
-        console.print(table)
-
-
-def results(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
-            format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
-            ) -> None:
-    """Per-trial results (mean over queries) as a table, CSV or JSON."""
-    from recaudit.audit import trial_summary
-    from recaudit.errors import ConfigError
-
-    if format not in ("table", "csv", "json"):
-        raise ConfigError(f"--format must be table, csv or json, got {format!r}")
-    if format == "table":
-        console = _console(120)
-        for table in _summary_table(store, str(store)):
-            console.print(table)
-        return
-    summary = trial_summary(store)
-    if format == "csv":
-        typer.echo(summary.to_csv(index=False), nl=False)
-    else:
-        typer.echo(summary.to_json(orient="records", indent=2))
-
-
-def export(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
-           directory: Path = typer.Argument(..., help="Output directory."),
-           format: str = typer.Option("parquet", "--format", "-f", help="parquet or csv")) -> None:
-    """Export every table of a store to Parquet or CSV files."""
-    from recaudit.audit import Store
-
-    with Store(store, read_only=True) as s:
-        for path in s.export(directory, format):
-            typer.echo(str(path))
 
 
 def register(app: typer.Typer) -> None:
     app.command("audit")(audit)
     app.command("run")(run)
-    app.command("status")(status)
-    app.command("results")(results)
-    app.command("export")(export)

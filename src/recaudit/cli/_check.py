@@ -23,7 +23,7 @@ def check_cmd(
 
     from recaudit.errors import ConfigError, did_you_mean
     from recaudit.models import create
-    from recaudit.models._conformance import CHECKS, run_conformance
+    from recaudit.models.testing import CHECKS, run_conformance
 
     params = parse_params(param)
     create(model, **params)  # unknown model or parameter: a clean error before any check

@@ -68,11 +68,12 @@ def fuzz_cmd(
     except ValueError:
         raise ConfigError(f"--sizes must be integers, got {sizes!r}") from None
     spec = dataset_spec(dataset if path is None else path, min_user_interactions=0)
-    study = FuzzStudy(models=tuple(ModelSpec(m) for m in split_list(model, "--model")),
-                      heuristics=tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
-                      sizes=size_list, sets=sets, dataset=spec, seed=seed, k=k, f=f,
-                      portfolio=tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
-                      output=output, workers=workers)
+    study = FuzzStudy.from_dict({
+        "models": tuple(ModelSpec(m) for m in split_list(model, "--model")),
+        "heuristics": tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
+        "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
+        "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
+        "output": output, "workers": workers})
     console = _console(160)
     from rich.progress import Progress
 

@@ -48,7 +48,7 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
     from rich.table import Table
 
     from recaudit.models import available, model_class
-    from recaudit.models._presets import PRESETS
+    from recaudit.models import PRESETS
 
     console = _console(140)
     if name and "@" in name:
@@ -84,7 +84,7 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
 
 
 def _show_preset(console, name: str) -> None:
-    from recaudit.models._presets import preset
+    from recaudit.models import preset
 
     p = preset(name)
     console.print(f"[bold]{name}[/bold]: {p.model} as {p.paper} trained it ({p.source})")

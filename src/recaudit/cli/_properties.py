@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
-import warnings
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,34 +11,24 @@ import typer
 
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, split_list
-from recaudit.errors import ConfigError, DatasetError, RecauditWarning
+from recaudit.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
-def _release_years(spec: Any, log_: Any) -> np.ndarray | None:
-    """Release year per item code from a MovieLens ``movies.csv`` next to the ratings file
-    (``None`` when there is none: then no item is excluded by year)."""
-    import pandas as pd
-
-    from recaudit.data import datasets
+def _has_years(spec: Any) -> bool:
+    """Whether release years of the dataset's items are known (a MovieLens movie file next
+    to its ratings); without them the evolving study excludes no item by year."""
+    from recaudit.errors import DataError, DatasetError
+    from recaudit.experiment import load_dataset
+    from recaudit.properties import release_years
 
     try:
-        source = Path(spec.path) if spec.path is not None else Path(datasets.fetch(spec.name))
-    except DatasetError as exc:
+        release_years(spec, load_dataset(spec))
+    except (DataError, DatasetError) as exc:
         log.info("no release years for %s: %s", spec.label, exc)
-        return None
-    path = (source if source.is_dir() else source.parent) / "movies.csv"
-    if not path.exists():
-        return None
-    movies = pd.read_csv(path)
-    if "title" not in movies or "movieId" not in movies:
-        warnings.warn(f"{path} has no title/movieId columns; release years are not used",
-                      RecauditWarning, stacklevel=2)
-        return None
-    year_of = {mid: float(m.group(1)) if (m := re.search(r"\((\d{4})\)\s*$", str(t).strip()))
-               else np.nan for mid, t in zip(movies["movieId"], movies["title"], strict=True)}
-    return np.array([year_of.get(i, np.nan) for i in log_.item_ids.tolist()], dtype=np.float64)
+        return False
+    return True
 
 
 def _fmt(v: Any) -> str:
@@ -72,17 +58,18 @@ def properties_cmd(
                                   help="Compute precision/recall by cross-validation."),
     evolving: bool = typer.Option(False, "--evolving",
                                   help="Run the evolving-dataset study (Table 3.6)."),
-    store: Path | None = typer.Option(None, "--store",
-                                      help="Also save the tables in this DuckDB results store "
-                                           "(meta keys properties.*)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Parallel trial processes."),
+    output: Path = typer.Option(Path("results/properties.duckdb"), "--output", "-o",
+                                help="Results store (resumed if it holds these trials)."),
 ) -> None:
     """Property templates next to precision/recall for several recommenders (Shriver 2018)."""
     from rich.table import Table
 
-    from recaudit.errors import DataError, did_you_mean
-    from recaudit.experiment import read_dataset
-    from recaudit.models import available, create
-    from recaudit.properties import evolving_study, property_table, to_jsonable
+    from recaudit.errors import did_you_mean
+    from recaudit.experiment import ModelSpec, Store
+    from recaudit.models import available
+    from recaudit.properties import (PropertyStudy, evolving_frames, property_frame,
+                                     read_values)
 
     names = split_list(models, "--models")
     for n in names:
@@ -90,16 +77,18 @@ def properties_cmd(
             raise ConfigError(f"unknown model {n!r} in --models.{did_you_mean(n, available())} "
                               f"Available: {', '.join(available())}")
     spec = dataset_spec(dataset, min_user_interactions=0)
-    log = read_dataset(spec)
-    if log.rating is None:
-        raise DataError("property templates need ratings; this dataset has none",
-                        source=spec.label, column="rating", hint="use a ratings dataset")
-    factories: dict[str, Callable[[], Any]] = {n: partial(create, n) for n in names}
+    study = PropertyStudy(models=tuple(ModelSpec(n) for n in names), dataset=spec,
+                          fractions=(0.5, 0.6, 0.7, 0.8, 0.9, 1.0) if evolving else (1.0,),
+                          years=evolving and _has_years(spec), k=k, seed=seed, folds=folds, accuracy=accuracy,
+                          workers=workers, output=str(output))
     console = _console(160)
-    noun = "movies" if dataset.startswith("ml-") else "items"
+    with console.status("properties") as status:
+        study.run_all(progress=lambda done, total: status.update(
+            f"properties: {done}/{total} trials"))
+    with Store(output, read_only=True) as store:
+        values = read_values(store, {t.id for t in study.plan()})
     if not evolving:
-        table = property_table(factories, log, k=k, seed=seed, accuracy=accuracy, folds=folds,
-                               item_noun=noun)
+        table = property_frame(values)
         out = Table(title=f"Precision, recall and instantiated properties ({dataset}, k={k})")
         out.add_column("Property", no_wrap=True)
         for n in names:
@@ -107,12 +96,9 @@ def properties_cmd(
         for label, row in table.iterrows():
             out.add_row(str(label), *(_fmt(row[n]) for n in names))
         console.print(out)
-        _save(store, {"properties.table": {"dataset": dataset, "k": k, "seed": seed,
-                                            "values": to_jsonable(table)}})
+        console.print(f"results: {output}")
         return
-    years = _release_years(spec, log)
-    steps, summary = evolving_study(factories, log, k=k, seed=seed, item_years=years,
-                                    accuracy=accuracy, folds=folds)
+    steps, summary = evolving_frames(values)
     robust = summary.attrs["robust"]
     out = Table(title=f"Maximum absolute % change between consecutive steps "
                       f"(earliest 50..100 % of {dataset}; * = under 5 %)")
@@ -133,19 +119,7 @@ def properties_cmd(
         for c in cols:
             per.add_row(c, *(_fmt(v) for v in rows[c]))
         console.print(per)
-    _save(store, {"properties.evolving": {
-        "dataset": dataset, "k": k, "seed": seed, "max_abs_percent_change": to_jsonable(summary),
-        "steps": [{key: (None if isinstance(v, float) and not np.isfinite(v) else v)
-                   for key, v in row.items()} for row in steps.to_dict(orient="records")]}})
-
-
-def _save(path: Path | None, entries: dict[str, Any]) -> None:
-    if path is None:
-        return
-    from recaudit.properties import save_results
-
-    save_results(path, entries)
-    typer.echo(f"saved {', '.join(entries)} to {path}")
+    console.print(f"results: {output}")
 
 
 def register(app: typer.Typer) -> None:

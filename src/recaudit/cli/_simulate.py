@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import typer
 
 from recaudit.cli._common import console as _console
 from recaudit.errors import ConfigError
-
-TABLE = "mirror_results"
-
 
 def parse_mixes(text: str) -> tuple[float, ...]:
     """``"0,0.5,1"`` -> (0, 0.5, 1); ``"0,0.2,...,1"`` -> the arithmetic progression 0, 0.2 … 1."""
@@ -75,8 +73,10 @@ def mirror_cmd(
     rbo_p: float = typer.Option(0.9, "--rbo-p", help="RBO persistence p of Preference Shift."),
     rbo_variant: str = typer.Option("ext", "--rbo-variant",
                                     help="RBO variant of Preference Shift: ext|min|max|trunc."),
-    out: str = typer.Option(None, "--out", help="Results store to keep the results in "
-                                               f"(table {TABLE})."),
+    output: Path = typer.Option(Path("results/mirror.duckdb"), "--output", "-o",
+                                help="Results store (tables mirror_trials, mirror_results; "
+                                     "seeds it holds are not run again)."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Seeds run in parallel processes."),
     figure: str = typer.Option(None, "--figure",
                                help="Write the CTR/FCTR figure here (png, pdf or svg; also "
                                     "-mix and -rounds figures next to it when they apply)."),
@@ -85,19 +85,28 @@ def mirror_cmd(
     import pandas as pd
     from rich.table import Table
 
-    from recaudit.simulate import MirrorConfig, TrainConfig, run_mirror, summarise, write_results
+    from recaudit.experiment import Store, run_study
+    from recaudit.simulate import (MirrorConfig, MirrorStudy, TrainConfig, read_results,
+                                   summarise)
 
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
     if patience is not None and scenario != "topic-sequential":
         raise ConfigError("--patience: early stopping is available for the sequential scenario "
                           "(DNN, GRU) only")
-    cfg = MirrorConfig(scenario=scenario, mixes=parse_mixes(mix), seeds=parse_seeds(seeds),
-                       algorithms=algos, manipulative=manipulative, n_train=n_train,
-                       n_eval=n_eval, train=TrainConfig(epochs=epochs, patience=patience),
-                       explore=explore, rbo_p=rbo_p, rbo_variant=rbo_variant)
+    cfg = MirrorConfig.from_dict({
+        "scenario": scenario, "mixes": parse_mixes(mix), "seeds": parse_seeds(seeds),
+        "algorithms": algos, "manipulative": manipulative, "n_train": n_train,
+        "n_eval": n_eval, "train": TrainConfig(epochs=epochs, patience=patience),
+        "explore": explore, "rbo_p": rbo_p, "rbo_variant": rbo_variant})
     console = _console(140)
+    study = MirrorStudy(cfg, output, workers=workers)
+    ids = {t.id for t in study.plan()}
     with console.status("running MIRROR") as status:
-        rows = run_mirror(cfg, progress=lambda msg: status.update(f"MIRROR: {msg}"))
+        run_study(study, progress=lambda tid, done, total: status.update(
+            f"MIRROR: {done}/{total} seeds"))
+    with Store(output, read_only=True) as store:
+        rows = read_results(store)
+    rows = rows[rows["trial_id"].isin(ids)].drop(columns=["trial_id"])
     summ = summarise(rows)
     summ = summ[summ["round"].isna()]
     metrics = [m for m in ("ctr", "fctr", "mani_score", "ps", "ndcg", "auc")
@@ -125,14 +134,12 @@ def mirror_cmd(
         table.add_row(str(key["algorithm"]), "-" if key["mix"] != key["mix"] else f"{key['mix']:g}",
                       *cells)
     console.print(table)
-    if out:
-        n = write_results(rows, out)
-        console.print(f"wrote {n} rows to {out} (table {TABLE})")
+    console.print(f"results: {output}")
     if figure:
         try:
             from recaudit.report import write_mirror_figures
 
-            paths = write_mirror_figures(rows, figure)
+            paths = write_mirror_figures(rows.to_dict(orient="records"), figure)
         except ModuleNotFoundError as exc:  # the report extra is optional
             if exc.name != "matplotlib":
                 raise

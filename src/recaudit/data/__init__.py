@@ -28,18 +28,23 @@ __all__ = ["DEFAULT_COLUMNS", "Interactions", "Queries", "RankLists", "Split", "
 
 # readers, writers, validation and the dataset registry
 from recaudit.data import datasets  # noqa: E402
-from recaudit.data._formats import (  # noqa: E402
+from recaudit.data._published import (  # noqa: E402
     read_foursquare_tsmc,
     read_jester,
     read_jodie,
     read_movielens,
     read_recbole,
+    read_release_years,
     read_tsv_shared,
 )
-from recaudit.data._io import read_csv, read_parquet, write_csv, write_parquet  # noqa: E402
-from recaudit.data._read import FORMATS, detect_format, read  # noqa: E402
-from recaudit.data._validate import validate_frame  # noqa: E402
+from recaudit.data._plain import read_csv, read_parquet, write_csv, write_parquet  # noqa: E402
+from recaudit.data._detect import FORMATS, detect_format, read  # noqa: E402
+from recaudit.data._frames import validate_frame  # noqa: E402
+from recaudit.data._ranked_rows import RankedRowsError, order_ranked_rows  # noqa: E402
+from recaudit.data._text import head_lines, sniff_delimiter  # noqa: E402
 
-__all__ += ["FORMATS", "datasets", "detect_format", "read", "read_csv", "read_foursquare_tsmc",
-            "read_jester", "read_jodie", "read_movielens", "read_parquet", "read_recbole",
-            "read_tsv_shared", "validate_frame", "write_csv", "write_parquet"]
+__all__ += ["FORMATS", "RankedRowsError", "datasets", "detect_format", "head_lines",
+            "order_ranked_rows", "read", "read_csv", "read_foursquare_tsmc", "read_jester",
+            "read_jodie", "read_movielens", "read_parquet", "read_recbole",
+            "read_release_years", "read_tsv_shared", "sniff_delimiter", "validate_frame",
+            "write_csv", "write_parquet"]

@@ -168,7 +168,7 @@ class Interactions:
         ``(user, item, timestamp)`` rows. See :func:`recaudit.data.validate_frame` for the
         checks applied.
         """
-        from recaudit.data._validate import validate_frame
+        from recaudit.data._frames import validate_frame
 
         frame = validate_frame(df, columns, duplicates=duplicates, require_rating=require_rating,
                                source=source or name or "DataFrame")

@@ -32,10 +32,11 @@ from typing import Any
 
 from recaudit.data._download import download, safe_extract
 from recaudit.data._interactions import Interactions
+from recaudit._files import atomic_text
 from recaudit.errors import DatasetError, RecauditWarning, closest
 
-__all__ = ["DatasetSpec", "MirrorFile", "Location", "Registry", "default_registry",
-           "data_dir", "mirror_dirs"]
+__all__ = ["DatasetSource", "Location", "MirrorFile", "Registry", "data_dir",
+           "default_registry", "mirror_dirs"]
 
 _MARKER = ".recaudit-complete.json"
 
@@ -49,8 +50,11 @@ class MirrorFile:
 
 
 @dataclass(frozen=True)
-class DatasetSpec:
-    """One registry entry (see the keys documented at the top of ``datasets.toml``)."""
+class DatasetSource:
+    """One registry entry: where a public dataset comes from and how to read it (the keys are
+    documented at the top of ``datasets.toml``). Not to be confused with
+    :class:`recaudit.experiment.DatasetSpec`, which names a dataset *in a study* (by this
+    registry's name or a path) with its filters."""
 
     name: str
     title: str
@@ -78,7 +82,7 @@ class DatasetSpec:
         return len(self.sha256) == 64 and all(c in "0123456789abcdef" for c in self.sha256.lower())
 
     @classmethod
-    def from_dict(cls, name: str, data: dict[str, Any]) -> DatasetSpec:
+    def from_dict(cls, name: str, data: dict[str, Any]) -> DatasetSource:
         known = {f.name for f in fields(cls)} - {"name"}
         unknown = set(data) - known
         if unknown:
@@ -143,20 +147,20 @@ def _find_file(root: Path, rel: str) -> Path | None:
 
 
 class Registry:
-    """A set of :class:`DatasetSpec` with lookup, resolution, download and loading."""
+    """A set of :class:`DatasetSource` with lookup, resolution, download and loading."""
 
-    def __init__(self, specs: list[DatasetSpec] | None = None) -> None:
-        self._specs: dict[str, DatasetSpec] = {}
+    def __init__(self, specs: list[DatasetSource] | None = None) -> None:
+        self._specs: dict[str, DatasetSource] = {}
         for spec in specs or []:
             self.register(spec)
 
     @classmethod
     def from_toml(cls, text: str) -> Registry:
         table = tomllib.loads(text)
-        return cls([DatasetSpec.from_dict(name, data) for name, data in table.items()])
+        return cls([DatasetSource.from_dict(name, data) for name, data in table.items()])
 
     # ------------------------------------------------------------------ entries
-    def register(self, spec: DatasetSpec, *, replace: bool = False) -> None:
+    def register(self, spec: DatasetSource, *, replace: bool = False) -> None:
         if spec.name in self._specs and not replace:
             raise DatasetError(f"dataset {spec.name!r} is already registered; pass replace=True")
         self._specs[spec.name] = spec
@@ -168,7 +172,7 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._specs)
 
-    def spec(self, name: str) -> DatasetSpec:
+    def spec(self, name: str) -> DatasetSource:
         if name not in self._specs:
             guess = closest(name, self._specs)
             raise DatasetError(f"unknown dataset {name!r}"
@@ -226,7 +230,7 @@ class Registry:
                 f"{self.cache_dir(name)}")
         return self._download(spec)
 
-    def _download(self, spec: DatasetSpec) -> Location:
+    def _download(self, spec: DatasetSource) -> Location:
         cache = self.cache_dir(spec.name)
         target = cache / (Path(spec.url.split("?")[0]).name or spec.file)
         sha = spec.sha256 if spec.sha256_known else None
@@ -252,13 +256,13 @@ class Registry:
         except BaseException:
             (cache / _MARKER).unlink(missing_ok=True)
             raise
-        (cache / _MARKER).write_text(json.dumps(
+        atomic_text(cache / _MARKER, json.dumps(
             {"name": spec.name, "url": spec.url, "sha256": digest, "file": spec.file}))
         return Location(found, spec.format, "download")
 
     # ------------------------------------------------------------------ loading
-    def _read(self, loc: Location, spec: DatasetSpec, opts: dict[str, Any]) -> Interactions:
-        from recaudit.data._read import read
+    def _read(self, loc: Location, spec: DatasetSource, opts: dict[str, Any]) -> Interactions:
+        from recaudit.data._detect import read
 
         return read(loc.path, format=loc.format, **{"name": spec.name, **spec.options, **opts})
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from recaudit.data._interactions import Interactions
 from recaudit.data._registry import (
-    DatasetSpec,
+    DatasetSource,
     Location,
     MirrorFile,
     Registry,
@@ -27,9 +27,9 @@ from recaudit.data._registry import (
     mirror_dirs,
 )
 
-__all__ = ["list_datasets", "dataset_info", "fetch", "locate", "load", "register_dataset",
-           "unregister_dataset", "DatasetSpec", "MirrorFile", "Location", "Registry",
-           "data_dir", "mirror_dirs", "default_registry"]
+__all__ = ["DatasetSource", "Location", "MirrorFile", "Registry", "data_dir", "dataset_info",
+           "default_registry", "fetch", "list_datasets", "load", "locate", "mirror_dirs",
+           "register_dataset", "unregister_dataset"]
 
 
 def list_datasets() -> list[str]:
@@ -57,7 +57,7 @@ def load(name: str, *, download: bool = False, **opts: Any) -> Interactions:
     return default_registry().load(name, download=download, **opts)
 
 
-def register_dataset(spec: DatasetSpec, *, replace: bool = False) -> None:
+def register_dataset(spec: DatasetSource, *, replace: bool = False) -> None:
     """Add a data set to the default registry (e.g. a private mirror of a corpus)."""
     default_registry().register(spec, replace=replace)
 

@@ -4,24 +4,32 @@
   :class:`ExecutorSpec` (frozen :class:`~recaudit.config.Config` dataclasses);
 - ids: :func:`canonical_json` and :func:`spec_id` (a trial's id hashes its spec and its data);
 - data: :func:`load_dataset`, :func:`prepare` (load, filter, split; memoised per process);
+- studies: the :class:`Study` protocol (a kind of experiment declares its trials, its
+  tables and how one trial runs and is written) and :func:`run_study`, which plans, runs on
+  an executor, resumes, writes and publishes progress the same way for every study;
+  :class:`StudyInfo`: what readers (``status``, ``results``, the report) need of a study;
 - executors: :func:`execute` (in-process, process pool with devices, Ray), and
   :func:`run_pending` (run what a store does not hold yet, write as results arrive);
-- the results store: :class:`Store`, owning every table through the declarations of
-  :mod:`recaudit.experiment._schema` (:data:`TABLES`, :data:`QUERY_METRICS`).
+- the results store: :class:`Store`, holding the tables the studies declare
+  (:class:`Table`, :func:`register`) and this layer's own (``meta``, ``plans``).
 
 Layering: studies import this package; it imports ``models``, ``data`` and the root modules
 (``config``, ``errors``, ``seeds``), never a study.
 """
 
+from recaudit._ids import canonical_json, spec_id
+from recaudit.experiment._cache import ArrayCache
 from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
 from recaudit.experiment._executors import execute
-from recaudit.experiment._ids import canonical_json, spec_id
 from recaudit.experiment._run import run_pending
-from recaudit.experiment._schema import FUZZ_DISTANCES, QUERY_METRICS, TABLES, Column, Table
+from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
 from recaudit.experiment._store import Store, StoreBusyError
+from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, read_progress,
+                                        run_study)
 
-__all__ = ["FUZZ_DISTANCES", "QUERY_METRICS", "TABLES", "Column", "DatasetSpec", "ExecutorSpec",
-           "ModelSpec", "SplitSpec", "Store", "StoreBusyError", "Table", "canonical_json",
-           "data_summary", "execute", "load_dataset", "prepare", "read_dataset", "run_pending",
-           "spec_id"]
+__all__ = ["META", "PLANS", "TABLES", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
+           "ModelSpec", "SplitSpec", "Store", "StoreBusyError", "Study", "StudyInfo", "Table",
+           "Trial", "canonical_json", "columns", "data_summary", "execute", "load_dataset",
+           "prepare", "progress_path", "read_dataset", "read_progress", "register",
+           "run_pending", "run_study", "spec_id"]

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from recaudit.data import Interactions, Split
 from recaudit.errors import DataError
-from recaudit.experiment._ids import canonical_json
+from recaudit._ids import canonical_json
 from recaudit.experiment._specs import DatasetSpec, SplitSpec
 
 __all__ = ["load_dataset", "read_dataset", "prepare", "data_summary", "install_dataset"]

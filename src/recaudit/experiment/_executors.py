@@ -23,13 +23,13 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from recaudit.experiment._schedule import Job, split_groups
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 
 __all__ = ["execute"]
 
 log = logging.getLogger(__name__)
 
-Job = tuple[Any, ...]
 
 
 def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
@@ -80,8 +80,9 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
 
 
 def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> Iterator[Any]:
-    from recaudit.models import set_process_device
-    from recaudit.models._nn import _PROCESS_DEVICE as before
+    from recaudit.models import process_device, set_process_device
+
+    before = process_device()
 
     if spec.devices:
         set_process_device(spec.devices[0])
@@ -93,27 +94,10 @@ def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> I
             set_process_device(before)
 
 
-def _groups(jobs: list[Job], group: Callable[[Job], Hashable] | None
-            ) -> tuple[list[Job], dict[Hashable, list[Job]]]:
-    if group is None:
-        return jobs, {}
-    first: list[Job] = []
-    rest: dict[Hashable, list[Job]] = {}
-    seen: set[Hashable] = set()
-    for job in jobs:
-        key = group(job)
-        if key in seen:
-            rest.setdefault(key, []).append(job)
-        else:
-            seen.add(key)
-            first.append(job)
-    return first, rest
-
-
 def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
                submit: Callable[[Job], Any], wait_any: Callable[[set], set],
                result: Callable[[Any], Any]) -> Iterator[Any]:
-    first, rest = _groups(jobs, group)
+    first, rest = split_groups(jobs, group)
     pending: dict[Any, Hashable] = {submit(j): (group(j) if group else None) for j in first}
     while pending:
         for fut in wait_any(set(pending)):

@@ -40,13 +40,13 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 from recaudit.errors import ConfigError, RecauditError
+from recaudit.experiment._schedule import Job, split_groups
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 
 __all__ = ["run_ray", "gpu_device", "task_options"]
 
 log = logging.getLogger(__name__)
 
-Job = tuple[Any, ...]
 
 
 def gpu_device(assigned: Sequence[int | str], visible: str | None) -> str:
@@ -134,7 +134,7 @@ def _check_feasible(ray: Any, spec: ExecutorSpec) -> None:
 def _put_datasets(ray: Any, jobs: list[Job], data: Callable[[Job], Sequence[DatasetSpec]] | None
                   ) -> dict[str, Any]:
     from recaudit.experiment._data import load_dataset
-    from recaudit.experiment._ids import canonical_json
+    from recaudit._ids import canonical_json
 
     refs: dict[str, Any] = {}
     if data is None:
@@ -159,8 +159,7 @@ def run_ray(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
     except ImportError:
         raise ConfigError("executor.kind = 'ray' needs the optional extra: "
                           "pip install 'recaudit[ray]'") from None
-    from recaudit.experiment._executors import _groups
-    from recaudit.experiment._ids import canonical_json
+    from recaudit._ids import canonical_json
 
     started = _connect(ray, spec)
     pending: dict[Any, Hashable] = {}
@@ -182,7 +181,7 @@ def run_ray(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
 
         # With a product, Ray orders a group itself; without, the driver holds back the rest
         # of a group until its first job has finished (as the process pool does).
-        first, rest = _groups(jobs, group if share is None else None)
+        first, rest = split_groups(jobs, group if share is None else None)
         users: dict[Hashable, int] = {}  # jobs still to finish per shared product
         for job in first:
             key = group(job) if group else None

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from recaudit.experiment._executors import Job, execute
+from recaudit.experiment._executors import execute
+from recaudit.experiment._schedule import Job
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 from recaudit.experiment._store import Store
 

@@ -130,13 +130,10 @@ class ModelSpec(Config):
                 inner = (exc.key or "").split(".")[-1]
                 raise ConfigError(exc.message, key=f"params.{inner}" if inner else "params",
                                   hint=exc.hint) from None
-        if self.stabilise is not None:
-            try:
-                self.create()  # the method's options, and whether it applies to this model
-            except ConfigError as exc:
-                raise ConfigError(exc.message, key="stabilise" + (f".{exc.key}" if exc.key
-                                                                  else ""),
-                                  hint=exc.hint) from None
+        if self.stabilise is not None and not isinstance(self.stabilise, Mapping):
+            raise self.invalid("stabilise", "expected a table such as {method = \"finest\"}, "
+                                            f"got {type(self.stabilise).__name__} "
+                                            f"{self.stabilise!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
@@ -150,18 +147,12 @@ class ModelSpec(Config):
         return self if self.stabilise is None else ModelSpec(self.name, self.params)
 
     def create(self, **extra: Any) -> Any:
-        """A fresh model of this spec (``extra`` parameters below ``params``), stabilised as
-        ``stabilise`` says."""
+        """A fresh *plain* model of this spec (``extra`` parameters below ``params``). The
+        ``stabilise`` options are data here: the study that fits the model wraps it
+        (:func:`recaudit.audit.build_model`), and validates them."""
         from recaudit.models import create
 
-        def make() -> Any:
-            return create(self.name, **{**extra, **self.params})
-
-        if self.stabilise is None:
-            return make()
-        from recaudit.stabilise import stabilise
-
-        return stabilise(make, self.stabilise)
+        return create(self.name, **{**extra, **self.params})
 
     @property
     def label(self) -> str:

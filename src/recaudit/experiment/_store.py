@@ -1,12 +1,17 @@
-"""The results store: one DuckDB file holding the tables of :mod:`._schema`.
+"""The results store: one DuckDB file holding the tables the studies declare.
 
 Writes go through Arrow tables typed by the declared schema (never through pandas dtype
 inference, which older DuckDB versions do not understand for pandas 3's string dtype); each
 call of :meth:`Store.insert` (or a :meth:`Store.transaction` block) is one transaction, so a
 process killed at any moment (even SIGKILL) leaves either all of it or nothing. DuckDB allows
-one writing process per file: a second one gets :class:`StoreBusyError`. The questions the
-analyses and the report ask are methods (:class:`~recaudit.experiment._questions.Questions`);
-no SQL lives outside this package.
+one writing process per file: a second one gets :class:`StoreBusyError` (a running study
+publishes its progress beside the store, :func:`recaudit.experiment.read_progress`).
+
+The store knows no study: tables are declared by the studies (:mod:`._schema`), created when a
+study first writes them (:meth:`Store.ensure`) and migrated there (columns added with their
+default, columns renamed). A study's questions (its SQL) live with the study and run through
+:meth:`Store.sql`; :meth:`Store.column` gives a renamed column's name in an older file opened
+read-only.
 """
 
 from __future__ import annotations
@@ -15,16 +20,15 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Self, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from recaudit.errors import RecauditError
-from recaudit.experiment._questions import Questions
-from recaudit.experiment._schema import META, PERTURBATIONS, QUERY_RESULTS, TABLES, TRIALS, Table
+from recaudit.experiment._schema import META, TABLES, Table
 
 __all__ = ["Store", "StoreBusyError"]
 
@@ -82,7 +86,16 @@ def _columns(rows: Rows) -> dict[str, Any]:
     return {n: [r.get(n) for r in rows] for n in names}
 
 
-class Store(Questions):
+def _table(table: str | Table) -> Table:
+    if isinstance(table, Table):
+        return table
+    if table not in TABLES:
+        raise RecauditError(f"no study declares a table {table!r}; declared: "
+                            f"{', '.join(sorted(TABLES))}")
+    return TABLES[table]
+
+
+class Store:
     """A results store (use as a context manager). ``read_only`` opens an existing file."""
 
     def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
@@ -91,8 +104,8 @@ class Store(Questions):
         self.path = Path(path)
         self.read_only = read_only
         if read_only and not self.path.exists():
-            raise RecauditError(f"no audit store at {self.path}; run an audit first "
-                                "(recaudit run CONFIG or recaudit audit ...)")
+            raise RecauditError(f"no results store at {self.path}; run a study first "
+                                "(recaudit run CONFIG, recaudit audit ...)")
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -100,37 +113,19 @@ class Store(Questions):
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(
-                    f"the audit store {self.path} is in use by another process; wait for it to "
-                    "finish or write to another --output file") from None
-            raise RecauditError(f"cannot open audit store {self.path}: {exc}") from None
+                    f"the results store {self.path} is in use by another process; wait for it "
+                    "to finish or write to another --output file") from None
+            raise RecauditError(f"cannot open results store {self.path}: {exc}") from None
         except duckdb.Error as exc:
             raise RecauditError(f"{self.path} is not a results store DuckDB can open: {exc}",
                                 ) from None
         self._depth = 0
+        self._renamed: dict[tuple[str, str], str] = {}  # (table, name) -> name in this file
         if not read_only:
-            self._create()
+            self.ensure(META)
+        self._scan_renames()
 
-    def _create(self) -> None:
-        present = self.tables()
-        for table in TABLES.values():
-            if table.name in present:
-                have = set(self.con.execute(f"DESCRIBE {table.name}").df()["column_name"])
-                for c in table.columns:  # columns added since, with their default
-                    if c.name not in have and c.default is not None:
-                        self.con.execute(f'ALTER TABLE {table.name} ADD COLUMN "{c.name}" '
-                                         f"{c.type} DEFAULT {c.default}")
-                        have.add(c.name)
-                missing = [c for c in table.names if c not in have]
-                if missing:
-                    self.close()
-                    raise RecauditError(
-                        f"{self.path} was written by an older recaudit: table {table.name!r} "
-                        f"lacks the columns {', '.join(missing)}. Write to a new store file "
-                        "(--output / output = ...) or re-run the study into one")
-            else:
-                self.con.execute(table.ddl())
-
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -144,11 +139,70 @@ class Store(Questions):
         """Names of the tables in the file."""
         return {r[0] for r in self.con.execute("SHOW TABLES").fetchall()}
 
-    def count(self, table: str) -> int:
+    def _present(self, name: str) -> set[str]:
+        return set(self.con.execute(f"DESCRIBE {name}").df()["column_name"])
+
+    def ensure(self, *tables: Table) -> None:
+        """Create the missing ``tables``; migrate those present (rename renamed columns, add
+        added ones with their default). A table lacking a column without a default was
+        written by an older layout that cannot be extended: an error."""
+        from recaudit.experiment._schema import register
+
+        register(*tables)
+        present = self.tables()
+        for table in tables:
+            if table.name not in present:
+                self.con.execute(table.ddl())
+                continue
+            have = self._present(table.name)
+            for c in table.columns:
+                if c.name in have:
+                    continue
+                if c.renamed_from is not None and c.renamed_from in have:
+                    self.con.execute(f'ALTER TABLE {table.name} RENAME COLUMN '
+                                     f'"{c.renamed_from}" TO "{c.name}"')
+                elif c.default is not None:
+                    self.con.execute(f'ALTER TABLE {table.name} ADD COLUMN "{c.name}" '
+                                     f"{c.type} DEFAULT {c.default}")
+                else:
+                    continue
+                have.add(c.name)
+            missing = [c for c in table.names if c not in have]
+            if missing:
+                self.close()
+                raise RecauditError(
+                    f"{self.path} was written by an older recaudit: table {table.name!r} "
+                    f"lacks the columns {', '.join(missing)}. Write to a new store file "
+                    "(--output / output = ...) or re-run the study into one")
+        self._scan_renames()
+
+    def _scan_renames(self) -> None:
+        present = self.tables()
+        for t in TABLES.values():
+            if t.name not in present or not any(c.renamed_from for c in t.columns):
+                continue
+            have = self._present(t.name)
+            for c in t.columns:
+                if c.renamed_from and c.name not in have and c.renamed_from in have:
+                    self._renamed[(t.name, c.name)] = c.renamed_from
+
+    def column(self, table: str, name: str) -> str:
+        """The name of declared column ``name`` of ``table`` in this file (its old name in an
+        older file opened read-only, where it could not be renamed)."""
+        return self._renamed.get((table, name), name)
+
+    def count(self, table: str | Table) -> int:
         """Rows of ``table`` (0 when the file lacks it)."""
-        if table not in self.tables():
+        name = table.name if isinstance(table, Table) else table
+        if name not in self.tables():
             return 0
-        return int(self.con.execute(f"SELECT count(*) FROM {TABLES[table].name}").fetchone()[0])
+        (n,) = self.con.execute(f"SELECT count(*) FROM {name}").fetchone() or (0,)
+        return int(n)
+
+    def holds(self) -> dict[str, int]:
+        """Rows of every table in the file but ``meta`` and ``plans``."""
+        return {name: self.count(name) for name in sorted(self.tables())
+                if name not in ("meta", "plans")}
 
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
@@ -174,8 +228,11 @@ class Store(Questions):
 
     def insert(self, table: str | Table, rows: Rows, *, replace: bool = False) -> int:
         """Insert ``rows`` (a frame, a mapping of columns or a list of row mappings) into
-        ``table``; ``replace`` overwrites rows with the same key. Returns the row count."""
-        t = TABLES[table] if isinstance(table, str) else table
+        ``table`` (created if missing); ``replace`` overwrites rows with the same key. Returns
+        the row count."""
+        t = _table(table)
+        if t.name not in self.tables():
+            self.ensure(t)
         data = _columns(rows)
         unknown = [c for c in data if c not in t.names]
         if unknown:
@@ -197,12 +254,14 @@ class Store(Questions):
                 self.con.unregister("_recaudit_rows")
         return arrow.num_rows
 
-    def delete(self, table: str, **equal: Any) -> None:
+    def delete(self, table: str | Table, **equal: Any) -> None:
         """Delete the rows of ``table`` whose columns equal ``equal`` (``None`` matches NULL)."""
-        t = TABLES[table]
+        t = _table(table)
         bad = [c for c in equal if c not in t.names]
         if bad or not equal:
             raise ValueError(f"delete needs columns of {t.name}; got {list(equal) or 'none'}")
+        if t.name not in self.tables():
+            return
         where = " AND ".join(f'"{c}" IS NOT DISTINCT FROM ?' for c in equal)
         self.con.execute(f"DELETE FROM {t.name} WHERE {where}", list(equal.values()))
 
@@ -210,21 +269,7 @@ class Store(Questions):
         """Store JSON ``value`` under ``key`` (replacing it)."""
         self.insert(META, {"key": [key], "value": [json.dumps(value)]}, replace=True)
 
-    def write_trial(self, row: Mapping[str, Any], queries: pd.DataFrame,
-                    record: Mapping[str, Any] | None) -> None:
-        """Write one finished audit trial atomically (all of it or nothing): its ``trials``
-        row, its ``query_results`` and its perturbation record."""
-        tid = row["trial_id"]
-        frame = queries.assign(trial_id=tid)[QUERY_RESULTS.names]  # every column, or KeyError
-        with self.transaction():
-            self.delete("query_results", trial_id=tid)
-            self.insert(TRIALS, [row], replace=True)
-            self.insert(QUERY_RESULTS, frame)
-            if record is not None:
-                self.insert(PERTURBATIONS, {"trial_id": [tid], "record": [json.dumps(record)]},
-                            replace=True)
-
-    def replace_rows(self, table: str, rows: pd.DataFrame, key: Sequence[str]) -> int:
+    def replace_rows(self, table: str | Table, rows: pd.DataFrame, key: Sequence[str]) -> int:
         """Replace every row of ``table`` sharing a ``key`` combination with ``rows`` (one
         transaction); returns the number of rows written."""
         with self.transaction():
@@ -234,68 +279,64 @@ class Store(Questions):
             return self.insert(table, rows)
 
     # ------------------------------------------------------------------ reading
-    def read(self, table: str, *, order: Sequence[str] = ()) -> pd.DataFrame:
-        """Every row of ``table`` (declared columns; empty when the file lacks the table)."""
-        t = TABLES[table]
+    def read(self, table: str | Table, *, order: Sequence[str] = ()) -> pd.DataFrame:
+        """Every row of ``table`` with its declared columns (empty when the file lacks the
+        table; renamed columns under their new name, added ones with their default)."""
+        t = _table(table)
         if t.name not in self.tables():
             return pd.DataFrame(columns=t.names)
-        sql = f"SELECT * FROM {t.name}"
-        present = set(self.con.execute(f"DESCRIBE {t.name}").df()["column_name"])
-        keys = [c for c in order if c in present]  # a file of an older layout may lack some
+        present = self._present(t.name)
+        cols, shown = [], set()
+        for c in t.columns:
+            if c.name in present or (t.name, c.name) in self._renamed:
+                cols.append(f'"{self.column(t.name, c.name)}" AS "{c.name}"')
+            elif c.default is not None:
+                cols.append(f'{c.default} AS "{c.name}"')
+            else:
+                continue
+            shown.add(c.name)
+        extra = [f'"{c}"' for c in sorted(present - set(t.names)
+                                           - {o for (n, _), o in self._renamed.items()
+                                              if n == t.name})]
+        sql = f"SELECT {', '.join(cols + extra)} FROM {t.name}"
+        keys = [c for c in order if c in shown]
         if keys:
             sql += " ORDER BY " + ", ".join(f'"{c}"' for c in keys)
-        frame = self.con.execute(sql).df()
-        for c in t.columns:  # an older file opened read-only: added columns read as defaults
-            if c.name not in present and c.default is not None:
-                frame[c.name] = self.con.execute(f"SELECT {c.default}").fetchone()[0]
-        return frame
+        return self.con.execute(sql).df()
 
-    def ids(self, table: str) -> set[str]:
+    def sql(self, query: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        """The result of a read-only SQL ``query`` as a frame (a study's questions)."""
+        return self.con.execute(query, list(params)).df()
+
+    def ids(self, table: str | Table) -> set[str]:
         """Key values of ``table`` (its single key column)."""
-        t = TABLES[table]
+        t = _table(table)
         if t.name not in self.tables():
             return set()
         return {r[0] for r in self.con.execute(f'SELECT "{t.key[0]}" FROM {t.name}').fetchall()}
-
-    def finished(self) -> set[str]:
-        """Ids of the finished audit trials."""
-        if "trials" not in self.tables():
-            return set()
-        rows = self.con.execute("SELECT trial_id FROM trials WHERE status = 'done'").fetchall()
-        return {r[0] for r in rows}
 
     def meta(self) -> dict[str, Any]:
         if "meta" not in self.tables():
             return {}
         return {k: json.loads(v) for k, v in self.con.execute("SELECT * FROM meta").fetchall()}
 
-    def records(self) -> dict[str, Any]:
-        """Perturbation record of every audit trial, by trial id."""
-        if "perturbations" not in self.tables():
-            return {}
-        return {t: json.loads(r) for t, r in
-                self.con.execute("SELECT trial_id, record FROM perturbations").fetchall()}
-
-    def trials(self) -> pd.DataFrame:
-        """The audit trials, by dataset, model, seed and perturbation."""
-        return self.read("trials", order=("dataset", "model", "seed", "perturbation"))
-
-    def query_results(self, trial_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        """Per-query rows (of ``trial_ids`` only, when given)."""
-        if trial_ids is None:
-            return self.read("query_results")
-        return self.con.execute("SELECT * FROM query_results WHERE list_contains(?, trial_id)",
-                                [list(trial_ids)]).df()
+    def plans(self, kind: str | None = None) -> pd.DataFrame:
+        """The recorded plans: ``kind``, ``plan``, ``trial_id`` (of one study kind)."""
+        df = self.read("plans")
+        return df if kind is None else df[df["kind"] == kind].reset_index(drop=True)
 
     def export(self, directory: str | Path, fmt: str = "parquet") -> list[Path]:
-        """Write every non-empty table to ``directory`` as Parquet or CSV; returns the paths."""
+        """Write every non-empty table of the file to ``directory`` as Parquet or CSV;
+        returns the paths (``meta`` always)."""
         if fmt not in ("parquet", "csv"):
             raise RecauditError(f"unknown export format {fmt!r}; use parquet or csv")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         out = []
-        for name in TABLES:
-            if name not in self.tables() or (self.count(name) == 0 and name != "meta"):
+        order = [n for n in TABLES if n in self.tables()]
+        order += sorted(self.tables() - set(order))
+        for name in order:
+            if self.count(name) == 0 and name != "meta":
                 continue
             path = directory / f"{name}.{fmt}"
             opts = "(FORMAT PARQUET)" if fmt == "parquet" else "(HEADER, DELIMITER ',')"

@@ -35,6 +35,7 @@ from recaudit.fuzz._modifications import (
     pair_keys,
 )
 from recaudit.fuzz._oracles import DISTANCES, Oracle, Verdict, default_delta, distances
+from recaudit.fuzz._schema import FUZZ_TRIALS, STUDY, read_trials
 from recaudit.fuzz._spec import FuzzSpec
 from recaudit.fuzz._study import FuzzStudy, FuzzTrial, load_results, run_fuzz_trial, run_study
 from recaudit.fuzz._tables import (
@@ -45,11 +46,12 @@ from recaudit.fuzz._tables import (
     time_table,
 )
 
-__all__ = ["ADD", "BASELINE_OF", "CHANGE", "DISTANCES", "HEURISTICS", "INFLUENCE_OF", "KIND_OF",
-           "REMOVE", "TABLES", "FuzzContext", "FuzzRecord", "FuzzSpec", "FuzzStudy",
-           "FuzzTrial", "ModificationSet", "Oracle", "Recommendations", "Verdict",
-           "apply_modifications", "attribute_influence", "default_delta", "distances",
-           "instability_table", "item_attribute_influence", "item_influence",
-           "item_mean_ratings", "load_results", "modified_attribute_influence", "pair_keys",
-           "portfolio_table", "rating_influence", "rating_scale", "run_fuzz_trial", "run_study",
-           "significance", "time_table", "user_influence"]
+__all__ = ["ADD", "BASELINE_OF", "CHANGE", "DISTANCES", "FUZZ_TRIALS", "HEURISTICS",
+           "INFLUENCE_OF", "KIND_OF", "REMOVE", "STUDY", "TABLES", "FuzzContext", "FuzzRecord",
+           "FuzzSpec", "FuzzStudy", "FuzzTrial", "ModificationSet", "Oracle",
+           "Recommendations", "Verdict", "apply_modifications", "attribute_influence",
+           "default_delta", "distances", "instability_table", "item_attribute_influence",
+           "item_influence", "item_mean_ratings", "load_results",
+           "modified_attribute_influence", "pair_keys", "portfolio_table", "rating_influence",
+           "rating_scale", "read_trials", "run_fuzz_trial", "run_study", "significance",
+           "time_table", "user_influence"]

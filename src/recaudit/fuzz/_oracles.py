@@ -21,17 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from recaudit import metrics as M
-from recaudit.experiment import FUZZ_DISTANCES
 
 __all__ = ["DISTANCES", "AGGREGATES", "distances", "default_delta", "Oracle", "Verdict"]
 
 #: The oracles' distances (the ``fuzz_trials`` columns of the same names).
-DISTANCES = FUZZ_DISTANCES
+DISTANCES = ("aod", "jaccard", "topout")
+Aggregate = Literal["avg", "min", "max", "median"]
 AGGREGATES: dict[str, Callable[[np.ndarray], Any]] = {"avg": np.mean, "min": np.min,
                                                       "max": np.max, "median": np.median}
 

@@ -10,10 +10,11 @@ the set, the AOD / Jaccard / TopOut distances aggregated over users with ``f`` (
 the default threshold ``δ = 100 M / |D|`` and the three verdicts (``stable = value < δ``), and
 its record.
 
-The study runs on the experiment layer: trial ids (:func:`~recaudit.experiment.spec_id`), data
-loading, executors and the store (table ``fuzz_trials``, one transaction per trial; meta keys
-``fuzz.study`` and ``fuzz.data``). Re-running a study skips the trials already stored; numbers
-do not depend on the worker count or order.
+:class:`FuzzStudy` is a :class:`~recaudit.experiment.Study`: trial ids
+(:func:`~recaudit.experiment.spec_id`), data loading, executors and the store (table
+``fuzz_trials``, one transaction per trial; meta keys ``fuzz.study`` and ``fuzz.data``) come
+from the experiment layer (:func:`~recaudit.experiment.run_study`). Re-running a study skips
+the trials already stored; numbers do not depend on the worker count or order.
 """
 
 from __future__ import annotations
@@ -24,16 +25,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import DataError, RecauditError
-from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, canonical_json,
-                                 data_summary, load_dataset, run_pending, spec_id)
-from recaudit.fuzz._oracles import AGGREGATES, DISTANCES, default_delta, distances
+from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, Table, Trial,
+                                 canonical_json, data_summary, load_dataset, spec_id)
+from recaudit.experiment import run_study as run_study_
+from recaudit.fuzz._oracles import AGGREGATES, DISTANCES, Aggregate, default_delta, distances
+from recaudit.fuzz._schema import FUZZ_TRIALS, read_trials
 from recaudit.fuzz._spec import FuzzSpec
 from recaudit.perturb import Context
 from recaudit.seeds import make_rng
@@ -60,68 +63,6 @@ class FuzzTrial:
 
     def trial_id(self, fingerprint: str) -> str:
         return spec_id(self.to_dict(), fingerprint)
-
-
-@dataclass(frozen=True)
-class FuzzStudy(Config):
-    """The study grid (thesis: 100 sets, sizes 1, 10, 100, top-10, TopOut reported).
-
-    models: rating models to fuzz. heuristics: Table 4.4 names (and APORTFOLIO). sizes:
-    modification set sizes ``M``. sets: modification sets per (model, heuristic, size).
-    dataset: a ratings dataset. seed: training and fuzzing seed. k: length of the top-k lists.
-    f: aggregate of the per-user distances (avg, min, max, median). epsilon: the rating window
-    of AMR. portfolio: APORTFOLIO's members. output: the results store. workers: processes
-    (1: in this process).
-    """
-
-    models: tuple[ModelSpec, ...]
-    heuristics: tuple[str, ...] = ("ZERO", "ARAND", "AMU", "ALI", "AMR", "AMA")
-    sizes: tuple[int, ...] = (1, 10, 100)
-    sets: int = 100
-    dataset: DatasetSpec = field(default_factory=lambda: DatasetSpec(
-        "ml-latest-small", min_user_interactions=0))
-    seed: int = 0
-    k: int = 10
-    f: str = "avg"
-    epsilon: float = 0.05
-    portfolio: tuple[str, ...] = ("AMU", "ALI", "AMR", "AMA")
-    output: str = "fuzz.duckdb"
-    workers: int = 1
-
-    def validate(self) -> None:
-        for key in ("models", "heuristics", "sizes"):
-            if not getattr(self, key):
-                raise self.invalid(key, "a fuzz study needs at least one model, heuristic and "
-                                        "size")
-        if any(s < 1 for s in self.sizes):
-            raise self.invalid("sizes", f"sizes must be integers >= 1, got {list(self.sizes)}")
-        for key in ("sets", "k", "workers"):
-            if getattr(self, key) < 1:
-                raise self.invalid(key, f"must be >= 1, got {getattr(self, key)}")
-        if self.f not in AGGREGATES:
-            raise self.invalid("f", f"aggregate f={self.f!r} is not one of {sorted(AGGREGATES)}")
-        self.specs()  # validates heuristic names and parameters
-
-    @property
-    def executor(self) -> ExecutorSpec:
-        return ExecutorSpec("process" if self.workers > 1 else "inprocess", self.workers)
-
-    def specs(self) -> list[FuzzSpec]:
-        out = []
-        for h in self.heuristics:
-            for m in self.sizes:
-                params: dict[str, Any] = {}
-                if h.upper() in ("AMR", "APORTFOLIO") and self.epsilon != 0.05:
-                    params["epsilon"] = self.epsilon
-                if h.upper() == "APORTFOLIO":
-                    params["portfolio"] = self.portfolio
-                out.append(FuzzSpec(h, int(m), params))
-        return out
-
-    def trials(self) -> list[FuzzTrial]:
-        """Grid order: model, heuristic, size, set."""
-        return [FuzzTrial(self.dataset, m, s.name, j, self.seed, self.k, self.f)
-                for m in self.models for s in self.specs() for j in range(self.sets)]
 
 
 # ---------------------------------------------------------------------------- one trial
@@ -187,32 +128,97 @@ def run_fuzz_trial(trial: FuzzTrial) -> dict[str, Any]:
     return row
 
 
+@dataclass(frozen=True)
+class FuzzStudy(Config):
+    """The study grid (thesis: 100 sets, sizes 1, 10, 100, top-10, TopOut reported).
+
+    models: rating models to fuzz. heuristics: Table 4.4 names (and APORTFOLIO). sizes:
+    modification set sizes ``M``. sets: modification sets per (model, heuristic, size).
+    dataset: a ratings dataset. seed: training and fuzzing seed. k: length of the top-k lists.
+    f: aggregate of the per-user distances (avg, min, max, median). epsilon: the rating window
+    of AMR. portfolio: APORTFOLIO's members. output: the results store. workers: processes
+    (1: in this process).
+    """
+
+    models: tuple[ModelSpec, ...]
+    heuristics: tuple[str, ...] = ("ZERO", "ARAND", "AMU", "ALI", "AMR", "AMA")
+    sizes: tuple[int, ...] = (1, 10, 100)
+    sets: int = 100
+    dataset: DatasetSpec = field(default_factory=lambda: DatasetSpec(
+        "ml-latest-small", min_user_interactions=0))
+    seed: int = 0
+    k: int = 10
+    f: Aggregate = "avg"
+    epsilon: float = 0.05
+    portfolio: tuple[str, ...] = ("AMU", "ALI", "AMR", "AMA")
+    output: str = "fuzz.duckdb"
+    workers: int = 1
+
+    def validate(self) -> None:
+        for key in ("models", "heuristics", "sizes"):
+            if not getattr(self, key):
+                raise self.invalid(key, "a fuzz study needs at least one model, heuristic and "
+                                        "size")
+        if any(s < 1 for s in self.sizes):
+            raise self.invalid("sizes", f"sizes must be integers >= 1, got {list(self.sizes)}")
+        for key in ("sets", "k", "workers"):
+            if getattr(self, key) < 1:
+                raise self.invalid(key, f"must be >= 1, got {getattr(self, key)}")
+        self.specs()  # validates heuristic names and parameters
+
+    # the study protocol (recaudit.experiment.Study)
+    kind: ClassVar[str] = "fuzz"
+    tables: ClassVar[tuple[Table, ...]] = (FUZZ_TRIALS,)
+    run: ClassVar[Callable[..., Any]] = staticmethod(run_fuzz_trial)
+    share: ClassVar[Callable[..., Any] | None] = None
+
+    def plan(self) -> list[Trial]:
+        fp = _ratings(self.dataset).fingerprint()
+        return [Trial(t.trial_id(fp), t, datasets=(t.dataset,)) for t in self.trials()]
+
+    def facts(self) -> dict[str, Any]:
+        log = _ratings(self.dataset)
+        return {"fuzz.data": {"dataset": self.dataset.label, **data_summary(log)},
+                "fuzz.study": self.to_dict()}
+
+    def write(self, store: Store, row: dict[str, Any]) -> str:
+        store.insert(FUZZ_TRIALS, [row], replace=True)
+        return str(row["trial_id"])
+
+    @property
+    def executor(self) -> ExecutorSpec:
+        return ExecutorSpec("process" if self.workers > 1 else "inprocess", self.workers)
+
+    def specs(self) -> list[FuzzSpec]:
+        out = []
+        for h in self.heuristics:
+            for m in self.sizes:
+                params: dict[str, Any] = {}
+                if h.upper() in ("AMR", "APORTFOLIO") and self.epsilon != 0.05:
+                    params["epsilon"] = self.epsilon
+                if h.upper() == "APORTFOLIO":
+                    params["portfolio"] = self.portfolio
+                out.append(FuzzSpec(h, int(m), params))
+        return out
+
+    def trials(self) -> list[FuzzTrial]:
+        """Grid order: model, heuristic, size, set."""
+        return [FuzzTrial(self.dataset, m, s.name, j, self.seed, self.k, self.f)
+                for m in self.models for s in self.specs() for j in range(self.sets)]
+
+
 # ---------------------------------------------------------------------------- the study
-def _write(store: Store, row: dict[str, Any]) -> str:
-    store.insert("fuzz_trials", [row], replace=True)
-    return str(row["trial_id"])
-
-
 def run_study(study: FuzzStudy, *, progress: Progress | None = None) -> Path:
     """Run every trial of ``study`` not yet in ``study.output``; returns the store path."""
-    out = Path(study.output)
-    log = _ratings(study.dataset)
-    fp = log.fingerprint()
-    planned = [(t.trial_id(fp), (t,)) for t in study.trials()]
-    with Store(out) as store:
-        store.set_meta("fuzz.data", {"dataset": study.dataset.label, **data_summary(log)})
-        store.set_meta("fuzz.study", study.to_dict())
-        run_pending(store, store.ids("fuzz_trials"), planned, run_fuzz_trial, study.executor,
-                    _write, data=lambda job: (job[0].dataset,), progress=None if progress is None else
-                    (lambda tid, done, total: progress(done, total)))
-    return out
+    return run_study_(study, progress=None if progress is None else
+                      (lambda tid, done, total: progress(done, total)))
 
 
 def load_results(path: str | Path, study: FuzzStudy | None = None) -> pd.DataFrame:
     """Stored trials of a fuzz store (only ``study``'s when given), sorted (model, heuristic,
     size, set)."""
     with Store(path, read_only=True) as store:
-        df = store.fuzz_trials()
+        df = read_trials(store)
     if df.empty:
         raise RecauditError(f"{path} holds no fuzzing results; run `recaudit fuzz` first")
     if study is not None:

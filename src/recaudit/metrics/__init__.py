@@ -16,6 +16,10 @@ Similarity (which quantity is which matters -- see each docstring):
 - :func:`jaccard`, :func:`aod`, :func:`topout` -- top-k Jaccard, Shriver's AOD and TopOut;
 - :func:`kendall_tau` -- for rankings of the same items.
 
+:func:`similarity_panel` / :func:`accuracy_panel` — every measure above that an audit and
+``recaudit compare`` report per query, under the names a results store keeps
+(:data:`SIMILARITY`, :data:`ACCURACY`).
+
 Accuracy (binary relevance, per-query values): :func:`mrr`, :func:`hit_rate_at_k`,
 :func:`recall_at_k`, :func:`precision_at_k`, :func:`ndcg_at_k`, :func:`target_ranks` and
 :func:`score_ranks` (the rank of a target under dense scores).
@@ -38,9 +42,16 @@ from recaudit.metrics._accuracy import (
 from recaudit.metrics._frbo import frbo, frbo_batch, rbo_at_k_bounds
 from recaudit.metrics._kendall import kendall_tau, kendall_tau_batch
 from recaudit.metrics._overlap import aod, aod_batch, jaccard, jaccard_batch, topout, topout_batch
+from recaudit.metrics._panel import ACCURACY, SIMILARITY, accuracy_panel, similarity_panel
+from recaudit.metrics._rbo import Variant as RBOVariant
 from recaudit.metrics._rbo import average_overlap, average_overlap_batch, rbo, rbo_batch
 
 __all__ = [
+    "RBOVariant",
+    "ACCURACY",
+    "SIMILARITY",
+    "accuracy_panel",
+    "similarity_panel",
     "aod",
     "aod_batch",
     "average_overlap",

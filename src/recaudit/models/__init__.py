@@ -17,25 +17,22 @@ gives the parameters back as plain data.
 :mod:`recaudit.models.testing` is the conformance kit every model passes.
 """
 
-from recaudit.models._bert4rec import BERT4Rec
-from recaudit.models._cf import FunkSVD, ItemKNN, LightFM, SlopeOne, UserKNN
-from recaudit.models._command import CommandError, CommandModel
-from recaudit.models._gru4rec import GRU4Rec
-from recaudit.models._jodie import JODIE
-from recaudit.models._latentcross import LatentCross
-from recaudit.models._lstm import LSTM
-from recaudit.models._nn import check_device, resolve_device, set_process_device
+from recaudit.models._adapters import CommandError, CommandModel, LightFM, RecBoleModel
+from recaudit.models._cf import FunkSVD, ItemKNN, SlopeOne, UserKNN
+from recaudit.models._device import (check_device, process_device, resolve_device,
+                                     set_process_device)
 from recaudit.models._params import Configurable
+from recaudit.models._presets import PRESETS, Preset, preset
 from recaudit.models._protocol import Recommender, as_queries, top_k_from_scores
-from recaudit.models._recbole import RecBoleModel
 from recaudit.models._registry import available, create, model_class, register
-from recaudit.models._sasrec import SASRec
-from recaudit.models._sequential import SequentialConfig, SequentialRecommender
-from recaudit.models._tisasrec import TiSASRec
+from recaudit.models._scratch import scratch_dir
+from recaudit.models.sequential import (BERT4Rec, GRU4Rec, JODIE, LSTM, LatentCross, SASRec,
+                                        SequentialConfig, SequentialRecommender, TiSASRec)
 
 __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD", "GRU4Rec",
-           "ItemKNN", "JODIE", "LSTM", "LatentCross",
-           "LightFM", "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
-           "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries", "available",
-           "check_device", "create", "model_class", "register", "resolve_device",
-           "set_process_device", "top_k_from_scores"]
+           "ItemKNN", "JODIE", "LSTM", "LatentCross", "LightFM", "PRESETS", "Preset",
+           "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
+           "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
+           "available", "check_device", "create", "model_class", "preset", "process_device",
+           "register", "resolve_device", "scratch_dir", "set_process_device",
+           "top_k_from_scores"]

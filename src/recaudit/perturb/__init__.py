@@ -16,7 +16,8 @@
 
 from recaudit.perturb import _spec
 from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
-from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, replace_items
+from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neighbours,
+                                     replace_items)
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
 from recaudit.perturb._protocol import Context, Description, Needs, Perturbation
 from recaudit.perturb._record import PerturbationRecord
@@ -25,16 +26,18 @@ from recaudit.perturb._registry import (ENTRY_POINTS, Family, available, familie
 from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
 from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                          select_latest_random, select_random, top_k)
-from recaudit.perturb._spec import EDITS, SELECTORS, PerturbationSpec
+from recaudit.perturb._spec import (EDITS, SELECTORS, EditSpec, PerturbationSpec, PositionSpec,
+                                    ReferenceSpec)
 from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
 
 register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples)
 
 __all__ = [
     "EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context", "Description",
-    "Family", "Needs", "Perturbation", "PerturbationRecord", "PerturbationSpec",
+    "EditSpec", "Family", "Needs", "Perturbation", "PerturbationRecord", "PerturbationSpec",
+    "PositionSpec", "ReferenceSpec",
     "SupportsTracIn", "available", "casper_error_bound", "casper_graph", "casper_scores",
-    "craft_fake_user", "delete_rows", "families", "insert_after", "parse", "register_family",
+    "craft_fake_user", "delete_rows", "families", "insert_after", "neighbours", "parse", "register_family",
     "remove_positions", "replace_items", "seed_only", "select_casper", "select_earliest_random",
     "select_latest_random", "select_random", "select_rev_adv", "top_k", "tracin_scores",
 ]

@@ -19,14 +19,17 @@ Name grammar (see :func:`available`):
 A spec is a pure seeded function: ``spec.apply(train, rng)`` (or ``spec(train, rng)``) returns
 ``(perturbed train, PerturbationRecord)``; ``tracin`` also needs ``model=`` (fitted with
 checkpoints) and ``queries=`` (test queries with targets). As a
-:class:`~recaudit.perturb.Perturbation` it declares that in :attr:`PerturbationSpec.needs`.
+:class:`~recaudit.perturb.Perturbation` it declares that in ``needs``. The three kinds are
+typed apart (:class:`EditSpec`, :class:`PositionSpec`, :class:`ReferenceSpec`): each has the
+fields that matter to it, with the values it accepts as ``Literal`` types.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -40,12 +43,19 @@ from recaudit.perturb._record import PerturbationRecord
 from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                          select_latest_random, select_random, top_k)
 
-__all__ = ["PerturbationSpec", "parse_name", "examples", "SELECTORS", "EDITS"]
+__all__ = ["EditSpec", "PositionSpec", "ReferenceSpec", "PerturbationSpec", "parse_name",
+           "from_dict", "examples", "SELECTORS", "EDITS"]
 
-SELECTORS = ("random", "earliest-random", "latest-random", "casper", "tracin",
-             "rev-adv-earliest", "rev-adv-random")
-EDITS = ("delete", "insert", "replace")
-KINDS = ("edit", "position", "seed-only", "none")
+
+
+Selector = Literal["random", "earliest-random", "latest-random", "casper", "tracin",
+                   "rev-adv-earliest", "rev-adv-random"]
+Edit = Literal["delete", "insert", "replace"]
+Strategy = Literal["random", "popular", "unpopular"]
+Where = Literal["beginning", "middle", "end"]
+SELECTORS: tuple[str, ...] = get_args(Selector)
+EDITS: tuple[str, ...] = get_args(Edit)
+
 
 
 def examples() -> list[str]:
@@ -59,115 +69,35 @@ def examples() -> list[str]:
     return names
 
 
-@dataclass(frozen=True)
-class PerturbationSpec(Config):
-    """One training-data perturbation, fully typed.
-
-    kind: ``edit`` (uses ``selector``, ``edit``, ``strategy``, ``count``, and for CASPER
-    ``max_len`` / ``casper_method``), ``position`` (uses ``where``, ``n``, ``min_keep``),
-    ``seed-only`` or ``none``. selector: which rows an edit picks (:data:`SELECTORS`).
-    edit: ``delete``, ``insert`` or ``replace``. strategy: the new item of an insert or
-    replace (``random``, ``popular``, ``unpopular``). count: rows edited. where: position
-    removal's ``beginning``, ``middle`` or ``end``. n: items removed per user. min_keep: items
-    every user keeps. max_len: CASPER's look-ahead window (None: unbounded). casper_method:
-    CASPER's ``auto``, ``exact`` or ``approx`` computation. inputs: the test queries'
-    contexts get the same edits (``+inputs``; :attr:`~recaudit.perturb.Needs.inputs`).
-    """
+class _Spec:
+    """What every built-in spec does: its name, description, needs and the protocol."""
 
     kind: str
-    selector: str | None = None
-    edit: str | None = None
-    strategy: str = "random"
-    count: int = 1
-    where: str | None = None
-    n: int = 0
-    min_keep: int = 1
-    max_len: int | None = None
-    casper_method: str = "auto"
-    inputs: bool = False
+    inputs: bool
 
-    def validate(self) -> None:
-        def bad(key: str, value: Any, allowed: Any) -> ConfigError:
-            return self.invalid(key, f"perturbation {key}={value!r} is invalid; expected "
-                                     f"{allowed}")
-
-        if self.kind not in KINDS:
-            raise bad("kind", self.kind, KINDS)
-        if self.inputs and self.kind in ("none", "seed-only"):
-            raise bad("inputs", self.inputs, f"false for {self.kind!r}, which edits nothing")
-        if self.max_len is not None and self.max_len < 1:
-            raise bad("max_len", self.max_len, "a positive integer or None")
-        if self.kind == "edit":
-            if self.selector not in SELECTORS:
-                raise bad("selector", self.selector, SELECTORS)
-            if self.edit not in EDITS:
-                raise bad("edit", self.edit, EDITS)
-            if self.strategy not in STRATEGIES:
-                raise bad("strategy", self.strategy, STRATEGIES)
-            if self.count < 1:
-                raise bad("count", self.count, "an integer >= 1")
-            if self.casper_method not in ("auto", "exact", "approx"):
-                raise bad("casper_method", self.casper_method, ("auto", "exact", "approx"))
-        elif self.kind == "position":
-            if self.where not in POSITIONS:
-                raise bad("where", self.where, POSITIONS)
-            if self.n < 1:
-                raise bad("n", self.n, "an integer >= 1")
-            if self.min_keep < 0:
-                raise bad("min_keep", self.min_keep, "an integer >= 0")
-
-    # ------------------------------------------------------------------ naming
     @property
     def name(self) -> str:
         """Canonical CLI name (parses back to an equal spec, up to non-name parameters)."""
-        if self.kind in ("none", "seed-only"):
-            return self.kind
-        return self._edit_name() + ("+inputs" if self.inputs else "")
+        return self._base_name() + ("+inputs" if self.inputs else "")
 
-    def _edit_name(self) -> str:
-        if self.kind == "position":
-            return f"remove-{self.where}-{self.n}"
-        name = f"{self.selector}-{self.edit}"
-        if self.edit != "delete":
-            name += f"-{self.strategy}"
-        return name + (f"-k{self.count}" if self.count != 1 else "")
+    def _base_name(self) -> str:  # pragma: no cover - each spec names itself
+        raise NotImplementedError
 
     @property
     def reseed(self) -> bool:
         """Whether the perturbed model is trained with a different seed (seed-only)."""
-        return self.kind == "seed-only"
+        return False
 
     @property
     def needs(self) -> Needs:
-        """TracIn reads the fitted baseline (with checkpoints) and the test queries; seed-only
-        retrains with another seed; ``+inputs`` edits the test inputs too; the rest need
-        nothing else."""
-        if self.kind == "edit" and self.selector == "tracin":
-            return Needs(model=True, model_params={"checkpoint_every": 1}, inputs=self.inputs)
+        """``+inputs`` edits the test inputs too; the rest need nothing else by default."""
         return Needs(reseed=self.reseed, inputs=self.inputs)
-
-    def describe(self) -> Description:
-        if self.kind in ("none", "seed-only"):
-            return Description(self.kind, reference=True)
-        scope = "+inputs" if self.inputs else ""
-        if self.kind == "position":
-            return Description(f"remove-{self.where}{scope}", "delete", self.n, self.where)
-        family = f"{self.selector}-{self.edit}"
-        if self.edit != "delete":
-            family += f"-{self.strategy}"
-        return Description(family + scope, self.edit, self.count)
 
     def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
                 ) -> tuple[Interactions, PerturbationRecord]:
         """The protocol form of :meth:`apply` (``context.model``/``queries`` for TracIn)."""
         return self.apply(train, rng, model=context.model, queries=context.queries)
 
-    @classmethod
-    def from_dict(cls, data: Any, *, key: str | None = None, what: str | None = None,
-                  noun: str = "key") -> PerturbationSpec:
-        return super().from_dict(data, key=key, what=what or "a perturbation spec", noun=noun)
-
-    # ------------------------------------------------------------------ running
     def __call__(self, train: Interactions, rng: np.random.Generator, **context: Any
                  ) -> tuple[Interactions, PerturbationRecord]:
         return self.apply(train, rng, **context)
@@ -177,14 +107,133 @@ class PerturbationSpec(Config):
         """Perturb ``train`` (all randomness from ``rng``): ``(perturbed, record)``."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError("rng must be a numpy Generator (e.g. recaudit.seeds.make_rng(...))")
-        if self.kind == "none":
-            return train, PerturbationRecord(kind="none", selector="none", n_rows=len(train),
-                                             source=train.fingerprint(),
-                                             params={"spec": self.name})
+        return self._apply(train, rng, model, queries)
+
+    def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
+               queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
+        raise NotImplementedError  # pragma: no cover - each spec applies itself
+
+    def describe(self) -> Description:  # pragma: no cover - each spec describes itself
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ReferenceSpec(_Spec, Config):
+    """A trial that changes no data: ``none`` (the baseline compared with itself) or
+    ``seed-only`` (the same data, another training seed; Betello et al. 2023 RQ1).
+
+    kind: ``none`` or ``seed-only``. inputs: always false (nothing is edited)."""
+
+    kind: Literal["none", "seed-only"]
+    inputs: bool = False
+
+    def validate(self) -> None:
+        if self.inputs:
+            raise self.invalid("inputs", f"perturbation inputs={self.inputs!r} is invalid; "
+                                         f"{self.kind!r} edits nothing")
+
+    def _base_name(self) -> str:
+        return self.kind
+
+    @property
+    def reseed(self) -> bool:
+        return self.kind == "seed-only"
+
+    def describe(self) -> Description:
+        return Description(self.kind, reference=True)
+
+    def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
+               queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
         if self.kind == "seed-only":
             return seed_only(train)
-        if self.kind == "position":
-            return remove_positions(train, str(self.where), self.n, min_keep=self.min_keep)
+        return train, PerturbationRecord(kind="none", selector="none", n_rows=len(train),
+                                         source=train.fingerprint(), params={"spec": self.name})
+
+
+@dataclass(frozen=True)
+class PositionSpec(_Spec, Config):
+    """Position removal (Betello et al. 2023 §3.1): ``n`` items removed at the ``where`` of
+    every user's training sequence.
+
+    kind: ``position``. where: ``beginning``, ``middle`` or ``end``. n: items removed per
+    user. min_keep: items every user keeps. inputs: the test queries' contexts lose the same
+    items (``+inputs``; :attr:`~recaudit.perturb.Needs.inputs`)."""
+
+    where: Where
+    n: int
+    min_keep: int = 1
+    inputs: bool = False
+    kind: Literal["position"] = "position"
+
+    def validate(self) -> None:
+        if self.n < 1:
+            raise self.invalid("n", f"perturbation n={self.n!r} is invalid; expected an "
+                                    "integer >= 1")
+        if self.min_keep < 0:
+            raise self.invalid("min_keep", f"perturbation min_keep={self.min_keep!r} is "
+                                           "invalid; expected an integer >= 0")
+
+    def _base_name(self) -> str:
+        return f"remove-{self.where}-{self.n}"
+
+    def describe(self) -> Description:
+        scope = "+inputs" if self.inputs else ""
+        return Description(f"remove-{self.where}{scope}", "delete", self.n, self.where)
+
+    def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
+               queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
+        return remove_positions(train, self.where, self.n, min_keep=self.min_keep)
+
+
+@dataclass(frozen=True)
+class EditSpec(_Spec, Config):
+    """Interaction edits (Oh et al. 2022): ``count`` rows picked by ``selector``, deleted,
+    followed by an inserted interaction, or given another item.
+
+    kind: ``edit``. selector: which rows (:data:`SELECTORS`). edit: ``delete``, ``insert`` or
+    ``replace``. strategy: the new item of an insert or replace (``random``, ``popular``,
+    ``unpopular``). count: rows edited. max_len: CASPER's look-ahead window (None:
+    unbounded). casper_method: CASPER's ``auto``, ``exact`` or ``approx`` computation.
+    inputs: the test queries' contexts get the same edits (``+inputs``)."""
+
+    selector: Selector
+    edit: Edit
+    strategy: Strategy = "random"
+    count: int = 1
+    max_len: int | None = None
+    casper_method: Literal["auto", "exact", "approx"] = "auto"
+    inputs: bool = False
+    kind: Literal["edit"] = "edit"
+
+    def validate(self) -> None:
+        if self.count < 1:
+            raise self.invalid("count", f"perturbation count={self.count!r} is invalid; "
+                                        "expected an integer >= 1")
+        if self.max_len is not None and self.max_len < 1:
+            raise self.invalid("max_len", f"perturbation max_len={self.max_len!r} is "
+                                          "invalid; expected a positive integer or None")
+
+    def _base_name(self) -> str:
+        name = f"{self.selector}-{self.edit}"
+        if self.edit != "delete":
+            name += f"-{self.strategy}"
+        return name + (f"-k{self.count}" if self.count != 1 else "")
+
+    @property
+    def needs(self) -> Needs:
+        """TracIn reads the fitted baseline (with checkpoints) and the test queries."""
+        if self.selector == "tracin":
+            return Needs(model=True, model_params={"checkpoint_every": 1}, inputs=self.inputs)
+        return super().needs
+
+    def describe(self) -> Description:
+        family = f"{self.selector}-{self.edit}"
+        if self.edit != "delete":
+            family += f"-{self.strategy}"
+        return Description(family + ("+inputs" if self.inputs else ""), self.edit, self.count)
+
+    def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
+               queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
         rows, scores = self._select(train, rng, model, queries)
         params: dict[str, Any] = {"spec": self.name, "count": self.count}
         if self.selector == "casper":
@@ -219,7 +268,13 @@ class PerturbationSpec(Config):
             return rows, scores[rows]
         from recaudit.perturb._revadv import select_rev_adv
 
-        return select_rev_adv(train, k, rng, variant=str(sel).removeprefix("rev-adv-"))
+        return select_rev_adv(train, k, rng, variant=sel.removeprefix("rev-adv-"))
+
+
+#: A built-in perturbation spec: an edit, a position removal or a reference.
+PerturbationSpec = EditSpec | PositionSpec | ReferenceSpec
+_KINDS: dict[str, type[Config]] = {"edit": EditSpec, "position": PositionSpec,
+                                   "none": ReferenceSpec, "seed-only": ReferenceSpec}
 
 
 _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
@@ -227,7 +282,7 @@ _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
 _POS_RE = re.compile(r"^remove-(?P<where>beginning|middle|end)-(?P<n>\d+)$")
 
 
-def parse_name(name: str, **overrides: Any) -> PerturbationSpec:
+def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | ReferenceSpec:
     """The built-in spec a CLI name stands for; ``overrides`` set other fields (e.g.
     ``max_len=50``). Unknown names raise :class:`~recaudit.errors.ConfigError` naming the
     closest valid one. (:func:`recaudit.perturb.parse` reads every registered family.)
@@ -263,9 +318,16 @@ def parse_name(name: str, **overrides: Any) -> PerturbationSpec:
                           f"{', '.join(names[:6])}, ... (recaudit.perturb.available() lists "
                           "all; edits accept -k<count>)")
     fields.update(overrides)
-    return PerturbationSpec.from_dict(fields)
+    return from_dict(fields)
 
 
-def from_dict(fields: Any) -> PerturbationSpec:
-    """A built-in spec from its ``to_dict()`` fields."""
-    return PerturbationSpec.from_dict(fields)
+def from_dict(fields: Any) -> EditSpec | PositionSpec | ReferenceSpec:
+    """A built-in spec from its ``to_dict()`` fields (``kind`` says which)."""
+    if not isinstance(fields, Mapping):
+        raise ConfigError(f"expected a table with a 'kind', got {type(fields).__name__} "
+                          f"{fields!r}")
+    kind = fields.get("kind")
+    if kind not in _KINDS:
+        raise ConfigError(f"perturbation kind={kind!r} is invalid; expected one of "
+                          f"{', '.join(_KINDS)}" + did_you_mean(str(kind), _KINDS), key="kind")
+    return _KINDS[kind].from_dict(fields, what="a perturbation spec")  # type: ignore[return-value]

@@ -6,7 +6,10 @@
   IANRLCMP, ARTK, IANR, NRTK); :func:`instantiate` solves a partial instantiation or evaluates a
   full one, and renders its sentence; :func:`register_template` adds one;
 - the study: :func:`property_table` (Table 3.4), :func:`evolving_study` (Table 3.6),
-  :func:`cross_validate` (precision/recall@k, five folds on users, 80/20 per test user).
+  :func:`cross_validate` (precision/recall@k, five folds on users, 80/20 per test user) in
+  memory; :class:`PropertyStudy` runs the same as a study (a trial per model and step, any
+  executor, resumable, tables ``property_trials`` and ``property_values``) and
+  :func:`read_values`, :func:`property_frame`, :func:`evolving_frames` read it back.
 
 Example::
 
@@ -34,8 +37,19 @@ from recaudit.properties._study import (
     percent_change,
     property_table,
     recommend_all,
-    save_results,
-    to_jsonable,
+    step,
+)
+from recaudit.properties._runs import (
+    PROPERTY_TRIALS,
+    PROPERTY_VALUES,
+    STUDY,
+    PropertyStudy,
+    PropertyTrial,
+    evolving_frames,
+    property_frame,
+    read_values,
+    release_years,
+    run_property_trial,
 )
 from recaudit.properties._templates import (
     RELATIONS,
@@ -47,7 +61,9 @@ from recaudit.properties._templates import (
 )
 from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Universe, Values
 
-__all__ = ["AGGREGATES", "RELATIONS", "STUDY_PROPERTIES", "TEMPLATES", "Groups", "Items",
-           "Property", "Ranks", "StudyProperty", "Template", "Universe", "Values",
-           "cross_validate", "evolving_study", "instantiate", "percent_change", "property_table",
-           "recommend_all", "register_template", "save_results", "to_jsonable"]
+__all__ = ["AGGREGATES", "PROPERTY_TRIALS", "PROPERTY_VALUES", "RELATIONS", "STUDY", "STUDY_PROPERTIES",
+           "TEMPLATES", "Groups", "Items", "Property", "PropertyStudy", "PropertyTrial", "Ranks",
+           "StudyProperty", "Template", "Universe", "Values", "cross_validate",
+           "evolving_frames", "evolving_study", "instantiate", "percent_change",
+           "property_frame", "property_table", "read_values", "recommend_all",
+           "register_template", "release_years", "run_property_trial", "step"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from recaudit.properties._universe import Universe
 from recaudit.seeds import make_rng
 
 __all__ = ["STUDY_PROPERTIES", "StudyProperty", "cross_validate", "evolving_study",
-           "percent_change", "property_table", "recommend_all", "to_jsonable", "save_results"]
+           "percent_change", "property_table", "recommend_all", "step"]
 
 
 @dataclass(frozen=True)
@@ -186,6 +185,20 @@ def percent_change(values: Sequence[float]) -> np.ndarray:
     return out
 
 
+def step(log: Interactions, fraction: float, item_years: np.ndarray | None = None
+         ) -> tuple[Interactions, np.ndarray | None]:
+    """One step of the evolving dataset: the earliest ``ceil(fraction * n)`` ratings by time,
+    and (with ``item_years``) the candidate items: those released in or before the year of
+    the step's latest rating (Unix seconds; unknown years are never excluded)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fractions must lie in (0, 1], got {fraction}")
+    sub = log.take(np.arange(int(np.ceil(fraction * len(log)))))
+    if item_years is None:
+        return sub, None
+    last_year = pd.Timestamp(int(sub.timestamp.max()), unit="s").year
+    return sub, ~(np.asarray(item_years, dtype=np.float64) > last_year)
+
+
 def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int = 10,
                    seed: int = 0, fractions: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
                    item_years: np.ndarray | None = None, accuracy: bool = True, folds: int = 5,
@@ -199,17 +212,9 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
     of the latest rating is read from the timestamps as Unix seconds (MovieLens).
     """
     props = [p for p in STUDY_PROPERTIES if p.numeric]
-    n = len(log)
     records = []
     for frac in fractions:
-        if not 0 < frac <= 1:
-            raise ValueError(f"fractions must lie in (0, 1], got {frac}")
-        sub = log.take(np.arange(int(np.ceil(frac * n))))
-        cand = None
-        if item_years is not None:
-            last_year = pd.Timestamp(int(sub.timestamp.max()), unit="s").year
-            years = np.asarray(item_years, dtype=np.float64)
-            cand = ~(years > last_year)
+        sub, cand = step(log, frac, item_years)
         table = property_table(models, sub, k=k, seed=seed, properties=props, accuracy=accuracy,
                                folds=folds, candidates=cand)
         for name in table.columns:
@@ -222,30 +227,3 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
         for name, g in steps.groupby("model", sort=False)})
     summary.attrs["robust"] = summary < threshold
     return steps, summary
-
-
-def save_results(path: str | Path, entries: dict[str, Any]) -> None:
-    """Keep study results in the results store at ``path`` (meta keys such as
-    ``properties.table`` and ``properties.evolving``; the report renders them)."""
-    from recaudit.experiment import Store
-
-    with Store(path) as store, store.transaction():
-        for key, value in entries.items():
-            store.set_meta(key, value)
-
-
-def to_jsonable(frame: pd.DataFrame) -> dict[str, Any]:
-    """A study frame as plain JSON data (sets -> sorted lists, NaN/inf -> None)."""
-
-    def conv(v: Any) -> Any:
-        if isinstance(v, (frozenset, set)):
-            return sorted(v)
-        if isinstance(v, tuple):
-            return list(v)
-        if isinstance(v, (float, np.floating)):
-            return float(v) if np.isfinite(v) else None
-        if isinstance(v, np.integer):
-            return int(v)
-        return v
-
-    return {str(c): {str(i): conv(v) for i, v in frame[c].items()} for c in frame.columns}

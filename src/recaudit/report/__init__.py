@@ -13,18 +13,18 @@ runtime versus data size (store meta ``casper_runtime``: a list of ``{"interacti
 audit's configuration, data summary, versions and timings.
 
 The same file (or a file of its own) may also hold the other studies, each rendered where
-present: property templates (``recaudit properties --store``: Shriver 2018 Tables 3.4 and 3.6),
+present: property templates (``recaudit properties -o``: Shriver 2018 Tables 3.4 and 3.6),
 fuzzing (``recaudit fuzz``: Tables 4.5-4.9 with the Welch marks) and MIRROR
-(``recaudit simulate mirror --out``: its table and Zhu et al. 2023 Figures 7, 8, 10). The page says
+(``recaudit simulate mirror -o``: its table and Zhu et al. 2023 Figures 7, 8, 10). The page says
 what the file holds (:attr:`ReportData.kinds`); a file with none of them is an error.
 """
 
 from recaudit.report._build import FigureItem, Report, Section, build_report
 from recaudit.report._data import PerturbationInfo, ReportData, load
 from recaudit.report._html import render_html, write_report
-from recaudit.report._mirror_figures import write_mirror_figures
+from recaudit.report._mirror import write_mirror_figures
 from recaudit.report._render import render_latex, render_markdown, write_csv
-from recaudit.report._tables import Cell, Table
+from recaudit.report._document import Cell, Table
 
 __all__ = ["Cell", "FigureItem", "PerturbationInfo", "Report", "ReportData", "Section",
            "Table", "build_report", "load", "render_html", "render_latex", "render_markdown",

@@ -13,6 +13,7 @@ label.
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -176,7 +177,7 @@ class ReportData:
 
     @cached_property
     def distribution(self) -> pd.DataFrame:
-        from recaudit.audit._analysis import query_distribution
+        from recaudit.audit import query_distribution
 
         return query_distribution(self.path, ("rbo", "frbo", "jaccard"))
 
@@ -189,21 +190,58 @@ class ReportData:
         return self._groups[metric]
 
 
+def _property_meta(store: Any) -> dict[str, Any]:
+    """A property study's tables in the shape the report renders (the ``meta`` entries of
+    stores written before the property study was a study of its own)."""
+    from recaudit.properties import evolving_frames, property_frame, read_values
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, frozenset):
+            return sorted(v)
+        if isinstance(v, tuple):
+            return list(v)
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    values = read_values(store)
+    study = store.meta().get("properties.study", {})
+    facts = {"dataset": study.get("dataset", {}).get("name"), "k": study.get("k"),
+             "seed": study.get("seed")}
+    out: dict[str, Any] = {}
+    # an evolving study: the steps of one ``years`` setting (its last step may be Table 3.4's
+    # trial, which both studies share)
+    evolving = values[values["years"]] if values["years"].any() else values
+    table = values[(values["fraction"] == 1) & ~values["years"]]
+    if len(table):
+        frame = property_frame(table)
+        out["properties.table"] = {**facts, "values": {
+            m: {p: plain(v) for p, v in frame[m].items()} for m in frame.columns}}
+    if evolving["fraction"].nunique() > 1:
+        steps, summary = evolving_frames(evolving)
+        out["properties.evolving"] = {**facts, "max_abs_percent_change": {
+            m: {p: plain(v) for p, v in summary[m].items()} for m in summary.columns},
+            "steps": [{k: plain(v) for k, v in r.items()}
+                      for r in steps.to_dict(orient="records")]}
+    return out
+
+
 def load(store: str | Path) -> ReportData:
     """Read a results file (read-only) into a :class:`ReportData`; any of its kinds may be
     missing, but not all of them."""
-    from recaudit.audit import seed_summary, trial_summary
+    from recaudit.audit import AuditStore, seed_summary, trial_summary
     from recaudit.errors import RecauditError, RecauditWarning
-    from recaudit.experiment import Store
+    from recaudit.fuzz import read_trials as fuzz_trials
+    from recaudit.simulate import read_results as mirror_results
 
     path = Path(store)
-    with Store(path, read_only=True) as s:
+    with AuditStore(path, read_only=True) as s:
         holds = s.holds()
         trials = s.trials() if holds.get("trials") else pd.DataFrame()
         meta = s.meta()
         summary = trial_summary(s) if len(trials) else pd.DataFrame()
-        fuzz = s.fuzz_trials() if holds.get("fuzz_trials") else None
-        mirror = s.mirror_results() if holds.get("mirror_results") else None
+        fuzz = fuzz_trials(s) if holds.get("fuzz_trials") else None
+        mirror = mirror_results(s) if holds.get("mirror_results") else None
+        if holds.get("property_values"):
+            meta.update(_property_meta(s))
     if len(summary):
         summary = summary.dropna(subset=["rbo"]).reset_index(drop=True)
         agg = seed_summary(summary, SUMMARY_METRICS)

@@ -30,13 +30,13 @@ def render_html(report: Report) -> str:
     text matplotlib itself escapes (and draws as paths)."""
     from markupsafe import Markup
 
-    import recaudit
+    from recaudit._version import __version__
 
     env = _environment()
     figures = {f.key: Markup(f.svg) for s in report.sections for f in s.figures}
     generated = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return env.get_template("report.html.j2").render(
-        report=report, svg=figures, version=recaudit.__version__, generated=generated)
+        report=report, svg=figures, version=__version__, generated=generated)
 
 
 def write_report(store: str | Path, output: str | Path, fmt: str = "html") -> list[Path]:
@@ -54,6 +54,6 @@ def write_report(store: str | Path, output: str | Path, fmt: str = "html") -> li
         return _render.write_csv(report, output)
     text = {"html": render_html, "markdown": _render.render_markdown,
             "latex": _render.render_latex}[fmt](report)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
-    return [output]
+    from recaudit._files import atomic_text
+
+    return [atomic_text(output, text)]

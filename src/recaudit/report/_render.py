@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from recaudit.report._build import Report
-from recaudit.report._tables import Cell, Table
+from recaudit.report._document import Report
+from recaudit.report._document import Cell, Table
 
 __all__ = ["render_markdown", "render_latex", "write_csv", "markdown_table", "latex_table"]
 

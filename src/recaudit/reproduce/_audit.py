@@ -6,10 +6,11 @@ random deletion, seed 0) runs once and both read it. Measures are read only from
 the experiment's own config plans.
 
 Measure keys are ``"<model>/<perturbation>/<metric>"`` (model without its ``@preset``), means
-over seeds of the per-trial means over test queries: ``ao`` (average overlap over the full
-lists: what Oh et al. 2022 call RBO), ``rbo`` (RBO_ext, p from the config), ``jaccard``,
-``frbo`` (@k), ``mrr_base`` / ``mrr_pert``, ``recall_base`` / ``recall_pert`` (hit rate @k: one
-relevant item per query), ``ndcg_base`` / ``ndcg_pert`` (@k), plus ``.../n_seeds``.
+over seeds of the per-trial means over test queries, under the names the store keeps
+(:data:`recaudit.audit.QUERY_METRICS`): ``average_overlap`` (over the full lists: what Oh et
+al. 2022 call RBO), ``rbo`` (RBO_ext, p from the config), ``jaccard``, ``frbo`` (@k),
+``mrr_base`` / ``mrr_pert``, ``hit_base`` / ``hit_pert`` (HR@k = Recall@k with one relevant
+item per query), ``ndcg_base`` / ``ndcg_pert`` (@k), plus ``.../n_seeds``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import pandas as pd
 
 __all__ = ["audit_trials", "rls_measures", "group_measures", "shared_store"]
 
-_RENAME = {"average_overlap": "ao", "hit_base": "recall_base", "hit_pert": "recall_pert"}
 _METRICS = ("rbo", "average_overlap", "jaccard", "frbo", "mrr_base", "mrr_pert", "hit_base",
             "hit_pert", "ndcg_base", "ndcg_pert")
 
@@ -36,7 +36,7 @@ def audit_trials(config, workers: int = 1) -> pd.DataFrame:
     from dataclasses import replace
 
     from recaudit.audit import ExecutorSpec, run_audit, trial_summary
-    from recaudit.audit._engine import plan
+    from recaudit.audit import plan
 
     if workers > 1:
         config = replace(config, executor=ExecutorSpec("process", workers))
@@ -62,7 +62,7 @@ def rls_measures(summary: pd.DataFrame, *, by_dataset: bool = False) -> dict[str
         prefix = "/".join(str(p) for p in parts)
         for m in _METRICS:
             if m in g:
-                out[f"{prefix}/{_RENAME.get(m, m)}"] = float(g[m].mean())
+                out[f"{prefix}/{m}"] = float(g[m].mean())
         out[f"{prefix}/n_seeds"] = float(g["seed"].nunique())
     return out
 

@@ -132,7 +132,7 @@ class Experiment:
     artefacts: str
     data: str
     scales: Mapping[str, str]
-    runner: Callable[[Path, str, int], dict[str, float]]
+    runner: Callable[..., dict[str, float]]
     values: tuple[Value, ...] = ()
     claims: tuple[Claim, ...] = ()
     notes: tuple[str, ...] = ()
@@ -153,7 +153,7 @@ class Experiment:
                               "--models; run it at its scale's grid")
         workdir.mkdir(parents=True, exist_ok=True)
         if self.repeatable:
-            return self.runner(workdir, scale, workers, scope)  # type: ignore[call-arg]
+            return self.runner(workdir, scale, workers, scope)
         return self.runner(workdir, scale, workers)
 
 

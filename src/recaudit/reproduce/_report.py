@@ -130,9 +130,6 @@ def render_report(root: Path | str) -> str:
 
 
 def write_report(root: Path | str, output: Path | str) -> Path:
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(render_report(root))
-    tmp.replace(out)
-    return out
+    from recaudit._files import atomic_text
+
+    return atomic_text(output, render_report(root))

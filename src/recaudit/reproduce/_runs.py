@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from recaudit._files import atomic_text
+from recaudit._version import versions
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.reproduce._experiment import Experiment, Scope, compare_values, verdict
 
@@ -72,16 +74,6 @@ def _machine() -> dict[str, Any]:
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {"host": socket.gethostname(), "cpus": os.cpu_count(),
             "machine": platform.machine(), "gpu": gpu}
-
-
-def _versions() -> dict[str, str]:
-    import numpy
-    import torch
-
-    import recaudit
-
-    return {"recaudit": recaudit.__version__, "python": platform.python_version(),
-            "torch": torch.__version__, "numpy": numpy.__version__}
 
 
 def _cpu_seconds() -> float:
@@ -142,13 +134,9 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "wall_seconds": round(finished - started, 1), "workers": workers,
         "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
         "cpu_seconds": round(cpu, 1),
-        "machine": _machine(), "versions": _versions(),
+        "machine": _machine(), "versions": versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
         **evaluate(exp, measures),
     }
-    path = record_path(Path(root), name, scale)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=float))
-    os.replace(tmp, path)
+    atomic_text(record_path(Path(root), name, scale), json.dumps(record, indent=1, default=float))
     return record

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recaudit.data._ranked import RankedRowsError, order_ranked_rows
+from recaudit.data import RankedRowsError, order_ranked_rows
 from recaudit.errors import DataError
 
 __all__ = ["Run", "read_run", "RUN_FORMATS"]
@@ -165,7 +165,7 @@ def _from_table(df: pd.DataFrame, path: Path, first_line: int) -> Run:
 
 
 def _read_csv(path: Path) -> Run:
-    from recaudit.data._parse import head_lines, sniff_delimiter
+    from recaudit.data import head_lines, sniff_delimiter
 
     try:
         sep = sniff_delimiter(head_lines(path)) or ","

@@ -9,8 +9,12 @@ Manipulation: Rethinking Online Performance Gains of Modern Recommender Systems"
 1. initial preferences ``phi(d) = M(u^0, d, {d})`` (single-document slates);
 2. training data from an unbiased and a manipulative strategy mixed at ratio ``alpha``;
 3. training the algorithms and letting them interact with the same users;
-4. metrics: CTR, FCTR, ManiScore, Preference Shift (:mod:`recaudit.simulate.metrics`), offline
-   NDCG and AUC.
+4. metrics: CTR, FCTR, ManiScore, Preference Shift (:func:`ctr`, :func:`fctr`,
+   :func:`mani_score`, :func:`preference_shift`), offline NDCG (:func:`click_ndcg`) and
+   :func:`auc`.
+
+:class:`MirrorStudy` runs a :class:`MirrorConfig` as a study (one trial per seed, any
+executor, resumable, tables ``mirror_trials`` and ``mirror_results`` of a results store).
 
 Scenarios
 ---------
@@ -60,14 +64,19 @@ the stage's keys (``numpy.random.Generator`` for the simulation, ``torch.Generat
 models), so the same seed repeats bit for bit.
 """
 
-from recaudit.simulate import metrics, rrm
+from recaudit.simulate import rrm
+from recaudit.simulate._measures import (auc, click_ndcg, ctr, fctr, favourite_set, mani_score,
+                                         preference_list, preference_shift,
+                                         preference_shift_batch, unbiased_rankings)
 from recaudit.simulate._components import (ActionModel, CallableActionModel, CTRWeightedSampler,
                                            DocumentSet, FeatureExtractor, RandomSampler,
                                            as_action_model)
 from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
                                       decoy_slate_scenario, example_documents)
 from recaudit.simulate._ppo import PPOConfig, PPOOracle, SlatePPOOracle
-from recaudit.simulate._results import result_row, summarise, write_results
+from recaudit.simulate._results import (MIRROR_RESULTS, MIRROR_TRIALS, STUDY, read_results,
+                                        result_row, summarise, write_results)
+from recaudit.simulate._study import MirrorStudy
 from recaudit.simulate._runner import MirrorConfig, run_mirror
 from recaudit.simulate._seq_models import DNN, GRU
 from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
@@ -81,7 +90,9 @@ from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, To
 from recaudit.simulate._torch_util import TrainConfig
 
 __all__ = [
-    "metrics", "rrm",
+    "rrm", "ctr", "fctr", "favourite_set", "preference_list", "unbiased_rankings",
+    "mani_score", "preference_shift", "preference_shift_batch", "click_ndcg", "auc",
+    "MIRROR_RESULTS", "MIRROR_TRIALS", "MirrorStudy", "STUDY", "read_results",
     "ActionModel", "CallableActionModel", "as_action_model", "DocumentSet", "FeatureExtractor",
     "RandomSampler", "CTRWeightedSampler",
     "SlateScenario", "SlateLog", "UnbiasedSlateOracle", "GreedySlateOracle", "ModelSlatePolicy",

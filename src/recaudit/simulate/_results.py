@@ -1,9 +1,10 @@
-"""MIRROR result rows: their shape, their summary over seeds, and their table in a store.
+"""MIRROR's results: their rows, their tables in a results store, their summary over seeds.
 
 A result is a long-format row ``(scenario, algorithm, mix, seed, round, metric, value)``;
-oracle rows have ``mix = None`` and rows that are not per-round have ``round = None``. Stored in
-the results store's ``mirror_results`` table, where a run replaces the rows of the same
-(scenario, algorithm, mix, seed).
+oracle rows have ``mix = None`` and rows that are not per-round have ``round = None``. Table
+``mirror_trials`` holds one row per finished trial of a :class:`~recaudit.simulate.MirrorStudy`
+(one seed), ``mirror_results`` its result rows with the trial's id (rows of stores written
+before MIRROR was a study have none).
 """
 
 from __future__ import annotations
@@ -12,10 +13,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["result_row", "summarise", "write_results", "RESULT_KEY"]
+from recaudit.experiment import Store, StudyInfo, Table, columns, register
 
-#: The columns a new run's rows replace stored rows by.
+__all__ = ["MIRROR_TRIALS", "MIRROR_RESULTS", "STUDY", "read_results", "result_row", "summarise",
+           "write_results", "RESULT_KEY", "ROW"]
+
+MIRROR_TRIALS = Table("mirror_trials", columns(
+    "trial_id VARCHAR, scenario VARCHAR, seed BIGINT, config JSON, n_rows BIGINT, "
+    "seconds DOUBLE, finished DOUBLE"), key=("trial_id",))
+MIRROR_RESULTS = Table("mirror_results", columns(
+    "scenario VARCHAR, algorithm VARCHAR, mix DOUBLE, seed BIGINT, round BIGINT, "
+    "metric VARCHAR, value DOUBLE, trial_id VARCHAR DEFAULT NULL"))
+register(MIRROR_TRIALS, MIRROR_RESULTS)
+
+#: The columns a run's rows replace stored rows by.
 RESULT_KEY = ("scenario", "algorithm", "mix", "seed")
+ROW = ["scenario", "algorithm", "mix", "seed", "round", "metric", "value"]
 
 
 def result_row(scenario: str, algo: str, mix: float | None, seed: int, metric: str,
@@ -25,11 +38,11 @@ def result_row(scenario: str, algo: str, mix: float | None, seed: int, metric: s
             "round": rnd, "metric": metric, "value": float(value)}
 
 
-def summarise(rows: Sequence[dict]) -> Any:
+def summarise(rows: Sequence[dict] | Any) -> Any:
     """Mean and standard deviation over seeds per (scenario, algorithm, mix, round, metric)."""
     import pandas as pd
 
-    df = pd.DataFrame(list(rows))
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=ROW)
     keys = ["scenario", "algorithm", "mix", "round", "metric"]
     return (df.groupby(keys, dropna=False, sort=False)["value"]
             .agg(["mean", "std", "count"]).reset_index())
@@ -40,9 +53,21 @@ def write_results(rows: Iterable[dict], path: str | Path) -> int:
     rows of the same (scenario, algorithm, mix, seed). Returns the number written."""
     import pandas as pd
 
-    from recaudit.experiment import Store
-
-    df = pd.DataFrame(list(rows), columns=["scenario", "algorithm", "mix", "seed", "round",
-                                           "metric", "value"])
+    df = pd.DataFrame(list(rows), columns=ROW)
     with Store(path) as store:
-        return store.replace_rows("mirror_results", df, RESULT_KEY)
+        return store.replace_rows(MIRROR_RESULTS, df, RESULT_KEY)
+
+
+def read_results(store: Store) -> Any:
+    """Every MIRROR result row of ``store``, in the order written."""
+    return store.read(MIRROR_RESULTS)
+
+
+def _summary(store: Store) -> Any:
+    """Mean and standard deviation over the stored seeds of every result."""
+    return summarise(read_results(store).drop(columns=["trial_id"]))
+
+
+#: MIRROR, as the readers of a store see it (``recaudit status / results / report``).
+STUDY = StudyInfo("mirror", "MIRROR benchmark", (MIRROR_TRIALS, MIRROR_RESULTS),
+                  breakdown=("scenario",), summary=_summary)

@@ -154,7 +154,7 @@ class _SeqModel:
                     best_state = {k: t.clone() for k, t in self.module_.state_dict().items()}
                 else:
                     waited += 1
-                    if waited >= cfg.patience:
+                    if cfg.patience is not None and waited >= cfg.patience:
                         break
             if best_state is not None:
                 self.module_.load_state_dict(best_state)

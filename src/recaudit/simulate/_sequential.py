@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from recaudit.seeds import derive_seed, make_rng
-from recaudit.simulate import metrics as _m
+from recaudit.metrics import RBOVariant
+from recaudit.simulate import _measures as _m
 from recaudit.simulate._results import result_row
 from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, TopicWorld,
                                       UnbiasedTopicOracle, recall)
@@ -51,7 +52,7 @@ class SessionResult:
 class _Shift:
     """Preference Shift of users from their preference vectors (batched RBO)."""
 
-    def __init__(self, world: TopicWorld, u0: np.ndarray, p: float, variant: str,
+    def __init__(self, world: TopicWorld, u0: np.ndarray, p: float, variant: RBOVariant,
                  k: int | None) -> None:
         self.world, self.p, self.variant = world, p, variant
         self.k = world.config.n_docs if k is None else k
@@ -72,7 +73,7 @@ class _Shift:
 
 
 def simulate_sessions(world: TopicWorld, u0: np.ndarray, policy, rng: np.random.Generator, *,
-                      rbo_p: float = 0.9, rbo_variant: str = "ext",
+                      rbo_p: float = 0.9, rbo_variant: RBOVariant = "ext",
                       ps_k: int | None = None, dynamic_history: bool = True) -> SessionResult:
     """Run one session for every user profile in ``u0`` with ``policy`` (stages 2/3)."""
     c = world.config

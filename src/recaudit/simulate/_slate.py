@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from recaudit.simulate import metrics as _m
+from recaudit.simulate import _measures as _m
 from recaudit.simulate._components import (ActionModel, DocumentSampler, DocumentSet,
                                            FeatureExtractor, as_action_model)
 

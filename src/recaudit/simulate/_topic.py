@@ -54,16 +54,32 @@ computed by a mean-field (expected-value) rollout of the dynamics above from the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+
+from recaudit.config import Config
 
 __all__ = ["TopicConfig", "TopicWorld", "TopicUsers", "UnbiasedTopicOracle", "PlannerOracle",
            "recall"]
 
 
 @dataclass(frozen=True)
-class TopicConfig:
-    """Constants of the sequential scenario (see the module docstring)."""
+class TopicConfig(Config):
+    """Constants of the sequential scenario (see the module docstring).
+
+    n_topics: topics ``m``. docs_per_topic: documents of each topic. quality_sd: standard
+    deviation of a document's quality around its topic's mean. n_recall: documents recalled
+    per round. n_rounds: rounds per session at most. budget: a user's time budget ``B`` at
+    the start. click_cost: the time a click costs before the quality bonus. quality_cost: the
+    bonus per unit of quality. min_cost: the least a click costs. skip_cost: the time a skip
+    costs. learning_rate: (``drift="quality"``) the preference change per unit of quality.
+    initial_history: documents clicked before the session. favourite_k: size of the
+    favourite set (None: ``docs_per_topic``, the favourite topic's documents). drift: how a
+    click moves the preference (``interest``: RecSim's interest update; ``quality``).
+    drift_rate: (``drift="interest"``) RecSim's ``alpha_y_intercept``. click_model: ``g(u)``
+    (``proportional``: RecSim's multinomial proportional choice; ``linear``).
+    """
 
     n_topics: int = 10
     docs_per_topic: int = 10
@@ -75,32 +91,31 @@ class TopicConfig:
     quality_cost: float = 0.5
     min_cost: float = 0.1
     skip_cost: float = 0.5
-    learning_rate: float = 0.1   # drift="quality" only
+    learning_rate: float = 0.1
     initial_history: int = 0
-    favourite_k: int | None = None  # None = docs_per_topic
-    drift: str = "interest"
-    drift_rate: float = 0.3      # drift="interest" only (RecSim's alpha_y_intercept)
-    click_model: str = "proportional"
+    favourite_k: int | None = None
+    drift: Literal["interest", "quality"] = "interest"
+    drift_rate: float = 0.3
+    click_model: Literal["proportional", "linear"] = "proportional"
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         for name in ("n_topics", "docs_per_topic", "n_recall", "n_rounds"):
             if getattr(self, name) < 1:
-                raise ValueError(f"TopicConfig.{name} must be >= 1; got {getattr(self, name)}")
+                raise self.invalid(name, f"TopicConfig.{name} must be >= 1; got "
+                                         f"{getattr(self, name)}")
         if self.n_recall > self.n_topics * self.docs_per_topic:
-            raise ValueError(f"TopicConfig.n_recall ({self.n_recall}) exceeds the number of "
-                             f"documents ({self.n_topics * self.docs_per_topic})")
-        if self.budget <= 0 or self.min_cost <= 0 or self.skip_cost <= 0:
-            raise ValueError("TopicConfig.budget, min_cost and skip_cost must be > 0")
+            raise self.invalid("n_recall", f"TopicConfig.n_recall ({self.n_recall}) exceeds "
+                                           f"the number of documents "
+                                           f"({self.n_topics * self.docs_per_topic})")
+        for name in ("budget", "min_cost", "skip_cost"):
+            if getattr(self, name) <= 0:
+                raise self.invalid(name, "TopicConfig.budget, min_cost and skip_cost must be "
+                                         "> 0")
         if self.initial_history < 0:
-            raise ValueError("TopicConfig.initial_history must be >= 0")
-        if self.drift not in ("interest", "quality"):
-            raise ValueError(f"TopicConfig.drift: choose 'interest' or 'quality'; got "
-                             f"{self.drift!r}")
-        if self.click_model not in ("proportional", "linear"):
-            raise ValueError(f"TopicConfig.click_model: choose 'proportional' or 'linear'; got "
-                             f"{self.click_model!r}")
+            raise self.invalid("initial_history", "TopicConfig.initial_history must be >= 0")
         if not 0.0 <= self.drift_rate <= 1.0:
-            raise ValueError(f"TopicConfig.drift_rate must lie in [0, 1]; got {self.drift_rate}")
+            raise self.invalid("drift_rate", f"TopicConfig.drift_rate must lie in [0, 1]; got "
+                                             f"{self.drift_rate}")
 
     @property
     def n_docs(self) -> int:

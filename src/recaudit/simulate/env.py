@@ -31,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         from exc
 
 from recaudit.seeds import make_rng
-from recaudit.simulate import metrics as _m
+from recaudit.metrics import RBOVariant
+from recaudit.simulate import _measures as _m
 from recaudit.simulate._topic import TopicConfig, TopicUsers, TopicWorld, recall
 
 __all__ = ["TopicSequentialEnv"]
@@ -43,7 +44,7 @@ class TopicSequentialEnv(gym.Env):
     metadata: dict[str, list[str]] = {"render_modes": []}
 
     def __init__(self, config: TopicConfig | None = None, world_seed: int = 0,
-                 rbo_p: float = 0.9, rbo_variant: str = "ext") -> None:
+                 rbo_p: float = 0.9, rbo_variant: RBOVariant = "ext") -> None:
         self.config = config or TopicConfig()
         self.world = TopicWorld.sample(self.config, make_rng(world_seed, "mirror", "env-world"))
         self.rbo_p, self.rbo_variant = rbo_p, rbo_variant

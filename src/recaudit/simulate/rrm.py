@@ -32,7 +32,9 @@ import numpy as np
 __all__ = ["click_probabilities", "RRMActionModel", "single_item_preference"]
 
 
-def _validate(h, m, examination, outside):
+def _validate(h: Sequence[float] | np.ndarray, m: Sequence[float] | np.ndarray,
+              examination: Sequence[float] | np.ndarray, outside: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     h = np.asarray(h, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
     if h.ndim != 1 or m.shape != h.shape:
@@ -87,8 +89,8 @@ def click_probabilities(
         ``p(c_i = 1)`` for each position ``i`` (see the module docstring for the formula, which
         weights examined subsets by a proper probability, unlike the printed paper formula).
     """
-    h, m, q, outside = _validate(h, m, examination, outside)
-    n = h.size
+    hh, mm, q, outside = _validate(h, m, examination, outside)
+    n = hh.size
     out = np.zeros(n)
     for mask in itertools.product((0, 1), repeat=n):
         e = np.array(mask, dtype=bool)
@@ -97,7 +99,7 @@ def click_probabilities(
         weight = float(np.prod(np.where(e, q, 1.0 - q)))
         if weight == 0.0:
             continue
-        out[e] += weight * _choice_probabilities(h[e], m[e], outside)
+        out[e] += weight * _choice_probabilities(hh[e], mm[e], outside)
     return out
 
 

@@ -56,8 +56,9 @@ import torch
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import ConfigError
-from recaudit.models import JODIE, SequentialRecommender
-from recaudit.models._nn import deterministic_torch, make_adam, set_dropout_generator
+from recaudit._torch import deterministic_torch
+from recaudit.models import JODIE
+from recaudit.models.sequential import SequentialRecommender, make_adam, set_dropout_generator
 from recaudit.seeds import make_rng, make_torch_generator
 from recaudit.stabilise._finest_parts import (EDITS, Reference, instance_logits, match_rows,
                                               rank_preserving_loss, reference_lists, simulate)
@@ -171,7 +172,7 @@ class Finest:
         k = self.config.topk
         if anchor is None or self.config.anchor == "self":
             return train, reference_lists(self.model, train, k)
-        from recaudit.experiment import spec_id
+        from recaudit._ids import spec_id
 
         key = spec_id({"model": self.model.registered_name, "params": self.model.get_params(),
                        "topk": k, "seed": anchor.seed}, anchor.train.fingerprint())
@@ -201,7 +202,7 @@ class Finest:
                   seed: int) -> list[dict[str, Any]]:
         cfg, model = self.config, self.model
         mcfg = model.config
-        name, device, net = model.registered_name, model.device_, model.network_
+        name, device, net = model.registered_name, model.device_, model.network
         history = []
         with deterministic_torch(mcfg.num_threads, device):
             set_dropout_generator(net, make_torch_generator(seed, name, "finest", "dropout",

@@ -24,20 +24,17 @@ and the ``i``-th top item against the ``i``-th competitor).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 
+from recaudit._torch import deterministic_torch
 from recaudit.data import Interactions
 from recaudit.errors import ConfigError
-from recaudit.models import BERT4Rec, SequentialRecommender, top_k_from_scores
-from recaudit.models._nn import deterministic_torch
-from recaudit.models._samples import Batch, SequenceData
-from recaudit.models._sequential import _head
-from recaudit.perturb._edits import delete_rows, insert_after, neighbours, replace_items
+from recaudit.models import BERT4Rec, top_k_from_scores
+from recaudit.models.sequential import Batch, SequenceData, SequenceNet, SequentialRecommender
+from recaudit.perturb import delete_rows, insert_after, neighbours, replace_items
 
 __all__ = ["Reference", "reference_lists", "match_rows", "simulate", "instance_logits",
            "rank_preserving_loss", "EDITS"]
@@ -74,13 +71,13 @@ def reference_lists(model: SequentialRecommender, anchor: Interactions, k: int,
     rows = np.flatnonzero(nxt >= 0)
     out = np.full((len(anchor), 2 * k), -1, dtype=np.int32)
     data = SequenceData(anchor, cfg.max_len, "prefix", pad_left=cfg.pad_left)
-    net = model.network_
+    net = model.network
     net.eval()
     with deterministic_torch(cfg.num_threads, model.device_), torch.no_grad():
         for lo in range(0, len(rows), chunk):
             sub = rows[lo:lo + chunk]
             batch = data.prefix_batch_for_rows(nxt[sub], model.device_, model.uses_time)
-            scores = model._logits(net, model._query_hidden(net, batch)).float().cpu().numpy()
+            scores = model.query_scores(net, batch).float().cpu().numpy()
             out[sub] = top_k_from_scores(scores, 2 * k).items
     return Reference(out[:, :k].copy(), out[:, k:].copy(), out[:, 0] >= 0)
 
@@ -116,59 +113,28 @@ def simulate(train: Interactions, rng: np.random.Generator, ratio: float,
     return insert_after(train, rows, rng, strategy="unpopular", selector="finest")[0]
 
 
-def instance_logits(model: SequentialRecommender, net: nn.Module, data: SequenceData,
+def instance_logits(model: SequentialRecommender, net: SequenceNet, data: SequenceData,
                     ids: np.ndarray, batch: Batch, rng: np.random.Generator
                     ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
     """``(loss, logits [n, n_items], rows [n])`` of a training mini-batch: the model's own
-    training loss (bit-identical to ``model._loss``), the scores of the batch's next-item
-    predictions and the user-major position (in ``data``) of the last context item of each
-    (-1: empty context).
+    training loss and the scores of the batch's next-item predictions
+    (:meth:`~recaudit.models.sequential.SequentialRecommender.instance_scores`), and the
+    user-major position (in ``data``) of the last context item of each (-1: empty context).
 
     Causal models (``lstm``, ``gru4rec``, ``sasrec``, ``tisasrec``, ``latentcross``): every
     target position of the batch is an instance. BERT4Rec: the copy of each window with only
     its last item masked (its next-item prediction); the Cloze positions are not instances.
     """
     starts, lens = data.start[ids], data.length[ids]
+    loss, logits = model.instance_scores(net, batch, rng)
     if isinstance(model, BERT4Rec):
-        return _bert4rec(model, net, batch, rng) + (starts + lens - 1,)
-    if type(model)._loss is not SequentialRecommender._loss:
-        raise NotImplementedError(f"{type(model).__name__} overrides the training loss; FINEST "
-                                  "needs its next-item scores (add a case to instance_logits)")
-    hidden = net(batch)
-    h = _head(net, hidden.reshape(-1, hidden.shape[-1]).index_select(0, batch.sel))
-    logits = model._logits(net, h)
-    loss = nn.functional.cross_entropy(logits, batch.sel_targets)
+        return loss, logits, starts + lens - 1
     if data.layout == "window":
         first = np.cumsum(lens) - lens
         pos = np.repeat(starts, lens) + np.arange(int(lens.sum())) - np.repeat(first, lens)
     else:
         pos = np.where(lens > 0, starts + lens - 1, -1)
     return loss, logits, pos
-
-
-def _bert4rec(model: Any, net: nn.Module, batch: Batch, rng: np.random.Generator
-              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT4Rec's Cloze loss (as ``BERT4Rec._loss``) and the scores of its last-item copies."""
-    items, lengths = batch.items, batch.lengths
-    b, width = items.shape[0], items.shape[1] + 1
-    rows = torch.arange(b, device=items.device)
-    full = torch.cat([items, torch.zeros_like(items[:, :1])], dim=1)
-    full[rows, lengths] = batch.targets[rows, lengths - 1] + 1
-    real = batch.host_lengths + 1
-    masked = (rng.random((b, width)) < model.config.mask_prob) & \
-        (np.arange(width)[None, :] < real[:, None])
-    none = np.flatnonzero(~masked.any(1))
-    masked[none, real[none] - 1] = True
-    pos = np.concatenate([np.flatnonzero(masked), (b + np.arange(b)) * width + real - 1])
-    pos_t = torch.as_tensor(pos).to(items.device)
-    both = torch.cat([full, full])
-    inputs = both.clone()
-    inputs.view(-1)[pos_t] = int(net.mask_token)
-    hidden = net(Batch(inputs, torch.cat([lengths + 1, lengths + 1]), None, batch.users))
-    h = _head(net, hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos_t))
-    logits = model._logits(net, h)
-    loss = nn.functional.cross_entropy(logits, both.view(-1)[pos_t] - 1)
-    return loss, logits[-b:]
 
 
 def rank_preserving_loss(scores: torch.Tensor, top: torch.Tensor, comp: torch.Tensor,

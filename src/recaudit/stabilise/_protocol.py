@@ -71,19 +71,14 @@ def register_method(name: str, config: type[Config],
     _METHODS[name] = Method(name, config, wrap, summary)
 
 
-def _load_builtins() -> None:
-    from recaudit.stabilise import _ensemble, _finest  # noqa: F401 - they register themselves
-
-
 def methods() -> list[str]:
-    """Names of the registered methods."""
-    _load_builtins()
+    """Names of the registered methods (the built-in ones register when
+    :mod:`recaudit.stabilise` is imported, which importing this module does first)."""
     return sorted(_METHODS)
 
 
 def method(name: str) -> Method:
     """The method registered as ``name`` (:class:`ConfigError` naming the closest one)."""
-    _load_builtins()
     if name not in _METHODS:
         raise ConfigError(f"unknown stabilisation method {name!r}; available: "
                           f"{', '.join(sorted(_METHODS))}.{did_you_mean(name, _METHODS)}",
@@ -136,7 +131,8 @@ def options(cls: type[Config], name: str, stabilise: Config | Mapping[str, Any] 
         if extra:
             raise TypeError("give options either as a config or as keywords")
         return stabilise
-    spec = {"method": name, **dict(stabilise or {}), **extra}
+    spec = {"method": name, **dict(stabilise if isinstance(stabilise, Mapping) else {}),
+            **extra}
     m, config = parse(spec)
     if m.name != name:
         raise ConfigError(f"this wrapper is method {name!r}, not {m.name!r}", key="method")

@@ -1,9 +1,8 @@
 """Rating-based collaborative-filtering recommenders (Shriver 2018 §3.4.1.1).
 
 ``"user-user"``, ``"item-item"`` (LensKit-style kNN), ``"funksvd"``, ``"slope-one"`` are
-built in (numpy / scipy.sparse / numba); ``"lightfm"`` adapts the optional ``lightfm-next``
-package (imported when the model is fitted); ``lenskit-*`` (``_lenskit``) and ``implicit-*``
-(``_implicit``) adapt LensKit 2025.8.1 and implicit (extras ``lenskit``, ``implicit``). All
+built in (numpy / scipy.sparse / numba); ``"lightfm"``, ``lenskit-*`` and ``implicit-*``
+adapt other libraries on the same base (:mod:`recaudit.models._adapters`). All
 rank items for the query's *user*, exclude the user's training items by default and offer
 ``predict(users, items)`` and the thesis' partial ``recommend(users, k)``.
 
@@ -18,15 +17,11 @@ checked against brute-force implementations of the formulas in the tests. LightF
 training is not worth re-implementing: it is adapted.
 """
 
-from recaudit.models._cf._base import RatingRecommender, rating_matrix
+from recaudit.models._cf._base import (RatingConfig, RatingRecommender, count_matrix,
+                                      rating_matrix)
 from recaudit.models._cf._funksvd import FunkSVD
-from recaudit.models._cf._implicit import ImplicitALS, ImplicitBPR, ImplicitItemKNN
 from recaudit.models._cf._knn import ItemKNN, UserKNN
-from recaudit.models._cf._lenskit import (LensKitBiasedMF, LensKitImplicitMF, LensKitItemKNN,
-                                          LensKitUserKNN)
-from recaudit.models._cf._lightfm import LightFM
 from recaudit.models._cf._slopeone import SlopeOne
 
-__all__ = ["FunkSVD", "ImplicitALS", "ImplicitBPR", "ImplicitItemKNN", "ItemKNN",
-           "LensKitBiasedMF", "LensKitImplicitMF", "LensKitItemKNN", "LensKitUserKNN", "LightFM",
-           "RatingRecommender", "SlopeOne", "UserKNN", "rating_matrix"]
+__all__ = ["FunkSVD", "ItemKNN", "RatingConfig", "RatingRecommender", "SlopeOne", "UserKNN",
+           "count_matrix", "rating_matrix"]

@@ -1,0 +1,188 @@
+"""The audit's tables and its questions to a results store.
+
+=================  ==========================================================================
+table              one row per
+=================  ==========================================================================
+``trials``         finished trial: ids, labels, the perturbation's description (family,
+                   edit, count, position, reference), spec, timings, versions, host, draw
+``query_results``  (trial, test query): the similarity panel of the two rank lists and the
+                   accuracy of both models (:data:`QUERY_METRICS`)
+``perturbations``  trial: its perturbation record (JSON)
+=================  ==========================================================================
+
+:class:`AuditStore` is a :class:`~recaudit.experiment.Store` with the audit's questions; its
+aggregations run inside DuckDB, so memory stays bounded however many test queries a store holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from recaudit.experiment import Column, Store, Table, columns, register
+from recaudit.metrics import ACCURACY, SIMILARITY
+
+__all__ = ["QUERY_METRICS", "TRIALS", "QUERY_RESULTS", "PERTURBATIONS", "AuditStore",
+           "write_trial"]
+
+#: Per-query columns of ``query_results``: the similarity panel, then the accuracy of the
+#: baseline (``_base``) and the perturbed (``_pert``) model (:mod:`recaudit.metrics._panel`).
+QUERY_METRICS = SIMILARITY + tuple(f"{m}_{tag}" for m in ACCURACY for tag in ("base", "pert"))
+
+TRIALS = Table("trials", columns(
+    "trial_id VARCHAR, baseline_key VARCHAR, audit VARCHAR, dataset VARCHAR, model VARCHAR, "
+    "model_label VARCHAR, perturbation VARCHAR, family VARCHAR, edit VARCHAR, count BIGINT, "
+    "position VARCHAR, reference BOOLEAN, seed BIGINT, spec JSON, data_fingerprint VARCHAR, "
+    "n_queries BIGINT, status VARCHAR, started DOUBLE, finished DOUBLE, fit_seconds DOUBLE, "
+    "rank_seconds DOUBLE, perturb_seconds DOUBLE, total_seconds DOUBLE, versions JSON, "
+    "host VARCHAR, draw BIGINT DEFAULT 0"), key=("trial_id",))
+
+QUERY_RESULTS = Table("query_results", columns(
+    "trial_id VARCHAR, query BIGINT, user BIGINT, target BIGINT")
+    + tuple(Column(m, "DOUBLE", renamed_from={"mrr_base": "rr_base",
+                                              "mrr_pert": "rr_pert"}.get(m))
+            for m in QUERY_METRICS))
+
+PERTURBATIONS = Table("perturbations", columns("trial_id VARCHAR, record JSON"),
+                      key=("trial_id",))
+
+register(TRIALS, QUERY_RESULTS, PERTURBATIONS)
+
+#: Labels of a trial the per-query questions group by.
+TRIAL_KEYS = ("dataset", "model", "model_label", "perturbation")
+
+
+def write_trial(store: Store, row: Mapping[str, Any], queries: pd.DataFrame,
+                record: Mapping[str, Any] | None) -> None:
+    """Write one finished trial atomically (all of it or nothing): its ``trials`` row, its
+    ``query_results`` and its perturbation record."""
+    tid = row["trial_id"]
+    frame = queries.assign(trial_id=tid)[QUERY_RESULTS.names]  # every column, or KeyError
+    with store.transaction():
+        store.delete(QUERY_RESULTS, trial_id=tid)
+        store.insert(TRIALS, [row], replace=True)
+        store.insert(QUERY_RESULTS, frame)
+        if record is not None:
+            store.insert(PERTURBATIONS, {"trial_id": [tid], "record": [json.dumps(record)]},
+                         replace=True)
+
+
+def _metric(name: str) -> str:
+    if name not in QUERY_METRICS:
+        raise ValueError(f"unknown per-query metric {name!r}; use one of {list(QUERY_METRICS)}")
+    return name
+
+
+class AuditStore(Store):
+    """A results store with the audit's tables and questions."""
+
+    @classmethod
+    def of(cls, store: Store) -> AuditStore:
+        """The audit's view of an open store (the same connection, the audit's questions)."""
+        if isinstance(store, AuditStore):
+            return store
+        view = cls.__new__(cls)
+        view.__dict__.update(store.__dict__)
+        return view
+
+    def ensure_audit(self) -> None:
+        self.ensure(TRIALS, QUERY_RESULTS, PERTURBATIONS)
+
+    def _has(self, *tables: str) -> bool:
+        return set(tables) <= self.tables()
+
+    def _raw(self, name: str) -> str:
+        """A ``query_results`` column as this file names it (quoted)."""
+        return f'"{self.column("query_results", name)}"'
+
+    # ------------------------------------------------------------------ writing
+    def write_trial(self, row: Mapping[str, Any], queries: pd.DataFrame,
+                    record: Mapping[str, Any] | None) -> None:
+        """:func:`write_trial` into this store."""
+        write_trial(self, row, queries, record)
+
+    # ------------------------------------------------------------------ reading
+    def finished(self) -> set[str]:
+        """Ids of the finished trials."""
+        if "trials" not in self.tables():
+            return set()
+        rows = self.con.execute("SELECT trial_id FROM trials WHERE status = 'done'").fetchall()
+        return {r[0] for r in rows}
+
+    def records(self) -> dict[str, Any]:
+        """Perturbation record of every trial, by trial id."""
+        if "perturbations" not in self.tables():
+            return {}
+        return {t: json.loads(r) for t, r in
+                self.con.execute("SELECT trial_id, record FROM perturbations").fetchall()}
+
+    def trials(self) -> pd.DataFrame:
+        """The trials, by dataset, model, seed, perturbation and draw."""
+        return self.read(TRIALS, order=("dataset", "model", "seed", "perturbation", "draw"))
+
+    def query_results(self, trial_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """Per-query rows (of ``trial_ids`` only, when given)."""
+        frame = self.read(QUERY_RESULTS) if trial_ids is None else None
+        if frame is not None:
+            return frame
+        cols = ", ".join(f'{self._raw(c)} AS "{c}"' for c in QUERY_RESULTS.names)
+        return self.sql(f"SELECT {cols} FROM query_results WHERE list_contains(?, trial_id)",
+                        [list(trial_ids or ())])
+
+    def trial_means(self, metrics: tuple[str, ...] = QUERY_METRICS) -> pd.DataFrame:
+        """``trial_id`` and the mean over its test queries of every ``metrics`` column."""
+        cols = [_metric(m) for m in metrics]
+        if not self._has("query_results"):
+            return pd.DataFrame(columns=["trial_id", *cols])
+        return self.sql("SELECT trial_id, " + ", ".join(
+            f'avg({self._raw(m)}) AS "{m}"' for m in cols)
+            + " FROM query_results GROUP BY trial_id")
+
+    def per_query(self, *metrics: str) -> pd.DataFrame:
+        """``trial_id``, ``user`` and ``metrics`` of every test query of every trial."""
+        cols = ", ".join(f'{self._raw(_metric(m))} AS "{m}"' for m in metrics)
+        if not self._has("query_results"):
+            return pd.DataFrame(columns=["trial_id", "user", *metrics])
+        return self.sql(f'SELECT trial_id, "user", {cols} FROM query_results')
+
+    def metric_distribution(self, metric: str) -> pd.DataFrame:
+        """Box-plot statistics of per-query ``metric`` per (dataset, model, model_label,
+        perturbation): ``n``, ``mean``, ``q1``, ``median``, ``q3`` (linear-interpolated
+        quantiles over all queries of all seeds) and the Tukey whiskers ``whislo``/``whishi``
+        (the most extreme values within 1.5 IQR of the quartiles); NULL and NaN are left out."""
+        _metric(metric)
+        m = self._raw(metric)
+        if not self._has("query_results", "trials"):
+            return pd.DataFrame()
+        keys = ", ".join(TRIAL_KEYS)
+        return self.sql(f"""
+            WITH q AS (
+                SELECT t.dataset, t.model, t.model_label, t.perturbation, r.{m} AS v
+                FROM query_results r JOIN trials t USING (trial_id)
+                WHERE r.{m} IS NOT NULL AND NOT isnan(r.{m})),
+            stats AS (
+                SELECT {keys}, count(*) AS n, avg(v) AS mean, quantile_cont(v, 0.25) AS q1,
+                       quantile_cont(v, 0.5) AS median, quantile_cont(v, 0.75) AS q3
+                FROM q GROUP BY ALL)
+            SELECT s.*, '{metric}' AS metric,
+                   min(q.v) FILTER (WHERE q.v >= s.q1 - 1.5 * (s.q3 - s.q1)) AS whislo,
+                   max(q.v) FILTER (WHERE q.v <= s.q3 + 1.5 * (s.q3 - s.q1)) AS whishi
+            FROM stats s JOIN q USING ({keys})
+            GROUP BY ALL""")
+
+    def paired_values(self, perturbation: str, metric: str) -> pd.DataFrame:
+        """Per-query ``metric`` of the trials of ``perturbation``: ``dataset``,
+        ``model_label``, ``seed``, ``draw``, ``query`` and ``value``."""
+        _metric(metric)
+        m = self._raw(metric)
+        if not self._has("query_results", "trials"):
+            return pd.DataFrame(columns=["dataset", "model_label", "seed", "draw", "query",
+                                         "value"])
+        draw = "t.draw" if "draw" in self._present("trials") else "0 AS draw"
+        return self.sql(f"""
+            SELECT t.dataset, t.model_label, t.seed, {draw}, r.query, r.{m} AS value
+            FROM query_results r JOIN trials t USING (trial_id)
+            WHERE t.perturbation = ?""", [perturbation])

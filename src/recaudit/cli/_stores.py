@@ -1,0 +1,98 @@
+"""``recaudit status | results | export STORE``: any study's store, read from its declarations."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from recaudit.cli._common import console as _console
+
+__all__ = ["register"]
+
+_STORE = typer.Argument(..., help="Results store (.duckdb).")
+
+
+def _ago(ts: float) -> str:
+    s = max(0, int(time.time() - ts))
+    return f"{s} s ago" if s < 120 else f"{s // 60} min ago"
+
+
+def status(store: Path = _STORE) -> None:
+    """How many trials of each study the store holds (readable while a run writes to it)."""
+    from recaudit.studies import status as study_status
+
+    console = _console(120)
+    found = study_status(store)
+    if not found:
+        console.print(f"{store}: no finished trial yet")
+        return
+    for s in found:
+        planned = f" of {s.planned} planned" if s.planned is not None else ""
+        console.print(f"{store}: {s.study.title}: {s.done} trials done{planned}")
+        if s.progress is not None:
+            p = s.progress
+            state = "running" if p.get("running") else p.get("state", "stopped")
+            console.print(f"  run {state} (pid {p.get('pid')}), started {_ago(p['started'])}, "
+                          f"last update {_ago(p['updated'])}: {p['done']} of {p['planned']}")
+        if len(s.breakdown):
+            table = Table(*s.study.breakdown, "done")
+            for row in s.breakdown.itertuples(index=False):
+                table.add_row(*(str(v) for v in row))
+            console.print(table)
+
+
+def results(store: Path = _STORE,
+            format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+            study: str | None = typer.Option(None, "--study", help="audit, properties, fuzz "
+                                             "or mirror (needed when the store holds "
+                                             "several)."),
+            ) -> None:
+    """Per-trial results of a study in the store, as a table, CSV or JSON."""
+    from recaudit.errors import ConfigError
+    from recaudit.studies import summary
+
+    if format not in ("table", "csv", "json"):
+        raise ConfigError(f"--format must be table, csv or json, got {format!r}")
+    if format == "table" and study in (None, "audit"):
+        from recaudit.cli._audit import summary_tables
+        from recaudit.experiment import Store
+        from recaudit.studies import present
+
+        with Store(store, read_only=True) as s:
+            kinds = [i.kind for i in present(s)]
+        if kinds == ["audit"] or study == "audit":
+            console = _console(120)
+            for table in summary_tables(store, str(store)):
+                console.print(table)
+            return
+    info, frame = summary(store, study)
+    if format == "csv":
+        typer.echo(frame.to_csv(index=False), nl=False)
+    elif format == "json":
+        typer.echo(frame.to_json(orient="records", indent=2))
+    else:
+        console = _console(160)
+        table = Table(*map(str, frame.columns), title=f"{info.title}: {store}")
+        for row in frame.itertuples(index=False):
+            table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+        console.print(table)
+
+
+def export(store: Path = _STORE,
+           directory: Path = typer.Argument(..., help="Output directory."),
+           format: str = typer.Option("parquet", "--format", "-f", help="parquet or csv")) -> None:
+    """Export every table of a store (every study's) to Parquet or CSV files."""
+    from recaudit.experiment import Store
+
+    with Store(store, read_only=True) as s:
+        for path in s.export(directory, format):
+            typer.echo(str(path))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+    app.command("results")(results)
+    app.command("export")(export)

@@ -1,0 +1,445 @@
+"""The shared machinery of the next-item sequential models (training loop, ranking, TracIn).
+
+Every model here scores the catalogue as ``s = h W^T (+ b)`` where ``h`` is the encoder's
+representation of the context at the position that predicts the next item and ``W`` the output
+matrix (tied to the input item embedding in GRU4Rec, SASRec, TiSASRec, BERT4Rec). Training
+minimises the full-softmax cross-entropy ``-log softmax(s)_y`` over the whole catalogue, averaged
+over the targets of a mini-batch, with Adam.
+
+Determinism (same data + same seed => bit-identical parameters and rank lists):
+
+- the network is built on the meta device and initialised from
+  ``make_torch_generator(seed, name, "init")`` (on the CPU, so a model starts from the same
+  parameters on every device); dropout masks come from
+  ``make_torch_generator(seed, name, "dropout", device=...)``, a generator on the training
+  device; shuffled batch orders from ``make_rng(seed, name, "order", epoch)``. Torch's global
+  RNG is never read or written.
+- ``torch.use_deterministic_algorithms(True)`` and ``num_threads`` intra-op threads (default 1;
+  float sums depend on the thread count) hold inside ``fit``/``rank``/``score`` only.
+  Results are bit-identical run to run on a given device and thread count; CPU and CUDA
+  results differ in the last bits (and dropout masks differ between devices).
+
+Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[B, L, D]``
+and, optionally, a ``head(h)`` applied only to the positions that are scored (output dropout,
+final dense layer or layer norm), so prefix samples pay for one position, not ``L``. The
+epoch's samples live on the training device (``SequenceData.epoch_batches``) and the inner
+loop never synchronises with the host (the loss is summed on the device; ``float`` once per
+epoch).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from recaudit.config import Config
+from recaudit.data import Interactions, Queries, RankLists, holdout_last
+from recaudit.errors import ConfigError, DataError
+from recaudit.metrics import score_ranks
+from recaudit.models._device import resolve_device
+from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, make_adam, materialize,
+                                            required, set_dropout_generator)
+from recaudit.models._params import Configurable
+from recaudit.models._protocol import as_queries, top_k_from_scores
+from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
+from recaudit.seeds import make_rng, make_torch_generator
+
+__all__ = ["SequentialConfig", "SequentialRecommender"]
+
+
+@dataclass(frozen=True)
+class SequentialConfig(Config):
+    """Options shared by the sequential models (defaults: Oh et al. 2022 §5).
+
+    epochs: training epochs (Oh et al. 2022: at most 50). lr: Adam learning rate (0.001).
+    embedding_dim: item embedding size (128). max_len: context length (50).
+    batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
+    (Oh et al. 2022 §6.1). samples: ``"window"`` (default; every position of a window of up to
+    ``max_len`` items predicts its next item: the training scheme of SASRec, GRU4Rec's
+    session-parallel batches and the CASPER LSTM, ~max_len times cheaper) or ``"prefix"`` (one
+    sample per target with its preceding ``max_len`` items, RecBole's and CASPER's scheme).
+    Both cover every target exactly once per epoch (see ``_samples``).
+    dropout: dropout probability. weight_decay: Adam L2 coefficient.
+    exclude_seen: drop the query's context items from rank lists. Default False: repeat
+    consumption is common in next-item data (LastFM, Wikipedia, Reddit), so the item just
+    consumed is a legitimate answer. With ``k=None`` and exclusion, lists are cut to the
+    shortest row (rank lists are rectangular).
+    patience: if set, hold out each user's last training interaction (users with >= 3), train
+    on the rest, stop when the validation ``patience_metric`` has not improved for
+    ``patience`` epochs and keep the best epoch's parameters.
+    patience_metric: ``"mrr"`` or ``"ndcg@K"`` of the held-out interactions.
+    device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``. num_threads: torch intra-op
+    threads. checkpoint_every: keep the network state every this many epochs for TracIn.
+    first_samples: (prefix samples only) also predict each user's first interaction from an
+    empty context, as CASPER's released LSTM does (see ``_samples``).
+    pad_left: (prefix samples only) right-align every context in ``max_len`` columns padded on
+    the left and let the encoder read the padding, as CASPER's released LSTM does.
+    init: ``"default"`` (recaudit's: Xavier-uniform matrices, zero biases, N(0, 1/d)
+    embeddings, model-specific rules) or ``"torch"`` (PyTorch's own defaults: U(±1/√fan_in)
+    for Linear weights and biases, U(±1/√hidden) for RNN cells, N(0, 1) embeddings; model rules
+    still apply first). freeze_embedding: keep the item embedding at its initial values (the
+    CASPER LSTM computes its input embeddings once and never trains them).
+    """
+
+    epochs: int = 50
+    lr: float = 0.001
+    embedding_dim: int = 128
+    max_len: int = 50
+    batch_size: int = 128
+    batch_order: str = "shuffled"
+    samples: str = "window"
+    dropout: float = 0.2
+    weight_decay: float = 0.0
+    exclude_seen: bool = False
+    patience: int | None = None
+    patience_metric: str = "mrr"
+    device: str = "cpu"
+    num_threads: int = 1
+    checkpoint_every: int | None = None
+    first_samples: bool = False
+    pad_left: bool = False
+    init: str = "default"
+    freeze_embedding: bool = False
+    #: the sample layouts a model offers (``samples``)
+    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window")
+
+    def validate(self) -> None:
+        def need(ok: bool, key: str, what: str) -> None:
+            if not ok:
+                raise ConfigError(f"{type(self).__qualname__}.{key} = {getattr(self, key)!r}: "
+                                  f"{what}")
+
+        for key in ("epochs", "embedding_dim", "max_len", "batch_size", "num_threads"):
+            v = getattr(self, key)
+            need(bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1), key,
+                 "must be an integer >= 1")
+        need(isinstance(self.lr, (int, float)) and self.lr > 0, "lr", "must be > 0")
+        need(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1, "dropout",
+             "must be in [0, 1)")
+        need(self.weight_decay >= 0, "weight_decay", "must be >= 0")
+        need(self.batch_order in ("shuffled", "temporal"), "batch_order",
+             "must be 'shuffled' or 'temporal'")
+        need(self.samples in self.layouts, "samples",
+             "must be " + " or ".join(repr(v) for v in self.layouts))
+        need(isinstance(self.exclude_seen, bool), "exclude_seen", "must be True or False")
+        need(isinstance(self.device, str) and (self.device in ("cpu", "cuda", "auto") or (
+            self.device.startswith("cuda:") and self.device[5:].isdigit())), "device",
+            "must be 'cpu', 'cuda', 'cuda:N' or 'auto'")
+        for key in ("patience", "checkpoint_every"):
+            v = getattr(self, key)
+            need(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1), key,
+                 "must be None or an integer >= 1")
+        for key in ("first_samples", "pad_left", "freeze_embedding"):
+            need(isinstance(getattr(self, key), bool), key, "must be True or False")
+        need(self.samples == "prefix" or not (self.first_samples or self.pad_left),
+             "samples", "must be 'prefix' when first_samples or pad_left is set")
+        need(self.init in ("default", "torch"), "init", "must be 'default' or 'torch'")
+        need(isinstance(self.patience_metric, str) and (self.patience_metric == "mrr" or (
+            self.patience_metric.startswith("ndcg@") and self.patience_metric[5:].isdigit()
+            and int(self.patience_metric[5:]) >= 1)), "patience_metric",
+            "must be 'mrr' or 'ndcg@K' (K >= 1)")
+
+
+class SequentialRecommender(Configurable):
+    """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
+
+    The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
+    (causal: position ``j`` sees positions ``<= j`` only);
+    ``output() -> (W [n_items, D], b | None)``.
+    Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_`` (one
+    dict per epoch: loss, wall and process-CPU seconds, valid_mrr with ``patience``).
+    """
+
+    Config: ClassVar[type[SequentialConfig]] = SequentialConfig
+    registered_name: ClassVar[str] = "sequential"
+    uses_time: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.network_: SequenceNet | None = None
+        if self.config.pad_left and self.uses_time:
+            raise ConfigError(f"{type(self).__name__} reads time gaps between context items; "
+                              "pad_left (a fixed window padded on the left) is for models "
+                              "without time features")
+
+    # ------------------------------------------------------------------ hooks
+    def _network(self, n_items: int) -> SequenceNet:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_data(self, train: Interactions) -> SequenceData:
+        cfg = self.config
+        return SequenceData(train, cfg.max_len, cfg.samples, first_samples=cfg.first_samples,
+                            pad_left=cfg.pad_left)
+
+    def _init_rule(self):
+        """Optional ``rule(name, shape, g)`` overriding the default initialisation."""
+        return None
+
+    def instance_scores(self, net: SequenceNet, batch: Batch, rng: np.random.Generator
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(loss, scores)`` of a training mini-batch: the training loss (mean full-softmax
+        cross-entropy over the batch's targets, ``batch.sel``) and the next-item scores
+        ``[n, n_items]`` of its instances — every target position, in ``batch.sel`` order.
+        ``rng``: the fit's loss generator (for losses that draw, BERT4Rec's Cloze masks).
+
+        The training loop minimises the loss; fine-tuning methods (FINEST,
+        :mod:`recaudit.stabilise`) add terms on the scores. A model whose training objective
+        is not next-item prediction overrides this and says which positions are instances.
+        """
+        hidden = net(batch)
+        h = _head(net, hidden.reshape(-1, hidden.shape[-1]).index_select(
+            0, required(batch.sel, "target positions")))
+        scores = self._logits(net, h)
+        return nn.functional.cross_entropy(scores, required(batch.sel_targets, "targets")), \
+            scores
+
+    def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
+        """Scores ``[B, n_items]`` of the next item after each row's context (``net`` in
+        evaluation mode gives what :meth:`rank` ranks by)."""
+        return self._logits(net, self._query_hidden(net, batch))
+
+    @staticmethod
+    def _logits(net: SequenceNet, h: torch.Tensor) -> torch.Tensor:
+        w, b = net.output()
+        s = h @ w.T
+        return s if b is None else s + b
+
+    def _query_hidden(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
+        """Representation ``[B, D]`` that predicts the item after each row's context."""
+        hidden = net(batch)
+        return _head(net, hidden[torch.arange(len(batch), device=hidden.device),
+                                 batch.lengths - 1])
+
+    # ------------------------------------------------------------------ fit
+    @staticmethod
+    def _check_fit_args(train: Interactions, seed: int) -> int:
+        """Validate ``fit``'s arguments; numpy integer seeds become Python ints (same model)."""
+        if not isinstance(train, Interactions):
+            raise TypeError(f"train must be Interactions, got {type(train).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        return int(seed)
+
+    def fit(self, train: Interactions, *, seed: int) -> SequentialRecommender:
+        """Train from scratch on ``train``; all randomness derives from ``seed``."""
+        seed = self._check_fit_args(train, seed)
+        cfg = self.config
+        name = self.registered_name
+        device = resolve_device(cfg.device)
+        valid_q = None
+        if cfg.patience is not None:
+            train, valid_q = holdout_last(train, min_length=3)
+        data = self._make_data(train)
+        if len(data) == 0:
+            raise DataError(f"{name}: no user has two or more training interactions; nothing "
+                            "to learn", source=train.name,
+                            hint="use a log where users have several interactions (lower the "
+                                 "dataset's min_user_interactions filter only if they do)")
+        self.n_items_ = train.n_items
+        self.checkpoints_: list[tuple[float, dict]] = []
+        self.history_: list[dict] = []
+        with deterministic_torch(cfg.num_threads, device):
+            net = materialize(self._network(train.n_items),
+                              make_torch_generator(seed, name, "init"), device, self._init_rule(),
+                              style=cfg.init)
+            if cfg.freeze_embedding:
+                net.embedding.weight.requires_grad_(False)
+            gen = make_torch_generator(seed, name, "dropout", device=device)
+            set_dropout_generator(net, gen)
+            loss_rng = make_rng(seed, name, "loss")  # for losses that draw (BERT4Rec's Cloze)
+            opt = make_adam([p for p in net.parameters() if p.requires_grad], cfg.lr,
+                            cfg.weight_decay)
+            best, best_state, stale = -1.0, None, 0
+            for epoch in range(cfg.epochs):
+                tic, cpu = time.perf_counter(), time.process_time()
+                net.train()
+                order = data.order(cfg.batch_order, make_rng(seed, name, "order", epoch))
+                total = torch.zeros((), dtype=torch.float64, device=device)
+                for batch in data.epoch_batches(order, cfg.batch_size, device, self.uses_time):
+                    loss = self.instance_scores(net, batch, loss_rng)[0]
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    total += loss.detach() * len(batch)
+                record = {"epoch": epoch + 1, "loss": float(total) / len(data),
+                          "seconds": time.perf_counter() - tic,
+                          "cpu_seconds": time.process_time() - cpu}
+                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+                    self.checkpoints_.append((cfg.lr, _state_copy(net)))
+                if valid_q is not None:
+                    self.network_ = net
+                    value = _valid_metric(self._scores(valid_q, device), valid_q.target,
+                                          cfg.patience_metric)
+                    record[f"valid_{cfg.patience_metric}"] = value
+                    if value > best:
+                        best, best_state, stale = value, _state_copy(net), 0
+                    else:
+                        stale += 1
+                self.history_.append(record)
+                if valid_q is not None and stale >= cfg.patience:
+                    break
+            if best_state is not None:
+                net.load_state_dict(best_state)
+            net.eval()
+            set_dropout_generator(net, None)
+        self.network_ = net
+        self.device_ = device
+        return self
+
+    # ------------------------------------------------------------------ rank
+    def _check_fitted(self) -> None:
+        self._fitted()
+
+    @property
+    def network(self) -> SequenceNet:
+        """The trained network (an error that says so before ``fit``): what fine-tuning
+        methods continue to train (:mod:`recaudit.stabilise`)."""
+        return self._fitted()
+
+    def _fitted(self) -> SequenceNet:
+        """The trained network (an error that says so before ``fit``)."""
+        if self.network_ is None:
+            raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(train, seed=...)")
+        return self.network_
+
+    def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
+                ) -> np.ndarray:
+        net = self._fitted()
+        net.eval()
+        if chunk is None:  # CPU: small chunks stay in cache (measured: 512 is 3x faster than
+            # 15k at once for TiSASRec); GPU: large chunks, at most ~256 MB of scores each
+            chunk = 512 if device.type == "cpu" else \
+                max(512, min(8192, (64 << 20) // max(self.n_items_, 1)))
+        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
+        with torch.no_grad():
+            for lo in range(0, len(queries), chunk):
+                sub = queries if len(queries) <= chunk else \
+                    queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
+                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time,
+                                           pad_left=self.config.pad_left)
+                out[lo:lo + len(sub)] = self.query_scores(net, batch).float().cpu().numpy()
+        return out
+
+    def score(self, queries: Queries | Interactions) -> np.ndarray:
+        """Scores ``[n_queries, n_items]`` (float32) of every catalogue item for each query."""
+        self._check_fitted()
+        q = self._as_queries(queries)
+        with deterministic_torch(self.config.num_threads, self.device_):
+            return self._scores(q, self.device_)
+
+    def _as_queries(self, queries: Queries | Interactions) -> Queries:
+        q = as_queries(queries, max_len=self.config.max_len)
+        if q.n_items != self.n_items_:
+            raise ValueError(f"queries have a catalogue of {q.n_items} items but the model was "
+                             f"trained on {self.n_items_}; build queries from the same log")
+        return q
+
+    def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
+        """Rank the catalogue for each query (best first, ties by lower item code)."""
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
+                              or k < 1):
+            raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+        scores = self.score(queries)
+        if self.config.exclude_seen:
+            q = self._as_queries(queries)
+            rows = np.repeat(np.arange(len(q)), q.lengths())
+            scores[rows, q.context_item] = -np.inf
+        return top_k_from_scores(scores, k)
+
+    # ------------------------------------------------------------------ TracIn
+    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                           ) -> Iterator[tuple[float, tuple[np.ndarray, np.ndarray],
+                                               tuple[np.ndarray, np.ndarray], bool]]:
+        """The two factors of every per-example output-layer gradient, at each checkpoint.
+
+        Yields ``(lr, (D_train, H_train), (D_test, H_test), has_bias)`` per checkpoint saved
+        with ``checkpoint_every``: ``H`` ``[n, D]`` the representations feeding the output
+        layer and ``D = softmax(H W^T + b) - e_y`` ``[n, n_items]`` (float32). The gradient of
+        example ``a`` is ``dl/dW = D_a^T H_a``, ``dl/db = D_a`` (see
+        :meth:`checkpoint_gradients`), so ``G_a . G_b = (D_a . D_b)(H_a . H_b) (+ D_a . D_b)``
+        and TracIn needs only these factors: memory ``n * (n_items + D)`` instead of
+        ``n * n_items * D``. Training example ``r`` predicts ``train.item[r]`` from the user's
+        preceding items in ``train`` (up to ``max_len``); test example ``q`` predicts
+        ``queries.target[q]`` from its context; ``H`` comes from the checkpoint's network in
+        evaluation mode (no dropout).
+        """
+        fitted = self._fitted()
+        if not self.checkpoints_:
+            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
+        q = self._as_queries(queries)
+        if (q.target < 0).any():
+            raise ValueError("every query needs a known target for its loss gradient")
+        rows = np.asarray(rows, dtype=np.int64)
+        data = SequenceData(train, self.config.max_len, "prefix", pad_left=self.config.pad_left)
+        device = self.device_
+        with deterministic_torch(self.config.num_threads, device):
+            net = copy.deepcopy(fitted)
+            for lr, state in self.checkpoints_:
+                net.load_state_dict(state)
+                net.eval()
+                with torch.no_grad():
+                    tb = data.prefix_batch_for_rows(rows, device, self.uses_time)
+                    targets = required(tb.targets, "targets")
+                    f_train = self._factors(net, self._query_hidden(net, tb),
+                                            targets[torch.arange(len(tb)), tb.lengths - 1])
+                    qb = batch_from_queries(q, self.config.max_len, device, self.uses_time,
+                                            pad_left=self.config.pad_left)
+                    f_test = self._factors(net, self._query_hidden(net, qb),
+                                           torch.from_numpy(q.target.astype(np.int64)).to(device))
+                yield lr, f_train, f_test, net.output()[1] is not None
+
+    def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                             ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+        """Per-example gradients of the loss w.r.t. the output layer at each checkpoint.
+
+        Yields ``(lr, G_train [len(rows), P], G_test [len(queries), P])`` per checkpoint saved
+        with ``checkpoint_every``. The loss of an example with representation ``h`` and target
+        ``y`` is ``l = -log softmax(h W^T + b)_y``; its gradient w.r.t. the output layer is the
+        closed form ``dl/dW = (p - e_y) h^T``, ``dl/db = p - e_y`` with ``p = softmax(s)``,
+        flattened as ``[W.ravel(), b]`` (``P = n_items * D (+ n_items)``). Memory is
+        ``(len(rows) + len(queries)) * P`` float32 per checkpoint; TracIn itself uses the
+        factored form (:meth:`checkpoint_factors`), which never builds these matrices.
+        """
+        for lr, (d_tr, h_tr), (d_te, h_te), bias in self.checkpoint_factors(train, rows,
+                                                                            queries):
+            yield lr, _outer(d_tr, h_tr, bias), _outer(d_te, h_te, bias)
+
+    def _factors(self, net: SequenceNet, h: torch.Tensor, y: torch.Tensor
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        p = self._logits(net, h).softmax(-1)
+        p[torch.arange(len(y)), y] -= 1.0
+        return p.float().cpu().numpy(), h.float().cpu().numpy()
+
+
+def _outer(d: np.ndarray, h: np.ndarray, bias: bool) -> np.ndarray:
+    g = (d[:, :, None] * h[:, None, :]).reshape(len(d), -1)
+    return np.concatenate([g, d], axis=1) if bias else g
+
+
+def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
+    """The network's per-position head (``net.head``), applied to selected positions only."""
+    head = getattr(net, "head", None)
+    return h if head is None else head(h)
+
+
+def _state_copy(net: nn.Module) -> dict:
+    return {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+
+def _valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
+    """Mean reciprocal rank or NDCG@K (one relevant item: 1/log2(1 + rank) within K) of the
+    targets; rank = 1 + the number of strictly higher scores (ties favour the target)."""
+    if not len(target):
+        return 0.0
+    rank = 1 + score_ranks(scores, target)
+    if metric == "mrr":
+        return float(np.mean(1.0 / rank))
+    k = int(metric[5:])
+    return float(np.mean(np.where(rank <= k, 1.0 / np.log2(1.0 + rank), 0.0)))

@@ -1,0 +1,88 @@
+"""GRU4Rec (Hidasi, Karatzoglou, Baltrunas, Tikk. *Session-based Recommendations with Recurrent
+Neural Networks.* ICLR 2016).
+
+Architecture (as RecBole's GRU4Rec, which follows the paper with a cross-entropy loss):
+
+    e_j = Dropout(E[s_j])                      item embedding, E in R^{(|I|+1) x d}
+    h_j = GRU(e_j, h_{j-1})                    ``layers`` stacked GRU layers, h_0 = 0
+    z_j = W_d h_j + b_d                        dense layer back to the embedding size
+    score(i | s_1..s_j) = z_j . E[i]           output tied to the input embedding
+
+GRU gates (Cho et al. 2014, the paper's eq. 1-4): ``z = σ(W_z x + U_z h)``,
+``r = σ(W_r x + U_r h)``, ``ĥ = tanh(W x + U (r ⊙ h))``, ``h' = (1 - z) h + z ĥ``.
+
+Deviations from the paper, on purpose: the loss is the full-softmax cross-entropy over the
+whole catalogue (the paper's session-parallel BPR/TOP1 with sampled negatives makes the rank
+list depend on the negative sampler); training uses windows of up to ``max_len`` items in which
+every position predicts the next item (the effect of session-parallel mini-batches, with the
+hidden state restarting at each window) or, with ``samples="prefix"``, one sample per target;
+sizes follow
+Oh et al. 2022 §5 (embedding 128) rather than the paper's 100/1000 hidden units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from recaudit.errors import ConfigError
+from recaudit.models.sequential._nn import SequenceNet, SeededDropout
+from recaudit.models._registry import register
+from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._base import SequentialConfig, SequentialRecommender
+
+__all__ = ["GRU4Rec"]
+
+
+@dataclass(frozen=True)
+class GRU4RecConfig(SequentialConfig):
+    """GRU4Rec options; see :class:`SequentialConfig` for the shared ones.
+
+    hidden_dim: GRU state size (128). layers: stacked GRU layers (1, as the paper's best runs).
+    dropout: embedding dropout (0.3, RecBole's default; the paper tunes 0-0.5).
+    """
+
+    hidden_dim: int = 128
+    layers: int = 1
+    dropout: float = 0.3
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("hidden_dim", "layers"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"GRU4RecConfig.{key} = {v!r}: must be an integer >= 1")
+
+
+class _GRU4RecNet(SequenceNet):
+    def __init__(self, n_items: int, cfg: GRU4RecConfig) -> None:
+        super().__init__()
+        d, h = cfg.embedding_dim, cfg.hidden_dim
+        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
+        self.drop = SeededDropout(cfg.dropout)
+        self.gru = nn.GRU(d, h, num_layers=cfg.layers, bias=False, batch_first=True,
+                          device="meta")
+        self.dense = nn.Linear(h, d, device="meta")
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        x = self.drop(self.embedding(batch.items))
+        out, _ = self.gru(x)
+        return out
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return self.dense(h)
+
+    def output(self) -> tuple[torch.Tensor, None]:
+        return self.embedding.weight[1:], None
+
+
+@register("gru4rec")
+class GRU4Rec(SequentialRecommender):
+    """GRU4Rec next-item model (Hidasi et al., ICLR 2016); see the module docstring."""
+
+    Config = GRU4RecConfig
+
+    def _network(self, n_items: int) -> SequenceNet:
+        return _GRU4RecNet(n_items, self.config)

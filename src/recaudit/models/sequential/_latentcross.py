@@ -1,0 +1,356 @@
+"""LatentCross (Beutel, Covington, Jain, Xu, Li, Gatto, Chi. *Latent Cross: Making Use of
+Context in Recurrent Recommender Systems.* WSDM 2018).
+
+A GRU over the user's items in which the context ``c`` (here: time differences, as used for
+LatentCross in Oh et al. 2022) enters multiplicatively, "as a latent cross" (§4.2-4.3, eq. 5):
+
+    x_j = (1 + w^in(Δ_j)) ⊙ E[s_j]               Δ_j = t_j - t_{j-1} (0 for the first item)
+    h_j = GRU(x_j, h_{j-1})
+    o_j = (1 + w^out(τ_j)) ⊙ h_j                 τ_j = time from s_j to the predicted event
+    score(i | s_1..s_j) = W[i] . ReLU(W_d o_j + b_d) + b[i]
+
+Context embeddings ``w(Δ) = C[bucket(Δ)]`` with ``bucket(Δ) = min(B - 1, floor(log2(1 + Δ)))``
+(log-scale buckets, ``B = time_buckets``; the paper embeds its context features and notes the
+``1 +`` keeps the cross near the identity at initialisation, so ``C`` starts at 0 scale
+``N(0, 0.01)``). At ranking time ``τ`` of the last position is the query's timestamp minus the
+last context time (known when the recommendation is asked, like YouTube's "time since last
+watch"); the target is never read.
+
+Sample layouts (``samples``):
+
+``"history"`` (the ``latentcross@oh2022`` preset) — as Oh et al. 2022 train their temporal
+models (§6.1; "we use all the interactions in JODIE and LatentCross", §7.1.4): every training
+interaction is a sample, mini-batches are ``batch_size`` consecutive rows of the log in time
+order across users, and each user's GRU state runs on over the whole history — no window, no
+restart within an epoch (:mod:`recaudit.models.sequential._history`: the t-batch schedule, the gradient
+truncation at mini-batch boundaries, and how a query's state is formed). Row ``k`` of user
+``u`` is predicted from ``o = (1 + w^out(Δ_k)) ⊙ h_u`` with ``h_u`` the state after ``u``'s
+previous row (zero before the first) and ``Δ_k`` the time since that row; then
+``h_u ← GRU((1 + w^in(Δ_k)) ⊙ E[s_k], h_u)``. ``max_len`` only bounds the contexts of queries
+built from a log (``rank(log)``).
+
+``"window"`` (default of ``latentcross``) — every position of a window of ``max_len`` items
+predicts its next item, windows ordered by their last target's time; the GRU restarts every
+``max_len`` items (on Wikipedia ~30x cheaper per epoch than ``"prefix"``). ``"prefix"`` — one
+sample per interaction with its own recomputed context of ``max_len`` items. Defaults
+``batch_order="temporal"`` (Oh et al. 2022 §6.1: mini-batches follow time).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, cast
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence
+
+from recaudit.data import Interactions, Queries, holdout_last
+from recaudit.errors import ConfigError, DataError
+from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout, row_gaps,
+                                      train_last_time)
+from recaudit.models._device import resolve_device
+from recaudit.models.sequential._nn import (SeededDropout, SequenceNet, deterministic_torch,
+                                            init_normal, make_adam, materialize, required,
+                                            set_dropout_generator)
+from recaudit.models._registry import register
+from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._base import (SequentialConfig, SequentialRecommender, _state_copy,
+                                         _valid_metric)
+from recaudit.seeds import make_torch_generator
+
+__all__ = ["LatentCross", "log_buckets"]
+
+
+@dataclass(frozen=True)
+class LatentCrossConfig(SequentialConfig):
+    """LatentCross options (see :class:`SequentialConfig`). hidden_dim: GRU size (128);
+    time_buckets: number of log2 time-difference buckets (32). samples: ``"window"``,
+    ``"prefix"`` or ``"history"`` (each user's state over the whole history; ``batch_size``
+    then counts interactions per mini-batch; see the module docstring)."""
+
+    hidden_dim: int = 128
+    time_buckets: int = 32
+    batch_order: str = "temporal"
+    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window", "history")
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("hidden_dim", "time_buckets"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"LatentCrossConfig.{key} = {v!r}: must be an integer >= 1")
+        if self.samples == "history" and self.batch_order != "temporal":
+            raise ConfigError("LatentCrossConfig.batch_order must be 'temporal' with samples = "
+                              "'history': a user's state runs on in time order",
+                              key="batch_order")
+
+
+def log_buckets(delta: torch.Tensor, n: int) -> torch.Tensor:
+    """``min(n - 1, floor(log2(1 + max(Δ, 0))))`` as int64."""
+    return torch.log2(1.0 + delta.clamp(min=0)).floor().clamp(max=n - 1).long()
+
+
+def _np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
+    """:func:`log_buckets` of float64 gaps (computed once per fit / query batch)."""
+    return np.minimum(n - 1, np.floor(np.log2(1.0 + np.maximum(delta, 0.0)))).astype(np.int64)
+
+
+class _LatentCrossNet(SequenceNet):
+    def __init__(self, n_items: int, cfg: LatentCrossConfig) -> None:
+        super().__init__()
+        d, h = cfg.embedding_dim, cfg.hidden_dim
+        self.n_buckets = cfg.time_buckets
+        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
+        self.ctx_in = nn.Embedding(cfg.time_buckets, d, device="meta")
+        self.ctx_out = nn.Embedding(cfg.time_buckets, h, device="meta")
+        self.drop = SeededDropout(cfg.dropout)
+        self.gru = nn.GRU(d, h, batch_first=True, device="meta")
+        self.dense = nn.Linear(h, d, device="meta")
+        self.out = nn.Linear(d, n_items, device="meta")
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        gaps = log_buckets(required(batch.gaps, "time gaps"), self.n_buckets)
+        x = self.embedding(batch.items) * (1.0 + self.ctx_in(gaps))
+        h, _ = self.gru(self.drop(x))
+        nxt = log_buckets(required(batch.next_gaps, "time gaps"), self.n_buckets)
+        return h * (1.0 + self.ctx_out(nxt))
+
+    def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
+        """GRU inputs ``(1 + w^in) ⊙ E[item]`` of interactions (item codes, gap buckets)."""
+        return self.drop(self.embedding(items + 1) * (1.0 + self.ctx_in(buckets)))
+
+    def advance(self, x: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the GRU over packed inputs from states ``h0 [S, H]``: ``(outputs in packed
+        order, final state of each sequence)``."""
+        out, hn = self.gru(PackedSequence(x, batch_sizes), h0.unsqueeze(0))
+        return out.data, hn[0]
+
+    def head(self, o: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.dense(self.drop(o)))
+
+    def output(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.out.weight, self.out.bias
+
+
+@dataclass
+class _Group:
+    """A mini-batch of ``samples="history"`` as tensors (see ``_history.GroupLayout``)."""
+
+    rows: np.ndarray
+    items: torch.Tensor
+    buckets: torch.Tensor
+    users: torch.Tensor
+    batch_sizes: torch.Tensor
+    before: torch.Tensor
+
+
+@register("latentcross")
+class LatentCross(SequentialRecommender):
+    """LatentCross GRU with time-difference context (Beutel et al., WSDM 2018)."""
+
+    Config = LatentCrossConfig
+    uses_time = True
+
+    def _network(self, n_items: int) -> _LatentCrossNet:
+        return _LatentCrossNet(n_items, self.config)
+
+    def _net(self) -> _LatentCrossNet:
+        return cast(_LatentCrossNet, self._fitted())
+
+    def _init_rule(self):
+        def rule(name, shape, g):
+            if name in ("ctx_in.weight", "ctx_out.weight"):
+                return init_normal(shape, 0.01, g)
+            return None
+
+        return rule
+
+    @property
+    def _history(self) -> bool:
+        return self.config.samples == "history"
+
+    # ------------------------------------------------------------------ history samples
+    def fit(self, train: Interactions, *, seed: int) -> LatentCross:
+        """Train from scratch on ``train``; all randomness derives from ``seed``."""
+        if not self._history:
+            super().fit(train, seed=seed)
+            return self
+        seed = self._check_fit_args(train, seed)
+        cfg = self.config
+        name = self.registered_name
+        device = resolve_device(cfg.device)
+        valid_q = None
+        if cfg.patience is not None:
+            train, valid_q = holdout_last(train, min_length=3)
+        if len(train) == 0:
+            raise DataError(f"{name}: the training log is empty", source=train.name)
+        groups = self._groups(train, device)
+        self.n_items_, self.n_users_ = train.n_items, train.n_users
+        self.checkpoints_: list[tuple[float, dict]] = []
+        self.history_: list[dict] = []
+        self._train_ = train
+        with deterministic_torch(cfg.num_threads, device):
+            net = materialize(self._network(train.n_items),
+                              make_torch_generator(seed, name, "init"), device, self._init_rule(),
+                              style=cfg.init)
+            if cfg.freeze_embedding:
+                net.embedding.weight.requires_grad_(False)
+            set_dropout_generator(net, make_torch_generator(seed, name, "dropout", device=device))
+            opt = make_adam([p for p in net.parameters() if p.requires_grad], cfg.lr,
+                            cfg.weight_decay)
+            best, best_state, stale = -1.0, None, 0
+            for epoch in range(cfg.epochs):
+                tic, cpu = time.perf_counter(), time.process_time()
+                net.train()
+                total = torch.zeros((), dtype=torch.float64, device=device)
+                state = torch.zeros(train.n_users, cfg.hidden_dim, device=device)
+                for grp in groups:
+                    o, final = self._group_forward(net, grp, state)
+                    loss = nn.functional.cross_entropy(self._logits(net, net.head(o)),
+                                                       grp.items)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    total += loss.detach() * len(grp.rows)
+                    state.index_copy_(0, grp.users, final.detach())
+                record = {"epoch": epoch + 1, "loss": float(total) / len(train),
+                          "seconds": time.perf_counter() - tic,
+                          "cpu_seconds": time.process_time() - cpu}
+                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+                    self.checkpoints_.append((cfg.lr, _state_copy(net)))
+                if valid_q is not None:
+                    self._finish(net, groups, device)
+                    value = _valid_metric(self._scores(valid_q, device), valid_q.target,
+                                          cfg.patience_metric)
+                    record[f"valid_{cfg.patience_metric}"] = value
+                    if value > best:
+                        best, best_state, stale = value, _state_copy(net), 0
+                    else:
+                        stale += 1
+                self.history_.append(record)
+                if valid_q is not None and stale >= cfg.patience:
+                    break
+            if best_state is not None:
+                net.load_state_dict(best_state)
+            set_dropout_generator(net, None)
+            self._finish(net, groups, device)
+        return self
+
+    def _groups(self, train: Interactions, device) -> list[_Group]:
+        """The mini-batches of ``train`` as tensors on ``device`` (built once per fit)."""
+        self._gaps_ = row_gaps(train.user, train.timestamp)
+        buckets = _np_buckets(self._gaps_, self.config.time_buckets)
+        out = []
+        for lay in group_layouts(train.user, count_groups(len(train), self.config.batch_size)):
+            def t(a):
+                return torch.as_tensor(np.ascontiguousarray(a, dtype=np.int64)).to(device)
+
+            out.append(_Group(lay.rows, t(train.item[lay.rows]), t(buckets[lay.rows]),
+                              t(lay.users), torch.as_tensor(lay.batch_sizes), t(lay.before)))
+        return out
+
+    @staticmethod
+    def _group_forward(net: _LatentCrossNet, grp: _Group, state: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``o`` of every row of the group (packed order) and its users' final states."""
+        h0 = state.index_select(0, grp.users)
+        out, final = net.advance(net.step_inputs(grp.items, grp.buckets), grp.batch_sizes, h0)
+        before = torch.cat([h0, out]).index_select(0, grp.before)
+        return before * (1.0 + net.ctx_out(grp.buckets)), final
+
+    def _pass(self, net: _LatentCrossNet, groups: list[_Group], device, rows_out: bool = False
+              ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Every user's state after the training history under ``net`` (evaluation mode, no
+        gradient) and, with ``rows_out``, each row's ``o`` in log order."""
+        net.eval()
+        state = torch.zeros(self.n_users_, self.config.hidden_dim, device=device)
+        rows = None
+        if rows_out:
+            rows = torch.empty(sum(len(g.rows) for g in groups), self.config.hidden_dim,
+                               device=device)
+        with torch.no_grad():
+            for grp in groups:
+                o, final = self._group_forward(net, grp, state)
+                state.index_copy_(0, grp.users, final)
+                if rows is not None:
+                    rows[torch.as_tensor(grp.rows).to(device)] = o
+        return state, rows
+
+    def _finish(self, net: _LatentCrossNet, groups: list[_Group], device) -> None:
+        """Fitted state: the network and every user's state under its final weights."""
+        self.network_ = net
+        self.device_ = device
+        self.user_state_, _ = self._pass(net, groups, device)
+        self.user_last_time_ = train_last_time(self._train_)
+
+    def _history_hidden(self, net: _LatentCrossNet, queries: Queries, state: torch.Tensor,
+                        device) -> torch.Tensor:
+        """``head(o)`` ``[Q, D]`` of each query (module docstring of ``_history``)."""
+        lay = query_layout(queries, self.user_last_time_)
+        nb = self.config.time_buckets
+
+        def t(a, dt=torch.long):
+            return torch.tensor(np.asarray(a)).to(device=device, dtype=dt)
+
+        h = state.index_select(0, t(queries.user))
+        if len(lay.queries):
+            x = net.step_inputs(t(lay.items), t(_np_buckets(lay.gaps, nb)))
+            _, final = net.advance(x, torch.as_tensor(lay.batch_sizes),
+                                   h.index_select(0, t(lay.queries)))
+            h = h.index_copy(0, t(lay.queries), final)
+        tau = queries.timestamp.astype(np.float64) - lay.last_time
+        tau = np.where(np.isnan(tau), 0.0, tau)
+        return net.head(h * (1.0 + net.ctx_out(t(_np_buckets(tau, nb)))))
+
+    def _scores(self, queries: Queries, device, chunk: int | None = None) -> np.ndarray:
+        if not self._history:
+            return super()._scores(queries, device, chunk)
+        net = self._net()
+        net.eval()
+        chunk = chunk or 4096
+        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
+        with torch.no_grad():
+            for lo in range(0, len(queries), chunk):
+                sub = queries if len(queries) <= chunk else \
+                    queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
+                h = self._history_hidden(net, sub, self.user_state_, device)
+                out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
+        return out
+
+    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                           ) -> Iterator[tuple[float, tuple[np.ndarray, np.ndarray],
+                                               tuple[np.ndarray, np.ndarray], bool]]:
+        """As :meth:`SequentialRecommender.checkpoint_factors`; with ``samples="history"``
+        training row ``r``'s representation is its ``head(o_r)`` from the state before ``r``
+        over ``train``'s whole history, and a test query's is the one it is ranked from, both
+        under the checkpoint's weights."""
+        if not self._history:
+            yield from super().checkpoint_factors(train, rows, queries)
+            return
+        fitted = self._net()
+        if not self.checkpoints_:
+            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
+        q = self._as_queries(queries)
+        if (q.target < 0).any():
+            raise ValueError("every query needs a known target for its loss gradient")
+        rows = np.asarray(rows, dtype=np.int64)
+        device = self.device_
+        with deterministic_torch(self.config.num_threads, device):
+            groups = self._groups(train, device)
+            net = copy.deepcopy(fitted)
+            for lr, state in self.checkpoints_:
+                net.load_state_dict(state)
+                end, o = self._pass(net, groups, device, rows_out=True)
+                with torch.no_grad():
+                    h_train = net.head(required(o, "row states")[torch.as_tensor(rows).to(device)])
+                    f_train = self._factors(net, h_train, torch.as_tensor(
+                        train.item[rows].astype(np.int64)).to(device))
+                    f_test = self._factors(net, self._history_hidden(net, q, end, device),
+                                           torch.as_tensor(q.target.astype(np.int64)).to(device))
+                yield lr, f_train, f_test, True
