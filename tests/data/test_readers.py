@@ -319,6 +319,11 @@ def test_detect_format_and_unknown_format(tmp_path):
     assert detect_format(tmp_path / "x.inter") == "recbole"
     assert detect_format(tmp_path / "wikipedia.tsv") == "tsv-shared"
     assert detect_format(tmp_path / "other.tsv") == "tsv"
+    ml = tmp_path / "ml"
+    ml.mkdir()
+    assert detect_format(write(ml / "ratings.csv", "userId,movieId,rating,timestamp\n1,2,4,5\n")) == "movielens"
+    # a ratings.csv of one's own is a plain CSV, not MovieLens
+    assert detect_format(write(tmp_path / "ratings.csv", "user,item,rating\n1,2,4\n")) == "csv"
     p = write(tmp_path / "z.csv", "user,item\n1,2\n")
     with pytest.raises(ValueError, match="unknown format 'xls'"):
         read(p, format="xls")

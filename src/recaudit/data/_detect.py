@@ -39,8 +39,10 @@ def detect_format(path: str | os.PathLike) -> str:
             return "recbole"
         raise DataError("cannot tell the format of this directory", source=str(p),
                         hint="pass format=... or the path of the interaction file")
-    if name in ("u.data", "ratings.dat") or (name == "ratings.csv"):
-        return "movielens"
+    first = head_lines(p, 1) if p.exists() else []
+    if name in ("u.data", "ratings.dat") or (
+            name == "ratings.csv" and first and first[0].lower().startswith("userid,movieid")):
+        return "movielens"  # a ratings.csv of one's own (no MovieLens header) is a plain CSV
     if name in ("wikipedia.tsv", "foursquare.tsv"):
         return "tsv-shared"
     if name.startswith("dataset_tsmc2014"):
@@ -51,7 +53,6 @@ def detect_format(path: str | os.PathLike) -> str:
         return "parquet"
     if p.suffix.lower() == ".inter":
         return "recbole"
-    first = head_lines(p, 1) if p.exists() else []
     if first and first[0].lower().startswith("user_id,item_id,timestamp,state_label"):
         return "jodie"
     if first and p.suffix.lower() == ".dat" and "::" in first[0]:

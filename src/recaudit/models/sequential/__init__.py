@@ -14,7 +14,8 @@ Models: ``lstm`` (:class:`LSTM`), ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4
 trajectories in t-batches).
 """
 
-from recaudit.models.sequential._base import SequentialConfig, SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._bert4rec import BERT4Rec
 from recaudit.models.sequential._gru4rec import GRU4Rec
 from recaudit.models.sequential._jodie import JODIE

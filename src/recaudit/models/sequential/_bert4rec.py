@@ -35,7 +35,8 @@ from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch, SequenceData
 from recaudit.models.sequential._sasrec import _normal_rule
-from recaudit.models.sequential._base import SequentialConfig, SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._config import SequentialConfig
 
 __all__ = ["BERT4Rec"]
 

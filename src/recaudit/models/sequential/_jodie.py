@@ -68,7 +68,8 @@ from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models._device import resolve_device
 from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, make_adam, materialize)
 from recaudit.models._registry import register
-from recaudit.models.sequential._base import SequentialConfig, SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._config import SequentialConfig
 from recaudit.seeds import make_torch_generator
 
 __all__ = ["JODIE", "t_batches"]

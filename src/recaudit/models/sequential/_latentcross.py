@@ -42,7 +42,7 @@ import copy
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -59,8 +59,8 @@ from recaudit.models.sequential._nn import (SeededDropout, SequenceNet, determin
                                             set_dropout_generator)
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
-from recaudit.models.sequential._base import (SequentialConfig, SequentialRecommender, _state_copy,
-                                         _valid_metric)
+from recaudit.models.sequential._base import SequentialRecommender, _state_copy, _valid_metric
+from recaudit.models.sequential._config import SequentialConfig
 from recaudit.seeds import make_torch_generator
 
 __all__ = ["LatentCross", "log_buckets"]
@@ -75,7 +75,7 @@ class LatentCrossConfig(SequentialConfig):
 
     hidden_dim: int = 128
     time_buckets: int = 32
-    batch_order: str = "temporal"
+    batch_order: Literal["shuffled", "temporal"] = "temporal"
     layouts: ClassVar[tuple[str, ...]] = ("prefix", "window", "history")
 
     def validate(self) -> None:

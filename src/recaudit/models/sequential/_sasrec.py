@@ -27,7 +27,8 @@ from recaudit.errors import ConfigError
 from recaudit.models.sequential._nn import SequenceNet, CausalSelfAttentionBlock, SeededDropout, init_normal
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
-from recaudit.models.sequential._base import SequentialConfig, SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._config import SequentialConfig
 
 __all__ = ["SASRec"]
 

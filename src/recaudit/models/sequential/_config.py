@@ -1,0 +1,103 @@
+"""The options shared by the next-item sequential models (:class:`SequentialConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from recaudit.config import Config
+from recaudit.errors import ConfigError
+
+__all__ = ["SequentialConfig"]
+
+
+@dataclass(frozen=True)
+class SequentialConfig(Config):
+    """Options shared by the sequential models (defaults: Oh et al. 2022 §5).
+
+    epochs: training epochs (Oh et al. 2022: at most 50). lr: Adam learning rate (0.001).
+    embedding_dim: item embedding size (128). max_len: context length (50).
+    batch_size: samples per mini-batch. batch_order: ``"shuffled"`` or ``"temporal"``
+    (Oh et al. 2022 §6.1). samples: ``"window"`` (default; every position of a window of up to
+    ``max_len`` items predicts its next item: the training scheme of SASRec, GRU4Rec's
+    session-parallel batches and the CASPER LSTM, ~max_len times cheaper) or ``"prefix"`` (one
+    sample per target with its preceding ``max_len`` items, RecBole's and CASPER's scheme).
+    Both cover every target exactly once per epoch (see ``_samples``).
+    dropout: dropout probability. weight_decay: Adam L2 coefficient.
+    exclude_seen: drop the query's context items from rank lists. Default False: repeat
+    consumption is common in next-item data (LastFM, Wikipedia, Reddit), so the item just
+    consumed is a legitimate answer. With ``k=None`` and exclusion, lists are cut to the
+    shortest row (rank lists are rectangular).
+    patience: if set, hold out each user's last training interaction (users with >= 3), train
+    on the rest, stop when the validation ``patience_metric`` has not improved for
+    ``patience`` epochs and keep the best epoch's parameters.
+    patience_metric: ``"mrr"`` or ``"ndcg@K"`` of the held-out interactions.
+    device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``. num_threads: torch intra-op
+    threads. checkpoint_every: keep the network state every this many epochs for TracIn.
+    first_samples: (prefix samples only) also predict each user's first interaction from an
+    empty context, as CASPER's released LSTM does (see ``_samples``).
+    pad_left: (prefix samples only) right-align every context in ``max_len`` columns padded on
+    the left and let the encoder read the padding, as CASPER's released LSTM does.
+    init: ``"default"`` (recaudit's: Xavier-uniform matrices, zero biases, N(0, 1/d)
+    embeddings, model-specific rules) or ``"torch"`` (PyTorch's own defaults: U(±1/√fan_in)
+    for Linear weights and biases, U(±1/√hidden) for RNN cells, N(0, 1) embeddings; model rules
+    still apply first). freeze_embedding: keep the item embedding at its initial values (the
+    CASPER LSTM computes its input embeddings once and never trains them).
+    """
+
+    epochs: int = 50
+    lr: float = 0.001
+    embedding_dim: int = 128
+    max_len: int = 50
+    batch_size: int = 128
+    batch_order: Literal["shuffled", "temporal"] = "shuffled"
+    samples: Literal["window", "prefix", "history"] = "window"
+    dropout: float = 0.2
+    weight_decay: float = 0.0
+    exclude_seen: bool = False
+    patience: int | None = None
+    patience_metric: str = "mrr"
+    device: str = "cpu"
+    num_threads: int = 1
+    checkpoint_every: int | None = None
+    first_samples: bool = False
+    pad_left: bool = False
+    init: Literal["default", "torch"] = "default"
+    freeze_embedding: bool = False
+    #: the sample layouts a model offers (``samples``)
+    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window")
+
+    def validate(self) -> None:
+        def need(ok: bool, key: str, what: str) -> None:
+            if not ok:
+                raise ConfigError(f"{type(self).__qualname__}.{key} = {getattr(self, key)!r}: "
+                                  f"{what}")
+
+        for key in ("epochs", "embedding_dim", "max_len", "batch_size", "num_threads"):
+            v = getattr(self, key)
+            need(bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1), key,
+                 "must be an integer >= 1")
+        need(isinstance(self.lr, (int, float)) and self.lr > 0, "lr", "must be > 0")
+        need(isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1, "dropout",
+             "must be in [0, 1)")
+        need(self.weight_decay >= 0, "weight_decay", "must be >= 0")
+        need(self.samples in self.layouts, "samples",
+             "must be " + " or ".join(repr(v) for v in self.layouts))
+        need(isinstance(self.exclude_seen, bool), "exclude_seen", "must be True or False")
+        need(isinstance(self.device, str) and (self.device in ("cpu", "cuda", "auto") or (
+            self.device.startswith("cuda:") and self.device[5:].isdigit())), "device",
+            "must be 'cpu', 'cuda', 'cuda:N' or 'auto'")
+        for key in ("patience", "checkpoint_every"):
+            v = getattr(self, key)
+            need(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1), key,
+                 "must be None or an integer >= 1")
+        for key in ("first_samples", "pad_left", "freeze_embedding"):
+            need(isinstance(getattr(self, key), bool), key, "must be True or False")
+        need(self.samples == "prefix" or not (self.first_samples or self.pad_left),
+             "samples", "must be 'prefix' when first_samples or pad_left is set")
+        need(isinstance(self.patience_metric, str) and (self.patience_metric == "mrr" or (
+            self.patience_metric.startswith("ndcg@") and self.patience_metric[5:].isdigit()
+            and int(self.patience_metric[5:]) >= 1)), "patience_metric",
+            "must be 'mrr' or 'ndcg@K' (K >= 1)")
