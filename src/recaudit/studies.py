@@ -94,9 +94,11 @@ def status(path: str | Path) -> list[StudyStatus]:
     return out
 
 
-def summary(path: str | Path, kind: str | None = None) -> tuple[StudyInfo, pd.DataFrame]:
+def summary(path: str | Path, kind: str | None = None, *, decisions: bool = False
+            ) -> tuple[StudyInfo, pd.DataFrame]:
     """The per-trial results of the study ``kind`` in the store at ``path`` (``None``: the
-    only study it holds; a store with several needs ``kind``)."""
+    only study it holds; a store with several needs ``kind``); with ``decisions``, one row per
+    condition with intervals and tests instead (:attr:`StudyInfo.decisions`)."""
     with Store(path, read_only=True) as store:
         held = present(store)
         if kind is not None:
@@ -112,4 +114,10 @@ def summary(path: str | Path, kind: str | None = None) -> tuple[StudyInfo, pd.Da
         else:
             raise ConfigError(f"{path} holds several studies ({', '.join(s.kind for s in held)})"
                               "; choose one with --study", key="study")
-        return info, info.summary(store)
+        if not decisions:
+            return info, info.summary(store)
+        if info.decisions is None:
+            raise RecauditError(f"{info.title} values are exact (one deterministic fit per "
+                                "condition): there are no intervals to give; use `recaudit "
+                                "results` without --summary")
+        return info, info.decisions(store)

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from recaudit.audit import AuditStore, compare_methods, seed_summary, trial_summary, user_groups
+from recaudit.audit import AuditStore, summary, trial_summary, user_groups
 
 
 def _fill(store, rows):
@@ -30,9 +30,8 @@ def test_summaries_and_user_groups_by_hand(tmp_path):
         _fill(st, [("t0", 0, "a", q), ("t1", 1, "a", q.assign(rbo=q.rbo / 2))])
         s = trial_summary(st)
         assert s.rbo.tolist() == pytest.approx([0.6, 0.3])
-        agg = seed_summary(s)
-        assert agg.rbo_mean.iloc[0] == pytest.approx(0.45)
-        assert agg.rbo_std.iloc[0] == pytest.approx(np.std([0.6, 0.3], ddof=1))
+        agg = summary(st)
+        assert agg.rbo.iloc[0] == pytest.approx(0.45) and agg.seeds.iloc[0] == 2
         g = user_groups(st)
         t0 = g[g.trial_id == "t0"].set_index("group")
         # top 20 % of 5 users = 1 user (u4, rbo 0.2), bottom = u0 (rbo 1.0), mid = u1..u3
@@ -40,30 +39,6 @@ def test_summaries_and_user_groups_by_hand(tmp_path):
         assert t0.loc["low", "rbo"] == pytest.approx(1.0)
         assert t0.loc["mid", "rbo"] == pytest.approx(0.6)
         assert t0.loc["mid", "users"] == 3
-
-
-def test_compare_methods_tests():
-    rng = np.random.default_rng(0)
-    rows = []
-    for seed in range(12):
-        base = rng.normal(0.5, 0.05)
-        rows.append({"dataset": "d", "model_label": "m", "perturbation": "a", "seed": seed,
-                     "rbo": base})
-        rows.append({"dataset": "d", "model_label": "m", "perturbation": "b", "seed": seed,
-                     "rbo": base - 0.1 + rng.normal(0, 0.01)})
-    df = pd.DataFrame(rows)
-    from scipy import stats
-
-    w = compare_methods(df, "rbo", "a", "b", test="wilcoxon").iloc[0]
-    a, b = df[df.perturbation == "a"].rbo.to_numpy(), df[df.perturbation == "b"].rbo.to_numpy()
-    assert w.p_value == pytest.approx(stats.wilcoxon(a - b).pvalue)
-    t = compare_methods(df, "rbo", "a", "b", test="paired-t").iloc[0]
-    assert t.test == "paired-t" and t.p_value == pytest.approx(stats.ttest_rel(a, b).pvalue)
-    assert 0 <= t.shapiro_p <= 1
-    welch = compare_methods(df, "rbo", "a", "b", test="welch").iloc[0]
-    assert welch.p_value == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue)
-    with pytest.raises(ValueError):
-        compare_methods(df, "rbo", "a", "b", test="anova")
 
 
 def test_store_is_atomic_and_exports(tmp_path):

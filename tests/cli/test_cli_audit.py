@@ -12,7 +12,7 @@ def test_run_status_results_export(tmp_path, capsys):
     cfg.write_text(TINY.format(out=store))
     assert main(["run", str(cfg)]) == 0
     out = capsys.readouterr().out
-    assert "random-delete" in out and "mean" in out and "RBO" in out
+    assert "random-delete" in out and "95 % interval" in out and "RBO" in out
     assert main(["status", str(store)]) == 0
     assert "2 trials done of 2 planned" in capsys.readouterr().out
     assert main(["results", str(store), "--format", "csv"]) == 0
@@ -65,17 +65,29 @@ def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
     assert any("trials to run" in m for m in messages)
 
 
-def test_story_reads_a_seed_summary_against_the_seed_only_floor():
+def test_story_reads_the_summary_against_the_floors():
     import pandas as pd
 
     from recaudit.cli._audit import story
 
-    agg = pd.DataFrame({"dataset": ["d"] * 3, "model_label": ["m"] * 3,
-                        "perturbation": ["random-delete", "seed-only", "none"],
-                        "rbo_mean": [0.912, 0.694, 1.0], "jaccard_mean": [0.846, 0.5, 1.0],
-                        "mrr_base_mean": [0.20, 0.20, 0.2], "mrr_pert_mean": [0.2003, 0.19, 0.2]})
-    lines = story(agg)
-    assert len(lines) == 1  # seed-only is the floor, none is the control: no line of their own
-    assert "random-delete left the rank lists at RBO 0.912 and Jaccard@k 0.846" in lines[0]
-    assert "MRR moved by 0.0003" in lines[0] and "gives RBO 0.694, the noise floor" in lines[0]
-    assert "noise floor" not in story(agg[agg.perturbation != "seed-only"])[0]
+    def row(pert, rbo, p_seed, mrr=0.0003):
+        r = {"dataset": "d", "model": "m", "perturbation": pert, "rbo": rbo, "jaccard": rbo,
+             "mrr_change": mrr, "p_vs_seed_only": p_seed, "identical": 0.0}
+        for m in ("rbo", "jaccard", "mrr_change"):
+            r[f"{m}_ci_low"], r[f"{m}_ci_high"] = r[m] - 0.01, r[m] + 0.01
+        return r
+
+    frame = pd.DataFrame([row("random-delete", 0.912, 1e-6), row("latest-random-delete",
+                                                                  0.70, 0.4),
+                          row("seed-only", 0.694, float("nan")), row("none", 1.0, 0.0)])
+    lines = story(frame)
+    assert len(lines) == 2  # the floors have no line of their own
+    assert "random-delete left the rank lists at RBO 0.9120 [0.9020, 0.9220]" in lines[0]
+    assert "MRR moved by +0.0003 [-0.0097, +0.0103]" in lines[0]
+    assert ("another seed alone gives RBO 0.6940 (random-delete is significantly less "
+            "destabilising, p = 1e-06)") in lines[0]
+    assert "not distinguishable from latest-random-delete, p = 0.400" in lines[1]
+    verdicts = pd.DataFrame([{"dataset": "d", "model": "m", "lowest": "latest-random-delete",
+                              "runner_up": "random-delete", "p": 0.2, "decided": False,
+                              "compared": 1}])
+    assert "no perturbation is the most destabilising" in story(frame, verdicts)[-1]

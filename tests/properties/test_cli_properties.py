@@ -27,9 +27,9 @@ def tiny(monkeypatch):
     return log
 
 
-def test_table_34(tiny, capsys):
+def test_table_34(tiny, tmp_path, capsys):
     assert main(["properties", "--dataset", "tiny", "--models", "slope-one,user-user",
-                 "--folds", "2", "--k", "3"]) == 0
+                 "--folds", "2", "--k", "3", "-o", str(tmp_path / "p.duckdb")]) == 0
     out = capsys.readouterr().out
     for label in ("Precision", "Recall", "NRANKS (min, >=)", "NUPRL (max, <=)", "IANRLCMP",
                   "ARTK (median, =)", "NRTK (max, >=)", "slope-one", "user-user"):
@@ -37,8 +37,6 @@ def test_table_34(tiny, capsys):
 
 
 def test_evolving_table_36(tiny, tmp_path, capsys):
-
-
     path = tmp_path / "evo.duckdb"
     assert main(["properties", "--dataset", "tiny", "--models", "slope-one", "--evolving",
                  "--no-accuracy", "--k", "3", "--output", str(path)]) == 0
@@ -51,14 +49,15 @@ def test_evolving_table_36(tiny, tmp_path, capsys):
     assert "NRI" in summary.index and "slope-one" in summary.columns
 
 
-def test_unknown_model_is_a_clean_error(tiny, capsys):
-    assert main(["properties", "--dataset", "tiny", "--models", "slope-two"]) == 2
+def test_unknown_model_is_a_clean_error(tiny, tmp_path, capsys):
+    out = tmp_path / "p.duckdb"
+    assert main(["properties", "--dataset", "tiny", "--models", "slope-two", "-o",
+                 str(out)]) == 2
     assert "unknown model 'slope-two'" in capsys.readouterr().err
+    assert not out.exists()  # nothing half-written
 
 
 def test_results_go_to_the_store(tiny, tmp_path, capsys):
-
-
     path = tmp_path / "props.duckdb"
     assert main(["properties", "--dataset", "tiny", "--models", "funksvd", "--no-accuracy",
                  "--k", "3", "--output", str(path)]) == 0

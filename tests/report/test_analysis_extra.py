@@ -1,10 +1,10 @@
-"""The two analysis functions the report adds to recaudit.audit._analysis."""
+"""The analysis functions the report reads: distributions and paired comparisons."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from recaudit.audit._analysis import paired_query_test, query_distribution
+from recaudit.audit import compare_perturbations, query_distribution
 
 
 def test_query_distribution_matches_numpy(fake_store, raw_rows):
@@ -45,17 +45,21 @@ def test_query_distribution_whiskers_stop_at_the_fences(make_store, tmp_path):
         query_distribution(tmp_path / "w.duckdb", ("mrr",))
 
 
-def test_paired_query_test_pairs_by_seed_and_query(fake_store, raw_rows):
-    out = paired_query_test(fake_store, "remove-end-5", "mrr_pert", metric_b="mrr_base")
+def test_compare_pairs_by_seed_and_query(fake_store, raw_rows):
+    out = compare_perturbations(fake_store, "remove-end-5", "remove-end-5", metric="mrr_pert",
+                                metric_b="mrr_base")
     assert len(out) == 2  # one row per model
     r = out[out.model == "gru4rec(epochs=3)"].iloc[0]
     q = raw_rows[(raw_rows.model_label == "gru4rec(epochs=3)")
                  & (raw_rows.perturbation == "remove-end-5")].sort_values(["seed", "query"])
     d = q.mrr_pert.to_numpy() - q.mrr_base.to_numpy()
-    assert r.n == len(d) == 180
-    expected = stats.wilcoxon(d).pvalue if stats.shapiro(d).pvalue < 1e-3 \
-        else stats.ttest_rel(q.mrr_pert, q.mrr_base).pvalue
-    assert r.p_value == pytest.approx(expected)
-    assert r.a == "remove-end-5:mrr_pert" and r.b == "remove-end-5:mrr_base"
+    assert r.pairs == len(d) == 180
+    # the protocol runs on each query's difference averaged over the three seeds
+    per_query = d.reshape(3, 60).mean(axis=0)
+    expected = stats.wilcoxon(per_query).pvalue if stats.shapiro(per_query).pvalue < 1e-3 \
+        else stats.ttest_1samp(per_query, 0).pvalue
+    assert r.p_protocol == pytest.approx(expected)
+    assert r.p == max(r.p_protocol, r.p_levels) and r.levels == "seeds and queries"
+    assert r.a == "remove-end-5" and r.metric == "mrr_pert-mrr_base"
     with pytest.raises(ValueError, match="unknown per-query metric"):
-        paired_query_test(fake_store, "remove-end-5", "recall_pert")
+        compare_perturbations(fake_store, "remove-end-5", "remove-end-5", metric="recall_pert")

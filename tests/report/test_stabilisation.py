@@ -76,7 +76,8 @@ def test_summary_numbers(store):
         assert r.rbo_change == pytest.approx(0.1 / plain)
         assert r.frbo_change == pytest.approx(0.09 / (0.9 * plain))
         assert r.rbo_p < 1e-10 and r.n_pairs == N * len(SEEDS) and r.n_seeds == 3
-        assert r.mrr_change == 0.0 and r.mrr_p == 1.0 and r.mrr_test == "none"
+        assert r.mrr_change == 0.0 and r.mrr_p == 1.0 and r.mrr_test == "constant"
+        assert r.rbo_diff_ci_low == pytest.approx(0.1) == r.rbo_diff_ci_high
         assert r.fit_plain == pytest.approx(2.0) and r.fit_stab == pytest.approx(5.0)
         assert r.cost == pytest.approx(2.5)
 

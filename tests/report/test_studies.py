@@ -207,8 +207,11 @@ def test_mirror_only_file(files):
                     assert cell.text == "–"
                     continue
                 assert cell.value == pytest.approx(m["mean"].iloc[0])
-                std = m["std"].iloc[0]
-                assert cell.std == pytest.approx(std) if not np.isnan(std) else cell.std is None
+                low, high = m["ci_low"].iloc[0], m["ci_high"].iloc[0]
+                if np.isnan(low):  # one seed: no interval
+                    assert cell.low is None
+                else:
+                    assert (cell.low, cell.high) == pytest.approx((low, high))
                 n += 1
     assert n >= 14 + 14
     assert slate.rows[0][4].value == 1.0  # the Unbiased Oracle's ManiScore (Def. 4.5)

@@ -8,6 +8,7 @@ import pytest
 
 from recaudit.errors import ConfigError
 from recaudit.reproduce import Claim, Experiment, Value, available, verdict
+from recaudit.reproduce.rules import Less
 from recaudit.reproduce import _runs
 from recaudit.reproduce._report import render_report
 
@@ -18,15 +19,14 @@ def _exp(runner=lambda w, s, n: {"a/average_overlap": 0.50, "b/average_overlap":
         data="none", scales={"small": "tiny", "paper": "big"}, runner=runner,
         values=(Value("a/average_overlap", "a", 0.52, "Table 9", tol=0.05),
                 Value("b/average_overlap", "b", 0.70, "Table 9", tol=0.05, also=("b/rbo",))),
-        claims=(Claim("a below b", "§1", ("a/average_overlap", "b/average_overlap"),
-                      lambda x: x["a/average_overlap"] < x["b/average_overlap"]),),
+        claims=(Claim("a below b", "§1", Less("a/average_overlap", "b/average_overlap")),),
         **kw)
 
 
 @pytest.mark.parametrize("measures,expected", [
     ({"a/average_overlap": 0.50, "b/average_overlap": 0.72}, "reproduced"),             # claim holds, values within tol
     ({"a/average_overlap": 0.50, "b/average_overlap": 0.80}, "direction reproduced"),   # claim holds, b off by 0.10
-    ({"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "not reproduced"),         # claim fails
+    ({"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "contradicted"),           # claim reversed
     ({"a/average_overlap": 0.50}, "not run"),                              # claim cannot be checked
     ({}, "not run"),
 ])
@@ -49,7 +49,13 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
            "reproduced |" in page
     assert "| a | Table 9 | 0.5200 | 0.5000 | – | yes |" in page
     assert "| b | Table 9 | 0.7000 | 0.8000 | – | no (±0.05) |" in page
-    assert "- yes: a below b (§1)" in page
+    assert "- holds: a below b (§1)" in page
+    assert "point values (no samples)" in page
+    assert on_disk["invocations"][0]["command"] == on_disk["command"]
+    again = _runs.run("fake-exp", "small", tmp_path)  # a resumed run adds its invocation
+    assert len(again["invocations"]) == 2
+    assert again["wall_seconds"] == pytest.approx(
+        sum(i["wall_seconds"] for i in again["invocations"]), abs=0.11)
     with pytest.raises(ConfigError, match="no scale"):
         _runs.run("fake-exp", "huge", tmp_path)
     with pytest.raises(ConfigError, match="fake-exp"):

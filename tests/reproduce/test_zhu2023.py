@@ -34,9 +34,18 @@ def test_measures_are_seed_means_with_sd_under_the_documented_keys():
                       "gru/mix0.5/round03/ctr", "gru/mix0.5/round03/ctr/sd"}
 
 
-def test_slope_is_the_least_squares_slope():
+def test_slope_rule_is_the_least_squares_slope():
+    from recaudit.reproduce._zhu2023._common import slope_rule
+    from recaudit.reproduce.rules import decide
+
     x = {f"a/mix{m:g}/ctr": 0.1 + 0.3 * m for m in z.MIXES}
-    assert z._slope(x, "a", "ctr", z.MIXES) == pytest.approx(0.3)
+    rising, falling = slope_rule("a", "ctr", z.MIXES, True), slope_rule("a", "ctr", z.MIXES, False)
+    truths, found = decide([rising, falling], {}, x, 0.05)
+    assert truths == [True, False]
+    sxx = sum((m - np.mean(z.MIXES)) ** 2 for m in z.MIXES)
+    # the contrast is the slope times sum (x - mean x)^2: same sign, no intercept
+    assert found[id(rising.leaves()[0])].difference == pytest.approx(0.3 * sxx)
+    assert np.polyfit(z.MIXES, list(x.values()), 1)[0] == pytest.approx(0.3)
 
 
 def _seq_rows(ctr_curves: dict[str, list[float]], totals: dict[str, dict[str, list[float]]]):
@@ -91,6 +100,10 @@ def _table3_measures(**override):
         m[f"dnn/mix0.5/round{r:02d}/ctr"] = 0.49 - 0.019 * r
     m["ps_ratio"] = m["planner/ps"] / m["unbiased/ps"]
     m["crossing_round"] = 10.0
+    for algo in ("gru", "dnn"):
+        m[f"gap/{algo}"] = float(np.mean([abs(m[f"{algo}/mix0.5/round{r:02d}/ctr"]
+                                              - m[f"planner/round{r:02d}/ctr"])
+                                          for r in range(1, 21)]))
     m.update(override)
     return m
 
@@ -104,9 +117,9 @@ def test_table3_claims_hold_on_the_papers_numbers_and_fail_when_reversed():
     reversed_ctr = _table3_measures(**{"gru/mix0.5/ctr": 0.36})
     fails = [c.text for c in exp.claims if c.check(reversed_ctr) is False]
     assert fails == ["GRU higher CTR than DNN (closer to the Planner)."]
-    small_shift = _table3_measures(ps_ratio=3.0)
+    small_shift = _table3_measures(**{"planner/ps": 3.0 * zs.TABLE3["unbiased"][3]})
     assert [c.source for c in exp.claims if c.check(small_shift) is False] == ["§5.3.3; Table 3"]
-    assert verdict(exp, reversed_ctr) == "not reproduced"
+    assert verdict(exp, reversed_ctr) == "contradicted"
     table = {v.key: v.paper for v in exp.values if v.source == "Table 3" and v.paper is not None}
     assert table["gru/mix0.5/fctr"] == 0.3195 and table["unbiased/ps"] == 0.0024
     assert table["ps_ratio"] == pytest.approx(8.4583, abs=1e-4)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import recaudit
 from recaudit import metrics as M
 from recaudit.cli import main
 from recaudit.errors import DataError
-from recaudit.runs import Run, compare_many, compare_runs, pairwise_matrix, read_run
+from recaudit.runs import (Run, compare_many, compare_pairs, compare_runs, pairwise_matrix,
+                           read_run, summarize)
 
 
 def write(path, text):
@@ -130,6 +132,58 @@ def test_top_level_api_reads_paths(tmp_path):
     assert df["jaccard"].tolist() == [1.0] and df["rbo"].iloc[0] < 1
 
 
+# ---------------------------------------------------------------------------------- decisions
+def _lists(rng, n_queries, swaps):
+    """A reference run and runs with ``swaps[j]`` random adjacent swaps per query."""
+    base = {str(q): [f"i{j}" for j in rng.permutation(30)[:10]] for q in range(n_queries)}
+    runs = [Run.from_lists(base, name="ref")]
+    for j, n in enumerate(swaps):
+        lists = {}
+        for q, items in base.items():
+            items = list(items)
+            for _ in range(n):
+                t = int(rng.integers(0, 9))
+                items[t], items[t + 1] = items[t + 1], items[t]
+            lists[q] = items
+        runs.append(Run.from_lists(lists, name=f"r{j}"))
+    return runs
+
+
+def test_summary_interval_covers_the_mean_and_tests_identity():
+    rng = np.random.default_rng(4)
+    ref, near = _lists(rng, 60, [1])
+    row = summarize(compare_runs(ref, near, k=5)).iloc[0]
+    per_query = compare_runs(ref, near, k=5)["rbo"]
+    assert row.rbo_ci_low < row.rbo < row.rbo_ci_high <= 1
+    half = stats.t.ppf(0.975, len(per_query) - 1) * per_query.std(ddof=1) / np.sqrt(60)
+    assert row.rbo_ci_high - row.rbo_ci_low == pytest.approx(2 * half, rel=1e-9) or \
+        row.rbo_ci_high == 1.0
+    assert row.rbo_p_identical < 1e-6  # one swap per query always moves RBO below 1
+    same = summarize(compare_runs(ref, ref, k=5)).iloc[0]
+    assert (same.rbo, same.rbo_ci_low, same.rbo_ci_high, same.rbo_p_identical) == (1, 1, 1, 1)
+
+
+def test_compare_pairs_finds_the_closer_run_and_applies_holm():
+    rng = np.random.default_rng(5)
+    runs = _lists(rng, 80, [0, 1, 6])
+    out = compare_pairs(compare_many(runs, k=5), "rbo")
+    assert len(out) == 3 and set(out.reference) == {"ref"}
+    row = out[(out.run_b == "r0") & (out.run_c == "r2")].iloc[0]
+    assert row.difference > 0 and row.ci_low > 0 and row.p < 1e-6
+    ab = compare_runs(runs[0], runs[1], k=5)["rbo"] - compare_runs(runs[0], runs[3], k=5)["rbo"]
+    assert row.difference == pytest.approx(ab.mean())
+    raw = []
+    for (i, j), used in zip(((1, 2), (1, 3), (2, 3)), out.test):
+        d = (compare_runs(runs[0], runs[i], k=5)["rbo"]
+             - compare_runs(runs[0], runs[j], k=5)["rbo"]).to_numpy()
+        assert used in ("paired-t", "wilcoxon")
+        raw.append(stats.ttest_1samp(d, 0).pvalue if used == "paired-t"
+                   else stats.wilcoxon(d).pvalue)
+    order = np.argsort(raw)
+    holm = np.maximum.accumulate(np.minimum(1, np.array(raw)[order] * [3, 2, 1]))
+    assert out.p.to_numpy()[order] == pytest.approx(holm, rel=1e-9)
+
+
 # ---------------------------------------------------------------------------------- CLI
 def test_cli_compare_two_runs_and_output(tmp_path, capsys):
     write(tmp_path / "a.trec", "".join(f"{q} Q0 d{j} {j} {10 - j} t\n" for q in (1, 2)
@@ -141,6 +195,7 @@ def test_cli_compare_two_runs_and_output(tmp_path, capsys):
                  "--output", str(out)]) == 0
     text = capsys.readouterr().out
     assert "RBO (ext)" in text and "FRBO@5" in text and "Jaccard@5" in text
+    assert "95 % interval" in text and "p (identical)" in text
     rows = pd.read_csv(out)
     assert list(rows.columns) == ["query", "rbo", "average_overlap", "frbo", "jaccard"]
     assert len(rows) == 2 and rows["jaccard"].iloc[0] == pytest.approx(4 / 6)
@@ -154,6 +209,7 @@ def test_cli_compare_three_runs_prints_matrices(tmp_path, capsys):
                  "--k", "2"]) == 0
     text = capsys.readouterr().out
     assert "mean RBO (ext)" in text and "mean Jaccard@2" in text and "c.csv" in text
+    assert "closer to one run than to another" in text
 
 
 def test_cli_compare_errors_exit_2(tmp_path, capsys):

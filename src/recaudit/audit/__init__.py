@@ -2,24 +2,21 @@
 
 Quick start::
 
-    from recaudit.audit import AuditConfig, ModelSpec, run_audit, trial_summary
+    from recaudit.audit import AuditConfig, ModelSpec, run_audit, summary
     cfg = AuditConfig(models=(ModelSpec("gru4rec", {"epochs": 5}),),
-                      perturbations=("random-delete",), seeds=(0, 1, 2), output="a.duckdb")
-    trial_summary(run_audit(cfg))
+                      perturbations=("random-delete", "seed-only"), seeds=(0, 1, 2),
+                      output="a.duckdb")
+    summary(run_audit(cfg))  # every measure with its 95 % interval, p against the floors
+    dry_run(cfg).hours       # before: fits, wall time from a one-epoch calibration, power
 
 The shared pieces (dataset/split/model/executor specs, data loading, executors, the results
 store) come from :mod:`recaudit.experiment` and are re-exported here for convenience.
 """
 
-from recaudit.audit._analysis import (
-    METRICS,
-    compare_methods,
-    paired_query_test,
-    query_distribution,
-    seed_summary,
-    trial_summary,
-    user_groups,
-)
+from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
+from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
+                                    most_destabilising, summary)
+from recaudit.audit._dryrun import DryRun, dry_run
 from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
 from recaudit.audit._runner import TrialOutcome, compare, perturb_context, run_trial
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
@@ -41,13 +38,15 @@ from recaudit.experiment import StudyInfo as _StudyInfo
 
 #: The audit, as the readers of a store see it (``recaudit status / results / report``).
 STUDY = _StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBATIONS),
-                   breakdown=("model_label", "perturbation"), summary=trial_summary)
+                   breakdown=("model_label", "perturbation"), summary=trial_summary,
+                   decisions=summary)
 
-__all__ = ["AuditConfig", "AuditJob", "AuditStore", "AuditStudy", "DatasetSpec",
-           "ExecutorSpec", "METRICS", "MetricSpec", "ModelSpec", "PERTURBATIONS",
-           "QUERY_METRICS", "QUERY_RESULTS", "STUDY", "SplitSpec", "Store", "StoreBusyError",
-           "TRIALS", "TrialOutcome", "TrialSpec", "build_model", "compare", "compare_methods",
-           "load_config", "load_dataset", "paired_query_test", "perturb_context",
-           "perturbation_label", "plan", "prepare", "query_distribution", "run_audit",
-           "run_trial", "seed_summary", "stabilisation_summary", "stabilised_pairs",
-           "trial_summary", "user_groups", "validate", "write_trial"]
+__all__ = ["FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS", "QUERY_RESULTS",
+           "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore", "AuditStudy",
+           "DatasetSpec", "DryRun", "dry_run", "ExecutorSpec", "MetricSpec", "ModelSpec", "SplitSpec", "Store",
+           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "compare",
+           "compare_perturbations", "floor_of", "load_config", "load_dataset",
+           "most_destabilising", "perturb_context", "perturbation_label", "plan", "prepare",
+           "query_distribution", "run_audit", "run_trial", "stabilisation_summary",
+           "stabilised_pairs", "summary", "trial_summary", "user_groups", "validate",
+           "write_trial"]

@@ -8,10 +8,11 @@ seed, and face the same edits. :func:`stabilised_pairs` pairs them trial by tria
 - RLS of the perturbation (``rbo``, ``frbo``, ``jaccard``) and next-item accuracy of the
   unperturbed model (``mrr``, ``ndcg``: reciprocal rank and NDCG@k), plain and stabilised,
   mean over seeds, and the relative change;
-- a per-query paired test of each metric: pairs are the same test query of the same seed,
-  pooled over seeds; Shapiro–Wilk on the differences, then the paired t-test, or Wilcoxon's
-  signed-rank test when the differences are not normal at ``alpha`` (the rule of Betello et
-  al. 2023 §4.3, :func:`recaudit.audit.compare_methods`);
+- a paired test of each metric: pairs are the same test query of the same seed
+  (:func:`recaudit.stats.paired_test`: Shapiro–Wilk on the differences at ``alpha``, then the
+  paired t-test or Wilcoxon's signed-rank test, the rule of Betello et al. 2023 §4.3; with
+  several seeds the interval over seeds and queries must agree), with the 95 % interval of
+  the change ``stab - plain``;
 - the training cost: seconds per fit of each model over all its trials (each trial's perturbed
   fit plus its baseline's fit where that trial trained it, over trials plus baselines),
   stabilised over plain. A baseline trained by a trial that was interrupted before it was
@@ -21,7 +22,6 @@ seed, and face the same edits. :func:`stabilised_pairs` pairs them trial by tria
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.experiment import ModelSpec, Store
+from recaudit.stats import paired_test
 
 __all__ = ["stabilised_pairs", "stabilisation_summary", "STABILITY", "ACCURACY"]
 
@@ -71,21 +72,6 @@ def stabilised_pairs(trials: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
-def _test(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, str]:
-    """p-value and test of the paired samples ``a``, ``b`` (module docstring)."""
-    from scipy import stats
-
-    diff = a - b
-    if len(diff) < 3 or np.all(diff == 0):
-        return (1.0 if len(diff) >= 3 else np.nan), "none"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Shapiro-Wilk above 5000 pairs: approximate p
-        normal = np.ptp(diff) > 0 and stats.shapiro(diff).pvalue >= alpha
-        if normal:
-            return float(stats.ttest_rel(a, b).pvalue), "paired-t"
-        return float(stats.wilcoxon(diff).pvalue), "wilcoxon"
-
-
 def _per_fit(trials: pd.DataFrame) -> pd.Series:
     """Seconds per model fit of each (dataset, model_label): the trials' fit seconds (each a
     perturbed fit, plus its baseline's fit where that trial trained it) over the number of
@@ -98,7 +84,8 @@ def stabilisation_summary(store: Store | str | Path, *, alpha: float = 1e-3) -> 
     """Per (dataset, model, stabilised, method, perturbation): ``n_seeds``, ``n_pairs`` (query
     pairs), for every metric of :data:`STABILITY` and :data:`ACCURACY` ``<m>_plain``,
     ``<m>_stab`` (means over seeds), ``<m>_change`` (relative, ``stab / plain - 1``),
-    ``<m>_p`` and ``<m>_test``; the training cost ``fit_plain``, ``fit_stab`` (seconds per
+    ``<m>_diff_ci_low`` / ``<m>_diff_ci_high`` (95 % interval of ``stab - plain``), ``<m>_p``
+    and ``<m>_test``; the training cost ``fit_plain``, ``fit_stab`` (seconds per
     fit over all trials of each model in the dataset) and ``cost`` (their ratio)."""
     from recaudit.audit._analysis import _opened
 
@@ -124,12 +111,15 @@ def stabilisation_summary(store: Store | str | Path, *, alpha: float = 1e-3) -> 
             ok = both[f"{col}_a"].notna() & both[f"{col}_b"].notna()
             x, y = both.loc[ok, f"{col}_a"].to_numpy(float), both.loc[ok, f"{col}_b"].to_numpy(
                 float)
+            seeds, queries = both.loc[ok, "seed"].to_numpy(), both.loc[ok, "query"].to_numpy()
             means = both[ok].groupby("seed")[[f"{col}_a", f"{col}_b"]].mean().mean()
             mx, my = float(means.iloc[0]), float(means.iloc[1])
-            p, test = _test(y, x, alpha)
+            t = paired_test(y, x, seeds, queries, normality=alpha)
+            low, high = t.interval()
             row.update({f"{name}_plain": mx, f"{name}_stab": my,
                         f"{name}_change": my / mx - 1.0 if mx else np.nan,
-                        f"{name}_p": p, f"{name}_test": test})
+                        f"{name}_diff_ci_low": low, f"{name}_diff_ci_high": high,
+                        f"{name}_p": t.p, f"{name}_test": t.test})
         row["fit_plain"] = float(per_fit.get((dataset, model), np.nan))
         row["fit_stab"] = float(per_fit.get((dataset, stabilised), np.nan))
         row["cost"] = row["fit_stab"] / row["fit_plain"] if row["fit_plain"] else np.nan

@@ -148,6 +148,23 @@ class AuditStore(Store):
             return pd.DataFrame(columns=["trial_id", "user", *metrics])
         return self.sql(f'SELECT trial_id, "user", {cols} FROM query_results')
 
+    def query_values(self, metrics: Iterable[str], dataset: str, model_label: str
+                     ) -> pd.DataFrame:
+        """Per-query ``metrics`` of every finished trial of (``dataset``, ``model_label``):
+        ``perturbation``, ``seed``, ``draw``, ``query``, the metrics and ``trial_id``."""
+        names = [_metric(m) for m in metrics]
+        if not self._has("query_results", "trials"):
+            return pd.DataFrame(columns=["perturbation", "seed", "draw", "query", *names,
+                                         "trial_id"])
+        draw = "coalesce(t.draw, 0) AS draw" if "draw" in self._present("trials") \
+            else "0 AS draw"
+        cols = ", ".join(f'r.{self._raw(m)} AS "{m}"' for m in names)
+        return self.sql(f"""
+            SELECT t.perturbation, t.seed, {draw}, r.query, {cols}, t.trial_id
+            FROM query_results r JOIN trials t USING (trial_id)
+            WHERE t.dataset = ? AND t.model_label = ? AND t.status = 'done'
+            ORDER BY t.perturbation, t.seed, draw, r.query""", [dataset, model_label])
+
     def metric_distribution(self, metric: str) -> pd.DataFrame:
         """Box-plot statistics of per-query ``metric`` per (dataset, model, model_label,
         perturbation): ``n``, ``mean``, ``q1``, ``median``, ``q3`` (linear-interpolated

@@ -39,58 +39,151 @@ def _progress_runner(config, console) -> Path:
         return run_audit(config, progress=progress)
 
 
-def story(agg) -> list[str]:
-    """Plain-language reading of a seed summary: each data perturbation's effect on the rank
-    lists against its effect on MRR, next to the seed-only noise floor when it was measured.
+_SHOWN = (("rbo", "RBO"), ("frbo", "FRBO@k"), ("jaccard", "Jaccard@k"),
+          ("mrr_change", "ΔMRR"))
 
-    ``agg`` is :func:`recaudit.audit.seed_summary` output (with ``average_overlap``).
-    """
+
+def _ci(row, m: str, signed: bool = False, sep: str = " ") -> str:
+    """``mean [low, high]`` of measure ``m`` in a :func:`recaudit.audit.summary` row (``sep``
+    between the two: a newline stacks them in a table cell)."""
+    mean, low, high = row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]
+    if mean != mean:
+        return "–"
+    fmt = "{:+.4f}" if signed else "{:.4f}"
+    if low != low:
+        return fmt.format(mean)
+    return f"{fmt.format(mean)}{sep}[{fmt.format(low)}, {fmt.format(high)}]"
+
+
+def _p(p: float) -> str:
+    return "–" if p != p else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+
+
+_LEVELS = {"seeds and queries": "over seeds and test queries",
+           "queries only": "over test queries only: one seed measures no seed-to-seed "
+                           "variation"}
+
+
+def decision_tables(frame, title: str) -> list[Table]:
+    """:func:`recaudit.audit.summary` as terminal tables, one per (dataset, model): each
+    measure as its mean over its 95 % interval, the p-values against the floors."""
+    floors = [c for c in frame.columns if c.startswith("p_vs_")]
+    tables = []
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left",
+                      caption="[ ] = 95 % interval ("
+                              + _LEVELS.get(str(g.levels.iloc[0]), str(g.levels.iloc[0]))
+                              + "); p = paired test against the floor, Holm-adjusted.",
+                      caption_justify="left")
+        shown = [c for c in floors if g[c].notna().any()]
+        for col in ("perturbation", "seeds", *(n for _, n in _SHOWN),
+                    *(f"p vs {c[5:].replace('_', '-')}" for c in shown)):
+            first = col == "perturbation"
+            table.add_column(col, justify="left" if first else "right", no_wrap=True,
+                             min_width=max(map(len, g.perturbation.astype(str))) if first
+                             else None)
+        for _, r in g.iterrows():
+            table.add_row(str(r.perturbation), str(r.seeds),
+                          *(_ci(r, m, m.endswith("_change"), "\n") for m, _ in _SHOWN),
+                          *(_p(r[c]) for c in shown))
+        tables.append(table)
+    return tables
+
+
+_FLOOR_WORDS = {"seed_only": "retraining with another seed alone",
+                "rerun": "refitting with the same data and seed"}
+
+
+def story(frame, verdicts=None) -> list[str]:
+    """Plain-language reading of :func:`recaudit.audit.summary`: each perturbation's effect on
+    the rank lists and on MRR, with their intervals, against the seed-only floor when it was
+    measured; then, per model, which perturbation is the most destabilising, if the data
+    decide it (``verdicts``: :func:`recaudit.audit.most_destabilising`)."""
+    from recaudit.audit import floor_of
+
     lines = []
-    for (dataset, model), g in agg.groupby(["dataset", "model_label"], sort=False):
-        rows = {r.perturbation: r for r in g.itertuples()}
-        floor = rows.get("seed-only")
-        for pert, r in rows.items():
-            if pert in ("seed-only", "none"):
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        for _, r in g.iterrows():
+            if floor_of(r.perturbation):
                 continue
-            d_mrr = abs(r.mrr_pert_mean - r.mrr_base_mean)
-            text = (f"{model} on {dataset}: {pert} left the rank lists at RBO "
-                    f"{r.rbo_mean:.3f} and Jaccard@k {r.jaccard_mean:.3f} (1 = unchanged) "
-                    f"while MRR moved by {d_mrr:.4f}")
-            if floor is not None:
-                text += (f"; retraining with another seed alone gives RBO "
-                         f"{floor.rbo_mean:.3f}, the noise floor")
+            text = (f"{model} on {dataset}: {r.perturbation} left the rank lists at RBO "
+                    f"{_ci(r, 'rbo')} and Jaccard@k {_ci(r, 'jaccard')} (1 = unchanged) "
+                    f"while MRR moved by {_ci(r, 'mrr_change', True)}")
+            for name, what in _FLOOR_WORDS.items():
+                f = g[g.perturbation.map(floor_of) == name]
+                if not len(f):
+                    continue
+                p = r.get(f"p_vs_{name}", float("nan"))
+                side = "more" if r.rbo < f.rbo.iloc[0] else "less"
+                text += (f"; {what} gives RBO {f.rbo.iloc[0]:.4f} ("
+                         + (f"{r.perturbation} is significantly {side} destabilising"
+                            if p < 0.05 else "not distinguishable from "
+                            f"{r.perturbation}") + f", p = {_p(p)})")
             lines.append(text + ".")
+        found = verdicts[(verdicts.dataset == dataset) & (verdicts.model == model)] \
+            if verdicts is not None and len(verdicts) else None
+        if found is not None and len(found):
+            v = found.iloc[0]
+            lines.append(
+                f"{model} on {dataset}: {v.lowest} is the most destabilising perturbation "
+                f"(p = {_p(v.p)} against {v.runner_up}, Holm over {_n(v.compared)})."
+                if v.decided else
+                f"{model} on {dataset}: no perturbation is the most destabilising at this "
+                f"size: the lowest, {v.lowest}, cannot be told apart from {v.runner_up} (p = "
+                f"{_p(v.p)}, Holm over {_n(v.compared)}).")
     return lines
 
 
-def summary_tables(store: Path, title: str) -> list[Table]:
-    """One table per (dataset, model): a row per perturbation and seed, then mean ± std."""
-    from recaudit.audit import seed_summary, trial_summary
+def _n(compared: int) -> str:
+    return f"{compared} comparison" + ("" if compared == 1 else "s")
 
-    summary = trial_summary(store)
-    agg = seed_summary(summary)
-    tables = []
-    for (dataset, model), g in summary.groupby(["dataset", "model_label"], sort=False):
-        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left")
-        for col in ("perturbation", "seed", "RBO", "FRBO@k", "Jaccard@k", "MRR base",
-                    "MRR pert"):
-            table.add_column(col, justify="left" if col == "perturbation" else "right",
-                             no_wrap=True)
-        for pert, rows in g.groupby("perturbation", sort=False):
-            for _, r in rows.iterrows():
-                table.add_row(pert, str(r.seed), f"{r.rbo:.4f}", f"{r.frbo:.4f}",
-                              f"{r.jaccard:.4f}", f"{r.mrr_base:.4f}", f"{r.mrr_pert:.4f}")
-            a = agg[(agg.dataset == dataset) & (agg.model_label == model)
-                    & (agg.perturbation == pert)].iloc[0]
 
-            def pm(m: str, a=a) -> str:
-                std = a[f"{m}_std"]
-                return f"{a[f'{m}_mean']:.4f}" + ("" if std != std else f" ± {std:.4f}")
+def trial_table(store: Path, title: str) -> Table:
+    """One row per trial (``recaudit results STORE``): its seed, draw and the means over its
+    test queries."""
+    from recaudit.audit import trial_summary
 
-            table.add_row(pert, "mean", pm("rbo"), pm("frbo"), pm("jaccard"), pm("mrr_base"),
-                          pm("mrr_pert"), style="bold", end_section=True)
-        tables.append(table)
-    return tables
+    table = Table(title=title, title_justify="left")
+    cols = ("rbo", "frbo", "jaccard", "mrr_base", "mrr_pert")
+    for col in ("dataset", "model", "perturbation", "seed", "draw", *cols):
+        table.add_column(col, justify="right" if col in ("seed", "draw", *cols) else "left",
+                         no_wrap=True)
+    for _, r in trial_summary(store).iterrows():
+        table.add_row(str(r.dataset), str(r.model_label), str(r.perturbation), str(r.seed),
+                      str(r.draw), *(f"{r[c]:.4f}" for c in cols))
+    return table
+
+
+def _readings(store: Path, title: str, console) -> None:
+    from recaudit.audit import most_destabilising, summary
+
+    frame = summary(store)
+    for table in decision_tables(frame, title):
+        console.print(table)
+    for line in story(frame, most_destabilising(store)):
+        console.print(line)
+
+
+def _dry_run(config, console) -> None:
+    """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference."""
+    from recaudit.audit import dry_run
+
+    plan = dry_run(config)
+    table = Table(title=f"{config.name}: what the audit would train", title_justify="left")
+    for col in ("dataset", "model", "baselines", "perturbed", "stored", "to train", "s/epoch",
+                "epochs", "hours", "detectable ΔRBO"):
+        table.add_column(col, justify="left" if col in ("dataset", "model") else "right")
+    for f, d in zip(plan.fits.itertuples(), plan.detectable.itertuples()):
+        table.add_row(f.dataset, f.model, str(f.baselines), str(f.perturbed),
+                      f"{f.stored_baselines} + {f.stored_trials}", str(f.remaining),
+                      f"{f.s_per_epoch:.2f}", str(f.epochs), f"{f.hours:.2f}",
+                      f"{d.rbo_difference:.4f} ({d.basis})")
+    console.print(table)
+    console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s) "
+                  "(one-epoch calibration on this machine); detectable ΔRBO: the smallest "
+                  "difference in mean RBO between two perturbations that a paired test at 0.05 "
+                  "finds with 80 % power over the test queries (basis: the store's results, or "
+                  "a pessimistic one-epoch calibration). Nothing was trained into the store.")
 
 
 def audit(
@@ -105,6 +198,8 @@ def audit(
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process)."),
     output: Path = typer.Option(Path("results/audit.duckdb"), "--output", "-o",
                                 help="DuckDB store (resumed if it exists)."),
+    dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated wall "
+                             "time and the detectable difference; train nothing."),
 ) -> None:
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
     from recaudit.audit import AuditConfig, ExecutorSpec, MetricSpec, ModelSpec
@@ -116,25 +211,26 @@ def audit(
                                                workers),
                          output=str(output), name="quick-audit")
     console = _console(120)
+    if dry:
+        return _dry_run(config, console)
     store = _progress_runner(config, console)
-    for table in summary_tables(store, f"Rank-list sensitivity (k={k}, p={p})"):
-        console.print(table)
-    from recaudit.audit import seed_summary, trial_summary
-
-    for line in story(seed_summary(trial_summary(store))):
-        console.print(line)
+    _readings(store, f"Rank-list sensitivity (k={k}, p={p})", console)
     console.print(f"results: {store}")
 
 
-def run(config: Path = typer.Argument(..., help="Audit config (TOML).")) -> None:
+def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
+        dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated "
+                                 "wall time and the detectable difference; train nothing.")
+        ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
 
     cfg = load_config(config)
     console = _console(120)
+    if dry:
+        return _dry_run(cfg, console)
     store = _progress_runner(cfg, console)
-    for table in summary_tables(store, cfg.name):
-        console.print(table)
+    _readings(store, cfg.name, console)
     console.print(f"results: {store}")
 
 

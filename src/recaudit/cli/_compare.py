@@ -21,6 +21,10 @@ def _write(per_query, path: Path) -> None:
         atomic_write(path, lambda tmp: per_query.to_csv(tmp, index=False))
 
 
+def _p(p: float) -> str:
+    return "–" if p != p else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+
+
 def compare_cmd(
     runs: list[Path] = typer.Argument(..., help="Two or more run files of the same queries."),
     k: int = typer.Option(10, "--k", help="Cut-off of FRBO@k and Jaccard@k."),
@@ -41,7 +45,7 @@ def compare_cmd(
     from rich.table import Table
 
     from recaudit.errors import ConfigError
-    from recaudit.runs import METRICS, compare_many, pairwise_matrix, summarize
+    from recaudit.runs import METRICS, compare_many, compare_pairs, pairwise_matrix, summarize
 
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run files")
@@ -54,9 +58,15 @@ def compare_cmd(
         table = Table(title=f"{row['run_a']} vs {row['run_b']}: {row['queries']} queries")
         table.add_column("measure")
         table.add_column("mean", justify="right")
+        table.add_column("95 % interval", justify="right")
+        table.add_column("p (identical)", justify="right")
         for m in METRICS:
-            table.add_row(_LABELS[m].format(k=k), f"{row[m]:.4f}")
+            table.add_row(_LABELS[m].format(k=k), f"{row[m]:.4f}",
+                          f"[{row[m + '_ci_low']:.4f}, {row[m + '_ci_high']:.4f}]",
+                          _p(row[m + "_p_identical"]))
         console.print(table)
+        console.print("interval over queries; p: the lists are the same on average "
+                      "(Shapiro-Wilk, then t or Wilcoxon; Betello et al. 2023's protocol)")
     else:
         for m in METRICS:
             matrix = pairwise_matrix(per_query, m)
@@ -67,6 +77,15 @@ def compare_cmd(
             for name, values in matrix.iterrows():
                 table.add_row(str(name), *(f"{v:.4f}" for v in values))
             console.print(table)
+        pairs = compare_pairs(per_query, "rbo")
+        table = Table(title=f"is {pairs['reference'].iloc[0]} closer to one run than to "
+                            "another? (RBO per query, paired)")
+        for col in ("run b", "run c", "RBO(b) - RBO(c)", "95 % interval", "test", "p (Holm)"):
+            table.add_column(col, justify="left" if col.startswith("run") else "right")
+        for _, r in pairs.iterrows():
+            table.add_row(str(r.run_b), str(r.run_c), f"{r.difference:+.4f}",
+                          f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]", r.test, _p(r.p))
+        console.print(table)
     short = means[means["frbo_queries"] < means["queries"]]
     for _, row in short.iterrows():
         console.print(f"note: FRBO@{k} is undefined for {row['queries'] - row['frbo_queries']} "

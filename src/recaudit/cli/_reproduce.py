@@ -7,10 +7,22 @@ from pathlib import Path
 import typer
 
 _DIR = typer.Option(Path("results/reproduce"), "--dir",
-                    help="Where runs keep their stores and records.")
+                    help="Where runs keep their stores (large; keep them out of a repository).")
+_RECORDS = typer.Option(None, "--records",
+                        help="Where the records (record.json, samples.parquet) are written "
+                             "and read. Default: docs/reproduction/records when that folder "
+                             "exists here (a recaudit checkout), else the --dir folder.")
 
 
-def list_cmd(root: Path = _DIR) -> None:
+def _records(records: Path | None, root: Path) -> Path:
+    from recaudit.reproduce import DEFAULT_RECORDS
+
+    if records is not None:
+        return records
+    return DEFAULT_RECORDS if DEFAULT_RECORDS.parent.is_dir() else root
+
+
+def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
     from rich.console import Console
     from rich.table import Table
@@ -21,7 +33,7 @@ def list_cmd(root: Path = _DIR) -> None:
     for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
         table.add_column(col)
     for e in available():
-        recs = [(s, load_record(root, e.name, s)) for s in e.scales]
+        recs = [(s, load_record(_records(records, root), e.name, s)) for s in e.scales]
         done = ", ".join(f"{s}: {r['verdict']}" for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
@@ -40,8 +52,9 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             models: str | None = typer.Option(None, help="Run only these models, "
                                               "comma-separated (e.g. jodie,latentcross; "
                                               "recorded)."),
-            root: Path = _DIR) -> None:
-    """Run (or resume) experiments and print their verdicts."""
+            root: Path = _DIR, records: Path | None = _RECORDS) -> None:
+    """Run (or resume) experiments and print their verdicts. A finished run resumed reads
+    its stores (no training) and rewrites its record with the current claims and tests."""
     from recaudit.errors import ConfigError
     from recaudit.reproduce import Scope, available, get, run
 
@@ -58,17 +71,19 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
     scope = Scope(seeds, draws, None if models is None else
                   tuple(m.strip() for m in models.split(",") if m.strip()))
     for n in chosen:
-        rec = run(n, scale, root, workers=workers, scope=scope)
+        rec = run(n, scale, root, workers=workers, scope=scope,
+                  records=_records(records, root))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
 
 
-def report_cmd(root: Path = _DIR,
+def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
                output: Path = typer.Option(Path("docs/reproduction.md"), "-o", "--output")
                ) -> None:
-    """Write the reproduction page (our numbers beside the papers') from the run records."""
+    """Write the reproduction page (our numbers beside the papers') from the run records:
+    the claims are tested anew on the recorded samples, nothing is trained."""
     from recaudit.reproduce import write_report
 
-    typer.echo(f"wrote {write_report(root, output)}")
+    typer.echo(f"wrote {write_report(_records(records, root), output)}")
 
 
 def register(app: typer.Typer) -> None:

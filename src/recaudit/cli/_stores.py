@@ -49,15 +49,21 @@ def results(store: Path = _STORE,
             study: str | None = typer.Option(None, "--study", help="audit, properties, fuzz "
                                              "or mirror (needed when the store holds "
                                              "several)."),
+            decisions: bool = typer.Option(False, "--summary", help="One row per condition "
+                                           "(dataset, model, perturbation for an audit): "
+                                           "each measure with its 95 % interval over seeds "
+                                           "and queries, and p-values against the noise "
+                                           "floors present."),
             ) -> None:
-    """Per-trial results of a study in the store, as a table, CSV or JSON."""
+    """Per-trial results of a study in the store, as a table, CSV or JSON (``--summary``:
+    per condition, with intervals and tests)."""
     from recaudit.errors import ConfigError
     from recaudit.studies import summary
 
     if format not in ("table", "csv", "json"):
         raise ConfigError(f"--format must be table, csv or json, got {format!r}")
-    if format == "table" and study in (None, "audit"):
-        from recaudit.cli._audit import summary_tables
+    if format == "table" and study in (None, "audit") and not decisions:
+        from recaudit.cli._audit import trial_table
         from recaudit.experiment import Store
         from recaudit.studies import present
 
@@ -65,20 +71,31 @@ def results(store: Path = _STORE,
             kinds = [i.kind for i in present(s)]
         if kinds == ["audit"] or study == "audit":
             console = _console(120)
-            for table in summary_tables(store, str(store)):
-                console.print(table)
+            console.print(trial_table(store, str(store)))
             return
-    info, frame = summary(store, study)
+    info, frame = summary(store, study, decisions=decisions)
     if format == "csv":
         typer.echo(frame.to_csv(index=False), nl=False)
     elif format == "json":
         typer.echo(frame.to_json(orient="records", indent=2))
     else:
         console = _console(160)
+        if decisions and info.kind == "audit":
+            from recaudit.cli._audit import decision_tables
+
+            for t in decision_tables(frame, str(store)):
+                console.print(t)
+            return
         table = Table(*map(str, frame.columns), title=f"{info.title}: {store}")
         for row in frame.itertuples(index=False):
-            table.add_row(*(f"{v:.4f}" if isinstance(v, float) else str(v) for v in row))
+            table.add_row(*(_cell(v) for v in row))
         console.print(table)
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if v != 0 and abs(v) < 1e-3 else f"{v:.4f}"
+    return str(v)
 
 
 def export(store: Path = _STORE,

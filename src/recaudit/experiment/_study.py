@@ -85,14 +85,17 @@ class Study(Protocol):
 @dataclass(frozen=True)
 class StudyInfo:
     """What readers need of a study: ``kind``, a ``title``, its ``tables`` (the first: one
-    row per finished trial), the columns of that table ``status`` counts by, and ``summary``:
-    one row per trial with its results (``recaudit results``)."""
+    row per finished trial), the columns of that table ``status`` counts by, ``summary``:
+    one row per trial with its results (``recaudit results``), and ``decisions``: one row per
+    condition with intervals and tests (``recaudit results --summary``; ``None`` for a study
+    whose values are exact)."""
 
     kind: str
     title: str
     tables: tuple[Table, ...]
     breakdown: tuple[str, ...]
     summary: Callable[[Store], Any]
+    decisions: Callable[[Store], Any] | None = None
 
     @property
     def trials(self) -> Table:

@@ -28,6 +28,15 @@ def _summary(store: Store) -> pd.DataFrame:
     return read_trials(store).drop(columns=["record", "trial"])
 
 
+def _decisions(store: Store) -> pd.DataFrame:
+    """Per (model, size, heuristic): mean TopOut over the sets with its interval, Welch's
+    test against the random baseline (Shriver 2018 Tables 4.6-4.8)."""
+    from recaudit.fuzz._tables import significance
+
+    return significance(read_trials(store))
+
+
 #: Fuzzing, as the readers of a store see it (``recaudit status / results / report``).
 STUDY = StudyInfo("fuzz", "fuzzing study", (FUZZ_TRIALS,),
-                  breakdown=("model", "heuristic", "size"), summary=_summary)
+                  breakdown=("model", "heuristic", "size"), summary=_summary,
+                  decisions=_decisions)

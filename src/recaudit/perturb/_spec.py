@@ -60,8 +60,8 @@ EDITS: tuple[str, ...] = get_args(Edit)
 
 def examples() -> list[str]:
     """Every built-in name (``<n>`` stands for a positive integer; ``-k<count>`` may follow
-    edits, and ``+inputs`` any name but ``none`` and ``seed-only``)."""
-    names = ["none", "seed-only"] + [f"remove-{w}-<n>" for w in POSITIONS]
+    edits, and ``+inputs`` any name but the floors ``rerun``, ``none`` and ``seed-only``)."""
+    names = ["rerun", "seed-only", "none"] + [f"remove-{w}-<n>" for w in POSITIONS]
     for sel in SELECTORS:
         names.append(f"{sel}-delete")
         for edit in ("insert", "replace"):
@@ -119,12 +119,16 @@ class _Spec:
 
 @dataclass(frozen=True)
 class ReferenceSpec(_Spec, Config):
-    """A trial that changes no data: ``none`` (the baseline compared with itself) or
-    ``seed-only`` (the same data, another training seed; Betello et al. 2023 RQ1).
+    """A trial that changes no data, a noise floor: ``rerun`` (the same data and seed, fitted
+    again: rank lists identical to the baseline's for a deterministic model; where training is
+    not reproducible, e.g. a command model or GPU kernels, it measures that nondeterminism) or
+    ``seed-only`` (the same data, another training seed; Betello et al. 2023 RQ1). ``none`` is
+    the earlier name of ``rerun``, kept so that stores that used it resume with the same
+    trial ids.
 
-    kind: ``none`` or ``seed-only``. inputs: always false (nothing is edited)."""
+    kind: ``rerun``, ``seed-only`` or ``none``. inputs: always false (nothing is edited)."""
 
-    kind: Literal["none", "seed-only"]
+    kind: Literal["rerun", "seed-only", "none"]
     inputs: bool = False
 
     def validate(self) -> None:
@@ -274,7 +278,8 @@ class EditSpec(_Spec, Config):
 #: A built-in perturbation spec: an edit, a position removal or a reference.
 PerturbationSpec = EditSpec | PositionSpec | ReferenceSpec
 _KINDS: dict[str, type[Config]] = {"edit": EditSpec, "position": PositionSpec,
-                                   "none": ReferenceSpec, "seed-only": ReferenceSpec}
+                                   "none": ReferenceSpec, "seed-only": ReferenceSpec,
+                                   "rerun": ReferenceSpec}
 
 
 _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
@@ -296,12 +301,12 @@ def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | Referen
                           f"(the edits reach the test inputs too). Did you mean "
                           f"'{base}+inputs'?")
     if plus:
-        if base in ("none", "seed-only"):
+        if base in ("none", "seed-only", "rerun"):
             raise ConfigError(f"unknown perturbation {name!r}: {base!r} edits nothing, so it "
                               f"has no '+inputs'. Use {base!r}")
         return parse_name(base, **{"inputs": True, **overrides})
     fields: dict[str, Any] | None = None
-    if text in ("none", "seed-only"):
+    if text in ("none", "seed-only", "rerun"):
         fields = {"kind": text}
     elif m := _POS_RE.match(text):
         fields = {"kind": "position", "where": m["where"], "n": int(m["n"])}

@@ -22,14 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from recaudit.audit import perturbation_label
+from recaudit.audit import floor_of, perturbation_label
 
 __all__ = ["ReportData", "PerturbationInfo", "load"]
-
-#: Trial means averaged over seeds for the tables and figures.
-SUMMARY_METRICS = ["rbo", "frbo", "jaccard", "average_overlap", "mrr_base", "mrr_pert",
-                   "hit_base", "hit_pert", "ndcg_base", "ndcg_pert"]
-
 
 @dataclass(frozen=True)
 class PerturbationInfo:
@@ -63,8 +58,9 @@ def _info(row: Any) -> PerturbationInfo:
 class ReportData:
     """The numbers of one audit store.
 
-    ``summary`` is :func:`recaudit.audit.trial_summary` (one row per trial), ``agg`` its
-    :func:`recaudit.audit.seed_summary` (mean/std over seeds), ``trials`` the raw trials
+    ``summary`` is :func:`recaudit.audit.trial_summary` (one row per trial), ``agg``
+    :func:`recaudit.audit.summary` (per condition: each measure with its 95 % interval over
+    seeds and queries, p-values against the floors; ``model_label`` names the model), ``trials`` the raw trials
     table, ``meta`` the store's key/value facts. Per-query views (distributions, user groups,
     significance tests) are computed on demand from the store at ``path``.
     """
@@ -145,9 +141,9 @@ class ReportData:
 
     def main_perturbations(self, dataset: str | None = None) -> list[str]:
         """The perturbations compared at one edit budget (Oh et al. 2022 Table 3): no
-        ``none``, no position removal, and of a family run at several counts
-        (``casper-delete``, ``casper-delete-k4``, ...) only its smallest count; references
-        other than ``none`` (``seed-only``) stay, last."""
+        ``rerun`` (or ``none``) floor, no position removal, and of a family run at several
+        counts (``casper-delete``, ``casper-delete-k4``, ...) only its smallest count; the
+        ``seed-only`` floor stays, last."""
         perts = self.perturbations(dataset)
         smallest: dict[str, int] = {}
         for p in perts:
@@ -157,7 +153,7 @@ class ReportData:
         out = []
         for p in perts:
             info = self.infos[p]
-            if p == "none" or info.position is not None:
+            if floor_of(p) == "rerun" or info.position is not None:
                 continue
             if info.count is not None and not info.reference \
                     and info.count > smallest[info.family]:
@@ -180,6 +176,18 @@ class ReportData:
         from recaudit.audit import query_distribution
 
         return query_distribution(self.path, ("rbo", "frbo", "jaccard"))
+
+    def most_destabilising(self, metric: str, dataset: str) -> pd.DataFrame:
+        """:func:`recaudit.audit.most_destabilising` of ``metric`` among the main
+        perturbations of ``dataset`` (floors aside; computed once)."""
+        from recaudit.audit import most_destabilising
+
+        key = f"most:{metric}:{dataset}"
+        if key not in self._cache:
+            perts = [p for p in self.main_perturbations(dataset) if not floor_of(p)]
+            out = most_destabilising(self.path, metric=metric, perturbations=perts)
+            self._cache[key] = out[out.dataset == dataset] if len(out) else out
+        return self._cache[key]
 
     def user_groups(self, metric: str) -> pd.DataFrame:
         """:func:`recaudit.audit.user_groups` of ``metric`` (computed once)."""
@@ -227,7 +235,8 @@ def _property_meta(store: Any) -> dict[str, Any]:
 def load(store: str | Path) -> ReportData:
     """Read a results file (read-only) into a :class:`ReportData`; any of its kinds may be
     missing, but not all of them."""
-    from recaudit.audit import AuditStore, seed_summary, trial_summary
+    from recaudit.audit import AuditStore, trial_summary
+    from recaudit.audit import summary as decisions
     from recaudit.errors import RecauditError, RecauditWarning
     from recaudit.fuzz import read_trials as fuzz_trials
     from recaudit.simulate import read_results as mirror_results
@@ -238,13 +247,15 @@ def load(store: str | Path) -> ReportData:
         trials = s.trials() if holds.get("trials") else pd.DataFrame()
         meta = s.meta()
         summary = trial_summary(s) if len(trials) else pd.DataFrame()
+        agg = decisions(s).rename(columns={"model": "model_label"}) if len(trials) \
+            else pd.DataFrame()
         fuzz = fuzz_trials(s) if holds.get("fuzz_trials") else None
         mirror = mirror_results(s) if holds.get("mirror_results") else None
         if holds.get("property_values"):
             meta.update(_property_meta(s))
     if len(summary):
         summary = summary.dropna(subset=["rbo"]).reset_index(drop=True)
-        agg = seed_summary(summary, SUMMARY_METRICS)
+        agg = agg.dropna(subset=["rbo"]).reset_index(drop=True)
     else:
         summary, agg = pd.DataFrame(), pd.DataFrame()
     if len(trials) and "family" not in trials:

@@ -21,19 +21,22 @@ __all__ = ["Cell", "Table", "FigureItem", "Section", "Report"]
 
 @dataclass(frozen=True)
 class Cell:
-    """One table cell: its display ``text`` and, for numbers, the ``value`` (mean), the
-    ``std`` over seeds, a ``mark`` and whether it is ``significant`` (with the ``p_value``).
+    """One table cell: its display ``text`` and, for numbers, the ``value`` (mean), a
+    ``mark``, whether it is ``significant`` (with the ``p_value``) and the 95 % interval of
+    the value (``low``, ``high``).
 
-    Marks: ``"best"``/``"second"`` (lowest RLS, Oh et al. 2022 Table 3), ``"bold"``/``"italic"``
+    Marks: ``"best"`` (lowest RLS, significantly below every other perturbation: the most
+    destabilising one, Oh et al. 2022 Table 3), ``"bold"``/``"italic"``
     (significantly greater / lower than a baseline, Shriver 2018 Tables 4.6-4.9) and
     ``"highlight"`` (a flagged value, e.g. a robust property in Shriver 2018 Table 3.6)."""
 
     text: str
     value: float | None = None
-    std: float | None = None
     mark: str | None = None
     significant: bool = False
     p_value: float | None = None
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,8 @@ class Table:
         return [(grouped and i > 0 and not flags[g][1], flags) for i, flags in enumerate(rows)]
 
     def to_frame(self) -> pd.DataFrame:
-        """Numbers as numbers: one column per table column, plus ``<col> std``,
-        ``<col> mark`` and ``<col> p`` columns where the table has them."""
+        """Numbers as numbers: one column per table column, plus ``<col> ci_low``,
+        ``<col> ci_high``, ``<col> mark`` and ``<col> p`` columns where the table has them."""
         data: dict[str, list[Any]] = {}
         for j, col in enumerate(self.columns):
             cells = [r[j] for r in self.rows]
@@ -78,8 +81,9 @@ class Table:
             # a cell without a number keeps its text (a set of items, "∞"), an empty one None
             data[col] = [c.value if c.value is not None
                          else (c.text if c.text not in ("", "–") else None) for c in cells]
-            if any(c.std is not None for c in cells):
-                data[f"{col} std"] = [c.std for c in cells]
+            if any(c.low is not None for c in cells):
+                data[f"{col} ci_low"] = [c.low for c in cells]
+                data[f"{col} ci_high"] = [c.high for c in cells]
             if any(c.mark for c in cells):
                 data[f"{col} mark"] = [c.mark or "" for c in cells]
             if any(c.p_value is not None for c in cells):
@@ -99,10 +103,17 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _mean_std(mean: Any, std: Any, mark: str | None = None) -> Cell:
-    m, s = _num(mean), _num(std)
-    text = _fmt(m) + ("" if s is None else f" ± {_fmt(s)}")
-    return Cell(text, m, s, mark)
+def _mean_ci(mean: Any, low: Any, high: Any, mark: str | None = None) -> Cell:
+    """A mean with its interval: ``0.8123 ± 0.0112`` (half-width), or ``0.9990 [0.9962,
+    1.0000]`` where the interval was clipped at the measure's range."""
+    m, lo, hi = _num(mean), _num(low), _num(high)
+    if m is None or lo is None or hi is None:
+        return Cell(_fmt(m), m, mark)
+    if abs((m - lo) - (hi - m)) > 5e-5:
+        text = f"{_fmt(m)} [{_fmt(lo)}, {_fmt(hi)}]"
+    else:
+        text = f"{_fmt(m)} ± {_fmt((hi - lo) / 2)}"
+    return Cell(text, m, mark, low=lo, high=hi)
 
 
 def _text(x: Any) -> Cell:

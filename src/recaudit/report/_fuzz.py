@@ -77,7 +77,7 @@ def _fuzz_cell(r: pd.Series | None) -> Cell:
     p = _num(r["p_greater"] if mark == "bold" else r["p_less"] if mark == "italic"
              else min(r["p_greater"], r["p_less"]))
     text = ("*" if r["exceeds"] else "") + ("–" if mean is None else f"{mean:.4f}")
-    return Cell(text, mean, None, mark, mark is not None, p)
+    return Cell(text, mean, mark, mark is not None, p)
 
 
 def _split_config(config: str) -> tuple[str, str]:

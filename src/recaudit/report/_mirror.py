@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.report._data import ReportData
-from recaudit.report._document import Cell, Section, Table, _mean_std, _slug, _text
+from recaudit.report._document import Cell, Section, Table, _mean_ci, _slug, _text
 from recaudit.report._plots import PALETTE, _figure, _wrap, legend_columns, style
 
 if TYPE_CHECKING:
@@ -43,8 +43,8 @@ MIRROR_METRICS = (("ctr", "CTR"), ("fctr", "FCTR"), ("mani_score", "ManiScore"),
 # ------------------------------------------------------------------------ property templates
 
 def mirror_summary(data: ReportData) -> pd.DataFrame:
-    """:func:`recaudit.simulate.summarise` of the stored MIRROR rows (mean, std, count over
-    seeds per scenario, algorithm, mix, round and metric)."""
+    """:func:`recaudit.simulate.summarise` of the stored MIRROR rows (mean, std, count and
+    95 % interval over seeds per scenario, algorithm, mix, round and metric)."""
     if data.mirror is None or data.mirror.empty:
         return pd.DataFrame()
     if "mirror" not in data._cache:
@@ -61,7 +61,8 @@ def mirror_summary(data: ReportData) -> pd.DataFrame:
 
 def mirror_tables(data: ReportData) -> list[Table]:
     """One table per scenario: oracles (the initial strategies) first, then every algorithm
-    by mix ratio α; metrics over the whole evaluation (not per round), mean ± std over seeds."""
+    by mix ratio α; metrics over the whole evaluation (not per round), mean and 95 % interval
+    over seeds."""
     s = mirror_summary(data)
     if s.empty:
         return []
@@ -80,15 +81,15 @@ def mirror_tables(data: ReportData) -> list[Table]:
             cells = [_text(key.algorithm),
                      Cell("oracle") if pd.isna(key.mix) else Cell(f"{key.mix:g}", key.mix)]
             for m, _ in metrics:
-                cells.append(_mean_std(sub["mean"].get(m), sub["std"].get(m))
-                             if m in sub.index else Cell("–"))
+                cells.append(_mean_ci(sub["mean"].get(m), sub["ci_low"].get(m),
+                                      sub["ci_high"].get(m)) if m in sub.index else Cell("–"))
             rows.append(tuple(cells))
         seeds = sorted(set(g["count"].astype(int)))
         out.append(Table(
             f"mirror-{_slug(scenario)}", f"MIRROR · {scenario}",
             ("algorithm", "mix α", *(n for _, n in metrics)), tuple(rows), n_labels=1,
-            caption=f"Mean ± std over {'/'.join(map(str, seeds))} "
-                    f"seed{'' if seeds == [1] else 's'}. "
+            caption=f"Mean ± half-width of the 95 % interval over {'/'.join(map(str, seeds))} "
+                    f"seed{'' if seeds == [1] else 's'} (Student's t). "
                     "α = share of training data "
                     "collected by the manipulative oracle; oracles are the initial strategies. "
                     "CTR: click-through rate; FCTR: share of the chosen documents that are favourites; ManiScore "
@@ -110,7 +111,7 @@ def _colors(names: list[str]) -> dict[str, str]:
 
 
 def mirror_mix_figure(summary: pd.DataFrame, scenario: str) -> Figure | None:
-    """Zhu et al. 2023 Figure 7: each metric against α (mean ± std over seeds)."""
+    """Zhu et al. 2023 Figure 7: each metric against α (means with 95 % intervals over seeds)."""
     oracles, algos = _split(summary, scenario)
     if algos.empty or algos.mix.nunique() < 2:
         return None
@@ -122,7 +123,8 @@ def mirror_mix_figure(summary: pd.DataFrame, scenario: str) -> Figure | None:
     for ax, (m, title) in zip(axes[0], metrics, strict=True):
         for name in names:
             g = algos[(algos.algorithm == name) & (algos.metric == m)].sort_values("mix")
-            ax.errorbar(g.mix.to_numpy(dtype=float), g["mean"], yerr=g["std"].fillna(0),
+            err = np.nan_to_num(np.vstack([g["mean"] - g["ci_low"], g["ci_high"] - g["mean"]]))
+            ax.errorbar(g.mix.to_numpy(dtype=float), g["mean"], yerr=err,
                         color=colors[name], marker="o", markersize=3.5, linewidth=1.4,
                         capsize=2, label=_wrap(name, 30))
         for j, (name, o) in enumerate(oracles[oracles.metric == m].groupby("algorithm",
@@ -247,7 +249,8 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
             slug = _slug(scenario)
             mirror.figures += fig(f"mix-{slug}", f"Online metrics vs mix ratio · {scenario}",
                                   lambda s=scenario: mirror_mix_figure(summary, s),
-                                  "Mean ± std over seeds; dashed: the initial strategies "
+                                  "Means with 95 % intervals over seeds; dashed: the initial "
+                                  "strategies "
                                   "(Zhu et al. 2023 Figure 7).")
             mirror.figures += fig(f"traj-{slug}", f"CTR vs FCTR over mix ratios · {scenario}",
                                   lambda s=scenario: mirror_trajectory_figure(summary, s),

@@ -1,6 +1,7 @@
 """Text renderers of the report's tables: Markdown, LaTeX (booktabs) and CSV files.
 
-Marks follow the HTML page: best = bold, second best = underlined, † = significant; a
+Marks follow the HTML page: best (the most destabilising perturbation, significantly) =
+bold, † = significant; a
 ``bold``/``italic`` mark (fuzzing: greater / lower than the random baseline) is bold / italic
 and a ``highlight`` (a robust property) bold.
 Text from data is escaped for the target format (Markdown: ``|``, ``\\``, ``*``, ``_``, `````,
@@ -28,8 +29,6 @@ def _md_cell(cell: Cell) -> str:
     text = _md(cell.text)
     if cell.mark in ("best", "bold", "highlight"):
         return f"**{text}**"
-    if cell.mark == "second":
-        return f"<u>{text}</u>"
     if cell.mark == "italic":
         return f"_{text}_"
     return text
@@ -77,8 +76,6 @@ def _tex_cell(cell: Cell) -> str:
     text = _tex(cell.text)
     if cell.mark in ("best", "bold", "highlight"):
         return rf"\textbf{{{text}}}"
-    if cell.mark == "second":
-        return rf"\underline{{{text}}}"
     if cell.mark == "italic":
         return rf"\textit{{{text}}}"
     return text

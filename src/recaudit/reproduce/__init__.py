@@ -7,15 +7,18 @@
 >>> reproduce.write_report("results/reproduce", "docs/reproduction.md")  # doctest: +SKIP
 
 Each experiment (:class:`Experiment`) names its paper, artefacts (tables, figures), data and
-scales, the published :class:`Value` rows and the paper's :class:`Claim` rows; ``run`` writes
-a record (measures, comparison, verdict, machine, wall time) that ``write_report`` renders.
+scales, the published :class:`Value` rows and the paper's :class:`Claim` rows (rules of tested
+comparisons, :mod:`recaudit.reproduce.rules`); ``run`` writes a record (measures, samples,
+comparison, verdict, machine, wall time) that ``write_report`` renders.
 Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | report``.
 """
 
-from recaudit.reproduce._experiment import (VERDICTS, Claim, Experiment, Scope, Value,
-                                            verdict)
+from recaudit.reproduce._experiment import (CLAIM_STATES, VERDICTS, Claim, Experiment,
+                                            Measures, Scope, Value, evaluate_claims, verdict)
 from recaudit.reproduce._report import render_report, write_report
-from recaudit.reproduce._runs import DEFAULT_ROOT, available, get, load_record, run
+from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available, evaluate, get,
+                                      load_measures, load_record, run)
 
-__all__ = ["DEFAULT_ROOT", "VERDICTS", "Claim", "Experiment", "Scope", "Value",
-           "available", "get", "load_record", "render_report", "run", "verdict", "write_report"]
+__all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "VERDICTS", "Claim",
+           "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
+           "evaluate_claims", "get", "load_measures", "load_record", "render_report", "run", "verdict", "write_report"]

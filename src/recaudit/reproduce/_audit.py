@@ -11,6 +11,10 @@ over seeds of the per-trial means over test queries, under the names the store k
 al. 2022 call RBO), ``rbo`` (RBO_ext, p from the config), ``jaccard``, ``frbo`` (@k),
 ``mrr_base`` / ``mrr_pert``, ``hit_base`` / ``hit_pert`` (HR@k = Recall@k with one relevant
 item per query), ``ndcg_base`` / ``ndcg_pert`` (@k), plus ``.../n_seeds``.
+
+Their samples (:class:`recaudit.reproduce.Measures`): the per-query values of every trial,
+with ``replicate`` = ``"<seed>:<draw>"`` and ``unit`` = the test query, so that two
+perturbations of one model are compared query by query.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["audit_trials", "rls_measures", "group_measures", "shared_store"]
+__all__ = ["audit_trials", "group_measures", "rls_measures", "rls_samples", "shared_store"]
 
 _METRICS = ("rbo", "average_overlap", "jaccard", "frbo", "mrr_base", "mrr_pert", "hit_base",
             "hit_pert", "ndcg_base", "ndcg_pert")
@@ -67,14 +71,45 @@ def rls_measures(summary: pd.DataFrame, *, by_dataset: bool = False) -> dict[str
     return out
 
 
-def group_measures(config, summary: pd.DataFrame, metric: str = "jaccard") -> dict[str, float]:
+def _samples(frame: pd.DataFrame, value: str, unit: str) -> pd.DataFrame:
+    return pd.DataFrame({"replicate": frame["seed"].astype(str) + ":"
+                         + frame["draw"].astype(str) if "draw" in frame else
+                         frame["seed"].astype(str),
+                         "unit": frame[unit].astype(str),
+                         "value": frame[value].astype(float)}).reset_index(drop=True)
+
+
+def rls_samples(config, summary: pd.DataFrame, rename=lambda p: p) -> dict[str, pd.DataFrame]:
+    """Per-query values of ``summary``'s trials, by the keys :func:`rls_measures` gives
+    (``rename``: the perturbation's key from its store label)."""
+    from recaudit.audit import AuditStore
+
+    ids = set(summary["trial_id"])
+    out: dict[str, pd.DataFrame] = {}
+    with AuditStore(config.output, read_only=True) as store:
+        for (dataset, label), _ in summary.groupby(["dataset", "model_label"], sort=False):
+            q = store.query_values(_METRICS, dataset, label)
+            q = q[q["trial_id"].isin(ids)]
+            model = _model_key(str(summary.loc[summary.model_label == label, "model"].iloc[0]))
+            for pert, g in q.groupby("perturbation", sort=False):
+                for m in _METRICS:
+                    out[f"{model}/{rename(pert)}/{m}"] = _samples(g, m, "query")
+    return out
+
+
+def group_measures(config, summary: pd.DataFrame, metric: str = "jaccard",
+                   rename=lambda p: p) -> tuple[dict[str, float], dict[str, pd.DataFrame]]:
     """``<model>/<perturbation>/<metric>_<high|mid|low>``: mean over seeds of each MRR user
-    group's mean (Oh et al. 2022 §7.3: top 20 %, middle, bottom 20 % by baseline MRR)."""
+    group's mean (Oh et al. 2022 §7.3: top 20 %, middle, bottom 20 % by baseline MRR), and the
+    per-user samples (unit: the user)."""
     from recaudit.audit import user_groups
 
-    groups = user_groups(config.output, metric)
-    groups = groups[groups["trial_id"].isin(set(summary["trial_id"]))]
-    out: dict[str, float] = {}
-    for (model, pert, group), g in groups.groupby(["model", "perturbation", "group"]):
-        out[f"{_model_key(model)}/{pert}/{metric}_{group}"] = float(g[metric].mean())
-    return out
+    users = user_groups(config.output, metric, users=True)
+    users = users[users["trial_id"].isin(set(summary["trial_id"]))]
+    means: dict[str, float] = {}
+    samples: dict[str, pd.DataFrame] = {}
+    for (model, pert, group), g in users.groupby(["model", "perturbation", "group"]):
+        key = f"{_model_key(model)}/{rename(pert)}/{metric}_{group}"
+        means[key] = float(g.groupby("seed")[metric].mean().mean())
+        samples[key] = _samples(g.assign(draw=0), metric, "user")
+    return means, samples

@@ -2,19 +2,28 @@
 
 An :class:`Experiment` re-runs one table or figure of a paper at a named *scale* (``small``:
 fits on 2 CPU cores in about an hour, with the reductions its ``scales`` entry lists;
-``paper``: the paper's own settings) and returns our *measures*, a flat mapping
-``"model/perturbation/metric" -> float``. It carries
+``paper``: the paper's own settings) and returns our :class:`Measures`: a flat mapping
+``"model/perturbation/metric" -> float`` of means, with the *samples* behind them (per key:
+``replicate`` — seed or perturbation draw —, ``unit`` — test query, simulated run or
+modification set — and ``value``) where the quantity varies. It carries
 
 - :class:`Value` rows: a number printed in the paper (with its table or figure) next to the
-  measure that corresponds to it, and the absolute tolerance within which ours "matches";
-- :class:`Claim` rows: findings stated in the paper's text, checked on our measures (e.g.
-  "CASPER lowers LatentCross's RBO more than random deletion").
+  measure that corresponds to it. It *matches* when the paper's number lies within ``tol`` of
+  our 95 % interval (of our value, for a quantity without samples);
+- :class:`Claim` rows: findings stated in the paper's text, as rules of tested comparisons
+  (:mod:`recaudit.reproduce.rules`) at the paper's ``alpha`` — 0.05 for Oh et al. 2022
+  (Wilcoxon, Table 4), Zhu et al. 2023 and Shriver 2018 (Welch), 1e-3 for Betello et al. 2023
+  (Shapiro-Wilk, then paired t or Wilcoxon) — Holm-adjusted over the experiment. A claim
+  *holds* (significant in the paper's direction), is *contradicted* (significant the other
+  way) or is *undecided* (not significant: the report gives the effect the run could have
+  detected and the replicates that would resolve it).
 
-Verdict (:func:`verdict`): **reproduced** when every claim holds and every value matches;
-**direction reproduced** when every claim holds but some values do not match (the effect is
-there, its size differs); **not reproduced** when a claim fails; **not run** without measures.
-Values without a claim never decide "not reproduced" on their own: a different absolute level
-at a reduced scale is expected, a reversed finding is not.
+Verdict (:func:`verdict`): **contradicted** when a claim is contradicted; **reproduced** when
+every claim holds and every value matches; **direction reproduced** when every claim holds
+but some values do not match (the effect is there, its size differs); **undecided** when no
+claim is contradicted and some are undecided at this scale; **not run** without measures.
+Values without a claim never decide on their own: a different absolute level at a reduced
+scale is expected, a reversed finding is not.
 """
 
 from __future__ import annotations
@@ -24,10 +33,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Value", "Claim", "Experiment", "Scope", "verdict", "compare_values",
-           "VERDICTS"]
+import pandas as pd
 
-VERDICTS = ("reproduced", "direction reproduced", "not reproduced", "not run")
+from recaudit.reproduce.rules import Exact, Finding, Rule, decide
+
+__all__ = ["CLAIM_STATES", "VERDICTS", "Claim", "Experiment", "Measures", "Scope", "Value",
+           "compare_values", "evaluate_claims", "verdict"]
+
+VERDICTS = ("reproduced", "direction reproduced", "contradicted", "undecided", "not run")
+#: A claim's state: tested in the paper's direction, the other way, or neither.
+CLAIM_STATES = {True: "holds", False: "contradicted", None: "undecided"}
+
+
+class Measures(dict):
+    """Means by key, and ``samples``: key -> frame of ``replicate, unit, value`` for the
+    quantities that vary (module docstring). A plain dict of means is a :class:`Measures`
+    without samples."""
+
+    def __init__(self, means: Mapping[str, float] | None = None,
+                 samples: Mapping[str, pd.DataFrame] | None = None) -> None:
+        super().__init__(means or {})
+        self.samples: dict[str, pd.DataFrame] = dict(samples or {})
+
+    def merge(self, other: Mapping[str, float]) -> None:
+        self.update(other)
+        self.samples.update(getattr(other, "samples", {}))
+
+    def prefixed(self, prefix: str) -> Measures:
+        if not prefix:
+            return self
+        return Measures({f"{prefix}/{k}": v for k, v in self.items()},
+                        {f"{prefix}/{k}": v for k, v in self.samples.items()})
+
+    def long_samples(self, keys=None) -> pd.DataFrame:
+        """The samples of ``keys`` (default: all) as one frame ``key, replicate, unit,
+        value``."""
+        wanted = self.samples if keys is None else {k: self.samples[k] for k in keys
+                                                    if k in self.samples}
+        frames = [f[["replicate", "unit", "value"]].assign(key=k) for k, f in wanted.items()]
+        if not frames:
+            return pd.DataFrame({"key": pd.Series(dtype=str), "replicate": pd.Series(dtype=str),
+                                 "unit": pd.Series(dtype=str), "value": pd.Series(dtype=float)})
+        out = pd.concat(frames, ignore_index=True)[["key", "replicate", "unit", "value"]]
+        return out.astype({"replicate": str, "unit": str, "value": float})
+
+    @classmethod
+    def from_long(cls, means: Mapping[str, float], long: pd.DataFrame) -> Measures:
+        return cls(means, {k: g[["replicate", "unit", "value"]].reset_index(drop=True)
+                           for k, g in long.groupby("key", sort=False)})
 
 
 @dataclass(frozen=True)
@@ -50,17 +103,29 @@ class Value:
 
 @dataclass(frozen=True)
 class Claim:
-    """A finding of the paper, tested on our measures (``keys`` must all be measured)."""
+    """A finding of the paper as a rule of tested comparisons (:mod:`recaudit.reproduce.rules`);
+    :meth:`exact` for a claim on deterministic quantities (counts, a seeded fit's
+    properties)."""
 
     text: str
     source: str
-    keys: tuple[str, ...]
-    test: Callable[[Mapping[str, float]], bool]
+    rule: Rule
 
-    def check(self, measures: Mapping[str, float]) -> bool | None:
+    @classmethod
+    def exact(cls, text: str, source: str, keys, fn: Callable[[Mapping[str, float]], bool]
+              ) -> Claim:
+        return cls(text, source, Exact(fn, tuple(keys)))
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.rule.keys()))
+
+    def check(self, measures: Mapping[str, float], alpha: float = 0.05) -> bool | None:
+        """This claim alone on ``measures`` (its own leaves Holm-adjusted): True / False /
+        None (undecided, or a key not measured)."""
         if any(k not in measures for k in self.keys):
             return None
-        return bool(self.test(measures))
+        return decide([self.rule], getattr(measures, "samples", {}), measures, alpha)[0][0]
 
 
 @dataclass(frozen=True)
@@ -139,9 +204,10 @@ class Experiment:
     unavailable: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     repeatable: bool = False
+    alpha: float = 0.05
 
     def run(self, workdir: Path, scale: str, workers: int = 1,
-            scope: Scope | None = None) -> dict[str, float]:
+            scope: Scope | None = None) -> Measures:
         from recaudit.errors import ConfigError
 
         if scale not in self.scales:
@@ -152,33 +218,72 @@ class Experiment:
             raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws or "
                               "--models; run it at its scale's grid")
         workdir.mkdir(parents=True, exist_ok=True)
-        if self.repeatable:
-            return self.runner(workdir, scale, workers, scope)
-        return self.runner(workdir, scale, workers)
+        out = self.runner(workdir, scale, workers, scope) if self.repeatable else \
+            self.runner(workdir, scale, workers)
+        return out if isinstance(out, Measures) else Measures(out)
+
+
+def _interval(measures: Mapping[str, float], key: str) -> tuple[float, float] | None:
+    from recaudit.stats import estimate_mean
+
+    f = getattr(measures, "samples", {}).get(key)
+    if f is None or len(f) < 2:
+        return None
+    est = estimate_mean(f.value.to_numpy(), f.replicate.to_numpy(), f.unit.to_numpy())
+    return est.interval(0.95) if est.design != "empty" else None
 
 
 def compare_values(exp: Experiment, measures: Mapping[str, float]) -> list[dict[str, Any]]:
-    """One row per published value: paper, ours, companions, difference, match."""
+    """One row per published value: paper, ours (with its 95 % interval where sampled),
+    companions, difference, match (the paper's number within ``tol`` of our interval)."""
     rows = []
     for v in exp.values:
         ours = measures.get(v.key)
-        match = None
+        match, ci = None, None
+        if ours is not None:
+            ci = _interval(measures, v.key)
         if ours is not None and v.paper is not None:
-            match = abs(ours - v.paper) <= v.tol
+            low, high = ci if ci is not None else (ours, ours)
+            match = low - v.tol <= v.paper <= high + v.tol
         rows.append({"label": v.label, "source": v.source, "paper": v.paper, "ours": ours,
+                     "ci": None if ci is None else [float(ci[0]), float(ci[1])],
                      "also": {k: measures.get(k) for k in v.also}, "tol": v.tol,
                      "match": match})
     return rows
 
 
-def verdict(exp: Experiment, measures: Mapping[str, float]) -> str:
-    """``reproduced`` / ``direction reproduced`` / ``not reproduced`` / ``not run``."""
+def evaluate_claims(exp: Experiment, measures: Mapping[str, float]
+                    ) -> list[dict[str, Any]]:
+    """Every claim's state (``holds`` / ``contradicted`` / ``undecided`` / ``not measured``)
+    with its tested comparisons, the p-values Holm-adjusted over the experiment's claims."""
+    measured = [c for c in exp.claims if all(k in measures for k in c.keys)]
+    truths, found = decide([c.rule for c in measured], getattr(measures, "samples", {}),
+                           measures, exp.alpha)
+    state = {id(c): t for c, t in zip(measured, truths)}
+    out = []
+    for c in exp.claims:
+        findings: list[Finding] = [found[id(leaf)] for leaf in c.rule.leaves()] \
+            if id(c) in state else []
+        out.append({"text": c.text, "source": c.source,
+                    "state": CLAIM_STATES[state[id(c)]] if id(c) in state else "not measured",
+                    "holds": state.get(id(c)),
+                    "tests": [f.to_dict() for f in findings]})
+    return out
+
+
+def verdict(exp: Experiment, measures: Mapping[str, float],
+            claims: list[dict[str, Any]] | None = None) -> str:
+    """``reproduced`` / ``direction reproduced`` / ``contradicted`` / ``undecided`` /
+    ``not run`` (module docstring)."""
     if not measures:
         return "not run"
-    claims = [c.check(measures) for c in exp.claims]
-    if any(c is False for c in claims):
-        return "not reproduced"
-    if any(c is None for c in claims):
+    claims = evaluate_claims(exp, measures) if claims is None else claims
+    states = [c["state"] for c in claims]
+    if "contradicted" in states:
+        return "contradicted"
+    if "not measured" in states:
         return "not run"
+    if "undecided" in states:
+        return "undecided"
     matches = [r["match"] for r in compare_values(exp, measures) if r["match"] is not None]
     return "reproduced" if all(matches) else "direction reproduced"

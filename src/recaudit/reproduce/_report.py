@@ -1,10 +1,10 @@
 """``docs/reproduction.md``: our numbers beside the papers', from the run records only.
 
-Per experiment: the command, data, scale (what differs from the paper), machine, wall time,
-the published values next to ours (with RBO p = 0.9 and Jaccard@k beside average overlap where
-a paper's "RBO" is average overlap), the paper's claims checked on our numbers, the verdict,
-and notes on what differs or was checked. The paper-scale record is shown when there is one,
-else the small-scale one.
+Per experiment and recorded scale (paper first, beside small): the command, data, scale (what
+differs from the paper), machine, wall time, the published values next to ours with our 95 %
+intervals (with RBO p = 0.9 and Jaccard@k beside average overlap where a paper's "RBO" is
+average overlap), the paper's claims tested on the recorded samples, the verdict, and notes
+on what differs or was checked.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.reproduce._experiment import Experiment
-from recaudit.reproduce._runs import available, evaluate, load_record
+from recaudit.reproduce._runs import available, evaluate, load_measures, load_record
 
 __all__ = ["render_report", "write_report"]
 
-_MARK = {True: "yes", False: "**no**", None: "–"}
+_STATE = {"holds": "holds", "contradicted": "**contradicted**", "undecided": "undecided",
+          "not measured": "not measured"}
 
 
 def _num(x: float | None) -> str:
@@ -42,14 +43,16 @@ def _machine(m: dict[str, Any]) -> str:
     return f"{m.get('cpus')} CPUs ({m.get('machine')}), {gpu}"
 
 
-def _pick(exp: Experiment, root: Path) -> dict[str, Any] | None:
-    """The record at the largest scale run, compared anew with the experiment's values and
-    claims (the recorded measures are the data; the comparison is the current one)."""
+def _records(exp: Experiment, root: Path) -> list[dict[str, Any]]:
+    """Every recorded scale of ``exp`` (paper first), each compared anew with the
+    experiment's values and claims (the recorded measures and samples are the data; the
+    comparison is the current one)."""
+    out = []
     for scale in ("paper", "small"):
         rec = load_record(root, exp.name, scale)
         if rec is not None:
-            return {**rec, **evaluate(exp, rec["measures"])}
-    return None
+            out.append({**rec, **evaluate(exp, load_measures(root, rec))})
+    return out
 
 
 def _values_table(rec: dict[str, Any]) -> list[str]:
@@ -63,39 +66,86 @@ def _values_table(rec: dict[str, Any]) -> list[str]:
     for r in rows:
         comp = {k.rsplit("/", 1)[-1]: v for k, v in r["also"].items()}
         match = "–" if r["match"] is None else ("yes" if r["match"] else f"no (±{r['tol']:g})")
-        cells = [r["label"], r["source"], _num(r["paper"]), _num(r["ours"])] + \
+        ours = _num(r["ours"])
+        if r.get("ci"):
+            ours += f" [{_num(r['ci'][0])}, {_num(r['ci'][1])}]"
+        cells = [r["label"], r["source"], _num(r["paper"]), ours] + \
             [_num(comp.get(a)) for a in also] + [match]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def _experiment(exp: Experiment, rec: dict[str, Any] | None) -> list[str]:
+def _p(p: float) -> str:
+    return "–" if p != p else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
+
+
+def _test(t: dict[str, Any]) -> str:
+    """One tested comparison: direction, difference and interval, test, adjusted p, the
+    detectable effect and, when undecided, what would decide it."""
+    if t["test"] in ("exact", "point"):
+        kind = "exact" if t["test"] == "exact" else "point values (no samples)"
+        return f"{t['text']}: {'yes' if t['truth'] else 'no'} ({kind})"
+    state = {True: "yes", False: "**opposite**", None: "undecided"}[t["truth"]]
+    text = (f"{t['text']}: {state} — difference {_num(t['difference'])} [{_num(t['low'])}, "
+            f"{_num(t['high'])}], {t['test']}, p = {_p(t['p_adjusted'])}, detectable "
+            f"{_num(t['detectable'])} ({t['levels']})")
+    if t["truth"] is None:
+        text += (f"; about {t['needed']} replicates (seeds or draws) would detect it"
+                 if t["needed"] else "; more replicates alone would not decide it"
+                 if t["levels"] != "queries only" else "; one replicate: run more seeds")
+    return text
+
+
+def _claim(c: dict[str, Any]) -> list[str]:
+    lines = [f"- {_STATE[c['state']]}: {c['text']} ({c['source']})"]
+    tests = c.get("tests", [])
+    shown = [t for t in tests if t["truth"] is not True] or tests
+    for t in shown[:6]:
+        lines.append(f"  - {_test(t)}")
+    if len(shown) > 6:
+        lines.append(f"  - … and {len(shown) - 6} more comparisons")
+    elif len(shown) < len(tests):
+        lines.append(f"  - (the other {len(tests) - len(shown)} comparisons hold)")
+    return lines
+
+
+def _experiment(exp: Experiment, recs: list[dict[str, Any]]) -> list[str]:
     out = [f"### {exp.name}: {exp.title}", "",
            f"- Artefacts: {exp.artefacts}", f"- Data: {exp.data}"]
     if exp.unavailable:
         return out + [f"- **Not run**: {exp.unavailable}", ""]
-    if rec is None:
+    if not recs:
         return out + ["- **Not run yet.** Run: `recaudit reproduce run "
                       f"{exp.name} --scale small`", ""]
-    others = [s for s in exp.scales if s != rec["scale"]]
+    missing = [s for s in exp.scales if s not in {r["scale"] for r in recs}]
+    if missing:
+        out.append(f"- Not recorded at scale {', '.join(missing)}.")
+    out.append("")
+    for rec in recs:
+        out += _scale(rec, len(recs) > 1)
+    if exp.notes:
+        out += ["Notes:", ""] + [f"- {n}" for n in exp.notes] + [""]
+    return out
+
+
+def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
+    out = [f"#### Scale {rec['scale']}", ""] if titled else []
     out += [f"- Command: `{rec['command']}`",
             f"- Scale: **{rec['scale']}** — {rec['scale_note']}",
             f"- Machine: {_machine(rec['machine'])}; wall time {_duration(rec['wall_seconds'])}"
             + (f", CPU time {_duration(rec['cpu_seconds'])}" if "cpu_seconds" in rec else "")
+            + (f" over {len(rec['invocations'])} invocations (a resumed run adds one)"
+               if len(rec.get("invocations", [])) > 1 else "")
             + f" with {rec.get('workers', 1)} worker(s), load average "
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
             f"{rec['versions'].get('torch')})",
-            f"- Verdict: **{rec['verdict']}**"]
-    if others:
-        out.append(f"- Not recorded at scale {', '.join(others)}.")
-    out.append("")
+            f"- Verdict: **{rec['verdict']}**", ""]
     out += _values_table(rec)
     if rec["claims"]:
-        out += ["", "Claims of the paper, checked on our numbers:", ""]
-        out += [f"- {_MARK[c['holds']]}: {c['text']} ({c['source']})" for c in rec["claims"]]
-    if exp.notes:
-        out += ["", "Notes:", ""] + [f"- {n}" for n in exp.notes]
+        out += ["", f"Claims of the paper, tested on our numbers (alpha = {rec['alpha']:g}, "
+                    "Holm over the experiment's comparisons):", ""]
+        out += [line for c in rec["claims"] for line in _claim(c)]
     return out + [""]
 
 
@@ -103,22 +153,31 @@ def render_report(root: Path | str) -> str:
     """The Markdown page for every registered experiment, from the records under ``root``."""
     root = Path(root)
     exps = available()
-    recs = {e.name: _pick(e, root) for e in exps}
+    recs = {e.name: _records(e, root) for e in exps}
     lines = ["# Reproducing the papers", "",
              f"Generated by `recaudit reproduce report` from the run records in `{root}/` on "
              f"{time.strftime('%Y-%m-%d')}. Each experiment re-runs a table or figure; its "
-             "verdict is **reproduced** (every claim of the paper holds on our numbers and every "
-             "published value is matched within its tolerance), **direction reproduced** (the "
-             "claims hold, the values differ), **not reproduced** (a claim fails) or **not "
-             "run**. `--scale small` runs each experiment in about an hour on 2 CPU cores with "
-             "the reductions it lists; `--scale paper` uses the papers' settings (a GPU "
-             "machine). Where a paper's \"RBO\" is average overlap, both are shown.", "",
+             "claims are tested on the recorded per-query (or per-seed, per-set) values with the "
+             "paper's own test and level — Oh et al. 2022 at 0.05, Betello et al. 2023 at "
+             "1e-3 (Shapiro-Wilk, then paired t or Wilcoxon), Zhu et al. 2023 and Shriver 2018 "
+             "at 0.05 (Welch for independent sets) — Holm-adjusted over each experiment. A "
+             "claim **holds** (significant in the paper's direction), is **contradicted** "
+             "(significant the other way) or is **undecided** (the run cannot tell; the "
+             "smallest detectable effect and the replicates that would decide it are given). "
+             "The verdict: **reproduced** (every claim holds, every published value lies "
+             "within its tolerance of our 95 % interval), **direction reproduced** (the claims "
+             "hold, the values differ), **contradicted** (a claim is), **undecided** (no claim "
+             "contradicted, some undecided at this scale) or **not run**. `--scale small` runs "
+             "each experiment in about an hour on 2 CPU cores with the reductions it lists; "
+             "`--scale paper` uses the papers' settings. Where a paper's \"RBO\" is average "
+             "overlap, both are shown.", "",
              "| experiment | paper | artefacts | scale | verdict |", "|---|---|---|---|---|"]
     for e in exps:
-        rec = recs[e.name]
-        scale = rec["scale"] if rec else "–"
-        v = "not run" + (" (data unavailable)" if e.unavailable else "") if rec is None \
-            else rec["verdict"]
+        got = recs[e.name]
+        scale = ", ".join(r["scale"] for r in got) or "–"
+        v = "; ".join(f"{r['scale']}: {r['verdict']}" if len(got) > 1 else r["verdict"]
+                      for r in got) or "not run" + (" (data unavailable)" if e.unavailable
+                                                    else "")
         lines.append(f"| [{e.name}](#{e.name}) | {e.paper} | {e.artefacts} | {scale} | {v} |")
     lines.append("")
     for paper in dict.fromkeys(e.paper for e in exps):

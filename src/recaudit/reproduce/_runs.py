@@ -1,12 +1,17 @@
 """The experiment registry, running one experiment, and its run record.
 
 ``run("oh2022-table3", scale="small", root="results/reproduce")`` runs (or resumes) the
-experiment in ``<root>/<name>/<scale>/`` and writes ``record.json`` there: the command, start
-and end, wall time of this invocation, the machine (CPUs, accelerator), library versions, our
-measures, the comparison with the paper and the verdict. The report is built from these
-records only, so it can be regenerated without re-running anything; it compares the recorded
-measures with the experiment's current values and claims (:func:`evaluate`), so a corrected
-comparison (a published value moved to the panel it belongs to) needs no new training.
+experiment in ``<root>/<name>/<scale>/`` (its stores: large, kept out of the repository) and
+writes its *record* to ``<records>/<name>/<scale>/`` (default: the same folder; the
+repository keeps them under ``docs/reproduction/records``): ``record.json`` — the command,
+every invocation's start, wall and CPU time, the machine (CPUs, accelerator), library
+versions, our measures, the comparison with the paper and the verdict — and
+``samples.parquet``, the per-(replicate, unit) values behind the measures that the claims and
+values read (``key, replicate, unit, value``). A resumed run adds its invocation to the list
+(the total wall time is their sum). The report is built from records only, so it can be
+regenerated without re-running anything; it compares the recorded measures with the
+experiment's current values and claims (:func:`evaluate`), so a corrected comparison needs no
+new training.
 """
 
 from __future__ import annotations
@@ -22,11 +27,16 @@ from typing import Any
 from recaudit._files import atomic_text
 from recaudit._version import versions
 from recaudit.errors import ConfigError, did_you_mean
-from recaudit.reproduce._experiment import Experiment, Scope, compare_values, verdict
+from recaudit.reproduce._experiment import (Experiment, Measures, Scope, compare_values,
+                                            evaluate_claims, verdict)
 
-__all__ = ["register", "get", "available", "run", "load_record", "evaluate", "DEFAULT_ROOT"]
+__all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "evaluate", "get", "load_measures",
+           "load_record", "register", "run"]
 
 DEFAULT_ROOT = Path("results/reproduce")
+#: Where the repository keeps the records (``recaudit reproduce run`` writes there when run
+#: from a checkout; ``recaudit reproduce report`` reads there by default).
+DEFAULT_RECORDS = Path("docs/reproduction/records")
 #: The paper modules, in the order the report shows them; each declares ``EXPERIMENTS``.
 PAPERS = ("_oh2022", "_betello2023", "_zhu2023", "_shriver2018")
 _EXTRA: dict[str, Experiment] = {}
@@ -94,20 +104,40 @@ def load_record(root: Path, name: str, scale: str) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
+def load_measures(root: Path, record: dict[str, Any]) -> Measures:
+    """A record's measures with the samples stored beside it (none for older records)."""
+    import pandas as pd
+
+    path = record_path(root, record["experiment"], record["scale"]).with_name("samples.parquet")
+    means = record["measures"]
+    if not path.exists():
+        return Measures(means)
+    return Measures.from_long(means, pd.read_parquet(path))
+
+
 def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
-    """The comparison of ``measures`` with ``exp``'s published values and claims: the
-    ``values``, ``claims`` and ``verdict`` entries of a record."""
-    return {"values": compare_values(exp, measures),
-            "claims": [{"text": c.text, "source": c.source, "holds": c.check(measures)}
-                       for c in exp.claims],
-            "verdict": verdict(exp, measures)}
+    """The comparison of ``measures`` (with their samples, where a :class:`Measures`) with
+    ``exp``'s published values and claims: the ``values``, ``claims``, ``alpha`` and
+    ``verdict`` entries of a record."""
+    claims = evaluate_claims(exp, measures)
+    return {"values": compare_values(exp, measures), "claims": claims, "alpha": exp.alpha,
+            "verdict": verdict(exp, measures, claims)}
+
+
+def _sampled_keys(exp: Experiment) -> list[str]:
+    keys = [k for c in exp.claims for k in c.keys]
+    keys += [k for v in exp.values for k in (v.key, *v.also)]
+    return list(dict.fromkeys(keys))
 
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
-        workers: int = 1, scope: Scope | None = None) -> dict[str, Any]:
+        workers: int = 1, scope: Scope | None = None,
+        records: Path | str | None = None) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
     ``scope``: fewer seeds, draws or models than the scale's (recorded, and named in the
-    record's scale note)."""
+    record's scale note). ``records``: where the record goes (default: beside the stores)."""
+    from recaudit._files import atomic_write
+
     exp = get(name)
     if exp.unavailable:
         raise ConfigError(f"experiment {name!r} cannot run here: {exp.unavailable}")
@@ -115,6 +145,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
+    records = Path(records) if records is not None else Path(root)
     started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
     scope = scope or Scope()
     measures = exp.run(workdir, scale, workers, scope)
@@ -123,20 +154,35 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     flags = scope.flags()
     if flags:
         note += f"; part of the grid only, for time:{flags.replace(' --', ' ')}"
+    command = (f"recaudit reproduce run {name} --scale {scale}{flags}"
+               + (f" --workers {workers}" if workers > 1 else ""))
+    this = {"command": command, "started": time.strftime("%Y-%m-%d %H:%M",
+                                                         time.localtime(started)),
+            "wall_seconds": round(finished - started, 1), "cpu_seconds": round(cpu, 1),
+            "workers": workers, "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
+            "machine": _machine()}
+    earlier = load_record(records, name, scale) or {}
+    same = earlier.get("scope") == {"seeds": scope.seeds, "draws": scope.draws,
+                                    "models": None if scope.models is None
+                                    else list(scope.models)}
+    invocations = (earlier.get("invocations", []) if same else []) + [this]
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
         "scale_note": note,
         "scope": {"seeds": scope.seeds, "draws": scope.draws,
                   "models": None if scope.models is None else list(scope.models)},
-        "command": f"recaudit reproduce run {name} --scale {scale}{flags}"
-                   + (f" --workers {workers}" if workers > 1 else ""),
-        "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-        "wall_seconds": round(finished - started, 1), "workers": workers,
-        "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
-        "cpu_seconds": round(cpu, 1),
-        "machine": _machine(), "versions": versions(),
+        "command": command, "started": invocations[0]["started"],
+        "wall_seconds": round(sum(i["wall_seconds"] for i in invocations), 1),
+        "cpu_seconds": round(sum(i["cpu_seconds"] for i in invocations), 1),
+        "workers": workers, "load_average": this["load_average"],
+        "invocations": invocations, "machine": this["machine"], "versions": versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
         **evaluate(exp, measures),
     }
-    atomic_text(record_path(Path(root), name, scale), json.dumps(record, indent=1, default=float))
+    path = record_path(records, name, scale)
+    samples = measures.long_samples(_sampled_keys(exp))
+    atomic_write(path.with_name("samples.parquet"),
+                 lambda tmp: samples.astype({"key": "category"}).to_parquet(
+                     tmp, index=False, compression="zstd"))
+    atomic_text(path, json.dumps(record, indent=1, default=float))
     return record

@@ -3,11 +3,14 @@
 - :func:`read_run` / :class:`Run` -- TREC run files, CSV/Parquet tables, RecBole top-k files;
 - :func:`compare_runs` -- per-query RBO, average overlap, FRBO@k and Jaccard@k of two runs of
   the same queries (also ``recaudit.compare_runs`` and ``recaudit compare``);
-- :func:`compare_many`, :func:`pairwise_matrix`, :func:`summarize` -- several runs at once.
+- :func:`compare_many`, :func:`pairwise_matrix`, :func:`summarize` -- several runs at once;
+  :func:`summarize` gives each mean its 95 % interval over queries and the test that the runs
+  agree, :func:`compare_pairs` tests per query whether one run is closer to a reference.
 """
 
-from recaudit.runs._compare import METRICS, compare_many, compare_runs, pairwise_matrix, summarize
+from recaudit.runs._compare import (METRICS, compare_many, compare_pairs, compare_runs,
+                                    pairwise_matrix, summarize)
 from recaudit.runs._read import RUN_FORMATS, Run, read_run
 
-__all__ = ["METRICS", "RUN_FORMATS", "Run", "compare_many", "compare_runs", "pairwise_matrix",
-           "read_run", "summarize"]
+__all__ = ["METRICS", "RUN_FORMATS", "Run", "compare_many", "compare_pairs", "compare_runs",
+           "pairwise_matrix", "read_run", "summarize"]

@@ -11,6 +11,15 @@ For every query both runs answer, with ``A`` and ``B`` its two lists (best first
 - ``jaccard``: ``|A[:k] ∩ B[:k]| / |A[:k] ∪ B[:k]|``.
 
 Queries present in one run only are an error unless ``missing="skip"``.
+
+Decisions (:func:`summarize`, :func:`compare_pairs`): the queries are the sampling units
+(one run is one fit: no seed-to-seed variation can be read from two files). Each measure's
+mean gets a 95 % t-interval over queries and ``p_identical``, the two-sided test that its
+mean is 1 (the runs give the same lists) by the protocol of Betello et al. 2023 —
+Shapiro-Wilk on the per-query values, then a one-sample t-test or Wilcoxon's signed-rank
+test (``recaudit.stats.one_sample_test``). With three runs or more, :func:`compare_pairs`
+asks whether the first run is closer to one run than to another, per query and paired,
+Holm-adjusted over the table.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ import pandas as pd
 from recaudit.errors import ConfigError, DataError
 from recaudit.runs._read import Run, read_run
 
-__all__ = ["compare_runs", "compare_many", "summarize", "pairwise_matrix", "METRICS"]
+__all__ = ["METRICS", "compare_many", "compare_pairs", "compare_runs", "pairwise_matrix",
+           "summarize"]
 
 METRICS = ("rbo", "average_overlap", "frbo", "jaccard")
 
@@ -119,16 +129,65 @@ def compare_many(runs: Sequence[Run | str | Path], k: int = 10, p: float = 0.9, 
     return pd.concat(frames, ignore_index=True)
 
 
+def _decide(values: pd.Series) -> dict:
+    from recaudit.stats import one_sample_test
+
+    x = values.to_numpy(dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return {"ci_low": np.nan, "ci_high": np.nan, "p_identical": np.nan}
+    test = one_sample_test(x, 1.0)
+    low, high = test.interval()
+    return {"ci_low": max(0.0, 1.0 + low), "ci_high": min(1.0, 1.0 + high),
+            "p_identical": test.p}
+
+
 def summarize(per_query: pd.DataFrame) -> pd.DataFrame:
     """Mean of each metric over queries (``frbo`` over the queries where it is defined),
-    per pair of runs when the frame has ``run_a``/``run_b``; with query counts."""
+    per pair of runs when the frame has ``run_a``/``run_b``; with query counts, and per
+    metric ``M_ci_low``/``M_ci_high`` (95 % over queries, clipped to [0, 1]) and
+    ``M_p_identical`` (module docstring)."""
     keys = [c for c in ("run_a", "run_b") if c in per_query]
-    agg = {m: (m, "mean") for m in METRICS}
-    agg["queries"] = ("query", "size")
-    agg["frbo_queries"] = ("frbo", "count")
-    if keys:
-        return per_query.groupby(keys, sort=False).agg(**agg).reset_index()
-    return pd.DataFrame({name: [per_query[col].agg(how)] for name, (col, how) in agg.items()})
+    groups = per_query.groupby(keys, sort=False) if keys else [((), per_query)]
+    rows = []
+    for key, g in groups:
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        for m in METRICS:
+            row[m] = g[m].mean()
+            row.update({f"{m}_{k}": v for k, v in _decide(g[m]).items()})
+        row["queries"] = len(g)
+        row["frbo_queries"] = int(g["frbo"].count())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compare_pairs(per_query: pd.DataFrame, metric: str = "rbo") -> pd.DataFrame:
+    """For :func:`compare_many`'s rows of three runs or more: is the first run closer to
+    ``run_b`` than to ``run_c``? One row per two other runs with the mean per-query
+    difference ``sim(first, b) - sim(first, c)`` of ``metric``, its 95 % interval, the
+    test used (paired t or Wilcoxon after Shapiro-Wilk) and Holm-adjusted ``p``. The
+    queries are those both pairs share."""
+    from recaudit.stats import holm, paired_test
+
+    if metric not in METRICS:
+        raise ConfigError(f"metric {metric!r} is not one of {', '.join(METRICS)}")
+    first = per_query["run_a"].iloc[0]
+    mine = per_query[per_query["run_a"] == first]
+    others = list(dict.fromkeys(mine["run_b"]))
+    rows = []
+    for b, c in combinations(others, 2):
+        x = mine[mine["run_b"] == b].set_index("query")[metric]
+        y = mine[mine["run_b"] == c].set_index("query")[metric]
+        shared = x.index.intersection(y.index)
+        test = paired_test(x.loc[shared].to_numpy(), y.loc[shared].to_numpy())
+        low, high = test.interval()
+        rows.append({"reference": first, "run_b": b, "run_c": c, "metric": metric,
+                     "difference": test.difference, "ci_low": low, "ci_high": high,
+                     "test": test.test, "p": test.p, "queries": test.pairs})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p"] = holm(out["p"].to_numpy())
+    return out
 
 
 def pairwise_matrix(per_query: pd.DataFrame, metric: str = "rbo") -> pd.DataFrame:

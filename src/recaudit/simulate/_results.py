@@ -38,14 +38,25 @@ def result_row(scenario: str, algo: str, mix: float | None, seed: int, metric: s
             "round": rnd, "metric": metric, "value": float(value)}
 
 
-def summarise(rows: Sequence[dict] | Any) -> Any:
-    """Mean and standard deviation over seeds per (scenario, algorithm, mix, round, metric)."""
+def summarise(rows: Sequence[dict] | Any, level: float = 0.95) -> Any:
+    """Per (scenario, algorithm, mix, round, metric): ``mean``, ``std`` and ``count`` over
+    seeds and the ``level`` interval of the mean (``ci_low``, ``ci_high``: Student's t over
+    the seeds, each of which simulates its own users; :func:`recaudit.stats.estimate_mean`)."""
+    import numpy as np
     import pandas as pd
+
+    from recaudit.stats import estimate_mean
 
     df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=ROW)
     keys = ["scenario", "algorithm", "mix", "round", "metric"]
-    return (df.groupby(keys, dropna=False, sort=False)["value"]
-            .agg(["mean", "std", "count"]).reset_index())
+    out = (df.groupby(keys, dropna=False, sort=False)["value"]
+           .agg(["mean", "std", "count"]).reset_index())
+    bounds = [estimate_mean(g["value"].to_numpy(float), np.arange(len(g)),
+                            np.zeros(len(g))).interval(level)
+              for _, g in df.groupby(keys, dropna=False, sort=False)]
+    out["ci_low"] = [b[0] for b in bounds]
+    out["ci_high"] = [b[1] for b in bounds]
+    return out
 
 
 def write_results(rows: Iterable[dict], path: str | Path) -> int:
@@ -64,10 +75,10 @@ def read_results(store: Store) -> Any:
 
 
 def _summary(store: Store) -> Any:
-    """Mean and standard deviation over the stored seeds of every result."""
+    """Mean, standard deviation and 95 % interval over the stored seeds of every result."""
     return summarise(read_results(store).drop(columns=["trial_id"]))
 
 
 #: MIRROR, as the readers of a store see it (``recaudit status / results / report``).
 STUDY = StudyInfo("mirror", "MIRROR benchmark", (MIRROR_TRIALS, MIRROR_RESULTS),
-                  breakdown=("scenario",), summary=_summary)
+                  breakdown=("scenario",), summary=_summary, decisions=_summary)

@@ -41,7 +41,8 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
     for d in data.datasets:
         acc.figures += fig(f"acc-{_slug(d)}", f"Accuracy on {d}",
                            lambda d=d: F.accuracy_figure(data, d),
-                           "Bars: mean over seeds; error bars: std over seeds.")
+                           "Bars: means; error bars: 95 % intervals over seeds and test "
+                           "queries.")
     if acc.tables:
         sections.append(acc)
 
@@ -64,7 +65,7 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
     for d in data.datasets:
         counts.figures += fig(f"cnt-{_slug(d)}", f"RLS vs number of perturbations on {d}",
                               lambda d=d: F.count_figure(data, d),
-                              "Mean ± std over seeds.")
+                              "Means with 95 % intervals over seeds and test queries.")
     runtime = fig("runtime", "CASPER runtime vs data size", lambda: F.runtime_figure(data),
                   "Log-log; dotted: linear scaling (Oh et al. 2022 Figure 8(b)).")
     counts.figures += runtime

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from recaudit.audit import floor_of
 from recaudit.report._data import ReportData
 from recaudit.report._plots import _colors, _figure, _legend, _wrap
 
@@ -30,11 +31,18 @@ __all__ = ["rls_distribution_figure", "accuracy_figure", "user_group_figure", "c
 _RLS = (("rbo", "RBO"), ("frbo", "FRBO"), ("jaccard", "Jaccard"))
 
 
+def _errors(rows, col: str):
+    """Error bars from the 95 % intervals of ``col`` (``[below, above]``; 0 where none)."""
+    low = np.nan_to_num(np.asarray(rows[col] - rows[f"{col}_ci_low"], dtype=float))
+    high = np.nan_to_num(np.asarray(rows[f"{col}_ci_high"] - rows[col], dtype=float))
+    return np.vstack([np.atleast_1d(low), np.atleast_1d(high)])
+
+
 def rls_distribution_figure(data: ReportData, dataset: str) -> Figure | None:
     """Oh et al. 2022 Figure 3(a): per-query RLS, one panel per similarity, boxes grouped by
     model and coloured by perturbation (Tukey whiskers, outliers not drawn, ◆ = mean)."""
     dist = data.distribution
-    dist = dist[(dist.dataset == dataset) & ~dist.perturbation.eq("none")]
+    dist = dist[(dist.dataset == dataset) & (dist.perturbation.map(floor_of) != "rerun")]
     if dist.empty:
         return None
     models = data.models(dataset)
@@ -86,8 +94,8 @@ _ACC = (("mrr", "MRR"), ("hit", "HR"), ("ndcg", "NDCG"))
 
 def accuracy_figure(data: ReportData, dataset: str) -> Figure | None:
     """Oh et al. 2022 Figure 3(b): accuracy of the unperturbed model and of each perturbed model
-    (bars: mean over seeds; error bars: std over seeds)."""
-    s = data.summary[(data.summary.dataset == dataset) & ~data.summary.perturbation.eq("none")]
+    (bars: means; error bars: 95 % intervals over seeds and test queries)."""
+    s = data.agg[(data.agg.dataset == dataset) & (data.agg.perturbation.map(floor_of) != "rerun")]
     if s.empty:
         return None
     models = data.models(dataset)
@@ -103,16 +111,13 @@ def accuracy_figure(data: ReportData, dataset: str) -> Figure | None:
     for ax, (m, name) in zip(axes[0], _ACC, strict=True):
         for i, model in enumerate(models):
             g = s[s.model_label == model]
-            # the baseline of a seed is shared by all perturbations: one value per seed
-            base = g.groupby("seed")[f"{m}_base"].first()
-            values = [(base.mean(), base.std(ddof=1))]
-            for pert in perts:
-                x = g[g.perturbation == pert][f"{m}_pert"]
-                values.append((x.mean(), x.std(ddof=1)))
-            for j, (lab, (mean, std)) in enumerate(zip(series, values, strict=True)):
-                ax.bar(i + (j - (len(series) - 1) / 2) * width, mean, width * 0.92,
-                       yerr=None if np.isnan(std) else std, color=colors[lab],
-                       error_kw={"elinewidth": 0.8, "capsize": 1.5})
+            # the baseline of a seed is shared by all perturbations: the first row's
+            rows = [(g.iloc[0], f"{m}_base")] + [(g[g.perturbation == p].iloc[0], f"{m}_pert")
+                                                  for p in perts if (g.perturbation == p).any()]
+            for j, (lab, (r, col)) in enumerate(zip(series, rows, strict=False)):
+                err = _errors(r, col)
+                ax.bar(i + (j - (len(series) - 1) / 2) * width, r[col], width * 0.92,
+                       yerr=err, color=colors[lab], error_kw={"elinewidth": 0.8, "capsize": 1.5})
         ax.set_xticks(range(len(models)), [_wrap(x, 16) for x in models])
         ax.set_title(name if m == "mrr" else f"{name}{data.k_label}")
     _legend(fig, series, colors)
@@ -127,7 +132,8 @@ def user_group_figure(data: ReportData, dataset: str, model: str) -> Figure | No
     frames = []
     for metric in ("rbo", "jaccard"):
         g = data.user_groups(metric)
-        g = g[(g.dataset == dataset) & (g.model_label == model) & ~g.perturbation.eq("none")]
+        g = g[(g.dataset == dataset) & (g.model_label == model)
+              & (g.perturbation.map(floor_of) != "rerun")]
         frames.append(g.groupby(["perturbation", "group"])[metric].mean())
     if any(f.empty for f in frames):
         return None
@@ -154,7 +160,8 @@ def user_group_figure(data: ReportData, dataset: str, model: str) -> Figure | No
 
 def count_figure(data: ReportData, dataset: str) -> Figure | None:
     """Oh et al. 2022 Figure 8(a): RLS versus the number of perturbed interactions, one line per
-    (model, perturbation family) that the audit ran at two or more counts."""
+    (model, perturbation family) that the audit ran at two or more counts (error bars: 95 %
+    intervals)."""
     counts = data.counts(dataset)
     if counts.empty:
         return None
@@ -170,8 +177,7 @@ def count_figure(data: ReportData, dataset: str) -> Figure | None:
     for ax, (metric, name) in zip(axes[0], (("rbo", "RBO"), ("jaccard", "Jaccard")),
                                   strict=True):
         for lab, (_, g) in zip(labels, lines, strict=True):
-            std = g[f"{metric}_std"].fillna(0).to_numpy()
-            ax.errorbar(g["count"].to_numpy(dtype=float), g[f"{metric}_mean"], yerr=std,
+            ax.errorbar(g["count"].to_numpy(dtype=float), g[metric], yerr=_errors(g, metric),
                         color=colors[lab], marker="o", markersize=3.5, linewidth=1.4,
                         capsize=2)
         ax.set_xlabel("number of perturbations")
@@ -241,7 +247,7 @@ _POS_COLORS = {"beginning": "#0072B2", "middle": "#009E73", "end": "#D55E00"}
 
 def position_figure(data: ReportData, dataset: str, model: str) -> Figure | None:
     """Betello et al. 2023 Figures 1-3: NDCG@k, MRR, HR@k, FRBO@k and Jaccard@k versus n items removed
-    at the beginning, middle or end (dashed, mean over seeds). The solid line is the
+    at the beginning, middle or end (dashed, means with 95 % intervals). The solid line is the
     baseline: the unperturbed model for accuracy; for RLS the seed-only level (another
     training seed on the same data) when the audit ran it."""
     s = data.agg[(data.agg.dataset == dataset) & (data.agg.model_label == model)]
@@ -250,7 +256,6 @@ def position_figure(data: ReportData, dataset: str, model: str) -> Figure | None
         return None
     pos["position"] = pos.perturbation.map(lambda p: data.infos[p].position)
     pos["n"] = pos.perturbation.map(lambda p: data.infos[p].count)
-    raw = data.summary[(data.summary.dataset == dataset) & (data.summary.model_label == model)]
     seed_only = s[s.perturbation == "seed-only"]
     k = data.k_label
     panels = [("ndcg", f"NDCG{k}"), ("mrr", "MRR"), ("hit", f"HR{k}"), ("frbo", f"FRBO{k}"),
@@ -259,17 +264,17 @@ def position_figure(data: ReportData, dataset: str, model: str) -> Figure | None
     for ax, (m, name) in zip(axes.flat, panels, strict=False):
         col = f"{m}_pert" if m in ("ndcg", "mrr", "hit") else m
         if m in ("ndcg", "mrr", "hit"):
-            base = raw.groupby("seed")[f"{m}_base"].first().mean()
+            base = s[f"{m}_base"].iloc[0]
         else:
-            base = seed_only[f"{m}_mean"].iloc[0] if len(seed_only) else None
+            base = seed_only[m].iloc[0] if len(seed_only) else None
         if base is not None and not np.isnan(base):
             ax.axhline(base, color="#111827", linewidth=1.4, label="baseline")
         for p in _POS:
             g = pos[pos.position == p].sort_values("n")
             if g.empty:
                 continue
-            ax.errorbar(g.n.to_numpy(dtype=float), g[f"{col}_mean"],
-                        yerr=g[f"{col}_std"].fillna(0), color=_POS_COLORS[p], linestyle="--",
+            ax.errorbar(g.n.to_numpy(dtype=float), g[col],
+                        yerr=_errors(g, col), color=_POS_COLORS[p], linestyle="--",
                         marker="o", markersize=3.5, linewidth=1.3, capsize=2, label=p)
         ax.set_title(name)
         ax.set_xlabel("items removed (n)")

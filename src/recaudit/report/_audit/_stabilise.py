@@ -53,7 +53,7 @@ def _change(row: Any, metric: str) -> Cell:
     v, p = _num(row[f"{metric}_change"]), _num(row[f"{metric}_p"])
     sig = p is not None and p < SIGNIFICANCE_ALPHA
     text = "–" if v is None else f"{100 * v:+.1f}%"
-    return Cell(text + ("†" if sig else ""), None if v is None else 100 * v, None, None, sig, p)
+    return Cell(text + ("†" if sig else ""), None if v is None else 100 * v, None, sig, p)
 
 
 def stability_table(data: ReportData) -> Table | None:

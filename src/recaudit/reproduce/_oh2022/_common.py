@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 
-from recaudit.reproduce._audit import audit_trials, group_measures, rls_measures, shared_store
-from recaudit.reproduce._experiment import Scope
+from recaudit.reproduce._audit import (audit_trials, group_measures, rls_measures, rls_samples,
+                                       shared_store)
+from recaudit.reproduce._experiment import Measures, Scope
 
 PAPER = "Oh et al. 2022"
 MODELS = ("lstm", "tisasrec", "jodie", "latentcross")
@@ -88,24 +89,16 @@ def _pert_key(label: str) -> str:
 
 
 def _run_audits(workdir, scale, workers, reps, dataset, models, perturbations, *, seeds=None,
-                draws: int = 1, groups: str | None = None, prefix: str = ""
-                ) -> dict[str, float]:
-    out: dict[str, float] = {}
+                draws: int = 1, groups: str | None = None, prefix: str = "") -> Measures:
+    out = Measures()
     for cfg in _configs(workdir, scale, dataset, models, perturbations, seeds, draws, reps):
         summary = audit_trials(cfg, workers)
-        out.update(rls_measures(summary.assign(
-            perturbation=summary["perturbation"].map(_pert_key))))
+        out.merge(Measures(rls_measures(summary.assign(
+            perturbation=summary["perturbation"].map(_pert_key))),
+            rls_samples(cfg, summary, _pert_key)))
         if groups:
-            for k, v in group_measures(cfg, summary, groups).items():
-                model, rest = k.split("/", 1)
-                label, metric = rest.rsplit("/", 1)
-                out[f"{model}/{_pert_key(label)}/{metric}"] = v
-    return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
-
-
-def _lowest(measures, model, perts, metric="average_overlap"):
-    vals = {p: measures[f"{model}/{p}/{metric}"] for p in perts}
-    return sorted(vals, key=vals.get)
+            out.merge(Measures(*group_measures(cfg, summary, groups, _pert_key)))
+    return out.prefixed(prefix)
 
 
 def _measured(model, perts):

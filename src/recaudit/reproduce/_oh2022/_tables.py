@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from recaudit.reproduce._experiment import Claim, Experiment, Value
 from recaudit.reproduce._oh2022 import _common as common
-from recaudit.reproduce._oh2022._common import (LOO, MODELS, PAPER, REPLACE, SCALES, _lowest,
-                                                _measured)
+from recaudit.reproduce._oh2022._common import LOO, MODELS, PAPER, REPLACE, SCALES, _measured
+from recaudit.reproduce.rules import (All, AnyOf, Bound, Greater, among_lowest, lowest,
+                                      ordered)
 
 EXPERIMENTS: list[Experiment] = []  # in the order the report shows them
 
@@ -40,34 +41,35 @@ def _table3_values():
     return tuple(out)
 
 
+def _ao(model: str, pert: str) -> str:
+    return f"{model}/{pert}/average_overlap"
+
+
 def _table3_claims():
     claims = [Claim("All RBO scores are lower than 1.0 (every model, every perturbation).",
                     "Table 3 caption",
-                    tuple(f"{m}/{p}/average_overlap" for m in MODELS for p in _measured(m, LOO + REPLACE)),
-                    lambda x: all(v < 1.0 for k, v in x.items() if k.endswith("/average_overlap"))),
+                    All(*(Bound(_ao(m, p), 1.0) for m in MODELS
+                          for p in _measured(m, LOO + REPLACE)))),
               Claim("LatentCross is the most stable model against random deletion.",
-                    "§5 Findings; Table 3(a)", tuple(f"{m}/random-delete/average_overlap" for m in MODELS),
-                    lambda x: max(MODELS, key=lambda m: x[f"{m}/random-delete/average_overlap"])
-                    == "latentcross")]
+                    "§5 Findings; Table 3(a)",
+                    All(*(Greater(_ao("latentcross", "random-delete"), _ao(m, "random-delete"))
+                          for m in MODELS if m != "latentcross")))]
     for m in MODELS:
         loo, rep = _measured(m, LOO), _measured(m, REPLACE)
         claims.append(Claim(
             f"{m}: CASPER deletion is the best or second-best deletion (lowest RBO).",
-            "Table 3(a)", tuple(f"{m}/{p}/average_overlap" for p in loo),
-            lambda x, m=m, loo=loo: "casper-delete" in _lowest(x, m, loo)[:2]))
+            "Table 3(a)", among_lowest(_ao(m, "casper-delete"), [_ao(m, p) for p in loo], 2)))
         claims.append(Claim(
             f"{m}: a CASPER replacement gives the lowest RBO among replacements.",
             "§7.2 ('CASPER outperforms other methods in all cases'); Table 3(b)",
-            tuple(f"{m}/{p}/average_overlap" for p in rep),
-            lambda x, m=m, rep=rep: _lowest(x, m, rep)[0].startswith("casper")))
+            AnyOf(*(lowest(_ao(m, c), [_ao(m, p) for p in rep if not p.startswith("casper")])
+                    for c in rep if c.startswith("casper")))))
     for m in ("jodie", "latentcross"):
         claims.append(Claim(
             f"{m}: replacing with the least popular item is CASPER's strongest strategy.",
-            "§7.2; Table 3(b)", tuple(f"{m}/casper-replace-{s}/average_overlap"
-                                      for s in ("random", "popular", "unpopular")),
-            lambda x, m=m: _lowest(x, m, [f"casper-replace-{s}" for s in
-                                          ("random", "popular", "unpopular")])[0]
-            == "casper-replace-unpopular"))
+            "§7.2; Table 3(b)", lowest(_ao(m, "casper-replace-unpopular"),
+                                       [_ao(m, f"casper-replace-{s}")
+                                        for s in ("random", "popular")])))
     return tuple(claims)
 
 
@@ -94,14 +96,6 @@ _T4 = {"delete": (0.8563, 0.9335, 0.9608), "replace-random": (0.8421, 0.9493, 0.
 _POS = ("earliest-random", "random", "latest-random")
 
 
-def _ordered(keys: tuple[str, ...]):
-    """A claim test: the measures of ``keys`` increase strictly in that order."""
-    def test(x) -> bool:
-        return all(x[a] < x[b] for a, b in zip(keys, keys[1:]))
-
-    return test
-
-
 #: Table 4's repetitions: draws of each perturbation against one trained model (the paper: 10).
 _T4_DRAWS = {"small": 3, "paper": 10}
 
@@ -125,8 +119,8 @@ EXPERIMENTS.append(Experiment(
                        also=(f"latentcross/{p}-{e}/rbo",))
                  for e, row in _T4.items() for p, v in zip(_POS, row)),
     claims=tuple(Claim(f"{e}: Earliest-Random < Random < Latest-Random (RBO).",
-                       "§6.1; Table 4(a)", tuple(f"latentcross/{p}-{e}/average_overlap" for p in _POS),
-                       _ordered(tuple(f"latentcross/{p}-{e}/average_overlap" for p in _POS)))
+                       "§6.1; Table 4(a)", ordered(*(_ao("latentcross", f"{p}-{e}")
+                                                     for p in _POS)))
                  for e in _T4),
     notes=("Each repetition draws a new perturbation against the same trained model (one "
            "seed), as the paper does; a repetition costs one fit.",)))

@@ -108,55 +108,55 @@ def _tau(x, a: str, b: str) -> float:
 def _table34_claims() -> tuple[Claim, ...]:
     P, R = "Precision", "Recall"
     return (
-        Claim("User-User and Slope One have similar precision and recall (within a factor "
+        Claim.exact("User-User and Slope One have similar precision and recall (within a factor "
               "of 2)...", "§3.5.1", (_k(UU, P), _k(SO, P), _k(UU, R), _k(SO, R)),
               lambda x: _ratio_within(x[_k(UU, P)], x[_k(SO, P)], 2)
               and _ratio_within(x[_k(UU, R)], x[_k(SO, R)], 2)),
-        Claim("...but Slope One covers more movies (NRI).", "§3.5.1",
+        Claim.exact("...but Slope One covers more movies (NRI).", "§3.5.1",
               (_k(UU, "NRI"), _k(SO, "NRI")), lambda x: x[_k(SO, "NRI")] > x[_k(UU, "NRI")]),
-        Claim("User-User never recommends an IMAX movie; Slope One recommends every genre "
+        Claim.exact("User-User never recommends an IMAX movie; Slope One recommends every genre "
               "(IANR).", "§3.5.1", (f"{UU}/IANR/has:IMAX", f"{SO}/IANR/count"),
               lambda x: x[f"{UU}/IANR/has:IMAX"] == 1 and x[f"{SO}/IANR/count"] == 0),
-        Claim("Item-Item gives every user a different list (NRL = users, NRLMU = 0); FunkSVD "
+        Claim.exact("Item-Item gives every user a different list (NRL = users, NRLMU = 0); FunkSVD "
               "produces fewer distinct lists.", "§3.5.1",
               (_k(II, "NRL"), _k(II, "NRLMU"), _k(FS, "NRL"), "data/users"),
               lambda x: x[_k(II, "NRL")] == x["data/users"] and x[_k(II, "NRLMU")] == 0
               and x[_k(FS, "NRL")] < x[_k(II, "NRL")]),
-        Claim("LightFM has higher precision and recall than FunkSVD and Item-Item.", "§3.5.1",
+        Claim.exact("LightFM has higher precision and recall than FunkSVD and Item-Item.", "§3.5.1",
               tuple(_k(m, q) for m in (LF, FS, II) for q in (P, R)),
               lambda x: all(x[_k(LF, q)] > max(x[_k(FS, q)], x[_k(II, q)]) for q in (P, R))),
-        Claim("LightFM covers fewer movies than FunkSVD (NRI) and has fewer distinct ranked "
+        Claim.exact("LightFM covers fewer movies than FunkSVD (NRI) and has fewer distinct ranked "
               "sets than Item-Item (NRS).", "§3.5.1",
               (_k(LF, "NRI"), _k(FS, "NRI"), _k(LF, "NRS"), _k(II, "NRS")),
               lambda x: x[_k(LF, "NRI")] < x[_k(FS, "NRI")]
               and x[_k(LF, "NRS")] < x[_k(II, "NRS")]),
-        Claim("LightFM never recommends a movie without genres ('(no genres listed)' in "
+        Claim.exact("LightFM never recommends a movie without genres ('(no genres listed)' in "
               "IANR).", "§3.5.1", (f"{LF}/IANR/has:(no genres listed)",),
               lambda x: x[f"{LF}/IANR/has:(no genres listed)"] == 1),
-        Claim("FunkSVD recommends a movie with a single rating, Item-Item none with fewer than "
+        Claim.exact("FunkSVD recommends a movie with a single rating, Item-Item none with fewer than "
               "two; LightFM recommends movies nobody rated (NRTK(min) = 1, >= 2, 0).",
               "§3.5.1", tuple(_k(m, "NRTK(min,<=)") for m in (FS, II, LF)),
               lambda x: x[_k(FS, "NRTK(min,<=)")] == 1 and x[_k(II, "NRTK(min,<=)")] >= 2
               and x[_k(LF, "NRTK(min,<=)")] == 0),
-        Claim("LightFM recommends a movie rated 0.5 on average, the scale's minimum; FunkSVD's "
+        Claim.exact("LightFM recommends a movie rated 0.5 on average, the scale's minimum; FunkSVD's "
               "and Item-Item's lowest average ratings are higher (ARTK(min)).", "§3.5.1",
               tuple(_k(m, "ARTK(min,<=)") for m in (LF, FS, II)),
               lambda x: x[_k(LF, "ARTK(min,<=)")] == 0.5
               and min(x[_k(FS, "ARTK(min,<=)")], x[_k(II, "ARTK(min,<=)")]) > 0.5),
-        Claim("Item-Item never recommends a movie whose average rating is 5; FunkSVD does "
+        Claim.exact("Item-Item never recommends a movie whose average rating is 5; FunkSVD does "
               "(ARTK(max)).", "§3.5.1", (_k(II, "ARTK(max,>=)"), _k(FS, "ARTK(max,>=)")),
               lambda x: x[_k(II, "ARTK(max,>=)")] < 5.0 and x[_k(FS, "ARTK(max,>=)")] == 5.0),
-        Claim("Slope One's median average rating of recommended movies is more than double "
+        Claim.exact("Slope One's median average rating of recommended movies is more than double "
               "User-User's (ARTK(median)).", "§3.5.1",
               (_k(SO, "ARTK(median,=)"), _k(UU, "ARTK(median,=)")),
               lambda x: x[_k(SO, "ARTK(median,=)")] > 2 * x[_k(UU, "ARTK(median,=)")]),
-        Claim("FunkSVD and Slope One recommend similar numbers of movies (NRI within 25 %) and "
+        Claim.exact("FunkSVD and Slope One recommend similar numbers of movies (NRI within 25 %) and "
               "order the genres alike (Kendall's tau of IANRLCMP > 0.5; thesis 0.66).",
               "§3.5.1", (_k(FS, "NRI"), _k(SO, "NRI"), f"{FS}/IANRLCMP/rank:Drama",
                          f"{SO}/IANRLCMP/rank:Drama"),
               lambda x: _ratio_within(x[_k(FS, "NRI")], x[_k(SO, "NRI")], 1.25)
               and _tau(x, FS, SO) > 0.5),
-        Claim("Slope One and LightFM produce similar numbers of ranked sets (NRS) and similar "
+        Claim.exact("Slope One and LightFM produce similar numbers of ranked sets (NRS) and similar "
               "NUIR(max) (within 10 %).", "§3.5.1",
               tuple(_k(m, q) for m in (SO, LF) for q in ("NRS", "NUIR(max,>=)")),
               lambda x: _ratio_within(x[_k(SO, "NRS")], x[_k(LF, "NRS")], 1.1)
@@ -220,30 +220,30 @@ def _table36_values() -> tuple[Value, ...]:
 def _table36_claims() -> tuple[Claim, ...]:
     acc = ("Precision", "Recall")
     return (
-        Claim("Precision and recall are not robust: they change by 5 % or more between "
+        Claim.exact("Precision and recall are not robust: they change by 5 % or more between "
               "consecutive steps for every algorithm.", "§3.5.2; Table 3.6",
               tuple(_c(m, q) for m in MODELS for q in acc),
               lambda x: all(x[_c(m, q)] >= 5.0 for m in MODELS for q in acc)),
-        Claim("LightFM's precision and recall change least (thesis: under 50 %, the others' in "
+        Claim.exact("LightFM's precision and recall change least (thesis: under 50 %, the others' in "
               "the hundreds).", "§3.5.2", tuple(_c(m, q) for m in MODELS for q in acc),
               lambda x: all(x[_c(LF, q)] < min(x[_c(m, q)] for m in MODELS if m != LF)
                             for q in acc)),
-        Claim("NRANKS is an invariant: 0 % change for every algorithm.", "§3.5.2",
+        Claim.exact("NRANKS is an invariant: 0 % change for every algorithm.", "§3.5.2",
               tuple(_c(m, "NRANKS(min,>=)") for m in MODELS),
               lambda x: all(x[_c(m, "NRANKS(min,>=)")] == 0 for m in MODELS)),
-        Claim("ARTK(max) is robust (< 5 %) for the algorithms that use only ratings (User-"
+        Claim.exact("ARTK(max) is robust (< 5 %) for the algorithms that use only ratings (User-"
               "User, Item-Item, FunkSVD, Slope One), not for LightFM.", "§3.5.2",
               tuple(_c(m, "ARTK(max,>=)") for m in MODELS),
               lambda x: all(x[_c(m, "ARTK(max,>=)")] < 5 for m in (UU, II, FS, SO))
               and x[_c(LF, "ARTK(max,>=)")] >= 5),
-        Claim("NRTK(median) and NUPRL are not robust for any algorithm.", "§3.5.2",
+        Claim.exact("NRTK(median) and NUPRL are not robust for any algorithm.", "§3.5.2",
               tuple(_c(m, q) for m in MODELS for q in ("NRTK(median,=)", "NUPRL(max,<=)")),
               lambda x: all(x[_c(m, q)] >= 5 for m in MODELS
                             for q in ("NRTK(median,=)", "NUPRL(max,<=)"))),
-        Claim("Item-Item has more robust properties than Slope One (thesis: 7 vs 3).",
+        Claim.exact("Item-Item has more robust properties than Slope One (thesis: 7 vs 3).",
               "§3.5.2", (f"{II}/robust_count", f"{SO}/robust_count"),
               lambda x: x[f"{II}/robust_count"] > x[f"{SO}/robust_count"]),
-        Claim("None of Slope One's diversity properties is robust.", "§3.5.2",
+        Claim.exact("None of Slope One's diversity properties is robust.", "§3.5.2",
               tuple(_c(SO, q) for q in DIVERSITY),
               lambda x: all(x[_c(SO, q)] >= 5 for q in DIVERSITY)),
     )

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from recaudit.reproduce._experiment import Measures
+
 __all__ = ["SCALES", "FUZZ_MODELS", "run_fuzz", "fuzz_measures"]
 
 FUZZ_MODELS = ("user-user", "item-item", "funksvd", "lightfm")
@@ -87,11 +89,19 @@ def _model(label: str) -> str:
     return label.split("@", 1)[0]
 
 
-def fuzz_measures(results) -> dict[str, float]:
-    """Flat measures of a set of trials (see the module docstring)."""
+def fuzz_measures(results) -> Measures:
+    """Flat measures of a set of trials (see the module docstring), with each cell's TopOut
+    per modification set as samples (units distinct per heuristic: the sets are independent,
+    so two heuristics are compared with Welch's test, as the thesis does)."""
+    import pandas as pd
+
     from recaudit.fuzz import significance
 
-    out: dict[str, float] = {}
+    out = Measures()
+    for (model, h, size), g in results.groupby(["model", "heuristic", "size"], sort=False):
+        out.samples[f"{_model(model)}/{h}/{int(size)}/topout"] = pd.DataFrame(
+            {"replicate": "0", "unit": [f"{h}:{i}" for i in range(len(g))],
+             "value": g["topout"].astype(float).to_numpy()})
     sig = significance(results, metric="topout")
     for _, r in sig.iterrows():
         k = f"{_model(r['model'])}/{r['heuristic']}/{int(r['size'])}"

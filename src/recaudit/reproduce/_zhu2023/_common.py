@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from recaudit.reproduce._audit import shared_store
+from recaudit.reproduce._experiment import Measures
 
 PAPER = "Zhu et al. 2023"
 SLUG = {"DeepFM": "deepfm", "LambdaFM": "lambdafm", "SetRank": "setrank", "DNN": "dnn",
@@ -49,8 +49,12 @@ def run_seeds(workdir: Path, config, workers: int = 1) -> list[dict]:
             for r in rows.to_dict(orient="records")]
 
 
-def measures(rows: list[dict]) -> dict[str, float]:
-    """Mean (and ``/sd`` over seeds) of every (algorithm, mix, round, metric) of ``rows``."""
+def measures(rows: list[dict]) -> Measures:
+    """Mean (and ``/sd`` over seeds) of every (algorithm, mix, round, metric) of ``rows``,
+    with the per-seed values as samples (replicate: the seed, which is paired across
+    algorithms and mixes: the same simulated users)."""
+    import pandas as pd
+
     from recaudit.simulate import summarise
 
     out: dict[str, float] = {}
@@ -59,12 +63,25 @@ def measures(rows: list[dict]) -> dict[str, float]:
         out[k] = float(r.mean)
         if r.count > 1:
             out[f"{k}/sd"] = float(r.std)
-    return out
+    samples: dict[str, list[tuple[str, str, float]]] = {}
+    for r in rows:
+        if r["value"] is not None:
+            samples.setdefault(_key(r["algorithm"], r["mix"], r["metric"], r["round"]),
+                               []).append((str(r["seed"]), "all", float(r["value"])))
+    return Measures(out, {k: pd.DataFrame(v, columns=["replicate", "unit", "value"])
+                          for k, v in samples.items()})
 
 
-def _slope(x: Mapping[str, float], algo: str, metric: str, mixes) -> float:
-    """Least-squares slope of a metric over the mix ratios."""
-    return float(np.polyfit(mixes, [x[f"{algo}/mix{m:g}/{metric}"] for m in mixes], 1)[0])
+def slope_rule(algo: str, metric: str, mixes, rising: bool):
+    """The least-squares slope of ``metric`` over the mix ratios is positive (``rising``) or
+    negative: a contrast of the curve's points, paired by seed."""
+    from recaudit.reproduce.rules import Contrast
+
+    centre = float(np.mean(mixes))
+    sign = 1.0 if rising else -1.0
+    return Contrast(tuple((f"{algo}/mix{m:g}/{metric}", sign * (m - centre)) for m in mixes),
+                    f"slope of {algo}/{metric} over the mix ratio "
+                    + ("> 0" if rising else "< 0"))
 
 
 def _curve_keys(algo: str, mixes, metrics=("ctr", "fctr")) -> tuple[str, ...]:

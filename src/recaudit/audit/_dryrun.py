@@ -1,0 +1,154 @@
+"""Power before compute: what an audit would train, how long it would take, what it could detect.
+
+:func:`dry_run` plans a config without running it:
+
+- **fits**: per (dataset, model), the baselines (one per seed, shared by that seed's
+  perturbations and draws) and the perturbed fits (one per trial; ``none`` fits nothing), and
+  how many of each the store (and the baseline cache) already holds;
+- **time**: a one-epoch calibration on this machine — the model trained for one epoch on the
+  first seed's training split, then ranking the test queries — extrapolated as
+  ``remaining fits x (epochs x s/epoch + rank s) / workers`` (a model without epochs is
+  calibrated with one whole fit);
+- **power**: the smallest difference in mean RBO between two perturbations that a paired test
+  at 0.05 detects with 80 % power, ``(z_0.975 + z_0.8) sd / sqrt(queries)``, with ``sd`` the
+  spread of per-query RBO differences. It is read from the store when it holds two finished
+  perturbations of the model; otherwise from the calibration — the one-epoch model against a
+  second one-epoch model with the next seed, a pessimistic stand-in (seed-to-seed variation
+  is the largest a perturbation meets, and one epoch is far from converged). With several
+  seeds the test also carries the seed-to-seed variance, which a plan cannot know; the
+  figure is the query-level bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
+from recaudit.experiment import ArrayCache, prepare
+
+__all__ = ["DryRun", "dry_run"]
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """The plan of an audit (module docstring). ``fits``: one row per (dataset, model) with
+    ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``,
+    ``epochs``, ``s_per_epoch``, ``rank_s``, ``hours`` (serial); ``workers``;
+    ``detectable``: one row per (dataset, model) with ``queries``, ``sd``, ``basis``
+    (``store`` or ``calibration``) and ``rbo_difference``."""
+
+    fits: pd.DataFrame
+    detectable: pd.DataFrame
+    workers: int
+
+    @property
+    def hours(self) -> float:
+        """Estimated wall time of what remains, in hours, over the executor's workers."""
+        return float(self.fits["hours"].sum()) / max(1, self.workers)
+
+
+def _mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    if n < 2 or not np.isfinite(sd):
+        return float("nan")
+    return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * sd / np.sqrt(n))
+
+
+def _one_epoch(trial: TrialSpec, seed: int):
+    """Train ``trial``'s model for one epoch (or whole, without epochs) and rank: (rank
+    lists, seconds per epoch, rank seconds, epochs of the real fit)."""
+    data, split = prepare(trial.dataset, trial.split)
+    probe = build_model(trial.model)
+    params = probe.get_params() if hasattr(probe, "get_params") else {}
+    epochs = params.get("epochs")
+    spec = trial.model
+    if isinstance(epochs, int) and epochs > 1:
+        spec = dataclasses.replace(spec, params={**dict(spec.params), "epochs": 1})
+    model = build_model(spec)
+    t0 = time.perf_counter()
+    model.fit(split.train, seed=seed)
+    fit_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ranks = model.rank(split.queries, k=trial.metrics.depth)
+    rank_s = time.perf_counter() - t1
+    if hasattr(model, "close"):
+        model.close()
+    return ranks, fit_s, rank_s, (epochs if isinstance(epochs, int) and epochs > 1 else 1)
+
+
+def _store_sd(output: Path, dataset: str, label: str) -> float | None:
+    """Spread of per-query RBO differences between the two first finished perturbations of
+    (``dataset``, ``label``) in the store, paired by (seed, draw, query); None if fewer."""
+    from recaudit.audit._store import AuditStore
+
+    if not output.exists():
+        return None
+    with AuditStore(output, read_only=True) as store:
+        q = store.query_values(("rbo",), dataset, label)
+    perts = list(dict.fromkeys(q["perturbation"]))
+    if len(perts) < 2:
+        return None
+    a, b = (q[q.perturbation == p].set_index(["seed", "draw", "query"])["rbo"]
+            for p in perts[:2])
+    d = (a - b).dropna()
+    return float(d.std(ddof=1)) if len(d) > 1 else None
+
+
+def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
+    """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
+    time estimate, power only from the store)."""
+    from recaudit.audit._engine import _cache, plan
+    from recaudit.audit._store import AuditStore
+    from recaudit.metrics import rbo_batch
+
+    planned = plan(config)
+    output = Path(config.output)
+    done: set[str] = set()
+    if output.exists():
+        with AuditStore(output, read_only=True) as store:
+            done = store.finished()
+    cache_uri = _cache(config)
+    cache = ArrayCache(cache_uri) if cache_uri is not None else None
+    rows, power = [], []
+    groups: dict[tuple[str, str], list] = {}
+    for trial, tid, key in planned:
+        groups.setdefault((trial.dataset.label, trial.model.label), []).append(
+            (trial, tid, key))
+    for (dataset, label), items in groups.items():
+        keys = list(dict.fromkeys(k for _, _, k in items))
+        open_keys = {k for _, tid, k in items if tid not in done}
+        cached = sum(1 for k in keys if cache is not None and cache.get(k) is not None)
+        perturbed = sum(1 for t, _, _ in items if perturbation_label(t.perturbation) != "none")
+        stored = sum(1 for _, tid, _ in items if tid in done)
+        remaining_pert = sum(1 for t, tid, _ in items
+                             if tid not in done and perturbation_label(t.perturbation) != "none")
+        remaining_base = sum(1 for k in open_keys
+                             if cache is None or cache.get(k) is None)
+        trial = items[0][0]
+        n_queries = len(prepare(trial.dataset, trial.split)[1].queries)
+        row = {"dataset": dataset, "model": label, "baselines": len(keys),
+               "perturbed": perturbed, "stored_baselines": cached, "stored_trials": stored,
+               "remaining": remaining_base + remaining_pert, "epochs": np.nan,
+               "s_per_epoch": np.nan, "rank_s": np.nan, "hours": np.nan}
+        sd, basis = _store_sd(output, dataset, label), "store"
+        if calibrate:
+            ranks, fit_s, rank_s, epochs = _one_epoch(trial, trial.seed)
+            row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s,
+                       hours=row["remaining"] * (epochs * fit_s + rank_s) / 3600)
+            if sd is None:
+                other, *_ = _one_epoch(trial, trial.seed + 1)
+                sd = float(np.std(rbo_batch(ranks.items, other.items, p=config.metrics.p),
+                                  ddof=1))
+                basis = "calibration"
+        rows.append(row)
+        power.append({"dataset": dataset, "model": label, "queries": n_queries,
+                      "sd": np.nan if sd is None else sd,
+                      "basis": basis if sd is not None else "none",
+                      "rbo_difference": _mde(np.nan if sd is None else sd, n_queries)})
+    return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers)

@@ -1,0 +1,30 @@
+"""Decisions on audit numbers: intervals over seeds and queries, the papers' paired tests,
+Holm's correction, detectable effects.
+
+>>> import numpy as np
+>>> from recaudit import stats
+>>> rng = np.random.default_rng(0)
+>>> seeds, queries = np.repeat([0, 1, 2], 200), np.tile(np.arange(200), 3)
+>>> a = 0.8 + 0.05 * rng.standard_normal(600)
+>>> est = stats.estimate_mean(a, seeds, queries)
+>>> est.design, round(est.mean, 3)
+('crossed', 0.799)
+>>> b = a - 0.01 + 0.01 * rng.standard_normal(600)
+>>> t = stats.paired_test(a, b, seeds, queries)
+>>> t.test, [round(x, 4) for x in t.interval()]
+('paired-t', [0.008, 0.0128])
+>>> t.p_protocol < 1e-60, round(t.p, 4)  # queries alone vs. with the three seeds' spread
+(True, 0.0026)
+
+:func:`estimate_mean` gives the mean and its interval over both sources of variation,
+:func:`paired_test` the papers' protocol (Shapiro-Wilk, then paired t or Wilcoxon) combined
+with the two-level interval, :func:`welch_test` the unpaired test, :func:`holm` the
+correction for a table of comparisons, :meth:`Estimate.detectable` the minimum detectable
+effect and :meth:`Estimate.replicates_for` the seeds that would resolve an undecided one.
+"""
+
+from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
+from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+
+__all__ = ["DESIGNS", "Estimate", "Test", "estimate_mean", "holm", "one_sample_test",
+           "paired_test", "welch", "welch_test"]

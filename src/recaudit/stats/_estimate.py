@@ -1,0 +1,243 @@
+"""The mean of an audit measure and its uncertainty over seeds *and* test queries.
+
+An audit measures a value ``y[s, q]`` per training replicate ``s`` (a seed, or a seed and a
+perturbation draw) and test query ``q``. Both are samples: another seed trains another
+model, another test set holds other users. The estimand is the mean over both populations,
+estimated by the grand mean (the mean over replicates of the per-replicate means, as every
+table of the papers reports).
+
+**Crossed design** (every query measured in every replicate, the audit's case: the test set is
+fixed, the seed changes training). The two-way random-effects model
+``y[s, q] = mu + a[s] + b[q] + e[s, q]`` gives
+
+    Var(mean) = s_a^2 / S + s_b^2 / Q + s_e^2 / (S Q)
+
+with the mean squares ``MS_A = Q sum_s (ybar_s - ybar)^2 / (S - 1)`` (replicates) and
+``MS_B = S sum_q (ybar_q - ybar)^2 / (Q - 1)`` (queries), ``E[MS_A] = s_e^2 + Q s_a^2`` and
+``E[MS_B] = s_e^2 + S s_b^2``. We use ``A = MS_A / (S Q)`` (df ``S - 1``) and
+``B = MS_B / (S Q)`` (df ``Q - 1``): ``E[A + B] = Var(mean) + s_e^2 / (S Q)``, a slight
+over-estimate that keeps both parts positive. The interval is the modified large-sample one
+(Graybill and Wang 1980) for a sum of variance parts, each scaled by its own t quantile:
+
+    mean +- sqrt(t(S - 1)^2 A + t(Q - 1)^2 B)
+
+Why not Welch-Satterthwaite with one pooled df, nor a two-level bootstrap: with 2-3 seeds both
+under-cover when seed-to-seed variation dominates (simulated, ``Q = 300``: Satterthwaite 0.87
+at two seeds, 0.92 at three; resampling 2-3 seeds has 3-10 distinct outcomes), while this
+interval keeps >= 0.95 at every share of seed variance (``tests/stats/test_coverage.py``). Its
+price is width at two seeds, where the replicate part is scaled by ``t(1) = 12.7``: two seeds
+cannot tell seed-to-seed variation apart, and the interval says so.
+
+**Nested design** (the queries differ between replicates, e.g. user groups chosen per seed):
+the replicate means are independent, so ``Var(mean) = var(ybar_s) / S`` with ``S - 1`` df.
+**One replicate**: the queries alone, ``var(y) / Q`` with ``Q - 1`` df (the interval then
+ignores seed-to-seed variation, and :attr:`Estimate.levels` says so). **One value per
+replicate** (MIRROR's per-seed CTR): the replicates alone. **Two independent samples**
+(:func:`welch`): Welch's variance ``s1^2/n1 + s2^2/n2`` with the Welch-Satterthwaite df.
+
+Tests invert the interval: the two-sided p-value is the smallest ``alpha`` whose ``1 - alpha``
+interval excludes the null value; one-sided likewise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+__all__ = ["Estimate", "estimate_mean", "welch", "DESIGNS"]
+
+#: How the values were laid out (see the module docstring).
+DESIGNS = ("crossed", "nested", "queries", "replicates", "two-sample", "constant", "empty")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean and the variance parts of its sampling error.
+
+    mean: the estimate. parts: ``(variance, df)`` per source of variation (their variances sum
+    to the squared standard error). n: values used; replicates, units: how many of each.
+    design: one of :data:`DESIGNS`.
+    """
+
+    mean: float
+    parts: tuple[tuple[float, float], ...]
+    n: int
+    replicates: int
+    units: int
+    design: str
+
+    @property
+    def se(self) -> float:
+        """Standard error of :attr:`mean`."""
+        if self.design == "empty":
+            return float("nan")
+        return float(np.sqrt(sum(v for v, _ in self.parts)))
+
+    @property
+    def levels(self) -> str:
+        """What the uncertainty covers: ``seeds and queries``, ``queries only`` (one
+        replicate: seed-to-seed variation unmeasured), ``seeds only`` or ``none``."""
+        return {"crossed": "seeds and queries", "nested": "seeds and queries",
+                "queries": "queries only", "replicates": "seeds only",
+                "two-sample": "both samples"}.get(self.design, "none")
+
+    def halfwidth(self, alpha: float) -> float:
+        """Half-width of the one-sided ``1 - alpha`` bound (two-sided: pass ``alpha / 2``)."""
+        if self.design == "empty":
+            return float("nan")
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        return float(np.sqrt(sum(stats.t.ppf(1 - alpha, df) ** 2 * v
+                                 for v, df in self.parts if v > 0)))
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """The two-sided ``level`` interval of the mean."""
+        h = self.halfwidth((1 - level) / 2)
+        return self.mean - h, self.mean + h
+
+    def p_value(self, null: float = 0.0, alternative: str = "two-sided") -> float:
+        """p-value of ``mean == null`` against ``alternative`` (``two-sided``, ``greater``:
+        the mean exceeds ``null``, ``less``)."""
+        if alternative not in ("two-sided", "greater", "less"):
+            raise ValueError(f"alternative must be two-sided, greater or less, got "
+                             f"{alternative!r}")
+        if self.design == "empty":
+            return float("nan")
+        if alternative == "two-sided":
+            return min(1.0, 2 * min(self.p_value(null, "greater"), self.p_value(null, "less")))
+        gap = (self.mean - null) if alternative == "greater" else (null - self.mean)
+        if gap < 0:
+            other = "less" if alternative == "greater" else "greater"
+            return 1.0 - self.p_value(null, other) if self.se > 0 else 1.0
+        if gap == 0:
+            return 0.5 if self.se > 0 else 1.0
+        if self.se == 0:
+            return 0.0  # a constant difference: no sampling variation left
+        return _invert(self.halfwidth, gap)
+
+    def detectable(self, alpha: float = 0.05, power: float = 0.8) -> float:
+        """Minimum detectable effect: the true difference from the null that a two-sided test
+        at ``alpha`` detects with probability ``power`` (``h(alpha / 2) + h(1 - power)``, the
+        usual ``(t_{1-alpha/2} + t_{power}) se`` for one variance part)."""
+        if self.design == "empty":
+            return float("nan")
+        return self.halfwidth(alpha / 2) + self.halfwidth(1 - power)
+
+    def replicates_for(self, effect: float, alpha: float = 0.05, power: float = 0.8,
+                       most: int = 10_000) -> int | None:
+        """The replicates (seeds, draws, sets) with which ``effect`` becomes detectable
+        (:meth:`detectable` <= ``|effect|``), the variance of the replicate part shrinking as
+        ``1 / replicates`` and the query part kept; ``None`` if no number up to ``most`` does
+        (the query-level uncertainty alone is larger than the effect, or the effect is 0)."""
+        effect = abs(float(effect))
+        if not np.isfinite(effect) or effect == 0 or self.design not in (
+                "crossed", "nested", "replicates", "two-sample"):
+            return None  # one replicate: the seed-to-seed variance is unknown
+        lo = 2
+        if self._scaled(most).detectable(alpha, power) > effect:
+            return None
+        if self._scaled(lo).detectable(alpha, power) <= effect:
+            return lo
+        hi = most
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self._scaled(mid).detectable(alpha, power) <= effect \
+                else (mid, hi)
+        return hi
+
+    def _scaled(self, m: int) -> Estimate:
+        """This estimate with ``m`` replicates: the replicate part's variance scales as
+        ``1 / m`` (crossed: the query part is kept, conservatively); two samples grow both arms
+        to ``m`` (Welch's df scaled alike)."""
+        r = self.replicates
+        (v, df), *rest = self.parts
+        parts: tuple[tuple[float, float], ...]
+        if self.design == "two-sample":
+            parts = ((v * r / m, max(1.0, df * (m - 1) / (r - 1))),)
+        else:
+            parts = ((v * r / m, float(m - 1)), *rest)
+        return Estimate(self.mean, tuple(parts), self.n, m, self.units, self.design)
+
+
+def _invert(halfwidth, gap: float) -> float:
+    """The ``alpha`` at which ``halfwidth(alpha) == gap`` (``halfwidth`` falls with
+    ``alpha``), searched on a log scale; 0 below 1e-300."""
+    f = lambda la: halfwidth(10.0 ** la) - gap  # noqa: E731 - a root-finding target
+    if f(-300) < 0:
+        return 0.0
+    if f(np.log10(0.5)) > 0:
+        return 0.5
+    return float(10.0 ** optimize.brentq(f, -300, np.log10(0.5), xtol=1e-10))
+
+
+def _codes(x: np.ndarray) -> tuple[np.ndarray, int]:
+    uniq, codes = np.unique(x, return_inverse=True)
+    return codes.ravel(), len(uniq)
+
+
+def estimate_mean(values, replicates=None, units=None) -> Estimate:
+    """The mean of ``values`` and its sampling error (module docstring).
+
+    values: one number per measurement; replicates: the seed (or seed and draw) of each
+    (default: all one replicate); units: the test query of each (default: all distinct).
+    NaN values are left out. A (replicate, unit) pair may appear once.
+    """
+    y = np.asarray(values, dtype=np.float64).ravel()
+    rep = np.zeros(len(y), dtype=np.int64) if replicates is None else np.asarray(replicates)
+    unit = np.arange(len(y)) if units is None else np.asarray(units)
+    if len(rep) != len(y) or len(unit) != len(y):
+        raise ValueError(f"values, replicates and units must have one entry each; got "
+                         f"{len(y)}, {len(rep)} and {len(unit)}")
+    ok = ~np.isnan(y)
+    y, rep, unit = y[ok], rep[ok], unit[ok]
+    if len(y) == 0:
+        return Estimate(float("nan"), (), 0, 0, 0, "empty")
+    r, n_rep = _codes(rep)
+    u, n_unit = _codes(unit)
+    cells = r * n_unit + u
+    if len(np.unique(cells)) != len(cells):
+        raise ValueError("a (replicate, unit) pair appears twice; average duplicates first")
+    rep_means = np.bincount(r, weights=y, minlength=n_rep) / np.bincount(r, minlength=n_rep)
+    mean = float(rep_means.mean())
+    if len(y) == 1:
+        return Estimate(mean, ((0.0, 1.0),), 1, 1, 1, "constant")
+    if np.ptp(y) == 0:
+        return Estimate(mean, ((0.0, 1.0),), len(y), n_rep, n_unit, "constant")
+    if n_rep == 1:
+        return Estimate(mean, ((float(y.var(ddof=1)) / len(y), len(y) - 1),), len(y), 1,
+                        n_unit, "queries")
+    if len(y) == n_rep:  # one value per replicate
+        return Estimate(mean, ((float(y.var(ddof=1)) / n_rep, n_rep - 1),), len(y), n_rep,
+                        1, "replicates")
+    if len(y) == n_rep * n_unit:  # every unit in every replicate
+        flat = np.empty(n_rep * n_unit)
+        flat[cells] = y
+        unit_means = flat.reshape(n_rep, n_unit).mean(axis=0)
+        ms_a = n_unit * float(((rep_means - mean) ** 2).sum()) / (n_rep - 1)
+        ms_b = n_rep * float(((unit_means - mean) ** 2).sum()) / (n_unit - 1)
+        sq = n_rep * n_unit
+        return Estimate(mean, ((ms_a / sq, n_rep - 1), (ms_b / sq, n_unit - 1)), len(y),
+                        n_rep, n_unit, "crossed")
+    return Estimate(mean, ((float(rep_means.var(ddof=1)) / n_rep, n_rep - 1),), len(y), n_rep,
+                    n_unit, "nested")
+
+
+def welch(a, b) -> Estimate:
+    """The difference of the means of two independent samples (``mean(a) - mean(b)``) with
+    Welch's variance and Welch-Satterthwaite df, as ``scipy.stats.ttest_ind(equal_var=False)``.
+    The replicate count is the smaller sample (:meth:`Estimate.replicates_for` grows both)."""
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+    if len(x) < 2 or len(y) < 2:
+        return Estimate(float("nan"), (), len(x) + len(y), min(len(x), len(y)), 1, "empty")
+    diff = float(x.mean() - y.mean())
+    va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    if va + vb == 0:
+        return Estimate(diff, ((0.0, 1.0),), len(x) + len(y), min(len(x), len(y)), 1,
+                        "constant")
+    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
+    return Estimate(diff, ((float(va + vb), float(df)),), len(x) + len(y),
+                    min(len(x), len(y)), 1, "two-sample")

@@ -1,0 +1,156 @@
+"""recaudit.audit.summary / compare_perturbations / most_destabilising on stores written by
+hand (closed forms against recaudit.stats and scipy), and the ``rerun`` floor on real fits."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as ss
+
+from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ModelSpec, compare_perturbations,
+                            most_destabilising, run_audit, summary)
+from recaudit.stats import estimate_mean, holm, paired_test, welch_test
+
+_ZERO = ("rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "hit_base", "hit_pert",
+         "ndcg_base", "ndcg_pert")
+
+
+def _queries(rbo, mrr_base=None, mrr_pert=None):
+    n = len(rbo)
+    z = np.zeros(n)
+    mrr_base = z + 0.5 if mrr_base is None else mrr_base
+    return pd.DataFrame({"query": np.arange(n), "user": np.arange(n), "target": z,
+                         "rbo": rbo, "frbo": rbo, "jaccard": rbo, "mrr_base": mrr_base,
+                         "mrr_pert": mrr_base if mrr_pert is None else mrr_pert,
+                         **{c: z for c in _ZERO}})
+
+
+def _store(path, trials):
+    """``trials``: (perturbation, seed, draw, queries frame)."""
+    with AuditStore(path) as st:
+        for pert, seed, draw, q in trials:
+            st.write_trial({"trial_id": f"{pert}-{seed}-{draw}", "dataset": "d", "model": "m",
+                            "model_label": "m", "perturbation": pert, "seed": seed,
+                            "draw": draw, "n_queries": len(q), "status": "done"}, q, None)
+    return path
+
+
+def test_summary_is_the_two_level_estimate_of_every_measure(tmp_path):
+    rng = np.random.default_rng(0)
+    rbo = {s: rng.uniform(0.5, 1.0, 20) for s in range(3)}
+    base = rng.uniform(0.1, 0.9, 20)
+    pert = {s: np.clip(base - rng.uniform(0, 0.05, 20), 0, 1) for s in range(3)}
+    path = _store(tmp_path / "s.duckdb", [("random-delete", s, 0, _queries(rbo[s], base, pert[s]))
+                                          for s in range(3)])
+    row = summary(path).iloc[0]
+    seeds, queries = np.repeat(np.arange(3), 20), np.tile(np.arange(20), 3)
+    est = estimate_mean(np.concatenate([rbo[s] for s in range(3)]), seeds, queries)
+    assert row.rbo == pytest.approx(est.mean) and row.seeds == 3 and row.queries == 20
+    assert (row.rbo_ci_low, row.rbo_ci_high) == pytest.approx(est.interval())
+    assert row.levels == "seeds and queries"
+    change = estimate_mean(np.concatenate([pert[s] - base for s in range(3)]), seeds, queries)
+    assert row.mrr_change == pytest.approx(change.mean) and row.mrr_change < 0
+    assert (row.mrr_change_ci_low, row.mrr_change_ci_high) == pytest.approx(change.interval())
+    assert "p_vs_seed_only" not in row  # no floor, no column
+
+
+def test_floors_are_compared_paired_and_holm_adjusted(tmp_path):
+    rng = np.random.default_rng(1)
+    level = rng.beta(2, 2, 300)  # queries differ far more than the perturbations do
+    floor = np.clip(level, 0, 1)
+    a = np.clip(level - 0.01 - 0.004 * rng.random(300), 0, 1)  # a little below, every query
+    b = np.clip(level + 0.002 * rng.standard_normal(300), 0, 1)  # the floor's level
+    path = _store(tmp_path / "f.duckdb", [("seed-only", 0, 0, _queries(floor)),
+                                          ("a", 0, 0, _queries(a)), ("b", 0, 0, _queries(b))])
+    out = summary(path).set_index("perturbation")
+    raw = [paired_test(a, floor).p, paired_test(b, floor).p]
+    assert out.loc[["a", "b"], "p_vs_seed_only"].tolist() == pytest.approx(holm(raw).tolist())
+    assert out.loc["a", "p_vs_seed_only"] < 1e-10  # paired: every query moved
+    assert welch_test(a, floor).p > 0.05  # unpaired, the same numbers say nothing
+    assert raw[0] > 0 and out.loc["a", "p_vs_seed_only"] == pytest.approx(2 * raw[0])  # Holm
+    assert np.isnan(out.loc["seed-only", "p_vs_seed_only"])
+    assert out.loc["a", "levels"] == "queries only"
+
+
+def test_draws_are_averaged_within_the_seed_against_a_floor(tmp_path):
+    rng = np.random.default_rng(2)
+    trials = []
+    for s in range(2):
+        trials.append(("seed-only", s, 0, _queries(rng.uniform(0.5, 0.7, 30))))
+        for d in range(3):
+            trials.append(("random-delete", s, d, _queries(rng.uniform(0.8, 1.0, 30))))
+    path = _store(tmp_path / "d.duckdb", trials)
+    q = {(p, s, d): t.rbo.to_numpy() for p, s, d, t in trials}
+    pert = np.concatenate([np.mean([q[("random-delete", s, d)] for d in range(3)], axis=0)
+                           for s in range(2)])
+    floor = np.concatenate([q[("seed-only", s, 0)] for s in range(2)])
+    expect = paired_test(pert, floor, np.repeat([0, 1], 30), np.tile(np.arange(30), 2)).p
+    row = summary(path).set_index("perturbation").loc["random-delete"]
+    assert row.p_vs_seed_only == pytest.approx(expect)
+    assert row.seeds == 2 and row.draws == 3
+
+
+def test_compare_within_and_between_perturbations(tmp_path):
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.8, 200)
+    pert = np.clip(base - 0.02 + 0.01 * rng.standard_normal(200), 0, 1)
+    path = _store(tmp_path / "c.duckdb", [
+        ("remove-end-10", 0, 0, _queries(rng.uniform(0.4, 0.6, 200), base, pert)),
+        ("remove-beginning-10", 0, 0, _queries(rng.uniform(0.6, 0.8, 200), base, base))])
+    within = compare_perturbations(path, "remove-end-10", "remove-end-10", metric="mrr_pert",
+                                   metric_b="mrr_base").iloc[0]
+    assert within.p == pytest.approx(ss.ttest_rel(pert, base).pvalue) and within.test == "paired-t"
+    assert within.difference == pytest.approx((pert - base).mean())
+    assert within.ci_low < within.difference < within.ci_high < 0
+    between = compare_perturbations(path, "remove-end-10", "remove-beginning-10").iloc[0]
+    assert between.mean_a < between.mean_b and between.p < 1e-10
+    assert compare_perturbations(path, "remove-end-10", "nope").empty
+
+
+def test_most_destabilising_only_when_the_data_decide(tmp_path):
+    rng = np.random.default_rng(4)
+    level = rng.uniform(0.3, 0.9, 400)
+    trials = [("casper-delete", 0, 0, _queries(level - 0.05 + 0.01 * rng.standard_normal(400))),
+              ("random-delete", 0, 0, _queries(level + 0.01 * rng.standard_normal(400))),
+              ("earliest-random-delete", 0, 0,
+               _queries(level + 0.01 * rng.standard_normal(400))),
+              ("seed-only", 0, 0, _queries(level - 0.3))]  # a floor is never a candidate
+    decided = most_destabilising(_store(tmp_path / "m.duckdb", trials)).iloc[0]
+    assert decided.lowest == "casper-delete" and decided.decided and decided.compared == 2
+    # two perturbations at the same level: the lower one is not "the most destabilising"
+    tied = [("a", 0, 0, _queries(level + 0.02 * rng.standard_normal(400))),
+            ("b", 0, 0, _queries(level + 0.02 * rng.standard_normal(400)))]
+    out = most_destabilising(_store(tmp_path / "t.duckdb", tied)).iloc[0]
+    assert not out.decided and {out.lowest, out.runner_up} == {"a", "b"} and out.p > 0.05
+
+
+SCRIPT = Path(__file__).parents[1] / "models" / "fake_command_model.py"
+PY = shlex.quote(sys.executable)
+
+
+def _command(mode: str) -> ModelSpec:
+    train = f"{PY} {shlex.quote(str(SCRIPT))} train {{train}} {{seed}} {{model_dir}} {{params}}"
+    rank = f"{PY} {shlex.quote(str(SCRIPT))} rank {{model_dir}} {{queries}} {{k}} {{output}}"
+    return ModelSpec("command", {"train": f"{train} {mode}".strip(), "rank": rank})
+
+
+@pytest.mark.parametrize("mode, reproducible", [("", True), ("unseeded", False)])
+def test_rerun_floor_measures_nondeterminism(tmp_path, mode, reproducible):
+    cfg = AuditConfig(
+        datasets=(DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30,
+                                                    "mean_length": 10, "seed": 1}),),
+        models=(_command(mode),), perturbations=("rerun", "random-delete"), seeds=(0, 1, 2),
+        output=str(tmp_path / f"r{mode}.duckdb"))
+    out = summary(run_audit(cfg)).set_index("perturbation")
+    rerun = out.loc["rerun"]
+    if reproducible:  # same data, same seed: the same lists
+        assert rerun.rbo == 1.0 and rerun.rbo_ci_low == rerun.rbo_ci_high == 1.0
+        assert rerun.identical == 1.0
+    else:  # an unseeded program: refitting alone changes the lists
+        assert rerun.rbo < 0.99 and rerun.rbo_ci_low < rerun.rbo and rerun.identical < 0.5
+    assert 0 <= out.loc["random-delete", "p_vs_rerun"] <= 1

@@ -1,0 +1,53 @@
+"""dry_run: fits planned and stored, a calibrated time estimate, the detectable difference."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from recaudit.audit import AuditConfig, DatasetSpec, ModelSpec, dry_run, run_audit
+from recaudit.cli import main
+
+
+def _cfg(tmp_path, perts=("random-delete", "seed-only", "none"), seeds=(0, 1)):
+    return AuditConfig(datasets=(DatasetSpec("synthetic", options={"n_users": 40,
+                                                                   "n_items": 30}),),
+                       models=(ModelSpec("gru4rec", {"epochs": 3, "embedding_dim": 8,
+                                                     "hidden_dim": 8}),),
+                       perturbations=perts, seeds=seeds, output=str(tmp_path / "a.duckdb"))
+
+
+def test_plan_counts_fits_and_calibrates_without_writing_the_store(tmp_path):
+    cfg = _cfg(tmp_path)
+    plan = dry_run(cfg)
+    row = plan.fits.iloc[0]
+    assert (row.baselines, row.perturbed, row.stored_trials, row.remaining) == (2, 4, 0, 6)
+    assert row.epochs == 3 and row.s_per_epoch > 0 and row.rank_s >= 0
+    assert row.hours == pytest.approx(6 * (3 * row.s_per_epoch + row.rank_s) / 3600)
+    assert plan.hours == pytest.approx(row.hours)           # one worker
+    d = plan.detectable.iloc[0]
+    from recaudit.experiment import prepare
+
+    n = len(prepare(cfg.datasets[0], cfg.split)[1].queries)
+    assert d.basis == "calibration" and d.queries == n
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    assert d.rbo_difference == pytest.approx(z * d.sd / np.sqrt(n))
+    assert not (tmp_path / "a.duckdb").exists()
+
+
+def test_plan_reads_what_the_store_holds(tmp_path):
+    run_audit(_cfg(tmp_path, seeds=(0,)))
+    plan = dry_run(_cfg(tmp_path), calibrate=False)
+    row = plan.fits.iloc[0]
+    assert (row.stored_trials, row.stored_baselines) == (3, 1)
+    assert row.remaining == 1 + 2                           # seed 1: a baseline, two fits
+    assert np.isnan(row.hours)
+    assert plan.detectable.iloc[0].basis == "store"
+
+
+def test_cli_dry_run_trains_nothing(tmp_path, capsys):
+    out = tmp_path / "q.duckdb"
+    assert main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--seeds", "1",
+                 "--param", "epochs=2", "--output", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "what the audit would train" in text and "detectable ΔRBO" in text
+    assert not out.exists()

@@ -1,0 +1,180 @@
+"""Claims decided by tests on recorded samples: holds / contradicted / undecided, Holm across
+an experiment, equivalence, Kleene combinations, and the samples a record keeps."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from recaudit.reproduce import Claim, Experiment, Measures, Value, evaluate_claims, verdict
+from recaudit.reproduce import _runs
+from recaudit.reproduce.rules import (All, AnyOf, Bound, Contrast, Less, Not, Within,
+                                      among_lowest, decide, ordered)
+
+
+def _frame(values, replicates=None):
+    values = np.asarray(values, dtype=float)
+    reps = ["0"] * len(values) if replicates is None else [str(r) for r in replicates]
+    units = [str(i % (len(values) // len(set(reps)))) for i in range(len(values))] \
+        if replicates is not None else [str(i) for i in range(len(values))]
+    return pd.DataFrame({"replicate": reps, "unit": units, "value": values})
+
+
+def _measures(**cols) -> Measures:
+    frames = {k: _frame(v) for k, v in cols.items()}
+    return Measures({k: float(np.mean(v)) for k, v in cols.items()}, frames)
+
+
+def test_a_paired_difference_holds_reverses_or_stays_undecided():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.5, 0.9, 300)
+    noise = 0.02 * rng.standard_normal(300)
+    for shift, expected in ((-0.02, True), (0.02, False), (0.0, None)):
+        m = _measures(a=base + shift + noise, b=base)
+        (truth,), found = decide([Less("a", "b")], m.samples, m, 0.05)
+        f = next(iter(found.values()))
+        assert truth is expected, shift
+        assert f.test in ("paired-t", "wilcoxon")
+        d = base - (base + shift + noise)
+        ref = stats.ttest_1samp(d, 0).pvalue if f.test == "paired-t" else \
+            stats.wilcoxon(d).pvalue
+        assert f.p == pytest.approx(ref, rel=1e-9)     # one replicate: the protocol's p
+        assert f.difference == pytest.approx(d.mean())
+        if expected is None:
+            assert f.detectable > abs(f.difference)
+
+
+def test_unpaired_samples_use_welch():
+    a = _frame([0.10, 0.12, 0.11, 0.13, 0.12])
+    b = _frame([0.20, 0.22, 0.19, 0.21, 0.20]).assign(unit=lambda f: "b" + f.unit)
+    m = Measures({"a": a.value.mean(), "b": b.value.mean()}, {"a": a, "b": b})
+    (truth,), found = decide([Less("a", "b")], m.samples, m, 0.05)
+    f = next(iter(found.values()))
+    assert truth is True and f.test == "welch"
+    assert f.p == pytest.approx(stats.ttest_ind(b.value, a.value, equal_var=False).pvalue)
+
+
+def test_holm_is_applied_over_the_experiments_comparisons():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.5, 0.9, 40)
+    cols = {f"k{i}": base - 0.004 * i + 0.01 * rng.standard_normal(40) for i in range(5)}
+    m = _measures(base=base, **cols)
+    rules = [Less(f"k{i}", "base") for i in range(5)]
+    _, found = decide(rules, m.samples, m, 0.05)
+    raw = sorted(f.p for f in found.values())
+    adj = sorted(f.p_adjusted for f in found.values())
+    expect = np.maximum.accumulate(np.minimum(1, np.array(raw) * np.arange(5, 0, -1)))
+    assert adj == pytest.approx(list(expect))
+
+
+def test_seeds_needed_for_an_undecided_difference_across_replicates():
+    rng = np.random.default_rng(2)
+    seeds = np.repeat([0, 1], 200)
+    base = np.tile(rng.uniform(0.5, 0.9, 200), 2)
+    seed_effect = np.where(seeds == 0, 0.01, -0.006)  # the seeds disagree
+    a = base - 0.004 + seed_effect + 0.002 * rng.standard_normal(400)
+    fa, fb = _frame(a, seeds), _frame(base, seeds)
+    m = Measures({"a": a.mean(), "b": base.mean()}, {"a": fa, "b": fb})
+    (truth,), found = decide([Less("a", "b")], m.samples, m, 0.05)
+    f = next(iter(found.values()))
+    assert truth is None and f.levels == "seeds and queries"
+    assert f.needed is not None and f.needed > 2
+
+
+def test_equivalence_by_two_one_sided_tests():
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.4, 500)
+    near = base * (1 + 0.005 * rng.standard_normal(500))    # within 5 %: holds
+    far = base * 1.2 + 0.001 * rng.standard_normal(500)     # 20 % off: contradicted
+    noisy = base + 0.3 * rng.standard_normal(500)           # cannot tell
+    m = _measures(base=base, near=near, far=far, noisy=noisy[:500])
+    truths, _ = decide([Within("near", "base", 0.05), Within("far", "base", 0.05),
+                        Within("noisy", "base", 0.05)], m.samples, m, 0.05)
+    assert truths == [True, False, None]
+
+
+def test_kleene_combinations():
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.5, 0.9, 200)
+    e = lambda s: base + s + 0.005 * rng.standard_normal(200)  # noqa: E731
+    m = _measures(low=e(-0.05), mid=e(0.0), high=e(0.05), same=e(0.0))
+    cases = [(ordered("low", "mid", "high"), True), (ordered("high", "mid"), False),
+             (All(Less("low", "mid"), Less("mid", "same")), None),
+             (AnyOf(Less("mid", "same"), Less("low", "mid")), True),
+             (Not(Less("high", "mid")), True), (Not(Less("mid", "same")), None),
+             (among_lowest("mid", ["low", "high"], 2), True),
+             (among_lowest("high", ["low", "mid"], 2), False),
+             (Bound("high", 0.5, below=False), True)]
+    truths, _ = decide([r for r, _ in cases], m.samples, m, 0.05)
+    assert truths == [t for _, t in cases]
+
+
+def test_a_paired_contrast_is_the_per_pair_combination():
+    rng = np.random.default_rng(5)
+    seeds = np.arange(10)
+    curve = {x: 0.2 + 0.05 * x + 0.01 * rng.standard_normal(10) for x in (0.0, 0.5, 1.0)}
+    frames = {f"m{x:g}": pd.DataFrame({"replicate": seeds.astype(str), "unit": "all",
+                                       "value": v}) for x, v in curve.items()}
+    m = Measures({k: f.value.mean() for k, f in frames.items()}, frames)
+    rule = Contrast(tuple((f"m{x:g}", x - 0.5) for x in curve), "slope > 0")
+    (truth,), found = decide([rule], m.samples, m, 0.05)
+    per_seed = sum((x - 0.5) * v for x, v in curve.items())
+    f = next(iter(found.values()))
+    assert truth is True and f.difference == pytest.approx(per_seed.mean())
+    assert f.p == pytest.approx(stats.ttest_1samp(per_seed, 0).pvalue, rel=1e-6) or \
+        f.test == "wilcoxon"
+
+
+def test_identical_values_contradict_a_strict_inequality():
+    m = _measures(a=np.ones(50), b=np.ones(50))
+    assert decide([Less("a", "b")], m.samples, m, 0.05)[0] == [False]
+    assert decide([Bound("a", 1.0)], m.samples, m, 0.05)[0] == [False]
+
+
+def _sampled_exp(frames):
+    def runner(w, s, n):
+        return Measures({k: float(f.value.mean()) for k, f in frames.items()}, frames)
+    return Experiment(
+        name="fake-sampled", paper="Nobody et al. 2099", title="A fake", artefacts="Table 9",
+        data="none", scales={"small": "tiny"}, runner=runner,
+        values=(Value("a", "a", 0.50, "Table 9", tol=0.0),),
+        claims=(Claim("a below b", "§1", Less("a", "b")),))
+
+
+def test_records_keep_samples_and_the_report_reads_them(tmp_path, monkeypatch):
+    rng = np.random.default_rng(6)
+    base = rng.uniform(0.4, 0.6, 120)
+    frames = {"a": _frame(base - 0.01 + 0.001 * rng.standard_normal(120)),
+              "b": _frame(base)}
+    exp = _sampled_exp(frames)
+    monkeypatch.setattr(_runs, "PAPERS", ())
+    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
+    rec = _runs.run(exp.name, "small", tmp_path / "stores", records=tmp_path / "records")
+    folder = tmp_path / "records" / exp.name / "small"
+    assert (folder / "record.json").exists() and (folder / "samples.parquet").exists()
+    assert not (tmp_path / "stores" / exp.name / "small" / "record.json").exists()
+    kept = pd.read_parquet(folder / "samples.parquet")
+    assert set(kept.key) == {"a", "b"} and len(kept) == 240
+    assert rec["claims"][0]["state"] == "holds" and rec["verdict"] in (
+        "reproduced", "direction reproduced")
+    low, high = rec["values"][0]["ci"]
+    assert low < frames["a"].value.mean() < high
+    assert rec["values"][0]["match"] == (low <= 0.5 <= high)
+    on_disk = json.loads((folder / "record.json").read_text())
+    loaded = _runs.load_measures(tmp_path / "records", on_disk)
+    assert evaluate_claims(exp, loaded)[0]["tests"][0]["test"] in ("paired-t", "wilcoxon")
+    from recaudit.reproduce import render_report
+    page = render_report(tmp_path / "records")
+    assert "- holds: a below b (§1)" in page and "Holm" in page
+
+
+def test_verdict_undecided_when_nothing_is_contradicted():
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.4, 0.6, 30)
+    frames = {"a": _frame(base + 0.05 * rng.standard_normal(30)), "b": _frame(base)}
+    exp = _sampled_exp(frames)
+    m = exp.run(__import__("pathlib").Path("/nonexistent-unused"), "small") \
+        if False else exp.runner(None, "small", 1)
+    assert verdict(exp, m) == "undecided"

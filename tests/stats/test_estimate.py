@@ -1,0 +1,188 @@
+"""Intervals and tests of recaudit.stats against closed forms and scipy."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+from scipy import stats as ss
+
+import recaudit.stats
+from recaudit.stats import (estimate_mean, holm, one_sample_test, paired_test, welch,
+                            welch_test)
+
+
+def test_docstring_examples():
+    assert doctest.testmod(recaudit.stats).failed == 0
+
+
+def test_one_replicate_is_the_one_sample_t_interval():
+    x = np.random.default_rng(1).standard_normal(40) + 0.3
+    est = estimate_mean(x)
+    ref = ss.ttest_1samp(x, 0.0)
+    assert est.design == "queries" and est.levels == "queries only"
+    assert est.interval() == pytest.approx(tuple(ref.confidence_interval()), rel=1e-12)
+    assert est.p_value() == pytest.approx(ref.pvalue, rel=1e-9)
+    for alt in ("greater", "less"):
+        assert est.p_value(0.0, alt) == pytest.approx(
+            ss.ttest_1samp(x, 0.0, alternative=alt).pvalue, rel=1e-8)
+    assert est.interval(0.9) == pytest.approx(
+        tuple(ss.ttest_1samp(x, 0.0).confidence_interval(0.9)), rel=1e-12)
+
+
+def test_one_value_per_replicate_is_the_t_interval_over_seeds():
+    x = np.array([0.71, 0.74, 0.69, 0.75])
+    est = estimate_mean(x, replicates=[0, 1, 2, 3], units=[0, 0, 0, 0])
+    assert est.design == "replicates" and est.levels == "seeds only"
+    assert est.interval() == pytest.approx(tuple(ss.ttest_1samp(x, 0).confidence_interval()))
+
+
+def test_crossed_design_by_hand():
+    # 2 seeds x 3 queries: ybar_s = (0.5, 0.7), ybar_q = (0.5, 0.6, 0.7), grand mean 0.6
+    y = np.array([[0.4, 0.5, 0.6], [0.6, 0.7, 0.8]])
+    seeds, queries = np.repeat([0, 1], 3), np.tile([0, 1, 2], 2)
+    est = estimate_mean(y.ravel(), seeds, queries)
+    ms_a = 3 * (0.1 ** 2 + 0.1 ** 2) / 1  # Q * sum (ybar_s - ybar)^2 / (S - 1)
+    ms_b = 2 * (0.1 ** 2 + 0 + 0.1 ** 2) / 2  # S * sum (ybar_q - ybar)^2 / (Q - 1)
+    assert est.design == "crossed" and est.mean == pytest.approx(0.6)
+    np.testing.assert_allclose(est.parts, [(ms_a / 6, 1), (ms_b / 6, 2)])
+    half = np.sqrt(ss.t.ppf(0.975, 1) ** 2 * ms_a / 6 + ss.t.ppf(0.975, 2) ** 2 * ms_b / 6)
+    assert est.interval() == pytest.approx((0.6 - half, 0.6 + half))
+    # the order of the rows does not matter
+    perm = np.random.default_rng(0).permutation(6)
+    again = estimate_mean(y.ravel()[perm], seeds[perm], queries[perm])
+    np.testing.assert_allclose(again.parts, est.parts)
+    assert again.mean == pytest.approx(est.mean)
+
+
+def test_nested_design_uses_the_replicate_means():
+    rng = np.random.default_rng(2)
+    values = rng.random(7)
+    seeds = np.array([0, 0, 0, 1, 1, 2, 2])
+    queries = np.array([1, 2, 3, 1, 4, 5, 6])  # not every query in every seed
+    est = estimate_mean(values, seeds, queries)
+    means = [values[seeds == s].mean() for s in range(3)]
+    assert est.design == "nested" and est.mean == pytest.approx(np.mean(means))
+    assert est.interval() == pytest.approx(tuple(ss.ttest_1samp(means, 0).confidence_interval()))
+
+
+def test_p_value_inverts_the_interval():
+    rng = np.random.default_rng(3)
+    seeds, queries = np.repeat(np.arange(3), 50), np.tile(np.arange(50), 3)
+    y = 0.05 + 0.02 * np.repeat(rng.standard_normal(3), 50) + 0.1 * rng.standard_normal(150)
+    est = estimate_mean(y, seeds, queries)
+    p = est.p_value()
+    assert 0 < p < 1
+    low, _ = est.interval(1 - p)  # the 1 - p interval just touches 0
+    assert low == pytest.approx(0.0, abs=1e-7)
+    assert est.p_value(0.0, "greater") == pytest.approx(p / 2, rel=1e-6)
+
+
+def test_welch_matches_scipy():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(1.0, 1.0, 12), rng.normal(0.2, 3.0, 7)
+    t, ref = welch_test(a, b), ss.ttest_ind(a, b, equal_var=False)
+    assert t.test == "welch" and t.p == pytest.approx(ref.pvalue, rel=1e-12)
+    assert t.estimate.p_value() == pytest.approx(ref.pvalue, rel=1e-7)
+    assert t.interval() == pytest.approx(tuple(ref.confidence_interval()), rel=1e-10)
+    assert welch([1.0], [2.0, 3.0]).design == "empty"
+
+
+def test_paired_protocol_follows_the_papers():
+    rng = np.random.default_rng(5)
+    a = rng.random(300)
+    normal = a - 0.01 + 0.05 * rng.standard_normal(300)
+    t = paired_test(a, normal)
+    assert t.test == "paired-t" and t.shapiro_p >= 1e-3
+    assert t.p == pytest.approx(ss.ttest_rel(a, normal).pvalue, rel=1e-12)
+    skewed = a - rng.exponential(0.02, 300) ** 2
+    t = paired_test(a, skewed)
+    assert t.test == "wilcoxon" and t.shapiro_p < 1e-3
+    assert t.p == pytest.approx(ss.wilcoxon(a - skewed).pvalue, rel=1e-12)
+    # the protocol's normality level is the caller's
+    assert paired_test(a, skewed, normality=0.0).test == "paired-t"
+
+
+def test_constant_differences_and_identical_lists():
+    ones = np.ones(20)
+    t = one_sample_test(ones, 1.0)  # a deterministic model refitted: RBO exactly 1
+    assert t.test == "constant" and t.p == 1.0 and t.interval() == (0.0, 0.0)
+    t = paired_test(ones, ones - 0.1)
+    assert t.test == "constant" and t.p == 0.0 and t.difference == pytest.approx(0.1)
+    assert paired_test([1.0, 2.0], [1.0, 1.0]).test == "none"
+
+
+def test_several_seeds_need_both_levels_to_agree():
+    # a difference that every query shows in seed 0 and reverses in seed 1: the per-query
+    # protocol (which averages seeds) and the two-level interval disagree; the larger p wins
+    rng = np.random.default_rng(6)
+    q = 400
+    a = rng.random(2 * q)
+    shift = np.repeat([0.06, -0.04], q) + 0.005 * rng.standard_normal(2 * q)
+    t = paired_test(a, a - shift, np.repeat([0, 1], q), np.tile(np.arange(q), 2))
+    assert t.p_protocol < 1e-10 and t.p_levels > 0.05
+    assert t.p == t.p_levels and not t.significant(0.05)
+
+
+def test_paired_beats_unpaired_when_queries_vary_more_than_the_difference():
+    rng = np.random.default_rng(7)
+    level = rng.beta(2, 2, 500)  # queries differ a lot
+    floor = level
+    pert = level - 0.01 - 0.005 * rng.random(500)  # every query a little lower
+    assert paired_test(pert, floor).p < 1e-10
+    assert welch_test(pert, floor).p > 0.05  # the unpaired comparison misses it
+
+
+def test_holm_closed_form_and_properties():
+    p = np.array([0.01, 0.04, 0.03, np.nan, 0.005])
+    adj = holm(p)
+    # sorted 0.005, 0.01, 0.03, 0.04 -> 4 x 0.005, 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
+    np.testing.assert_allclose(adj, [0.03, 0.06, 0.06, np.nan, 0.02])
+    rng = np.random.default_rng(8)
+    raw = rng.random(30) ** 3
+    adj = holm(raw)
+    assert np.all(adj >= raw) and np.all(adj <= 1)
+    order = np.argsort(raw)
+    assert np.all(np.diff(adj[order]) >= 0)  # monotone in the raw order
+    assert holm([]).shape == (0,)
+
+
+def test_detectable_effect_has_the_power_it_claims():
+    rng = np.random.default_rng(9)
+    n, sd = 30, 1.0
+    est = estimate_mean(rng.normal(0, sd, n))
+    mde = est.detectable(0.05, 0.8)
+    se = est.se
+    assert mde == pytest.approx((ss.t.ppf(0.975, n - 1) + ss.t.ppf(0.8, n - 1)) * se)
+    # simulated power at that effect (true sd = the sample's estimate): about 0.8
+    sims = rng.normal(mde, se * np.sqrt(n), (2000, n))
+    power = np.mean(ss.ttest_1samp(sims, 0, axis=1).pvalue < 0.05)
+    assert 0.75 < power < 0.85
+
+
+def test_replicates_needed_to_resolve_an_effect():
+    rng = np.random.default_rng(10)
+    seeds, queries = np.repeat(np.arange(3), 100), np.tile(np.arange(100), 3)
+    y = 0.01 + 0.02 * np.repeat(rng.standard_normal(3), 100) + 0.05 * rng.standard_normal(300)
+    est = estimate_mean(y, seeds, queries)
+    assert est.detectable() > 0.01
+    need = est.replicates_for(0.01)
+    assert need is not None and need > 3
+    assert est._scaled(need).detectable() <= 0.01 < est._scaled(need - 1).detectable()
+    # larger effects need fewer replicates; one replicate cannot say
+    assert est.replicates_for(0.05) <= need
+    assert estimate_mean(y[:100]).replicates_for(0.01) is None
+    assert est.replicates_for(0.0) is None
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="one entry each"):
+        estimate_mean([1.0, 2.0], replicates=[0])
+    with pytest.raises(ValueError, match="appears twice"):
+        estimate_mean([1.0, 2.0], replicates=[0, 0], units=[1, 1])
+    with pytest.raises(ValueError, match="same length"):
+        paired_test([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="alternative"):
+        estimate_mean([1.0, 2.0, 3.0]).p_value(0, "bigger")
+    assert np.isnan(estimate_mean([np.nan]).mean)
