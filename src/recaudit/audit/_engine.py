@@ -30,10 +30,19 @@ Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 def validate(config: AuditConfig) -> None:
     """Fail fast, before any data is loaded: every model name and parameter must be valid
-    (raises :class:`~recaudit.errors.ConfigError`; perturbations were checked when the config
-    was built)."""
+    (raises :class:`~recaudit.errors.ConfigError`; perturbations and seeds were checked when
+    the config was built; :func:`plan` checks ``metrics.k`` against each catalogue)."""
     for m in config.models:
         build_model(m)
+
+
+def _check_k(config: AuditConfig, dataset, log) -> None:
+    from recaudit.errors import ConfigError
+
+    if config.metrics.k > log.n_items:
+        raise ConfigError(f"k = {config.metrics.k} exceeds the {log.n_items} items of "
+                          f"dataset {dataset.label!r}", key="metrics.k",
+                          hint=f"choose k <= {log.n_items} (--k)")
 
 
 @dataclass(frozen=True)
@@ -74,11 +83,13 @@ def _cache(config: AuditConfig) -> str | None:
 
 
 def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
-    """Every trial of ``config`` with its trial id and baseline key (loads the data)."""
+    """Every trial of ``config`` with its trial id and baseline key (loads the data; checks
+    the models and ``metrics.k`` before the first fit)."""
     validate(config)
     out = []
     for trial in config.trials():
         log, _ = prepare(trial.dataset, trial.split)
+        _check_k(config, trial.dataset, log)
         fp = log.fingerprint()
         out.append((trial, trial.trial_id(fp), trial.baseline_key(fp)))
     return out

@@ -188,6 +188,10 @@ class AuditConfig(Config):
             raise self.invalid("draws", f"draws must be an integer >= 1, got {self.draws!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise self.invalid("seeds", f"seeds must be distinct, got {list(self.seeds)}")
+        for i, seed in enumerate(self.seeds):
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise self.invalid(f"seeds[{i}]", f"a seed must be an integer >= 0, got "
+                                                  f"{seed!r}")
         canonical = []
         for i, value in enumerate(self.perturbations):
             try:

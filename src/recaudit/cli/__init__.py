@@ -82,10 +82,38 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
+def _saved(store: Any) -> str:
+    """What an interrupted command leaves in ``store``: its finished trials, and how to
+    resume."""
+    from pathlib import Path
+
+    from recaudit.experiment import Store
+
+    if store is None or not Path(store).exists():
+        return "nothing was saved"
+    try:
+        with Store(store, read_only=True) as s:
+            n = s.count("trials")
+    except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
+        return f"{store} could not be read ({exc.one_line()})"
+    return (f"{n} finished trial{'s' if n != 1 else ''} saved in {store}; run the same "
+            "command again to resume")
+
+
+def _interrupted() -> int:
+    from recaudit.cli._common import RUNNING
+
+    print(f"error: interrupted — {_saved(RUNNING.pop('store', None))}", file=sys.stderr)
+    return 130
+
+
 def _main(argv: list[str] | None) -> int:
     _STATE["debug"] = False
     try:
-        app(args=argv, standalone_mode=False, prog_name="recaudit")
+        # typer >= 0.29 turns Ctrl-C inside a command into a returned exit code 130
+        rv = app(args=argv, standalone_mode=False, prog_name="recaudit")
+        if isinstance(rv, int) and not isinstance(rv, bool) and rv == 130:
+            return _interrupted()
     except RecauditError as exc:
         if _STATE["debug"]:
             raise
@@ -95,8 +123,7 @@ def _main(argv: list[str] | None) -> int:
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
         return int(code or 0)
     except (typer.Abort, KeyboardInterrupt):
-        print("error: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except _USAGE_ERROR as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `recaudit` alone: show the help
             print(exc.ctx.get_help())  # type: ignore[attr-defined]

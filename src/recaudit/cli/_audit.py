@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from recaudit.cli._common import RUNNING
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 
@@ -25,6 +26,7 @@ def _progress_runner(config, console) -> Path:
 
     from recaudit.audit import run_audit
 
+    RUNNING["store"] = Path(config.output)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                   console=console, transient=False) as bar:
@@ -164,6 +166,18 @@ def _readings(store: Path, title: str, console) -> None:
         console.print(line)
 
 
+def default_output(config) -> Path:
+    """``results/audit-<id>.duckdb``: ``id`` hashes what makes two audits' trials comparable
+    (datasets, split, models, metrics); more seeds or perturbations extend the same store."""
+    import hashlib
+
+    from recaudit.experiment import canonical_json
+
+    d = config.to_dict()
+    key = canonical_json({k: d.get(k) for k in ("datasets", "split", "models", "metrics")})
+    return Path("results") / f"audit-{hashlib.sha256(key.encode()).hexdigest()[:10]}.duckdb"
+
+
 def _dry_run(config, console) -> None:
     """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference."""
     from recaudit.audit import dry_run
@@ -196,12 +210,17 @@ def audit(
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process)."),
-    output: Path = typer.Option(Path("results/audit.duckdb"), "--output", "-o",
-                                help="DuckDB store (resumed if it exists)."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="DuckDB store (resumed if it exists). Default: "
+                                            "results/audit-<id>.duckdb, one per dataset, "
+                                            "model, split and metrics, so unrelated audits "
+                                            "never share a store."),
     dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated wall "
                              "time and the detectable difference; train nothing."),
 ) -> None:
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
+    from dataclasses import replace
+
     from recaudit.audit import AuditConfig, ExecutorSpec, MetricSpec, ModelSpec
 
     config = AuditConfig(models=(ModelSpec(model, parse_params(param)),),
@@ -209,7 +228,9 @@ def audit(
                          datasets=(dataset_spec(dataset),), metrics=MetricSpec(k=k, p=p),
                          executor=ExecutorSpec("process" if workers > 1 else "inprocess",
                                                workers),
-                         output=str(output), name="quick-audit")
+                         output=str(output or "results/audit.duckdb"), name="quick-audit")
+    if output is None:
+        config = replace(config, output=str(default_output(config)))
     console = _console(120)
     if dry:
         return _dry_run(config, console)

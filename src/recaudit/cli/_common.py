@@ -7,7 +7,10 @@ from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["console", "split_list", "dataset_spec", "parse_params"]
+__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "split_list"]
+
+#: The store a command is writing (``store``), so that an interrupt can say what is saved.
+RUNNING: dict[str, Any] = {}
 
 
 def console(width: int = 140) -> Any:
