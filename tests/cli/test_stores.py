@@ -77,7 +77,8 @@ def test_status_counts_the_trials_of_each_study(stores, kind, capsys):
     capsys.readouterr()
     assert main(["status", str(stores[kind])]) == 0
     out = capsys.readouterr().out
-    assert f"{TRIALS[kind]} trials done of {TRIALS[kind]} planned" in out
+    n = TRIALS[kind]
+    assert f"{n} trial{'' if n == 1 else 's'} done of {n} planned" in out
 
 
 @pytest.mark.parametrize("kind", sorted(TRIALS))
@@ -108,7 +109,7 @@ def test_a_store_of_four_studies(stores, capsys, tmp_path):
     assert main(["status", str(path)]) == 0
     out = capsys.readouterr().out
     for kind, n in TRIALS.items():
-        assert f"{n} trials done of {n} planned" in out, kind
+        assert f"{n} trial{'' if n == 1 else 's'} done of {n} planned" in out, kind
     assert main(["results", str(path), "--format", "csv"]) == 2
     assert "holds several studies" in capsys.readouterr().err
     for kind in TRIALS:

@@ -219,6 +219,8 @@ def test_cli_compare_errors_exit_2(tmp_path, capsys):
     assert "--missing skip" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.trec"),
                  "--missing", "skip"]) == 0
+    assert "warning: skipped 1 queries present in one run only (1 only in a.trec, 0 only " \
+           "in b.trec); compared the 1 shared" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "nope.csv")]) == 2
     assert "nope.csv: no such file" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a.trec"), str(tmp_path / "b.trec"), "--p", "1.5"]) == 2

@@ -31,7 +31,8 @@ def status(store: Path = _STORE) -> None:
         return
     for s in found:
         planned = f" of {s.planned} planned" if s.planned is not None else ""
-        console.print(f"{store}: {s.study.title}: {s.done} trials done{planned}")
+        console.print(f"{store}: {s.study.title}: {s.done} trial{'' if s.done == 1 else 's'} "
+                      f"done{planned}")
         if s.progress is not None:
             p = s.progress
             state = "running" if p.get("running") else p.get("state", "stopped")

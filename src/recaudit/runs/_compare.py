@@ -57,6 +57,14 @@ def _common(a: Run, b: Run, missing: str) -> list[str]:
                              "(missing='skip') to compare the shared ones")
     if not common:
         raise DataError(f"{a.name} and {b.name} share no query: nothing to compare")
+    if only_a or only_b:
+        import warnings
+
+        from recaudit.errors import RecauditWarning
+
+        warnings.warn(f"skipped {only_a + only_b} queries present in one run only "
+                      f"({only_a} only in {a.name}, {only_b} only in {b.name}); compared "
+                      f"the {len(common)} shared", RecauditWarning, stacklevel=3)
     return common
 
 
