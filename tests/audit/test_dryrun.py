@@ -51,3 +51,28 @@ def test_cli_dry_run_trains_nothing(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "what the audit would train" in text and "detectable ΔRBO" in text
     assert not out.exists()
+
+
+def test_a_label_names_the_model_without_changing_trial_ids(tmp_path):
+    from recaudit.audit import AuditStore, load_config, plan
+
+    base = ('seeds = [0]\nperturbations = ["seed-only"]\n'
+            '[[datasets]]\nname = "synthetic"\n[datasets.options]\nn_users = 30\n'
+            'n_items = 20\n[[models]]\nname = "gru4rec"\n')
+    plain, labelled = tmp_path / "a.toml", tmp_path / "b.toml"
+    plain.write_text(base + "params = {epochs = 1}\n")
+    labelled.write_text(base + 'label = "GRU (1 epoch)"\nparams = {epochs = 1}\n')
+    a, b = load_config(plain), load_config(labelled)
+    assert [tid for _, tid, _ in plan(a)] == [tid for _, tid, _ in plan(b)]
+    assert b.models[0].label == "GRU (1 epoch)" and a.models[0].label == "gru4rec(epochs=1)"
+    run_audit(AuditConfig.from_dict({**b.to_dict(), "output": str(tmp_path / "b.duckdb")}))
+    with AuditStore(tmp_path / "b.duckdb", read_only=True) as store:
+        assert set(store.trials().model_label) == {"GRU (1 epoch)"}
+
+
+def test_a_command_model_has_a_short_default_label():
+    from recaudit.experiment import ModelSpec
+
+    m = ModelSpec("command", {"train": "python -u /home/me/fit.py {train} {seed} {model_dir}",
+                              "rank": "python rank.py {model_dir} {queries} {k} {output}"})
+    assert m.label == "command(fit.py)"

@@ -111,6 +111,8 @@ class TrialSpec:
         d = plain(self)
         if not self.draw:
             del d["draw"]
+        if isinstance(d.get("model"), dict):
+            d["model"].pop("title", None)  # display only: never part of a trial's identity
         return d
 
     def baseline_key(self, fingerprint: str) -> str:

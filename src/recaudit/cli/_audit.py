@@ -203,6 +203,8 @@ def _dry_run(config, console) -> None:
 def audit(
     dataset: str = typer.Option("synthetic", help="Registered dataset name or a file path."),
     model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
+    label: str | None = typer.Option(None, "--label", help="The model's name in tables and "
+                                     "figures (default: name and parameters)."),
     perturbation: list[str] = typer.Option(["random-delete"], "--perturbation", "-p",
                                            help="Perturbation name; repeat for several."),
     seeds: int = typer.Option(3, min=1, help="Number of seeds (0..n-1)."),
@@ -223,7 +225,7 @@ def audit(
 
     from recaudit.audit import AuditConfig, ExecutorSpec, MetricSpec, ModelSpec
 
-    config = AuditConfig(models=(ModelSpec(model, parse_params(param)),),
+    config = AuditConfig(models=(ModelSpec(model, parse_params(param), title=label),),
                          perturbations=tuple(perturbation), seeds=tuple(range(seeds)),
                          datasets=(dataset_spec(dataset),), metrics=MetricSpec(k=k, p=p),
                          executor=ExecutorSpec("process" if workers > 1 else "inprocess",

@@ -95,6 +95,26 @@ class SplitSpec(Config):
         return opts
 
 
+_INTERPRETERS = ("python", "python3", "Rscript", "julia", "node", "bash", "sh", "uv", "run")
+
+
+def _program(template: str) -> str:
+    """The file a command template runs: its first argument that is neither an interpreter
+    nor an option nor a placeholder (``python fit.py {train}`` -> ``fit.py``)."""
+    import shlex
+
+    try:
+        words = shlex.split(template)
+    except ValueError:
+        words = template.split()
+    for w in words:
+        base = w.rsplit("/", 1)[-1]
+        if base in _INTERPRETERS or base.startswith(("python3.", "-")) or "{" in w:
+            continue
+        return base
+    return words[0].rsplit("/", 1)[-1] if words else "?"
+
+
 @dataclass(frozen=True)
 class ModelSpec(Config):
     """A registered model and its parameters, optionally stabilised.
@@ -104,7 +124,10 @@ class ModelSpec(Config):
     ``{method = "finest", epochs = 10}`` or ``{method = "ensemble", n = 5}``
     (:mod:`recaudit.stabilise`; None: the plain model). A stabilised spec is a model of its
     own: its trial ids, baselines and label differ from the plain model's, whose ids are
-    unchanged (``to_dict`` leaves ``stabilise`` out when it is None).
+    unchanged (``to_dict`` leaves ``stabilise`` out when it is None). title: the name shown
+    in tables, figures and stores (``label = "..."`` in a model table); display only, it
+    does not change trial ids. Without one, :attr:`label` is ``name(k=v,...)``, and a
+    command model's is ``command(<its training program>)``.
     """
 
     _shorthand = "name"
@@ -112,6 +135,17 @@ class ModelSpec(Config):
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
     stabilise: Mapping[str, Any] | None = None
+    title: str | None = None
+
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        from recaudit.errors import ConfigError
+
+        if "label" in data:
+            if "title" in data:
+                raise ConfigError("give the model's label once (label or title)", key="label")
+            data["title"] = data.pop("label")
+        return data
 
     def validate(self) -> None:
         from recaudit.config import Config as _Config
@@ -137,8 +171,9 @@ class ModelSpec(Config):
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
-        if d["stabilise"] is None:
-            del d["stabilise"]
+        for key in ("stabilise", "title"):
+            if d[key] is None:
+                del d[key]
         return d
 
     @property
@@ -157,8 +192,12 @@ class ModelSpec(Config):
     @property
     def label(self) -> str:
         """``name(k=v,...)`` with every parameter (sorted), then ``+method(k=v,...)`` when
-        stabilised: unique per spec."""
+        stabilised: unique per spec; :attr:`title` when set."""
+        if self.title:
+            return self.title
         label = self.name
+        if self.name == "command" and isinstance(self.params.get("train"), str):
+            return f"command({_program(self.params['train'])})"
         if self.params:
             label += "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
         if self.stabilise is not None:
