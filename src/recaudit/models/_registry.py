@@ -35,13 +35,57 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+#: The entry-point group through which a package offers models (``name = "pkg.mod:Class"``).
+ENTRY_POINTS = "recaudit.models"
+
+
+def _import(target: str, name: str) -> type:
+    """The class ``package.module:Class`` names (``name``: what the user wrote)."""
+    import importlib
+
+    module, _, attr = target.partition(":")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"model {name!r}: cannot import module {module!r} ({exc})",
+                          hint="install the package, or put its folder on PYTHONPATH") from None
+    cls = getattr(mod, attr, None)
+    if not isinstance(cls, type):
+        raise ConfigError(f"model {name!r}: module {module!r} has no class {attr!r}")
+    missing = [m for m in ("fit", "rank") if not callable(getattr(cls, m, None))]
+    if missing:
+        raise ConfigError(f"model {name!r}: class {attr} has no {' or '.join(missing)} "
+                          "method", hint="a model needs fit(train, *, seed) and "
+                                         "rank(queries, k)")
+    return cls
+
+
+def _entry_point(name: str) -> str | None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINTS):
+        if ep.name == name:
+            return str(ep.value)
+    return None
+
+
 def model_class(name: str) -> type:
+    """The class of a model: a registered name, a preset ``model@paper``, a class
+    ``package.module:Class`` (any class with ``fit(train, *, seed)`` and ``rank(queries,
+    k)``; its parameters are constructor keywords), or a name a package offers through the
+    ``recaudit.models`` entry-point group."""
     if "@" in name:
         from recaudit.models._presets import preset
 
         name = preset(name).model
+    if ":" in name:
+        return _import(name, name)
     if name not in _REGISTRY:
-        raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}."
+        target = _entry_point(name)
+        if target is not None:
+            return _import(target, name)
+        raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}, "
+                          "or a class as 'package.module:Class'."
                           + did_you_mean(name, _REGISTRY))
     return _REGISTRY[name]
 
