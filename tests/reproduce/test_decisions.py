@@ -91,8 +91,9 @@ def test_equivalence_by_two_one_sided_tests():
     noisy = base + 0.3 * rng.standard_normal(500)           # cannot tell
     m = _measures(base=base, near=near, far=far, noisy=noisy[:500])
     truths, _ = decide([Within("near", "base", 0.05), Within("far", "base", 0.05),
-                        Within("noisy", "base", 0.05)], m.samples, m, 0.05)
-    assert truths == [True, False, None]
+                        Within("noisy", "base", 0.05), Within("base", "base", 0.05)],
+                       m.samples, m, 0.05)
+    assert truths == [True, False, None, True]  # identical values: inside any margin
 
 
 def test_kleene_combinations():

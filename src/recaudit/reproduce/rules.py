@@ -348,10 +348,10 @@ def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
         p_adj = adjusted.get(i, f.p)
         if f.test in ("exact", "point"):
             truth = f.raw_truth
+        elif isinstance(leaf := leaves[i], Within):  # constant too: inside the margin or not
+            truth = _tost(f, leaf, means, alpha, p_adj)
         elif f.test == "constant":  # no variation: decided as computed; equal is not "<"
             truth = bool(f.raw_truth)
-        elif isinstance(leaf := leaves[i], Within):
-            truth = _tost(f, leaf, means, alpha, p_adj)
         else:
             truth = None if not p_adj < alpha else f.raw_truth
         found[i] = replace(f, p_adjusted=p_adj, truth=truth,
