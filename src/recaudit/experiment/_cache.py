@@ -6,6 +6,12 @@ or none, whatever process dies when (local files: :func:`os.replace`; object sto
 S3 or GCS: an object appears only once its upload completes). Two writers of one key write the
 same bytes (trials are pure functions of their specs), so the last move wins harmlessly.
 
+Entries are verified on read: ``put`` stores a SHA-256 of the arrays (names, dtypes, shapes,
+bytes) beside them, and ``get`` treats an entry that cannot be read (a truncated file from a
+full disk or an interrupted copy) or whose arrays do not match their checksum as absent, with
+a :class:`~recaudit.errors.RecauditWarning`: the caller recomputes it and ``put`` replaces it.
+Entries written before checksums existed are read as they are.
+
 Local paths (``/data/cache``, ``file:///data/cache``) need nothing beyond numpy; other URLs go
 through ``fsspec`` (a dependency of torch) and its backend (``s3fs``, ``gcsfs``, ...), which
 every node that reads or writes the cache must have.
@@ -13,9 +19,12 @@ every node that reads or writes the cache must have.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import uuid
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +32,36 @@ import numpy as np
 from recaudit._files import atomic_path
 
 __all__ = ["ArrayCache", "check_uri"]
+
+_SUM = "__sha256__"
+
+
+def _digest(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return np.frombuffer(h.digest(), dtype=np.uint8)
+
+
+def _read(source, where: str) -> dict[str, np.ndarray] | None:
+    """The arrays of one entry, verified; None (with a warning) when it is damaged."""
+    from recaudit.errors import RecauditWarning
+
+    try:
+        with np.load(source) as z:
+            arrays = {name: z[name] for name in z.files}
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as exc:
+        problem = f"cannot be read ({type(exc).__name__}: {exc})"
+    else:
+        stored = arrays.pop(_SUM, None)
+        if stored is None or np.array_equal(stored, _digest(arrays)):
+            return arrays
+        problem = "does not match its checksum"
+    warnings.warn(f"cached entry {where} {problem}; it is computed again and replaced",
+                  RecauditWarning, stacklevel=3)
+    return None
 
 
 def _split(uri: str) -> tuple[str | None, str]:
@@ -86,8 +125,7 @@ class ArrayCache:
             path = self._local / f"{key}.npz"
             if not path.exists():
                 return None
-            with np.load(path) as z:
-                return {name: z[name] for name in z.files}
+            return _read(path, str(path))
         assert self._fs is not None
         name = self._remote(key)
         try:
@@ -95,11 +133,11 @@ class ArrayCache:
                 raw = fh.read()
         except FileNotFoundError:
             return None
-        with np.load(io.BytesIO(raw)) as z:
-            return {n: z[n] for n in z.files}
+        return _read(io.BytesIO(raw), f"{self.uri}/{key}.npz")
 
     def put(self, key: str, **arrays: np.ndarray) -> None:
-        """Store ``arrays`` under ``key`` (atomically for readers)."""
+        """Store ``arrays`` under ``key`` (atomically for readers), with their checksum."""
+        arrays = {**arrays, _SUM: _digest(arrays)}
         if self._local is not None:
             with atomic_path(self._local / f"{key}.npz") as tmp, open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)  # type: ignore[arg-type]
