@@ -31,7 +31,6 @@ __all__ = ["execute"]
 log = logging.getLogger(__name__)
 
 
-
 def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
     """Run ``fn(*args)`` in a worker, with ``threads`` torch intra-op threads if given."""
     if threads is not None:
@@ -110,16 +109,53 @@ def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
 
 def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
           group: Callable[[Job], Hashable] | None) -> Iterator[Any]:
+    """The process pool, surviving the death of a worker (the OOM killer's SIGKILL): the
+    pool is replaced and the jobs not yet finished run again — up to ``spec.retries`` times,
+    as on Ray; jobs are pure functions of their specs, so a retried one gives the numbers a
+    clean run gives — with a warning that says what happened."""
+    import warnings
+    from concurrent.futures.process import BrokenProcessPool
+
+    from recaudit.errors import RecauditError, RecauditWarning
+
+    remaining = list(enumerate(jobs))
+    for attempt in range(spec.retries + 1):
+        finished: set[int] = set()
+        try:
+            for i, outcome in _pool_once(fn, remaining, spec, group):
+                finished.add(i)
+                yield outcome
+            return
+        except BrokenProcessPool as exc:
+            remaining = [(i, j) for i, j in remaining if i not in finished]
+            if attempt == spec.retries:
+                raise RecauditError(
+                    f"a worker process died {attempt + 1} times ({exc}); "
+                    f"{len(remaining)} jobs did not finish; the finished ones are saved: run "
+                    "the same command again, with fewer --workers if memory ran out") \
+                    from None
+            warnings.warn(f"a worker process died (killed, or out of memory); the pool was "
+                          f"replaced and {len(remaining)} unfinished jobs run again (retry "
+                          f"{attempt + 1} of {spec.retries})", RecauditWarning, stacklevel=2)
+
+
+def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: ExecutorSpec,
+               group: Callable[[Job], Hashable] | None) -> Iterator[tuple[int, Any]]:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
     counter = ctx.Value("i", 0)    # deals spec.devices to the workers round-robin
+    index: dict[Future, int] = {}
     with ProcessPoolExecutor(spec.workers, mp_context=ctx, initializer=_init_worker,
                              initargs=(spec.threads_per_worker, spec.devices, counter)) as pool:
-        def submit(job: Job) -> Future:
-            return pool.submit(_call, fn, job, spec.threads_per_worker)
+        def submit(job: tuple[int, Job]) -> Future:
+            fut = pool.submit(_call, fn, job[1], spec.threads_per_worker)
+            index[fut] = job[0]
+            return fut
 
         def wait_any(fs: set) -> set:
             return set(wait(fs, return_when=FIRST_COMPLETED)[0])
 
-        yield from _scheduled(jobs, group, submit, wait_any, lambda f: f.result())
+        by_group = None if group is None else (lambda job: group(job[1]))
+        yield from _scheduled(jobs, by_group, submit, wait_any,
+                              lambda f: (index[f], f.result()))

@@ -227,9 +227,9 @@ class ExecutorSpec(Config):
     gpus_per_trial: Ray only: the GPUs each trial reserves (Ray's ``num_gpus``; a fraction
     packs several trials on a GPU, ``0.125``: eight). The trial's models with device ``"auto"``
     or ``"cuda"`` train on the GPU Ray assigned; 0: trials run on CPUs only.
-    retries: Ray only: how often a trial (or a baseline) whose worker process or node died is
-    run again, elsewhere (Ray's ``max_retries``; errors raised by a trial itself are not
-    retried). 0: never.
+    retries: how often a trial (or a baseline) whose worker process or node died is run
+    again: the process pool is replaced and its unfinished trials rerun; on Ray, elsewhere
+    (Ray's ``max_retries``). Errors raised by a trial itself are not retried. 0: never.
     cache_uri: where baseline rank lists are kept between trials and runs: a directory or an
     fsspec URL (``s3://bucket/audit``, ``gs://...``; needs ``s3fs``/``gcsfs`` on every node).
     None: ``<output>.baselines`` next to the store for ``inprocess`` and ``process``; nothing

@@ -1,0 +1,63 @@
+"""SIGKILL to one process-pool worker (what the OOM killer does) mid-audit: the pool is
+replaced, the unfinished trials run again, the audit finishes with a clean run's numbers."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from recaudit.audit import AuditStore
+
+ENTRY = ("import sys; from recaudit.cli import _entry; sys.argv[0] = 'recaudit'; _entry()")
+
+
+def _audit(store, workers):
+    return [sys.executable, "-c", ENTRY, "audit", "--dataset", "synthetic", "--model",
+            "gru4rec", "-p", "random-delete", "-p", "seed-only", "--seeds", "4",
+            "--param", "epochs=2", "--workers", str(workers), "--output", str(store)]
+
+
+def _workers(pid):
+    out = []
+    for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                text=True).stdout.split():
+        with open(f"/proc/{child}/cmdline", "rb") as fh:
+            if b"spawn_main" in fh.read():
+                out.append(int(child))
+    return out
+
+
+def _values(store):
+    with AuditStore(store, read_only=True) as s:
+        t = s.trials()
+        q = s.query_values(("rbo", "jaccard"), "synthetic", t.model_label.iloc[0])
+    return q.sort_values(["perturbation", "seed", "query"])[["rbo", "jaccard"]].to_numpy()
+
+
+@pytest.mark.slow
+def test_a_killed_worker_is_replaced_and_the_numbers_are_a_clean_runs(tmp_path):
+    store = tmp_path / "a.duckdb"
+    proc = subprocess.Popen(_audit(store, 2), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    progress = store.with_name(store.name + ".progress.json")
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        busy = progress.exists() and json.loads(progress.read_text()).get("done", 0) >= 1
+        if busy and _workers(proc.pid):
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("no worker finished a trial within three minutes")
+    os.kill(_workers(proc.pid)[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "warning: a worker process died" in err and "run again" in err
+    clean = tmp_path / "clean.duckdb"
+    subprocess.run(_audit(clean, 1), check=True, capture_output=True)
+    assert np.array_equal(_values(store), _values(clean))
