@@ -55,3 +55,18 @@ def test_the_record_says_what_part_of_the_grid_ran(tmp_path, monkeypatch):
 def test_experiments_without_a_grid_refuse_a_scope(tmp_path):
     with pytest.raises(ConfigError, match="--seeds"):
         run("zhu2023-figure7", "small", tmp_path, scope=Scope(seeds=1))
+
+
+def test_no_train_records_what_the_store_holds(tmp_path, monkeypatch):
+    import recaudit.audit
+    from recaudit.reproduce import Scope
+
+    calls = []
+    monkeypatch.setattr(recaudit.audit, "run_audit", lambda cfg: calls.append(cfg))
+    from recaudit.reproduce._oh2022 import _common
+
+    out = _common._run_audits(tmp_path / "oh2022-table4" / "small", "small", 1,
+                              Scope(seeds=1, draws=1, train=False), "synthetic",
+                              ("latentcross",), ("random-delete",))
+    assert calls == [] and dict(out) == {}      # nothing trained, nothing held: no measures
+    assert Scope(train=False).reduced and Scope(train=False).flags() == " --no-train"

@@ -52,6 +52,9 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             models: str | None = typer.Option(None, help="Run only these models, "
                                               "comma-separated (e.g. jodie,latentcross; "
                                               "recorded)."),
+            train: bool = typer.Option(True, "--train/--no-train",
+                                       help="--no-train: record what the stores already hold "
+                                            "(a run stopped part-way), train nothing."),
             root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Run (or resume) experiments and print their verdicts. A finished run resumed reads
     its stores (no training) and rewrites its record with the current claims and tests."""
@@ -69,7 +72,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
     scope = Scope(seeds, draws, None if models is None else
-                  tuple(m.strip() for m in models.split(",") if m.strip()))
+                  tuple(m.strip() for m in models.split(",") if m.strip()), train)
     for n in chosen:
         rec = run(n, scale, root, workers=workers, scope=scope,
                   records=_records(records, root))

@@ -35,8 +35,9 @@ def shared_store(workdir: Path, stem: str) -> Path:
     return workdir.parent.parent / f"{stem}-{workdir.name}.duckdb"
 
 
-def audit_trials(config, workers: int = 1) -> pd.DataFrame:
-    """Run ``config`` (resuming its store) and return the summary of its own trials."""
+def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
+    """Run ``config`` (resuming its store) and return the summary of its own trials;
+    ``train=False``: only read the trials the store already holds (a partial run)."""
     from dataclasses import replace
 
     from recaudit.audit import ExecutorSpec, run_audit, trial_summary
@@ -45,7 +46,11 @@ def audit_trials(config, workers: int = 1) -> pd.DataFrame:
     if workers > 1:
         config = replace(config, executor=ExecutorSpec("process", workers))
     Path(config.output).parent.mkdir(parents=True, exist_ok=True)
-    run_audit(config)
+    if train:
+        run_audit(config)
+    elif not Path(config.output).exists():
+        return pd.DataFrame(columns=["trial_id", "dataset", "model", "model_label",
+                                     "perturbation", "seed"])
     ids = {tid for _, tid, _ in plan(config)}
     summary = trial_summary(config.output)
     return summary[summary["trial_id"].isin(ids)].reset_index(drop=True)

@@ -134,11 +134,13 @@ class Scope:
     perturbation draws per trained model, only the ``models`` named (``None``: the scale's
     own). Users, epochs and model sizes are never reduced this way: a run that cannot afford
     the whole grid takes less of it, says so in its record, and the claims it cannot read
-    stay undecided."""
+    stay undecided. ``train=False``: train nothing, record what the stores already hold (a
+    run stopped part-way; the claims of its unfinished part are "not measured")."""
 
     seeds: int | None = None
     draws: int | None = None
     models: tuple[str, ...] | None = None
+    train: bool = True
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -154,13 +156,15 @@ class Scope:
 
     @property
     def reduced(self) -> bool:
-        return self.seeds is not None or self.draws is not None or self.models is not None
+        return (self.seeds is not None or self.draws is not None or self.models is not None
+                or not self.train)
 
     def flags(self) -> str:
         """The command-line options of this scope (``" --seeds 1 --models jodie"``)."""
         parts = [(k, getattr(self, k)) for k in ("seeds", "draws")]
         parts.append(("models", None if self.models is None else ",".join(self.models)))
-        return "".join(f" --{k} {v}" for k, v in parts if v is not None)
+        return "".join(f" --{k} {v}" for k, v in parts if v is not None) + \
+            ("" if self.train else " --no-train")
 
     def take(self, seeds: tuple[int, ...], draws: int = 1) -> tuple[tuple[int, ...], int]:
         """The seeds and draws of a run whose scale asks for ``seeds`` and ``draws``."""
@@ -215,8 +219,8 @@ class Experiment:
                               f"{', '.join(self.scales)}")
         scope = scope or Scope()
         if scope.reduced and not self.repeatable:
-            raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws or "
-                              "--models; run it at its scale's grid")
+            raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws, "
+                              "--models or --no-train; run it at its scale's grid")
         workdir.mkdir(parents=True, exist_ok=True)
         out = self.runner(workdir, scale, workers, scope) if self.repeatable else \
             self.runner(workdir, scale, workers)

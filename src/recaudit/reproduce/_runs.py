@@ -152,8 +152,12 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
     flags = scope.flags()
-    if flags:
-        note += f"; part of the grid only, for time:{flags.replace(' --', ' ')}"
+    grid = Scope(scope.seeds, scope.draws, scope.models).flags()
+    if grid:
+        note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
+    if not scope.train:
+        note += ("; recorded from the trials the stores held (--no-train): a run stopped "
+                 "part-way, whose unfinished claims are not measured")
     command = (f"recaudit reproduce run {name} --scale {scale}{flags}"
                + (f" --workers {workers}" if workers > 1 else ""))
     this = {"command": command, "started": time.strftime("%Y-%m-%d %H:%M",

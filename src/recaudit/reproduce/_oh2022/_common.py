@@ -92,7 +92,9 @@ def _run_audits(workdir, scale, workers, reps, dataset, models, perturbations, *
                 draws: int = 1, groups: str | None = None, prefix: str = "") -> Measures:
     out = Measures()
     for cfg in _configs(workdir, scale, dataset, models, perturbations, seeds, draws, reps):
-        summary = audit_trials(cfg, workers)
+        summary = audit_trials(cfg, workers, train=(reps or Scope()).train)
+        if summary.empty:  # --no-train and nothing stored yet
+            continue
         out.merge(Measures(rls_measures(summary.assign(
             perturbation=summary["perturbation"].map(_pert_key))),
             rls_samples(cfg, summary, _pert_key)))
