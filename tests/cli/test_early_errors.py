@@ -41,3 +41,35 @@ def test_audits_without_output_never_share_a_store(tmp_path, monkeypatch, capsys
     assert "1 trial" in capsys.readouterr().out
     assert main(base + ["--model", "gru4rec", "-p", "random-delete"]) == 0  # extends its own
     assert len(list((tmp_path / "results").glob("audit-*.duckdb"))) == 2
+
+
+def test_own_file_options_and_the_filter_is_said(tmp_path, capsys):
+    rows = ["userId;movieId;timestamp"]
+    for u in range(40):
+        for j in range(3 if u < 10 else 15):
+            rows.append(f"{u};{(u * 7 + j * 3) % 50};{1000 + 100 * u + j}")
+    path = tmp_path / "mine.txt"
+    path.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "m.duckdb"
+    args = ["audit", "--dataset", str(path), "--seeds", "1", "-p", "seed-only", "--param",
+            "epochs=1", "--param", "embedding_dim=8", "--param", "hidden_dim=8",
+            "--output", str(out)]
+    assert main(args + ["--sep", ","]) == 2
+    err = capsys.readouterr().err
+    assert "--sep ';'" in err and "[[datasets]]" in err          # CLI and TOML forms
+    assert main(args + ["--sep", ";"]) == 2
+    assert "--column user=userId" in capsys.readouterr().err
+    assert main(args + ["--sep", ";", "--column", "user=userId", "--column",
+                        "item=movieId"]) == 0
+    err = capsys.readouterr().err
+    assert "dropping users with fewer than 10 interactions kept 450 of 480" in err
+    assert main(args + ["--sep", ";", "--column", "user=userId", "--column", "item=movieId",
+                        "--min-interactions", "2"]) == 0
+    assert "dropping users" not in capsys.readouterr().err
+    from recaudit.audit import summary
+
+    rows = summary(out)  # one store, the file filtered two ways: two datasets, told apart
+    assert len(rows) == 2 and rows.dataset.nunique() == 2 and rows.dataset.str.contains(
+        r"\[").all()
+    assert main(args + ["--column", "person=userId"]) == 2
+    assert "ROLE=NAME with ROLE one of user, item" in capsys.readouterr().err

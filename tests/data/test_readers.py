@@ -77,7 +77,7 @@ def test_wrong_delimiter_is_explained(tmp_path):
     with pytest.raises(DataError) as e:
         read_csv(p, sep="\t")
     assert e.value.source == str(p) and e.value.line == 1
-    assert "looks like the delimiter is ','; pass sep=','" in e.value.hint
+    assert "looks like the delimiter is ',': --sep ','" in e.value.hint
 
 
 def test_empty_file_and_header_only(tmp_path):

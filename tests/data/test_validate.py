@@ -152,7 +152,7 @@ def test_negative_ratings_allowed_when_not_required():
 def test_single_column_frame_hints_at_the_delimiter():
     with pytest.raises(DataError) as e:
         validate_frame(pd.DataFrame({"user,item,timestamp": ["1,2,3"]}))
-    assert "looks like the delimiter is ','; pass sep=','" in e.value.hint
+    assert "looks like the delimiter is ',': --sep ','" in e.value.hint
 
 
 DUP = dict(user=[1, 2, 1, 1], item=[7, 7, 7, 7], timestamp=[5, 5, 5, 6], rating=[1.0, 2, 3, 4])

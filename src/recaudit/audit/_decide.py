@@ -63,14 +63,18 @@ def _opened(store: Store | str | Path) -> Iterator[AuditStore]:
 
 def _groups(store: Store | str | Path, metrics: Sequence[str]
             ) -> Iterator[tuple[str, str, pd.DataFrame]]:
-    """(dataset, model label, per-query values) of every model in the store."""
+    """(dataset, model label, per-query values) of every model in the store. One dataset
+    name filtered two ways (another ``min_user_interactions``, say) is two datasets: their
+    rows are named ``dataset [<fingerprint>]``."""
     with _opened(store) as s:
         if not {"trials", "query_results"} <= s.tables():
             return
-        keys = s.sql("SELECT DISTINCT dataset, model_label FROM trials WHERE status = 'done' "
-                     "ORDER BY dataset, model_label")
-        for dataset, model in keys.itertuples(index=False):
-            yield dataset, model, s.query_values(metrics, dataset, model)
+        keys = s.sql("SELECT DISTINCT dataset, data_fingerprint, model_label FROM trials "
+                     "WHERE status = 'done' ORDER BY dataset, data_fingerprint, model_label")
+        logs = keys.groupby("dataset").data_fingerprint.nunique()
+        for dataset, fp, model in keys.itertuples(index=False):
+            name = dataset if logs[dataset] == 1 else f"{dataset} [{str(fp)[:8]}]"
+            yield name, model, s.query_values(metrics, dataset, model, fp)
 
 
 def _columns(metrics: Sequence[str]) -> list[str]:

@@ -148,10 +148,11 @@ class AuditStore(Store):
             return pd.DataFrame(columns=["trial_id", "user", *metrics])
         return self.sql(f'SELECT trial_id, "user", {cols} FROM query_results')
 
-    def query_values(self, metrics: Iterable[str], dataset: str, model_label: str
-                     ) -> pd.DataFrame:
-        """Per-query ``metrics`` of every finished trial of (``dataset``, ``model_label``):
-        ``perturbation``, ``seed``, ``draw``, ``query``, the metrics and ``trial_id``."""
+    def query_values(self, metrics: Iterable[str], dataset: str, model_label: str,
+                     fingerprint: str | None = None) -> pd.DataFrame:
+        """Per-query ``metrics`` of every finished trial of (``dataset``, ``model_label``) —
+        of one filtered log when ``fingerprint`` is given: ``perturbation``, ``seed``,
+        ``draw``, ``query``, the metrics and ``trial_id``."""
         names = [_metric(m) for m in metrics]
         if not self._has("query_results", "trials"):
             return pd.DataFrame(columns=["perturbation", "seed", "draw", "query", *names,
@@ -163,7 +164,9 @@ class AuditStore(Store):
             SELECT t.perturbation, t.seed, {draw}, r.query, {cols}, t.trial_id
             FROM query_results r JOIN trials t USING (trial_id)
             WHERE t.dataset = ? AND t.model_label = ? AND t.status = 'done'
-            ORDER BY t.perturbation, t.seed, draw, r.query""", [dataset, model_label])
+              AND (? IS NULL OR t.data_fingerprint = ?)
+            ORDER BY t.perturbation, t.seed, draw, r.query""",
+            [dataset, model_label, fingerprint, fingerprint])
 
     def metric_distribution(self, metric: str) -> pd.DataFrame:
         """Box-plot statistics of per-query ``metric`` per (dataset, model, model_label,

@@ -166,6 +166,26 @@ def _readings(store: Path, title: str, console) -> None:
         console.print(line)
 
 
+def _data_fields(min_interactions: int, sample_users: int | None, sep: str | None,
+                 columns: list[str]) -> dict:
+    """The dataset fields of ``recaudit audit``'s data options (reader options: ``sep``,
+    ``columns``)."""
+    from recaudit.errors import ConfigError
+
+    options: dict = {}
+    if sep is not None:
+        options["sep"] = sep.encode().decode("unicode_escape")  # --sep '\t'
+    roles = ("user", "item", "timestamp", "rating")
+    for item in columns:
+        role, _, name = item.partition("=")
+        if role not in roles or not name:
+            raise ConfigError(f"--column {item!r} must look like ROLE=NAME with ROLE one of "
+                              f"{', '.join(roles)} (e.g. --column user=userId)")
+        options.setdefault("columns", {})[role] = name
+    return {"min_user_interactions": min_interactions, "sample_users": sample_users,
+            **({"options": options} if options else {})}
+
+
 def default_output(config) -> Path:
     """``results/audit-<id>.duckdb``: ``id`` hashes what makes two audits' trials comparable
     (datasets, split, models, metrics); more seeds or perturbations extend the same store."""
@@ -208,6 +228,15 @@ def audit(
     perturbation: list[str] = typer.Option(["random-delete"], "--perturbation", "-p",
                                            help="Perturbation name; repeat for several."),
     seeds: int = typer.Option(3, min=1, help="Number of seeds (0..n-1)."),
+    min_interactions: int = typer.Option(10, "--min-interactions", min=0,
+                                         help="Drop users with fewer interactions (Oh et al. "
+                                              "2022 and Betello et al. 2023 use 10)."),
+    sample_users: int | None = typer.Option(None, "--sample-users", min=1,
+                                            help="Keep a seeded sample of this many users."),
+    sep: str | None = typer.Option(None, "--sep", help="Field separator of a text file "
+                                   "(default: detected)."),
+    column: list[str] = typer.Option([], "--column", help="ROLE=NAME: the file's column for "
+                                     "user, item, timestamp or rating; repeat."),
     param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON)."),
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
@@ -227,7 +256,9 @@ def audit(
 
     config = AuditConfig(models=(ModelSpec(model, parse_params(param), title=label),),
                          perturbations=tuple(perturbation), seeds=tuple(range(seeds)),
-                         datasets=(dataset_spec(dataset),), metrics=MetricSpec(k=k, p=p),
+                         datasets=(dataset_spec(dataset, **_data_fields(
+                             min_interactions, sample_users, sep, column)),),
+                         metrics=MetricSpec(k=k, p=p),
                          executor=ExecutorSpec("process" if workers > 1 else "inprocess",
                                                workers),
                          output=str(output or "results/audit.duckdb"), name="quick-audit")

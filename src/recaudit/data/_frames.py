@@ -98,17 +98,24 @@ def _resolve_columns(df: pd.DataFrame, columns: Mapping[str, Any] | None, requir
                 raise where.error(
                     f"only one column ({names[0]!r}) was found, so column {name!r} for "
                     f"{role!r} is missing", column=str(name),
-                    hint=f"looks like the delimiter is {sep!r}; pass sep={sep!r}")
+                    hint=f"looks like the delimiter is {sep!r}: --sep {sep!r} on the command "
+                         f"line, options = {{sep = {sep!r}}} in a [[datasets]] table, or "
+                         f"sep={sep!r} in Python")
         if guess is not None:
             what = (f"is missing; did you mean {guess!r}?" if required
                     else f"is absent but {guess!r} looks like it")
-            hint = (f"pass columns={{{role!r}: {guess!r}}}"
+            hint = (f"--column {role}={guess} on the command line, options = {{columns = "
+                    f"{{{role} = \"{guess}\"}}}} in a [[datasets]] table, or "
+                    f"columns={{{role!r}: {guess!r}}} in Python"
                     + ("" if required else f" to use it, or rename/drop {guess!r}"))
             raise where.error(f"column {name!r} for {role!r} {what} (columns: {', '.join(names)})",
                               column=str(name), hint=hint)
         raise where.error(f"column {name!r} for {role!r} is missing (columns: {', '.join(names)})",
                           column=str(name),
-                          hint=f"pass columns={{{role!r}: <name of the {role} column>}}")
+                          hint=f"name it: --column {role}=<column> on the command line, "
+                               f"options = {{columns = {{{role} = \"<column>\"}}}} in a "
+                               f"[[datasets]] table, or columns={{{role!r}: '<column>'}} in "
+                               "Python")
     used = [out[r] for r in out]
     if len(set(used)) != len(used):
         raise ValueError(f"one column is mapped to several roles: {out}")

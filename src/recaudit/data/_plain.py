@@ -83,7 +83,9 @@ def read_csv(
         sep = sniff_delimiter(lines)
         if sep is None:
             raise DataError("cannot detect the delimiter (only one column)", source=label,
-                            line=1, hint="pass sep=',' or sep='\\t'")
+                            line=1, hint="give the separator: --sep ',' or --sep '\\t' on the "
+                                         "command line, options = {sep = \"\\t\"} in a "
+                                         "[[datasets]] table, sep='\\t' in Python")
     if header not in (True, False, "infer"):
         raise ValueError(f"header must be True, False or 'infer', got {header!r}")
     has_header = infer_header(lines, sep, columns) if header == "infer" else bool(header)
@@ -97,8 +99,11 @@ def read_csv(
     if df.shape[1] == 1:
         others = [s for s in (",", "\t", ";", "|", "::") if s != sep and s in lines[0]]
         raise DataError(f"only one column found with sep={sep!r}", source=label, line=1,
-                        hint=(f"looks like the delimiter is {others[0]!r}; pass sep={others[0]!r}"
-                              if others else "pass the right sep="))
+                        hint=(f"looks like the delimiter is {others[0]!r}: --sep {others[0]!r} "
+                              f"on the command line, options = {{sep = {others[0]!r}}} in a "
+                              f"[[datasets]] table, sep={others[0]!r} in Python"
+                              if others else "give the right separator (--sep, or sep= in "
+                                             "options / Python)"))
     if not has_header and names is None:
         if roles is not None and all(isinstance(v, (int, np.integer)) for v in roles.values()):
             pass  # positions are the integer column labels pandas assigns

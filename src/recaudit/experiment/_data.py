@@ -55,6 +55,8 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
         data = sample_users(data, spec.sample_users)
     if len(data) < before:
         log.info("%s: the filters kept %d of %d interactions", spec.label, len(data), before)
+        if spec.path is not None and spec.sample_users is None:
+            _say_filtered(spec, len(data), before)
     if len(data) == 0:
         raise DataError("no interaction is left after filtering", source=spec.label,
                         hint=f"lower dataset.min_user_interactions "
@@ -62,6 +64,24 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     log.info("loaded %s: %d interactions, %d users, %d items", spec.label, len(data),
              data.n_users, data.n_items)
     return data
+
+
+def _say_filtered(spec: DatasetSpec, kept: int, before: int) -> None:
+    """A user's own file lost rows to the minimum-interactions filter: say so, once, in the
+    process the user watches (not in every worker)."""
+    import multiprocessing
+    import warnings
+
+    from recaudit.errors import RecauditWarning
+
+    if multiprocessing.parent_process() is not None:
+        return
+    rule = (f"the {spec.k_core}-core filter" if spec.k_core is not None else
+            f"dropping users with fewer than {spec.min_user_interactions} interactions")
+    warnings.warn(f"{spec.label}: {rule} kept {kept:,} of {before:,} interactions "
+                  f"({100 * kept / before:.1f} %); change it with --min-interactions (or "
+                  "min_user_interactions in a [[datasets]] table)", RecauditWarning,
+                  stacklevel=4)
 
 
 @lru_cache(maxsize=4)
