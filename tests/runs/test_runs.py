@@ -25,7 +25,18 @@ def write(path, text):
 def test_trec_order_is_trec_evals_not_the_rank_column(tmp_path):
     # trec_eval (form_res_rels.c, comp_sim_docno) ignores the rank column, sorts by score
     # descending as a C float, then by docid in descending strcmp order.
-    run = read_run(write(tmp_path / "r.txt", "\n".join([
+    from recaudit.errors import RecauditWarning
+
+    with pytest.warns(RecauditWarning) as w:
+        run = _trec_run(tmp_path)
+    assert run.lists()["q1"].tolist() == ["d9", "d10", "b", "a", "d1"]
+    assert run.lists()["7"].tolist() == ["x"]
+    assert len(w) == 1 and "1 queries have tied scores and 1 a rank column that disagrees" \
+        in str(w[0].message)
+
+
+def _trec_run(tmp_path):
+    return read_run(write(tmp_path / "r.txt", "\n".join([
         "q1 Q0 d1 1 0.5 t",        # ranks claim d1 first: ignored
         "q1 Q0 d9 2 2.0 t",
         "q1 Q0 d10 3 2.0 t",       # tie with d9: "d9" > "d10" byte-wise, so d9 first
@@ -34,8 +45,6 @@ def test_trec_order_is_trec_evals_not_the_rank_column(tmp_path):
         "",
         "7 Q0 x 1 -1 t",
     ])))
-    assert run.lists()["q1"].tolist() == ["d9", "d10", "b", "a", "d1"]
-    assert run.lists()["7"].tolist() == ["x"]
 
 
 def test_csv_parquet_and_recbole_files_read_the_same_lists(tmp_path):

@@ -114,8 +114,28 @@ def _read_trec(path: Path) -> Run:
         raise DataError("the run file is empty", source=str(path))
     # trec_eval keeps sim in a C float: scores equal in float32 tie
     score32 = np.asarray(scores, dtype=np.float32).astype(np.float64)
+    _say_reordered(path, qs, ranks, score32)
     return _build(path.name, np.array(qs, dtype=object), np.array(docs, dtype=object), None,
                   score32, "descending", str(path), lambda i: f"line {lines[i]}")
+
+
+def _say_reordered(path: Path, qs: list, ranks: list, score: np.ndarray) -> None:
+    """Warn when trec_eval's order differs from what the file seems to say: tied scores
+    (ordered by docid) or a rank column that disagrees with the scores (ignored)."""
+    import warnings
+
+    from recaudit.errors import RecauditWarning
+
+    df = pd.DataFrame({"q": qs, "rank": ranks, "s": score})
+    tied = df[df.duplicated(["q", "s"], keep=False)].q.nunique()
+    by_rank = df.sort_values(["q", "rank"], kind="stable")
+    rising = by_rank.groupby("q", sort=False).s.diff() > 0
+    disagree = by_rank[rising].q.nunique()
+    if tied or disagree:
+        warnings.warn(f"{path.name}: {tied} queries have tied scores and {disagree} a rank "
+                      "column that disagrees with the scores; ordered as trec_eval orders "
+                      "them (score descending, then docid in descending byte order; the rank "
+                      "column is ignored)", RecauditWarning, stacklevel=4)
 
 
 def _column(df: pd.DataFrame, names: tuple[str, ...], what: str, source: str) -> str:
