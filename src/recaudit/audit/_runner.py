@@ -277,4 +277,47 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
            "versions": canonical_json(versions()), "host": socket.gethostname()}
     log.info("trial %s: %s %s seed %d done in %.1f s", row["trial_id"], trial.model.label,
              row["perturbation"], trial.seed, row["total_seconds"])
-    return TrialOutcome(row, queries, record.to_dict() if record is not None else None)
+    stored = None if record is None else record.to_dict()
+    if stored is not None and (own := in_your_ids(stored, split.train)):
+        stored["in_your_ids"] = own
+    return TrialOutcome(row, queries, stored)
+
+
+def in_your_ids(record: dict[str, Any], train: Interactions) -> dict[str, Any]:
+    """The edits of a perturbation record in the data's own ids and timestamps (the record's
+    ``rows``, ``deleted``, ``inserted``, ``replaced`` and ``users`` are internal row and code
+    numbers): ``deleted`` / ``selected`` as ``{user, item, timestamp}``, ``inserted`` as
+    ``{user, item, timestamp, before}``, ``replaced`` as ``{user, item, timestamp,
+    new_item}``, ``users`` as ids."""
+    def ids(codes, table) -> list:
+        return [table[int(c)].item() if hasattr(table[int(c)], "item") else table[int(c)]
+                for c in codes]
+
+    def rows(idx) -> list[dict[str, Any]]:
+        idx = np.asarray(list(idx), dtype=np.int64)
+        if not len(idx):
+            return []
+        users = ids(train.user[idx], train.user_ids)
+        items = ids(train.item[idx], train.item_ids)
+        return [{"user": u, "item": i, "timestamp": t.item()}
+                for u, i, t in zip(users, items, train.timestamp[idx])]
+
+    out: dict[str, Any] = {}
+    if record.get("kind") not in ("delete", "insert", "replace") or not all(
+            isinstance(r, int) for r in (*record.get("rows", ()), *record.get("deleted", ()))):
+        return out  # another family's record: kept as it is
+    if record.get("deleted"):
+        out["deleted"] = rows(record["deleted"])
+    elif record.get("rows"):
+        out["selected"] = rows(record["rows"])
+    if record.get("inserted"):
+        out["inserted"] = [{"user": ids([u], train.user_ids)[0],
+                            "item": ids([i], train.item_ids)[0],
+                            "timestamp": t, "before": rows([b])[0] if b < len(train) else None}
+                           for b, u, i, t, _ in record["inserted"]]
+    if record.get("replaced"):
+        out["replaced"] = [{**rows([r])[0], "new_item": ids([new], train.item_ids)[0]}
+                           for r, _, new in record["replaced"]]
+    if record.get("users"):
+        out["users"] = ids(record["users"], train.user_ids)
+    return out
