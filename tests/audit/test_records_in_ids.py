@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from recaudit.audit import AuditConfig, AuditStore, DatasetSpec, ModelSpec, run_audit
 
 
@@ -28,3 +30,27 @@ def test_records_carry_the_users_own_ids(tmp_path):
     rep = next(r for r in records if r["kind"] == "replace")["in_your_ids"]["replaced"][0]
     assert rows[str(rep["timestamp"])] == [rep["user"], rep["item"]]
     assert rep["new_item"].startswith("film-") and rep["new_item"] != rep["item"]
+
+
+def test_export_writes_both_top_k_lists_in_the_users_ids(tmp_path):
+    import pandas as pd
+
+    from recaudit.cli import main
+
+    lines = ["user,item,timestamp"] + [f"u{u},film-{(u * 5 + j * 7) % 40},{100 * u + j}"
+                                       for u in range(30) for j in range(12)]
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "a.duckdb"
+    assert main(["audit", "--dataset", str(path), "--seeds", "1", "-p", "random-delete",
+                 "--k", "5", "--param", "epochs=1", "--param", "embedding_dim=8",
+                 "--param", "hidden_dim=8", "--output", str(store)]) == 0
+    assert main(["export", str(store), str(tmp_path / "out"), "--format", "csv"]) == 0
+    rows = pd.read_csv(tmp_path / "out" / "query_results.csv")
+    base = rows.top_base.map(json.loads)
+    pert = rows.top_pert.map(json.loads)
+    assert (base.map(len) == 5).all() and (pert.map(len) == 5).all()
+    assert all(i.startswith("film-") for lst in base for i in lst)
+    # the stored Jaccard@k is the overlap of the two exported lists
+    jac = [len(set(a) & set(b)) / len(set(a) | set(b)) for a, b in zip(base, pert)]
+    assert rows.jaccard.to_numpy() == pytest.approx(jac)

@@ -69,12 +69,14 @@ def _groups(store: Store | str | Path, metrics: Sequence[str]
     with _opened(store) as s:
         if not {"trials", "query_results"} <= s.tables():
             return
-        keys = s.sql("SELECT DISTINCT dataset, data_fingerprint, model_label FROM trials "
-                     "WHERE status = 'done' ORDER BY dataset, data_fingerprint, model_label")
-        logs = keys.groupby("dataset").data_fingerprint.nunique()
+        fp = "data_fingerprint" if "data_fingerprint" in s._present("trials") else "NULL"
+        keys = s.sql(f"SELECT DISTINCT dataset, {fp} AS data_fingerprint, model_label "
+                     "FROM trials WHERE status = 'done' ORDER BY ALL")
+        logs = keys.groupby("dataset").data_fingerprint.nunique(dropna=False)
         for dataset, fp, model in keys.itertuples(index=False):
             name = dataset if logs[dataset] == 1 else f"{dataset} [{str(fp)[:8]}]"
-            yield name, model, s.query_values(metrics, dataset, model, fp)
+            yield name, model, s.query_values(metrics, dataset, model,
+                                              None if pd.isna(fp) else fp)
 
 
 def _columns(metrics: Sequence[str]) -> list[str]:

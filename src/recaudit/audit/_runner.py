@@ -31,6 +31,7 @@ own and its :class:`Baseline` reaches each trial of the group as an object refer
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import platform
@@ -154,18 +155,24 @@ def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) ->
     ``query``, ``user``, ``target`` and :data:`~recaudit.audit.QUERY_METRICS` — the panel of
     :func:`recaudit.metrics.similarity_panel` (RBO_ext, its bounds, the finite RBO sum, average
     overlap, FRBO@k, Jaccard@k) and :func:`recaudit.metrics.accuracy_panel` of the baseline
-    (``_base``) and the perturbed (``_pert``) model."""
+    (``_base``) and the perturbed (``_pert``) model, and the two top-k lists in the data's own
+    item ids (``top_base``, ``top_pert``: JSON arrays)."""
     from recaudit.metrics import accuracy_panel, similarity_panel
 
     a, b = base.items, pert.items
     target = split.queries.target
-    out = {"query": np.arange(len(a)), "user": split.queries.user.astype(np.int64),
-           "target": target.astype(np.int64),
-           **similarity_panel(a, b, k=k, p=p, n_items=split.queries.n_items)}
+    out: dict[str, Any] = {"query": np.arange(len(a)),
+                           "user": split.queries.user.astype(np.int64),
+                           "target": target.astype(np.int64),
+                           **similarity_panel(a, b, k=k, p=p, n_items=split.queries.n_items)}
     for tag, items in (("base", a), ("pert", b)):
         for m, values in accuracy_panel(items, target, k=k).items():
             out[f"{m}_{tag}"] = values
-    return pd.DataFrame(out)[["query", "user", "target", *QUERY_METRICS]]
+    ids = split.train.item_ids
+    for tag, items in (("base", a), ("pert", b)):
+        out[f"top_{tag}"] = [json.dumps(ids[row].tolist()) for row in items[:, :k]]
+    return pd.DataFrame(out)[["query", "user", "target", *QUERY_METRICS, "top_base",
+                              "top_pert"]]
 
 
 def edited_queries(queries: Queries, before: Interactions, after: Interactions) -> Queries:

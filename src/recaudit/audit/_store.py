@@ -5,8 +5,10 @@ table              one row per
 =================  ==========================================================================
 ``trials``         finished trial: ids, labels, the perturbation's description (family,
                    edit, count, position, reference), spec, timings, versions, host, draw
-``query_results``  (trial, test query): the similarity panel of the two rank lists and the
-                   accuracy of both models (:data:`QUERY_METRICS`)
+``query_results``  (trial, test query): the similarity panel of the two rank lists, the
+                   accuracy of both models (:data:`QUERY_METRICS`) and both top-k lists
+                   (``top_base``, ``top_pert``: JSON arrays of the data's own item ids;
+                   NULL in stores written before they were kept)
 ``perturbations``  trial: its perturbation record (JSON)
 =================  ==========================================================================
 
@@ -44,7 +46,8 @@ QUERY_RESULTS = Table("query_results", columns(
     "trial_id VARCHAR, query BIGINT, user BIGINT, target BIGINT")
     + tuple(Column(m, "DOUBLE", renamed_from={"mrr_base": "rr_base",
                                               "mrr_pert": "rr_pert"}.get(m))
-            for m in QUERY_METRICS))
+            for m in QUERY_METRICS)
+    + columns("top_base VARCHAR DEFAULT NULL, top_pert VARCHAR DEFAULT NULL"))
 
 PERTURBATIONS = Table("perturbations", columns("trial_id VARCHAR, record JSON"),
                       key=("trial_id",))
@@ -60,7 +63,11 @@ def write_trial(store: Store, row: Mapping[str, Any], queries: pd.DataFrame,
     """Write one finished trial atomically (all of it or nothing): its ``trials`` row, its
     ``query_results`` and its perturbation record."""
     tid = row["trial_id"]
-    frame = queries.assign(trial_id=tid)[QUERY_RESULTS.names]  # every column, or KeyError
+    frame = queries.assign(trial_id=tid)
+    for c in ("top_base", "top_pert"):  # optional: frames built without the lists
+        if c not in frame:
+            frame[c] = None
+    frame = frame[QUERY_RESULTS.names]  # every other column, or KeyError
     with store.transaction():
         store.delete(QUERY_RESULTS, trial_id=tid)
         store.insert(TRIALS, [row], replace=True)
@@ -164,9 +171,9 @@ class AuditStore(Store):
             SELECT t.perturbation, t.seed, {draw}, r.query, {cols}, t.trial_id
             FROM query_results r JOIN trials t USING (trial_id)
             WHERE t.dataset = ? AND t.model_label = ? AND t.status = 'done'
-              AND (? IS NULL OR t.data_fingerprint = ?)
+              {"" if fingerprint is None else "AND t.data_fingerprint = ?"}
             ORDER BY t.perturbation, t.seed, draw, r.query""",
-            [dataset, model_label, fingerprint, fingerprint])
+            [dataset, model_label] + ([] if fingerprint is None else [fingerprint]))
 
     def metric_distribution(self, metric: str) -> pd.DataFrame:
         """Box-plot statistics of per-query ``metric`` per (dataset, model, model_label,

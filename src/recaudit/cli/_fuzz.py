@@ -44,7 +44,7 @@ def fuzz_cmd(
     f: str = typer.Option("avg", "--f", help="Aggregate over users: avg, min, max, median."),
     metric: str = typer.Option("topout", "--metric", help="Distance in the tables: topout, "
                                "aod or jaccard."),
-    output: str = typer.Option("fuzz.duckdb", "--output", "-o",
+    output: str = typer.Option("results/fuzz.duckdb", "--output", "-o",
                                help="DuckDB results file (re-running resumes)."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
 ) -> None:

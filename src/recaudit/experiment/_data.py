@@ -55,7 +55,7 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
         data = sample_users(data, spec.sample_users)
     if len(data) < before:
         log.info("%s: the filters kept %d of %d interactions", spec.label, len(data), before)
-        if spec.path is not None and spec.sample_users is None:
+        if spec.path is not None and spec.sample_users is None and len(data):
             _say_filtered(spec, len(data), before)
     if len(data) == 0:
         raise DataError("no interaction is left after filtering", source=spec.label,
