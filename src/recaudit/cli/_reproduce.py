@@ -27,14 +27,17 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from recaudit.reproduce import available, load_record
+    from recaudit.reproduce import available, evaluate, load_measures, load_record
 
     table = Table(title="recaudit reproduce")
     for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
         table.add_column(col)
+    where = _records(records, root)
     for e in available():
-        recs = [(s, load_record(_records(records, root), e.name, s)) for s in e.scales]
-        done = ", ".join(f"{s}: {r['verdict']}" for s, r in recs if r) or \
+        recs = [(s, load_record(where, e.name, s)) for s in e.scales]
+        # the verdict of the current claims on the recorded samples, as the report gives it
+        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r))['verdict']}"
+                         for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
     Console(highlight=False, width=160).print(table)
