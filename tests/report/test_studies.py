@@ -92,6 +92,8 @@ def test_property_only_file(files):
     expected = property_table(_models(), files["log"], k=5, folds=2, seed=0,
                               item_noun="items")
     assert table.columns == ("category", "property", "item-item", "slope-one")
+    assert "Legend: NRANKS = Number of items per Ranked list;" in table.caption
+    assert "NRI = Number of Recommended Items" in table.caption
     assert [r[1].text for r in table.rows] == list(expected.index)
     for row in table.rows:
         for j, model in enumerate(expected.columns, start=2):

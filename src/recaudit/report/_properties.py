@@ -60,6 +60,15 @@ def _value(v: Any, template: str = "", ints: bool = False) -> Cell:
     return _text(v)
 
 
+def _legend(labels) -> str:
+    """The acronyms among ``labels`` spelled out (the templates' titles)."""
+    from recaudit.properties import TEMPLATES
+
+    names = list(dict.fromkeys(str(lab).split(" (", 1)[0] for lab in labels))
+    spelled = [f"{n} = {TEMPLATES[n].title}" for n in names if n in TEMPLATES]
+    return (" Legend: " + "; ".join(spelled) + ".") if spelled else ""
+
+
 def property_table(data: ReportData) -> Table | None:
     """Shriver 2018 Table 3.4 from ``meta["properties.table"]``: one row per property (precision
     and recall first), one column per algorithm."""
@@ -80,7 +89,7 @@ def property_table(data: ReportData) -> Table | None:
                  caption="Properties instantiated on each algorithm trained on the whole "
                          "dataset, top-k lists (Shriver 2018 Table 3.4); precision and recall@k by "
                          "cross-validation partitioned on users (80/20 split of each test "
-                         f"user's ratings). Seed {entry.get('seed')}.")
+                         f"user's ratings). Seed {entry.get('seed')}." + _legend(labels))
 
 
 def evolving_tables(data: ReportData) -> list[Table]:
@@ -120,7 +129,8 @@ def evolving_tables(data: ReportData) -> list[Table]:
                          + ", ".join(f"{f:.0%}" for f in fractions)
                          + " of the ratings by time) of 100 |v(t+1) − v(t)| / |v(t)| (Shriver 2018 "
                          f"Table 3.6). Highlighted: under {ROBUST_PERCENT:g} % (a robust "
-                         "property); 0 % = invariant; ∞ = the property left 0.")]
+                         "property); 0 % = invariant; ∞ = the property left 0."
+                         + _legend(labels))]
     rows = []
     for m in models:
         g = steps[steps.model == m].set_index("fraction")
