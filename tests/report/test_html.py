@@ -50,3 +50,9 @@ def test_rendering_is_deterministic(fake_report, html):
     again = render_html(fake_report)
     strip = re.compile(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
     assert strip.sub("", again) == strip.sub("", html)
+
+
+def test_the_report_gives_the_plain_language_reading(fake_report):
+    rls = next(s for s in fake_report.sections if s.key == "rls")
+    assert "Reading: " in rls.intro and "left the rank lists at RBO" in rls.intro
+    assert "most destabilising" in rls.intro

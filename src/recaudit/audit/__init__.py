@@ -18,6 +18,7 @@ from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, flo
                                     most_destabilising, summary)
 from recaudit.audit._dryrun import DryRun, dry_run
 from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
+from recaudit.audit._reading import reading
 from recaudit.audit._runner import TrialOutcome, compare, perturb_context, run_trial
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
                                   perturbation_label)
@@ -47,6 +48,6 @@ __all__ = ["FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS", "Q
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "compare",
            "compare_perturbations", "floor_of", "load_config", "load_dataset",
            "most_destabilising", "perturb_context", "perturbation_label", "plan", "prepare",
-           "query_distribution", "run_audit", "run_trial", "stabilisation_summary",
+           "query_distribution", "reading", "run_audit", "run_trial", "stabilisation_summary",
            "stabilised_pairs", "summary", "trial_summary", "user_groups", "validate",
            "write_trial"]

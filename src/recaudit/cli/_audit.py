@@ -7,6 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from recaudit.audit._reading import ci as _ci
+from recaudit.audit._reading import pvalue as _p
+from recaudit.audit._reading import reading as story
 from recaudit.cli._common import RUNNING
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
@@ -45,22 +48,6 @@ _SHOWN = (("rbo", "RBO"), ("frbo", "FRBO@k"), ("jaccard", "Jaccard@k"),
           ("mrr_change", "ΔMRR"))
 
 
-def _ci(row, m: str, signed: bool = False, sep: str = " ") -> str:
-    """``mean [low, high]`` of measure ``m`` in a :func:`recaudit.audit.summary` row (``sep``
-    between the two: a newline stacks them in a table cell)."""
-    mean, low, high = row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]
-    if mean != mean:
-        return "–"
-    fmt = "{:+.4f}" if signed else "{:.4f}"
-    if low != low:
-        return fmt.format(mean)
-    return f"{fmt.format(mean)}{sep}[{fmt.format(low)}, {fmt.format(high)}]"
-
-
-def _p(p: float) -> str:
-    return "–" if p != p else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
-
-
 _LEVELS = {"seeds and queries": "over seeds and test queries",
            "queries only": "over test queries only: one seed measures no seed-to-seed "
                            "variation"}
@@ -90,54 +77,6 @@ def decision_tables(frame, title: str) -> list[Table]:
                           *(_p(r[c]) for c in shown))
         tables.append(table)
     return tables
-
-
-_FLOOR_WORDS = {"seed_only": "retraining with another seed alone",
-                "rerun": "refitting with the same data and seed"}
-
-
-def story(frame, verdicts=None) -> list[str]:
-    """Plain-language reading of :func:`recaudit.audit.summary`: each perturbation's effect on
-    the rank lists and on MRR, with their intervals, against the seed-only floor when it was
-    measured; then, per model, which perturbation is the most destabilising, if the data
-    decide it (``verdicts``: :func:`recaudit.audit.most_destabilising`)."""
-    from recaudit.audit import floor_of
-
-    lines = []
-    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        for _, r in g.iterrows():
-            if floor_of(r.perturbation):
-                continue
-            text = (f"{model} on {dataset}: {r.perturbation} left the rank lists at RBO "
-                    f"{_ci(r, 'rbo')} and Jaccard@k {_ci(r, 'jaccard')} (1 = unchanged) "
-                    f"while MRR moved by {_ci(r, 'mrr_change', True)}")
-            for name, what in _FLOOR_WORDS.items():
-                f = g[g.perturbation.map(floor_of) == name]
-                if not len(f):
-                    continue
-                p = r.get(f"p_vs_{name}", float("nan"))
-                side = "more" if r.rbo < f.rbo.iloc[0] else "less"
-                text += (f"; {what} gives RBO {f.rbo.iloc[0]:.4f} ("
-                         + (f"{r.perturbation} is significantly {side} destabilising"
-                            if p < 0.05 else "not distinguishable from "
-                            f"{r.perturbation}") + f", p = {_p(p)})")
-            lines.append(text + ".")
-        found = verdicts[(verdicts.dataset == dataset) & (verdicts.model == model)] \
-            if verdicts is not None and len(verdicts) else None
-        if found is not None and len(found):
-            v = found.iloc[0]
-            lines.append(
-                f"{model} on {dataset}: {v.lowest} is the most destabilising perturbation "
-                f"(p = {_p(v.p)} against {v.runner_up}, Holm over {_n(v.compared)})."
-                if v.decided else
-                f"{model} on {dataset}: no perturbation is the most destabilising at this "
-                f"size: the lowest, {v.lowest}, cannot be told apart from {v.runner_up} (p = "
-                f"{_p(v.p)}, Holm over {_n(v.compared)}).")
-    return lines
-
-
-def _n(compared: int) -> str:
-    return f"{compared} comparison" + ("" if compared == 1 else "s")
 
 
 def trial_table(store: Path, title: str) -> Table:

@@ -17,6 +17,16 @@ from recaudit.report._document import Section, Table, _slug
 __all__ = ["sections", "facts", "setup_tables"]
 
 
+def _reading(data: ReportData) -> list[str]:
+    """The plain-language reading ``recaudit audit`` prints (:func:`recaudit.audit.reading`)."""
+    from recaudit.audit import most_destabilising, reading
+
+    if data.agg is None or not len(data.agg):
+        return []
+    return reading(data.agg.rename(columns={"model_label": "model"}),
+                   most_destabilising(data.path))
+
+
 def sections(data: ReportData, fig: Any) -> list[Section]:
     """The stability audit's sections (Oh et al. 2022, Betello et al. 2023)."""
     sections: list[Section] = []
@@ -26,6 +36,9 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
                   tables=T.rls_tables(data))
     table = T.method_test_table(data)
     rls.tables += [table] if table else []
+    said = _reading(data)
+    if said:
+        rls.intro += " Reading: " + " ".join(said)
     for d in data.datasets:
         rls.figures += fig(f"dist-{_slug(d)}", f"Per-query RLS distributions on {d}",
                            lambda d=d: F.rls_distribution_figure(data, d),
