@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ci", "pvalue", "reading"]
+__all__ = ["interval_text", "p_text", "reading"]
 
 _FLOOR_WORDS = {"seed_only": "retraining with another seed alone",
                 "rerun": "refitting with the same data and seed"}
 
 
-def ci(row: Any, m: str, signed: bool = False, sep: str = " ") -> str:
+def interval_text(row: Any, m: str, signed: bool = False, sep: str = " ") -> str:
     """``mean [low, high]`` of measure ``m`` in a :func:`recaudit.audit.summary` row (``sep``
     between the two: a newline stacks them in a table cell)."""
     mean, low, high = row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]
@@ -25,7 +25,7 @@ def ci(row: Any, m: str, signed: bool = False, sep: str = " ") -> str:
     return f"{fmt.format(mean)}{sep}[{fmt.format(low)}, {fmt.format(high)}]"
 
 
-def pvalue(p: float) -> str:
+def p_text(p: float) -> str:
     return "–" if p != p else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
 
 
@@ -44,8 +44,8 @@ def reading(frame: Any, verdicts: Any = None) -> list[str]:
             if floor_of(r.perturbation):
                 continue
             text = (f"{model} on {dataset}: {r.perturbation} left the rank lists at RBO "
-                    f"{ci(r, 'rbo')} and Jaccard@k {ci(r, 'jaccard')} (1 = unchanged) "
-                    f"while MRR moved by {ci(r, 'mrr_change', True)}")
+                    f"{interval_text(r, 'rbo')} and Jaccard@k {interval_text(r, 'jaccard')} (1 = unchanged) "
+                    f"while MRR moved by {interval_text(r, 'mrr_change', True)}")
             for name, what in _FLOOR_WORDS.items():
                 f = g[g.perturbation.map(floor_of) == name]
                 if not len(f):
@@ -55,7 +55,7 @@ def reading(frame: Any, verdicts: Any = None) -> list[str]:
                 text += (f"; {what} gives RBO {f.rbo.iloc[0]:.4f} ("
                          + (f"{r.perturbation} is significantly {side} destabilising"
                             if p < 0.05 else "not distinguishable from "
-                            f"{r.perturbation}") + f", p = {pvalue(p)})")
+                            f"{r.perturbation}") + f", p = {p_text(p)})")
             lines.append(text + ".")
         found = verdicts[(verdicts.dataset == dataset) & (verdicts.model == model)] \
             if verdicts is not None and len(verdicts) else None
@@ -63,9 +63,9 @@ def reading(frame: Any, verdicts: Any = None) -> list[str]:
             v = found.iloc[0]
             lines.append(
                 f"{model} on {dataset}: {v.lowest} is the most destabilising perturbation "
-                f"(p = {pvalue(v.p)} against {v.runner_up}, Holm over {_n(v.compared)})."
+                f"(p = {p_text(v.p)} against {v.runner_up}, Holm over {_n(v.compared)})."
                 if v.decided else
                 f"{model} on {dataset}: no perturbation is the most destabilising at this "
                 f"size: the lowest, {v.lowest}, cannot be told apart from {v.runner_up} (p = "
-                f"{pvalue(v.p)}, Holm over {_n(v.compared)}).")
+                f"{p_text(v.p)}, Holm over {_n(v.compared)}).")
     return lines

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from recaudit.audit._reading import ci as _ci
-from recaudit.audit._reading import pvalue as _p
-from recaudit.audit._reading import reading as story
+from recaudit.audit import interval_text as _ci
+from recaudit.audit import p_text as _p
+from recaudit.audit import reading as story
 from recaudit.cli._common import RUNNING
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
