@@ -165,11 +165,17 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
             "wall_seconds": round(finished - started, 1), "cpu_seconds": round(cpu, 1),
             "workers": workers, "load_average": [round(load0, 2), round(os.getloadavg()[0], 2)],
             "machine": _machine()}
-    earlier = load_record(records, name, scale) or {}
+    # the runs so far: the record here, else one the stores' folder holds (a record written
+    # beside the stores, e.g. by an earlier version, before the records moved)
+    earlier = load_record(records, name, scale) or load_record(Path(root), name, scale) or {}
     same = earlier.get("scope") == {"seeds": scope.seeds, "draws": scope.draws,
                                     "models": None if scope.models is None
                                     else list(scope.models)}
-    invocations = (earlier.get("invocations", []) if same else []) + [this]
+    before = earlier.get("invocations") or ([{
+        k: earlier.get(k) for k in ("command", "started", "wall_seconds", "cpu_seconds",
+                                    "workers", "load_average", "machine")}]
+        if earlier.get("wall_seconds") is not None else [])
+    invocations = (before if same else []) + [this]
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
         "scale_note": note,
@@ -177,7 +183,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                   "models": None if scope.models is None else list(scope.models)},
         "command": command, "started": invocations[0]["started"],
         "wall_seconds": round(sum(i["wall_seconds"] for i in invocations), 1),
-        "cpu_seconds": round(sum(i["cpu_seconds"] for i in invocations), 1),
+        "cpu_seconds": round(sum(i.get("cpu_seconds") or 0.0 for i in invocations), 1),
         "workers": workers, "load_average": this["load_average"],
         "invocations": invocations, "machine": this["machine"], "versions": versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
