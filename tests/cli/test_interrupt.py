@@ -17,8 +17,11 @@ def test_sigint_ends_an_audit_with_130_and_says_what_is_saved(tmp_path):
            "sys.argv[0] = 'recaudit'; _entry()",
            "audit", "--dataset", "synthetic", "--model", "gru4rec", "-p", "random-delete",
            "-p", "seed-only", "--seeds", "20", "--param", "epochs=1", "--output", str(store)]
+    # a shell's background job (make test &) ignores SIGINT, and a child inherits that:
+    # give the audit the default disposition, as a terminal's foreground command has
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "200"})
+                            env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     progress = store.with_name(store.name + ".progress.json")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
