@@ -143,35 +143,28 @@ def _times(scale: float, key: str) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Less(Rule):
-    """``mean(a) < scale * mean(b)``."""
+    """``mean(a) < scale * mean(b)``; ``above=True``: ``mean(a) > scale * mean(b)``
+    (:func:`Greater`)."""
 
     a: str
     b: str
     scale: float = 1.0
+    above: bool = False
 
     def _keys(self):
         return (self.a, self.b)
 
     def test(self, samples, means, alpha):
+        text = f"{self.a} {'>' if self.above else '<'} {_times(self.scale, self.b)}"
+        if self.above:
+            return _compare(samples, means, self.a, self.b, text, alpha, self.scale)
         # difference scale * b - a: positive when the claim's direction holds
-        return _compare(samples, means, self.b, self.a,
-                        f"{self.a} < {_times(self.scale, self.b)}", alpha, self.scale, True)
+        return _compare(samples, means, self.b, self.a, text, alpha, self.scale, True)
 
 
-@dataclass(frozen=True, eq=False)
-class Greater(Rule):
+def Greater(a: str, b: str, scale: float = 1.0) -> Less:  # noqa: N802 - reads as a rule
     """``mean(a) > scale * mean(b)``."""
-
-    a: str
-    b: str
-    scale: float = 1.0
-
-    def _keys(self):
-        return (self.a, self.b)
-
-    def test(self, samples, means, alpha):
-        return _compare(samples, means, self.a, self.b,
-                        f"{self.a} > {_times(self.scale, self.b)}", alpha, self.scale)
+    return Less(a, b, scale, above=True)
 
 
 @dataclass(frozen=True, eq=False)

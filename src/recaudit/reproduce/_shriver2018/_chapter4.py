@@ -11,7 +11,7 @@ per set, so a mismatch there says nothing about fuzzing itself.
 from __future__ import annotations
 
 from recaudit.reproduce._experiment import Claim, Experiment, Value
-from recaudit.reproduce.rules import All, AnyOf, Bound, Greater, Not
+from recaudit.reproduce.rules import All, AnyOf, Bound, Greater, Less, Not
 from recaudit.reproduce._shriver2018._fuzz import FUZZ_MODELS, SCALES, fuzz_measures, run_fuzz
 
 PAPER = "Shriver 2018"
@@ -99,7 +99,7 @@ def _top(m: str, h: str, s: int) -> str:
 DELTA = {1: 0.001, 10: 0.01, 100: 0.1}
 
 
-def _beats(m: str, h: str, s: int, base: str = "ARAND") -> Greater:
+def _beats(m: str, h: str, s: int, base: str = "ARAND") -> Less:
     """Bold in the thesis: ``h``'s mean TopOut above the random baseline's (Welch)."""
     return Greater(_top(m, h, s), _top(m, base, s))
 
