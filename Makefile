@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` and `make test`; CI also runs `make lint floors`.
+# The README's two commands: `make demo` and `make test`; CI also runs `make lint docs floors`.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 MINVENV  := .venv-min
 
-.PHONY: demo test lint floors venv clean bench
+.PHONY: demo test lint floors venv clean bench docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ demo: $(STAMP)
 
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q
+
+# The documentation site into build/docs (open build/docs/index.html): every warning is an
+# error, and a command, option, configuration key, model parameter or store column without its
+# documentation is a warning (docs/_ext/recaudit_reference.py). -E: read every page afresh.
+docs: $(DEVSTAMP)
+	$(VENV)/bin/sphinx-build -E -W --keep-going -q -b html docs build/docs
 
 # ruff, mypy (no error code switched off) and the import contracts of pyproject.toml
 # ([tool.importlinter]: layers, private modules, no import cycles)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -24,3 +27,43 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present next to the checkout")
     return SHARED_DATA
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]
+
+
+class _DomCounter(HTMLParser):
+    """Counts start tags and collects the text of a DOM dumped by Chromium."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture
+def chromium_dom(tmp_path):
+    """``dom(path_or_url, *extra_flags) -> (tag counts, page text)`` rendered by headless
+    Chromium; skips the test when Debian's ``chromium`` is not installed."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed")
+
+    def dom(html_path, *extra):
+        url = html_path if isinstance(html_path, str) else html_path.resolve().as_uri()
+        out = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                              *extra, "--dump-dom", url],
+                             capture_output=True, text=True, timeout=180).stdout
+        parsed = _DomCounter()
+        parsed.feed(out)
+        return parsed.tags, "".join(parsed.text)
+
+    return dom

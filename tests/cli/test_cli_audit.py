@@ -91,3 +91,12 @@ def test_story_reads_the_summary_against_the_floors():
                               "runner_up": "random-delete", "p": 0.2, "decided": False,
                               "compared": 1}])
     assert "no perturbation is the most destabilising" in story(frame, verdicts)[-1]
+
+
+def test_run_output_option_overrides_the_configs_store(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.format(out=tmp_path / "in-config.duckdb"))
+    other = tmp_path / "elsewhere.duckdb"
+    assert main(["run", str(cfg), "-o", str(other)]) == 0
+    assert f"results: {other}" in capsys.readouterr().out
+    assert other.exists() and not (tmp_path / "in-config.duckdb").exists()

@@ -345,3 +345,22 @@ def test_corrupt_parquet(tmp_path):
     p.write_bytes(b"not parquet at all")
     with pytest.raises(DataError, match="cannot read as Parquet"):
         read_parquet(p)
+
+
+def test_a_time_column_under_a_name_of_its_own_is_not_dropped_silently(tmp_path):
+    """No column reads as a timestamp: the row order becomes the time, and a warning names the
+    unused columns and how to point at the time column; naming it removes the warning and
+    orders by it."""
+    import warnings
+
+    from recaudit.errors import RecauditWarning
+
+    path = tmp_path / "plays.csv"
+    path.write_text("user,item,played_at\n1,10,300\n1,11,100\n2,10,200\n")
+    with pytest.warns(RecauditWarning, match=r"row order is taken as time.*played_at"):
+        log = read_csv(path)
+    assert list(log.timestamp) == [0, 1, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecauditWarning)
+        named = read_csv(path, columns={"timestamp": "played_at"})
+    assert sorted(named.timestamp) == [100, 200, 300]

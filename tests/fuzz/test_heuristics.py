@@ -199,6 +199,8 @@ def test_spec_names_round_trip_and_validation():
         FuzzSpec.parse("AMR")
     with pytest.raises(ConfigError, match="APORTFOLIO only"):
         FuzzSpec("AMR", 1, {"portfolio": "AMU"})
+    with pytest.raises(ConfigError, match=r"'\+inputs' does not apply to fuzzing"):
+        FuzzSpec.parse("fuzz:AMR:10+inputs")
 
 
 def test_influence_guided_needs_recommendations(small_log):

@@ -1,7 +1,7 @@
 """``recaudit models list``."""
 
 from recaudit.cli import main
-from recaudit.cli._models import model_parameters
+from recaudit.models import parameters as model_parameters
 
 
 def test_models_list_shows_every_sequential_model_with_defaults(capsys):

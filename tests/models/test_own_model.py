@@ -5,16 +5,18 @@ import pytest
 
 from recaudit.cli import main
 
-def _readme_model() -> str:
-    """The model class of the README's "Audit your own model and data" (so it cannot rot)."""
+
+def _docs_model() -> str:
+    """The file ``mymodels.py`` that the how-to page "Audit your own model" writes (so the
+    page's model cannot rot)."""
     from pathlib import Path
 
-    text = (Path(__file__).parents[2] / "README.md").read_text()
-    section = text[text.index("## Audit your own model and data"):]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    text = (Path(__file__).parents[2] / "docs" / "howto" / "own-model.md").read_text()
+    block = text.split("```{code-block} python\n:caption: mymodels.py\n", 1)[1]
+    return block.split("\n```", 1)[0]
 
 
-MODEL = _readme_model()
+MODEL = _docs_model()
 
 
 @pytest.fixture
@@ -22,25 +24,25 @@ def own_model(tmp_path, monkeypatch):
     (tmp_path / "mymodels.py").write_text(MODEL)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # worker processes import it too
-    return "mymodels:NoisyPop"
+    return "mymodels:NextPop"
 
 
 def test_a_class_named_in_a_config_is_audited(own_model, tmp_path, capsys):
     cfg = tmp_path / "a.toml"
     cfg.write_text(f'seeds = 2\nperturbations = ["random-delete", "seed-only"]\n'
                    f'output = "{tmp_path / "a.duckdb"}"\n'
-                   f'[[models]]\nname = "{own_model}"\nlabel = "noisy pop"\n'
+                   f'[[models]]\nname = "{own_model}"\nlabel = "next pop"\n'
                    'params = {noise = 0.5}\n[[datasets]]\nname = "synthetic"\n')
     assert main(["run", str(cfg)]) == 0
     out = capsys.readouterr().out
-    assert "noisy pop on synthetic" in out
+    assert "next pop on synthetic" in out
 
 
 def test_on_the_command_line_and_in_models_check(own_model, tmp_path, capsys):
     assert main(["audit", "--model", own_model, "--seeds", "1", "-p", "rerun",
                  "--output", str(tmp_path / "b.duckdb")]) == 0
     assert "1.0000" in capsys.readouterr().out  # a deterministic class: rerun gives RBO 1
-    main(["models", "check", own_model])
+    assert main(["models", "check", own_model]) == 0  # the page's model passes every check
     assert "determinism" in capsys.readouterr().out.lower()
 
 
@@ -52,3 +54,20 @@ def test_bad_targets_are_named(tmp_path, capsys):
                  str(tmp_path / "c.duckdb")]) == 2
     assert "has no fit or rank method" in capsys.readouterr().err
     assert not (tmp_path / "c.duckdb").exists()
+
+
+def test_the_recaudit_command_finds_a_model_in_the_working_folder(tmp_path):
+    """``recaudit`` imports ``module:Class`` from the folder it runs in, as ``python -m`` does:
+    no PYTHONPATH needed (the console script, in a process of its own)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "mymodels.py").write_text(MODEL)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(Path(sys.executable).parent / "recaudit"), "models", "list",
+                           "mymodels:NextPop"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "follow" in done.stdout  # the constructor's parameter, read from the class

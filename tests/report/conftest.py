@@ -1,9 +1,5 @@
 """A store filled directly with realistic numbers (no training), for fast report tests."""
 
-import shutil
-import subprocess
-from html.parser import HTMLParser
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -118,42 +114,3 @@ def raw_rows(fake_store):
 def make_store():
     """``fill_store`` for tests that need a store of their own shape."""
     return fill_store
-
-
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"]
-
-
-class _DomCounter(HTMLParser):
-    """Counts start tags and collects the text of a DOM dumped by Chromium."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: dict[str, int] = {}
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags[tag] = self.tags.get(tag, 0) + 1
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-
-@pytest.fixture
-def chromium_dom(tmp_path):
-    """``dom(path, *extra_flags) -> (tag counts, page text)`` rendered by headless Chromium;
-    skips the test when Debian's ``chromium`` is not installed."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("chromium is not installed")
-
-    def dom(html_path, *extra):
-        out = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                              *extra, "--dump-dom", html_path.resolve().as_uri()],
-                             capture_output=True, text=True, timeout=180).stdout
-        parsed = _DomCounter()
-        parsed.feed(out)
-        return parsed.tags, "".join(parsed.text)
-
-    return dom

@@ -99,3 +99,23 @@ def test_report_section(store):
 
 def test_no_section_without_stabilised_models(fake_report):
     assert "stabilisation" not in [s.key for s in fake_report.sections]
+
+
+def test_a_labelled_plain_model_keeps_its_stabilised_twin(tmp_path):
+    """A `label` on the plain model changes what it is called, not which trials pair: the
+    stabilised variant (labelled from name and parameters) still finds it."""
+    path = tmp_path / "labelled.duckdb"
+    plain = {**PLAIN, "label": "GRU4Rec"}
+    with AuditStore(path) as st:
+        for model, label in ((plain, "GRU4Rec"), (FINEST, "gru4rec(epochs=3)+finest")):
+            st.write_trial(
+                {"trial_id": f"{label}-0", "baseline_key": f"{label}-b", "audit": "t",
+                 "dataset": "d", "model": "gru4rec", "model_label": label,
+                 "perturbation": "random-delete",
+                 **parse("random-delete").describe().to_dict(), "seed": 0, "n_queries": N,
+                 "status": "done", "spec": json.dumps({"model": model, "seed": 0}),
+                 "fit_seconds": 1.0, "total_seconds": 1.0},
+                _queries(np.full(N, 0.5), np.full(N, 0.3)), {"kind": "random-delete"})
+        pairs = stabilised_pairs(st.trials())
+    assert list(pairs.model) == ["GRU4Rec"] and list(pairs.trial_plain) == ["GRU4Rec-0"]
+    assert list(pairs.stabilised) == ["gru4rec(epochs=3)+finest"]

@@ -129,7 +129,8 @@ def test_fuzz_only_file(files, tmp_path):
     assert _facts(report)["holds"] == "fuzzing study (64 trials)"
     results = load_results(files["fuzz"])
     sig = significance(results, metric="topout").set_index(["model", "size", "heuristic"])
-    names = ("fuzz-time", "fuzz-add", "fuzz-remove", "fuzz-change", "fuzz-portfolio")
+    names = ("fuzz-time", "fuzz-add", "fuzz-remove", "fuzz-change", "fuzz-portfolio",
+             "fuzz-distances")
     got = _section(report, "fuzz").tables
     tables = {n: t for t in got for n in names if t.key.startswith(n + "-")}
     assert len(got) == len(tables) == len(names)
@@ -152,6 +153,16 @@ def test_fuzz_only_file(files, tmp_path):
         assert row[4].value == pytest.approx(s.loc["APORTFOLIO", "mean"])
         # the only single add heuristic besides ARAND and ZERO
         assert row[3].text.endswith(" (AMU)") and row[3].value == s.loc["AMU", "mean"]
+    # every oracle distance side by side, six decimals as the thesis prints them
+    dist = tables["fuzz-distances"]
+    assert dist.columns == ("model", "M", "heuristic", "aod", "jaccard", "topout")
+    assert len(dist.rows) == results.groupby(["model", "size", "heuristic"]).ngroups
+    for row in dist.rows:
+        cell = results[(results.model == row[0].text) & (results["size"] == int(row[1].text))
+                       & (results.heuristic == row[2].text)]
+        for d, c in zip(("aod", "jaccard", "topout"), row[3:], strict=True):
+            assert c.value == pytest.approx(cell[d].mean())
+            assert len(c.text.split(".")[1]) == 6
     times = time_table(results, kind=None)
     t = tables["fuzz-time"]
     for row in t.rows:

@@ -243,3 +243,18 @@ def test_a_store_without_descriptions_warns(tmp_path):
     with pytest.warns(RecauditWarning, match="older recaudit"):
         data = load(path)
     assert data.infos["random-delete"].family == "random-delete"
+
+
+def test_data_table_is_one_row_per_fact_one_column_per_dataset(tmp_path, make_store):
+    """The data summary stays narrow however many facts a dataset has (it was cut off on the
+    right when each fact was a column)."""
+    from recaudit.report import build_report
+
+    store = make_store(tmp_path / "s.duckdb", models=("gru4rec",), seeds=(0,),
+                       perturbations=("random-delete",))
+    report = build_report(store, figures=False)
+    table = next(t for s in report.sections for t in s.tables if t.key == "data")
+    assert len(table.columns) == 2  # the fact, then the one dataset
+    facts = {row[0].text: row[1].text for row in table.rows}
+    assert facts["users"] == "60" and facts["fingerprint"] == "abc123"
+    assert {"interactions", "items", "train", "test_queries"} <= set(facts)

@@ -81,3 +81,19 @@ def test_auc_and_ndcg_closed_forms():
     # one click at model rank 2 of 3: NDCG = (1/log2 3) / 1
     assert metrics.click_ndcg([[0.9, 0.5, 0.1]], [[0, 1, 0]]) == pytest.approx(1 / math.log2(3))
     assert metrics.click_ndcg([[0.9, 0.5], [0.1, 0.2]], [[1, 0], [0, 0]]) == 1.0  # no-click skipped
+
+
+def test_summarise_gives_no_interval_for_one_seed():
+    """One seed has no spread to estimate: its interval is undefined (the report then shows
+    the mean alone), not '± 0.0000'; two seeds give Student's t over the seeds."""
+    import numpy as np
+    from scipy import stats as st
+
+    from recaudit.simulate import summarise
+
+    row = {"scenario": "s", "algorithm": "a", "mix": 0.5, "round": None, "metric": "ctr"}
+    one = summarise([{**row, "seed": 0, "value": 0.4}])
+    assert np.isnan(one.ci_low[0]) and np.isnan(one.ci_high[0]) and one["mean"][0] == 0.4
+    two = summarise([{**row, "seed": 0, "value": 0.4}, {**row, "seed": 1, "value": 0.6}])
+    half = st.t.ppf(0.975, 1) * np.std([0.4, 0.6], ddof=1) / np.sqrt(2)
+    assert two.ci_low[0] == pytest.approx(0.5 - half) and two.ci_high[0] == pytest.approx(0.5 + half)

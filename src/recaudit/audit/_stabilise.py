@@ -57,17 +57,19 @@ def stabilised_pairs(trials: pd.DataFrame) -> pd.DataFrame:
     t = t.assign(_stab=t._m.map(lambda m: m.get("stabilise")),
                  _plain=t._m.map(lambda m: ModelSpec(m["name"], m.get("params", {})).label
                                  if m else None))
-    keys = ["dataset", "perturbation", "seed"]
+    # pair on the plain model's name and parameters, not on its displayed label: a plain
+    # model with a `label` is still the twin of its stabilised variants
+    keys = ["dataset", "perturbation", "seed", "_plain"]
     plain = t[t._stab.isna()][[*keys, "model_label", "trial_id", "fit_seconds",
                                "baseline_key"]]
     plain = plain.rename(columns={"model_label": "model", "trial_id": "trial_plain",
                                   "fit_seconds": "fit_plain", "baseline_key": "base_plain"})
     stab = t[t._stab.notna()]
-    stab = stab.assign(model=stab._plain, method=stab._stab.map(lambda s: s.get("method")))
+    stab = stab.assign(method=stab._stab.map(lambda s: s.get("method")))
     stab = stab.rename(columns={"model_label": "stabilised", "trial_id": "trial_stab",
                                 "fit_seconds": "fit_stab", "baseline_key": "base_stab"})
-    out = stab[[*keys, "model", "stabilised", "method", "trial_stab", "fit_stab", "base_stab"]] \
-        .merge(plain, on=[*keys, "model"], how="inner")
+    out = stab[[*keys, "stabilised", "method", "trial_stab", "fit_stab", "base_stab"]] \
+        .merge(plain, on=keys, how="inner")
     return out[cols].sort_values(["dataset", "model", "stabilised", "perturbation", "seed"]) \
         .reset_index(drop=True)
 

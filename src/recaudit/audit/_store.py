@@ -40,17 +40,104 @@ TRIALS = Table("trials", columns(
     "position VARCHAR, reference BOOLEAN, seed BIGINT, spec JSON, data_fingerprint VARCHAR, "
     "n_queries BIGINT, status VARCHAR, started DOUBLE, finished DOUBLE, fit_seconds DOUBLE, "
     "rank_seconds DOUBLE, perturb_seconds DOUBLE, total_seconds DOUBLE, versions JSON, "
-    "host VARCHAR, draw BIGINT DEFAULT 0"), key=("trial_id",))
+    "host VARCHAR, draw BIGINT DEFAULT 0", {
+        "trial_id": "hash of the trial's spec and the data fingerprint: the same trial has the "
+                    "same id in every store",
+        "baseline_key": "hash identifying the unperturbed model the trial is compared with "
+                        "(dataset, split, model and seed): trials that share it share one "
+                        "baseline",
+        "audit": "the audit's name (`name` of the audit configuration)",
+        "dataset": "the dataset's label: its name, or `name:path` for a file",
+        "model": "the model's registered name (e.g. `gru4rec`)",
+        "model_label": "the model with every parameter, `name(k=v,...)` plus `+method(...)` "
+                       "when stabilised, or the label given to the model (`label = ...`)",
+        "perturbation": "the perturbation's name (e.g. `casper-delete-k4`), or the canonical "
+                        "JSON of a perturbation given as a table",
+        "family": "the perturbation without its count (e.g. `casper-delete`, `remove-end`, "
+                  "`fuzz:AMR`; `+inputs` kept)",
+        "edit": "what it does to interactions: `delete`, `insert`, `replace` (fuzzing: "
+                "`add`, `remove`, `change`, `mixed`); NULL for a reference trial",
+        "count": "interactions edited (items removed per user for position removal, "
+                 "modifications for fuzzing); NULL for a reference trial",
+        "position": "`beginning`, `middle` or `end` for position removal, else NULL",
+        "reference": "true when the trial changes no data (`rerun`, `none`, `seed-only`, an "
+                     "empty fuzz set): it measures the model's own noise floor",
+        "seed": "the training seed of both models (the perturbed one of `seed-only` trains "
+                "with a seed derived from it)",
+        "spec": "the trial's canonical spec as JSON: dataset, split, model, seed, "
+                "perturbation, metrics (and draw when not 0)",
+        "data_fingerprint": "SHA-256 of the filtered interaction log the trial was run on",
+        "n_queries": "test queries both models ranked (rows in `query_results`)",
+        "status": "`done`: only finished trials are written",
+        "started": "when the trial started, in seconds since the Unix epoch",
+        "finished": "when the trial finished, in seconds since the Unix epoch",
+        "fit_seconds": "seconds spent training the perturbed model, plus the baseline's "
+                       "training when this trial trained it (0 for a cached baseline)",
+        "rank_seconds": "seconds spent ranking the test queries with the perturbed model, "
+                        "plus the baseline's ranking when this trial did it",
+        "perturb_seconds": "seconds spent choosing and applying the edits (including a model "
+                           "a selector trains, e.g. TracIn's)",
+        "total_seconds": "wall-clock seconds of the whole trial, data preparation included",
+        "versions": "JSON object of the versions of recaudit, Python and the numeric "
+                    "libraries, and the device models were trained on",
+        "host": "the host name of the machine that ran the trial",
+        "draw": "which repeated draw of the perturbation against the same baseline (0: the "
+                "first; see `draws`)"}), key=("trial_id",),
+    doc="One finished audit trial: a model trained on perturbed data and compared with its "
+        "baseline on every test query.")
+
+#: What each per-query column of ``query_results`` holds.
+_SIMILARITY_DOCS = {
+    "rbo": "extrapolated rank-biased overlap RBO_ext (Webber et al. 2010, eq. 32) of the "
+           "baseline's and the perturbed model's lists, persistence `metrics.p`",
+    "rbo_min": "lower bound of RBO over the compared lists (nothing below them matches)",
+    "rbo_max": "upper bound of RBO: `rbo_min` plus the residual (everything below them "
+               "matches)",
+    "rbo_trunc": "the finite RBO sum of Oh et al. 2022, "
+                 "(1-p) sum_d p^(d-1) overlap_d / d, down to the compared depth",
+    "average_overlap": "average overlap down to the compared depth (what CASPER's code "
+                       "calls RBO)",
+    "frbo": "FRBO@k of Betello et al. 2023 (RBO@k min-max normalised, k = `metrics.k`); "
+            "NaN when a list holds fewer than k items",
+    "jaccard": "Jaccard similarity of the two top-k item sets (k = `metrics.k`)"}
+_ACCURACY_DOCS = {
+    "mrr": "reciprocal rank of the query's target in the {model}'s list (0 when not listed); "
+           "its mean over queries is the MRR",
+    "hit": "1 when the query's target is in the {model}'s top k (HR@k), else 0",
+    "ndcg": "NDCG@k of the {model}'s list with the target as the one relevant item"}
+_MODEL = {"base": "baseline model", "pert": "perturbed model"}
+_METRIC_DOCS = {**_SIMILARITY_DOCS, **{
+    f"{m}_{tag}": _ACCURACY_DOCS[m].format(model=_MODEL[tag])
+    for m in ACCURACY for tag in ("base", "pert")}}
 
 QUERY_RESULTS = Table("query_results", columns(
-    "trial_id VARCHAR, query BIGINT, user BIGINT, target BIGINT")
+    "trial_id VARCHAR, query BIGINT, user BIGINT, target BIGINT", {
+        "trial_id": "the trial (its row in `trials`)",
+        "query": "the test query's number, 0 .. n_queries-1 (the same query in every trial "
+                 "of the same dataset and split)",
+        "user": "the query's user, as the internal code of the data's user ids",
+        "target": "the query's held-out next item, as the internal code of the data's item "
+                  "ids"})
     + tuple(Column(m, "DOUBLE", renamed_from={"mrr_base": "rr_base",
-                                              "mrr_pert": "rr_pert"}.get(m))
+                                              "mrr_pert": "rr_pert"}.get(m),
+                   doc=_METRIC_DOCS[m])
             for m in QUERY_METRICS)
-    + columns("top_base VARCHAR DEFAULT NULL, top_pert VARCHAR DEFAULT NULL"))
+    + columns("top_base VARCHAR DEFAULT NULL, top_pert VARCHAR DEFAULT NULL", {
+        "top_base": "the baseline model's top k for the query: a JSON array of the data's "
+                    "own item ids, best first",
+        "top_pert": "the perturbed model's top k for the query: a JSON array of the data's "
+                    "own item ids, best first"}),
+    doc="One test query of one trial: the similarity of the two models' rank lists and the "
+        "accuracy of each.")
 
-PERTURBATIONS = Table("perturbations", columns("trial_id VARCHAR, record JSON"),
-                      key=("trial_id",))
+PERTURBATIONS = Table("perturbations", columns("trial_id VARCHAR, record JSON", {
+    "trial_id": "the trial (its row in `trials`)",
+    "record": "what the perturbation changed, as JSON: its kind, selector, rows (internal "
+              "row and code numbers of the training log), scores and parameters, and "
+              "`in_your_ids` with the edits in the data's own ids and timestamps"}),
+    key=("trial_id",),
+    doc="The record of one trial's perturbation: exactly which training interactions it "
+        "deleted, inserted or replaced.")
 
 register(TRIALS, QUERY_RESULTS, PERTURBATIONS)
 

@@ -9,6 +9,7 @@ command, a bad config or data file — ends as one line ``error: ...`` on stderr
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
 from typing import Any
@@ -28,10 +29,20 @@ _USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__
                                      if c.__name__ == "ClickException")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from recaudit import __version__
+
+        typer.echo(f"recaudit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
           verbose: bool = typer.Option(False, "--verbose", "-v",
-                                       help="Log progress (loading, trials) to stderr.")
+                                       help="Log progress (loading, trials) to stderr."),
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print recaudit's version and exit.")
           ) -> None:
     _STATE["debug"] = debug
     if verbose:
@@ -140,4 +151,9 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 def _entry() -> None:  # pragma: no cover - console script wrapper
+    # a model named `module:Class` is found in the working folder, as `python -m` finds
+    # modules (process-pool workers inherit the path)
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
     sys.exit(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -213,12 +214,17 @@ def audit(
 
 def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated "
-                                 "wall time and the detectable difference; train nothing.")
+                                 "wall time and the detectable difference; train nothing."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="DuckDB store "
+                                           "(resumed if it exists); overrides the config's "
+                                           "`output` key.")
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
 
     cfg = load_config(config)
+    if output is not None:
+        cfg = dataclasses.replace(cfg, output=str(output))
     console = _console(120)
     if dry:
         return _dry_run(cfg, console)

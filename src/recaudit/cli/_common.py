@@ -13,13 +13,21 @@ __all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "split_list"]
 RUNNING: dict[str, Any] = {}
 
 
+#: Columns of a console off a terminal: tables take their natural width up to this, so no
+#: number is cut in a log or a file (rich would fall back to 80 columns, or COLUMNS).
+OFF_TERMINAL_WIDTH = 240
+
+
 def console(width: int = 140) -> Any:
-    """A rich console on the current ``sys.stdout``: the terminal's width, or ``width``
-    columns off a terminal (pipes, CI logs, tests), where rich would fall back to 80."""
+    """A rich console on the current ``sys.stdout``: the terminal's width, or at least
+    ``width`` columns off a terminal (pipes, files, CI logs, tests), wide enough for every
+    table this program prints (:data:`OFF_TERMINAL_WIDTH`), where rich would fall back to 80
+    or ``COLUMNS`` and cut the numbers a user came for."""
     from rich.console import Console
 
     out = Console(highlight=False)
-    return out if out.is_terminal else Console(highlight=False, width=width)
+    return out if out.is_terminal else Console(highlight=False,
+                                               width=max(width, OFF_TERMINAL_WIDTH))
 
 
 def split_list(text: str, option: str) -> list[str]:

@@ -3,37 +3,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import typer
 
 from recaudit.cli._common import console as _console
-
-
-def model_parameters(name: str) -> list[tuple[str, str, str]]:
-    """``(parameter, default, documentation)`` of a registered model, from its ``Config``
-    dataclass (or its constructor signature when it has none)."""
-    from recaudit.config import field_docs
-    from recaudit.models import model_class
-
-    cls = model_class(name)
-    config = getattr(cls, "Config", None)
-    if config is not None and dataclasses.is_dataclass(config):
-        docs = field_docs(config)  # type: ignore[arg-type]
-        out = []
-        for f in dataclasses.fields(config):
-            if f.default is not dataclasses.MISSING:
-                default = repr(f.default)
-            elif f.default_factory is not dataclasses.MISSING:
-                default = repr(f.default_factory())
-            else:
-                default = "required"
-            out.append((f.name, default, docs.get(f.name, "")))
-        return out
-    sig = inspect.signature(cls)
-    return [(p.name, "required" if p.default is inspect.Parameter.empty else repr(p.default), "")
-            for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
 
 
 def _summary(name: str) -> str:
@@ -47,7 +21,7 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
     """Show every registered model with its parameters and their defaults."""
     from rich.table import Table
 
-    from recaudit.models import available, model_class
+    from recaudit.models import available, model_class, parameters
     from recaudit.models import PRESETS
 
     console = _console(140)
@@ -61,7 +35,7 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
         table = Table(title=f"{name}: {_summary(name)}", show_lines=True)
         for col in ("parameter", "default", "meaning"):
             table.add_column(col, no_wrap=col != "meaning")
-        for p, d, doc in model_parameters(name):
+        for p, d, doc in parameters(name):
             table.add_row(p, d, doc)
         console.print(table)
         console.print(f"Use it: recaudit.models.create({name!r}, **parameters).")
@@ -71,7 +45,7 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
     table.add_column("model")
     table.add_column("parameters (defaults)")
     for n in names:
-        params = ", ".join(f"{p}={d}" for p, d, _ in model_parameters(n))
+        params = ", ".join(f"{p}={d}" for p, d, _ in parameters(n))
         table.add_row(n, _summary(n), params)
     console.print(table)
     presets = Table(title="paper presets (recaudit models list NAME@PAPER for details)")

@@ -83,7 +83,9 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
 
 
 def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
-               output: Path = typer.Option(Path("docs/reproduction.md"), "-o", "--output")
+               output: Path = typer.Option(
+                   Path("docs/reproduction.md"), "-o", "--output",
+                   help="The page to write (Markdown; the documentation site includes it).")
                ) -> None:
     """Write the reproduction page (our numbers beside the papers') from the run records:
     the claims are tested anew on the recorded samples, nothing is trained."""

@@ -84,6 +84,7 @@ def mirror_cmd(
 ) -> None:
     """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
     import pandas as pd
+    from rich.markup import escape
     from rich.table import Table
 
     from recaudit.experiment import Store, run_study
@@ -115,7 +116,7 @@ def mirror_cmd(
                if m in set(summ["metric"])]
     title = f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)"
     if scenario == "topic-sequential":
-        title += f"; PS = 1 - RBO[{rbo_variant}, p={rbo_p:g}]"
+        title += escape(f"; PS = 1 - RBO[{rbo_variant}, p={rbo_p:g}]")  # not rich markup
     table = Table(title=title)
     table.add_column("algorithm", no_wrap=True)
     table.add_column("mix", justify="right")

@@ -20,6 +20,7 @@ Timestamps
 from __future__ import annotations
 
 import logging
+import warnings
 
 from collections.abc import Mapping
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit.errors import DataError, closest
+from recaudit.errors import DataError, RecauditWarning, closest
 
 log = logging.getLogger(__name__)
 
@@ -288,6 +289,13 @@ def validate_frame(
         out["timestamp"] = to_timestamps(df[roles["timestamp"]].reset_index(drop=True), where)
     else:
         out["timestamp"] = np.arange(len(df), dtype=np.int64)
+        unused = [str(c) for c in df.columns if c not in roles.values()]
+        if unused:  # perhaps a time column under a name of its own: say what was assumed
+            warnings.warn(f"{where.source}: no timestamp column found, so the row order is "
+                          f"taken as time; unused columns: {', '.join(unused[:6])}. If one "
+                          "of them is the time, name it: --column timestamp=NAME (TOML: "
+                          "options = {columns = {timestamp = \"NAME\"}})",
+                          RecauditWarning, stacklevel=3)
     if "rating" in roles:
         out["rating"] = _check_ratings(df[roles["rating"]].reset_index(drop=True),
                                        require_rating, where)

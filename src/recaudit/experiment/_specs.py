@@ -213,9 +213,11 @@ class ExecutorSpec(Config):
     """Where trials run; every executor gives the same numbers.
 
     kind: ``inprocess``, ``process`` (a pool of spawned processes) or ``ray`` (optional extra;
-    one machine or a cluster, see ``docs/cluster.md``). workers: processes of the pool (or
-    concurrent trials of a local Ray cluster started for the audit). threads_per_worker: torch
-    threads of each worker; on Ray also the CPUs each trial reserves (``num_cpus``).
+    one machine or a cluster, see ``docs/howto/cluster.md``). workers: processes of the pool
+    (or concurrent trials of a local Ray cluster started for the audit). threads_per_worker:
+    the torch thread limit of each worker process (for work outside a model's own setting: the
+    neural models train and rank with their ``num_threads`` parameter, default 1); on Ray
+    also the CPUs each trial reserves (``num_cpus``).
     address: a Ray cluster's address, e.g. ``"auto"`` on a node of a cluster started with
     ``ray start`` or ``"ray://head:10001"`` (None: start a local one).
     devices: devices dealt to the pool's workers round-robin, e.g. ``["cuda:0"]``: worker ``w``

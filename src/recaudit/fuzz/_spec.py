@@ -102,6 +102,10 @@ class FuzzSpec(Config):
         if len(parts) < 2:
             raise ConfigError(f"cannot read fuzz spec {name!r}; write fuzz:<HEURISTIC>:<size>"
                               "[:key=value], e.g. fuzz:AMR:10")
+        if str(name).rstrip().endswith("+inputs"):
+            raise ConfigError(f"fuzz spec {name!r}: '+inputs' does not apply to fuzzing (it "
+                              "edits ratings, not the test inputs of sequences)",
+                              hint=f"write {str(name).strip()[:-len('+inputs')]!r}")
         try:
             size = int(parts[1])
         except ValueError:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from recaudit.errors import ConfigError, did_you_mean
 
-__all__ = ["register", "create", "available", "model_class"]
+__all__ = ["register", "create", "available", "model_class", "parameters"]
 
 _REGISTRY: dict[str, type] = {}
 
@@ -102,3 +104,28 @@ def create(name: str, **params: Any) -> Any:
         p = preset(name)
         return create(p.model, **{**p.params, **params})
     return model_class(name)(**params)
+
+
+def parameters(name: str) -> list[tuple[str, str, str]]:
+    """``(parameter, default, documentation)`` of a model (any name :func:`model_class`
+    accepts), from its ``Config`` dataclass, or its constructor's signature when it has none
+    (``default`` is ``"required"`` for a parameter without one)."""
+    from recaudit.config import field_docs
+
+    cls = model_class(name)
+    config = getattr(cls, "Config", None)
+    if config is not None and dataclasses.is_dataclass(config):
+        docs = field_docs(config)  # type: ignore[arg-type]
+        out = []
+        for f in dataclasses.fields(config):
+            if f.default is not dataclasses.MISSING:
+                default = repr(f.default)
+            elif f.default_factory is not dataclasses.MISSING:
+                default = repr(f.default_factory())
+            else:
+                default = "required"
+            out.append((f.name, default, docs.get(f.name, "")))
+        return out
+    sig = inspect.signature(cls)
+    return [(p.name, "required" if p.default is inspect.Parameter.empty else repr(p.default), "")
+            for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]

@@ -67,7 +67,8 @@ class Description:
     references). count: interactions edited (items removed per user for position removal,
     modifications for fuzzing); ``None`` for references. position: ``"beginning"``,
     ``"middle"`` or ``"end"`` for position removal, else ``None``. reference: the data is not
-    changed (``none``, ``seed-only``): the trial measures the model, not the perturbation.
+    changed (``rerun`` and its earlier name ``none``, ``seed-only``; fuzzing's ``ZERO`` and
+    modification sets of size 0): the trial measures the model, not the perturbation.
     """
 
     family: str

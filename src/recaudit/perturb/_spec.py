@@ -2,8 +2,8 @@
 
 Name grammar (see :func:`available`):
 
-- ``none`` -- no change (the baseline trial itself); ``seed-only`` -- no data change, retrain
-  with another seed (Betello et al. 2023 RQ1);
+- ``rerun`` -- no change, the same seed fitted again (``none``: its earlier name);
+  ``seed-only`` -- no data change, retrain with another seed (Betello et al. 2023 RQ1);
 - ``remove-{beginning,middle,end}-<n>`` -- position removal (Betello et al. 2023 section 3.1);
 - ``<selector>-<edit>[-<strategy>][-k<count>]`` -- interaction edits (Oh et al. 2022): selector in
   :data:`SELECTORS`, edit ``delete`` / ``insert`` / ``replace``, strategy (insert and replace

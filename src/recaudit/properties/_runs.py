@@ -41,11 +41,37 @@ __all__ = ["PROPERTY_TRIALS", "PROPERTY_VALUES", "STUDY", "PropertyStudy", "Prop
 PROPERTY_TRIALS = Table("property_trials", columns(
     "trial_id VARCHAR, dataset VARCHAR, model VARCHAR, fraction DOUBLE, years BOOLEAN, "
     "k BIGINT, seed BIGINT, folds BIGINT, accuracy BOOLEAN, n_ratings BIGINT, n_users BIGINT, "
-    "seconds DOUBLE, spec JSON, data_fingerprint VARCHAR, finished DOUBLE"),
-    key=("trial_id",))
+    "seconds DOUBLE, spec JSON, data_fingerprint VARCHAR, finished DOUBLE", {
+        "trial_id": "hash of the trial's spec and the data fingerprint",
+        "dataset": "the dataset's label: its name, or `name:path` for a file",
+        "model": "the model's label, `name(k=v,...)` with its parameters",
+        "fraction": "the step: the earliest share of the ratings the model was trained on, "
+                    "in (0, 1]",
+        "years": "true when the step's items were restricted to those released by its last "
+                 "rating",
+        "k": "length of the top-k lists the properties read",
+        "seed": "training and cross-validation fold seed",
+        "folds": "cross-validation folds of precision and recall",
+        "accuracy": "true when precision and recall were computed",
+        "n_ratings": "ratings in the step's log",
+        "n_users": "users with at least one rating in the step's log",
+        "seconds": "wall-clock seconds of the whole trial (loading, training, every property)",
+        "spec": "the trial's canonical spec as JSON",
+        "data_fingerprint": "SHA-256 of the whole ratings log (before the step's cut)",
+        "finished": "when the trial finished, in seconds since the Unix epoch"}),
+    key=("trial_id",),
+    doc="One property-template trial: a model trained on one step of the data.")
 PROPERTY_VALUES = Table("property_values", columns(
-    "trial_id VARCHAR, property VARCHAR, kind VARCHAR, value DOUBLE, items JSON"),
-    key=("trial_id", "property"))
+    "trial_id VARCHAR, property VARCHAR, kind VARCHAR, value DOUBLE, items JSON", {
+        "trial_id": "the trial (its row in `property_trials`)",
+        "property": "the property's label, as in Shriver 2018 Table 3.4 (and `Precision`, "
+                    "`Recall`)",
+        "kind": "what the property's value is: `number`, `set` or `list`",
+        "value": "the number, for `kind = 'number'` (NULL when not finite or not a number)",
+        "items": "for `set` and `list`: a JSON array of item labels (a set sorted, a list in "
+                 "its order); NULL for numbers"}),
+    key=("trial_id", "property"),
+    doc="The value of one property instantiated for one trial's model.")
 register(PROPERTY_TRIALS, PROPERTY_VALUES)
 
 

@@ -9,6 +9,8 @@ on what differs or was checked.
 
 from __future__ import annotations
 
+import re
+
 import time
 from pathlib import Path
 from typing import Any
@@ -178,7 +180,7 @@ def render_report(root: Path | str) -> str:
         v = "; ".join(f"{r['scale']}: {r['verdict']}" if len(got) > 1 else r["verdict"]
                       for r in got) or "not run" + (" (data unavailable)" if e.unavailable
                                                     else "")
-        lines.append(f"| [{e.name}](#{e.name}) | {e.paper} | {e.artefacts} | {scale} | {v} |")
+        lines.append(f"| [{e.name}](#{_anchor(f'{e.name}: {e.title}')}) | {e.paper} | {e.artefacts} | {scale} | {v} |")
     lines.append("")
     for paper in dict.fromkeys(e.paper for e in exps):
         lines += [f"## {paper}", ""]
@@ -192,3 +194,9 @@ def write_report(root: Path | str, output: Path | str) -> Path:
     from recaudit._files import atomic_text
 
     return atomic_text(output, render_report(root))
+
+
+def _anchor(heading: str) -> str:
+    """The anchor GitHub and the documentation site (MyST) both give a heading: lower case,
+    punctuation but ``-`` and ``_`` dropped, spaces as ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")

@@ -28,7 +28,7 @@ Scenarios
   extra).
 
 Plugging in your own click model (data-driven scenarios, §5.2/§5.4)
-------------------------------------------------------------------
+-------------------------------------------------------------------
 Any callable ``M(u, d, D) -> probability`` -- a Python function or a ``torch.nn.Module`` -- can be
 the action model of a :class:`SlateScenario`. ``u`` is the user's full feature vector, ``d`` one
 document's feature row and ``D`` the rows of the whole shown slate, position 1 first (modules get

@@ -20,10 +20,34 @@ __all__ = ["MIRROR_TRIALS", "MIRROR_RESULTS", "STUDY", "read_results", "result_r
 
 MIRROR_TRIALS = Table("mirror_trials", columns(
     "trial_id VARCHAR, scenario VARCHAR, seed BIGINT, config JSON, n_rows BIGINT, "
-    "seconds DOUBLE, finished DOUBLE"), key=("trial_id",))
+    "seconds DOUBLE, finished DOUBLE", {
+        "trial_id": "hash of the one-seed configuration",
+        "scenario": "`decoy-slate` or `topic-sequential`",
+        "seed": "the seed the trial simulated",
+        "config": "the trial's MIRROR configuration (one seed) as JSON",
+        "n_rows": "result rows the trial wrote to `mirror_results`",
+        "seconds": "wall-clock seconds of the simulation",
+        "finished": "when the trial finished, in seconds since the Unix epoch"}),
+    key=("trial_id",),
+    doc="One finished MIRROR trial: every mix ratio and algorithm of one seed.")
 MIRROR_RESULTS = Table("mirror_results", columns(
     "scenario VARCHAR, algorithm VARCHAR, mix DOUBLE, seed BIGINT, round BIGINT, "
-    "metric VARCHAR, value DOUBLE, trial_id VARCHAR DEFAULT NULL"))
+    "metric VARCHAR, value DOUBLE, trial_id VARCHAR DEFAULT NULL", {
+        "scenario": "`decoy-slate` or `topic-sequential`",
+        "algorithm": "the learned algorithm (e.g. `DeepFM`, `GRU`) or the oracle policy "
+                     "(e.g. `Unbiased Oracle`, `Decoy Oracle`)",
+        "mix": "share alpha of manipulative data in the training data, in [0, 1]; NULL for "
+               "an oracle's rows",
+        "seed": "the seed of the simulation",
+        "round": "the interaction round (from 1) of a per-round value; NULL for a value over "
+                 "the whole run",
+        "metric": "the measure: `ctr`, `fctr`, `mani_score`, `ndcg`, `auc` (slates), or "
+                  "`ctr`, `fctr`, `ps` (Preference Shift), `auc` (sequential)",
+        "value": "the measure's value",
+        "trial_id": "the trial (its row in `mirror_trials`); NULL for rows written before "
+                    "MIRROR was a study"}),
+    doc="One measurement of a MIRROR run: a metric of one algorithm at one mix ratio and "
+        "seed (and round).")
 register(MIRROR_TRIALS, MIRROR_RESULTS)
 
 #: The columns a run's rows replace stored rows by.
@@ -41,7 +65,8 @@ def result_row(scenario: str, algo: str, mix: float | None, seed: int, metric: s
 def summarise(rows: Sequence[dict] | Any, level: float = 0.95) -> Any:
     """Per (scenario, algorithm, mix, round, metric): ``mean``, ``std`` and ``count`` over
     seeds and the ``level`` interval of the mean (``ci_low``, ``ci_high``: Student's t over
-    the seeds, each of which simulates its own users; :func:`recaudit.stats.estimate_mean`)."""
+    the seeds, each of which simulates its own users; :func:`recaudit.stats.estimate_mean`).
+    With one seed the interval is undefined (NaN), not a zero-width one."""
     import numpy as np
     import pandas as pd
 
@@ -54,8 +79,9 @@ def summarise(rows: Sequence[dict] | Any, level: float = 0.95) -> Any:
     bounds = [estimate_mean(g["value"].to_numpy(float), np.arange(len(g)),
                             np.zeros(len(g))).interval(level)
               for _, g in df.groupby(keys, dropna=False, sort=False)]
-    out["ci_low"] = [b[0] for b in bounds]
-    out["ci_high"] = [b[1] for b in bounds]
+    single = (out["count"] < 2).to_numpy()
+    out["ci_low"] = np.where(single, np.nan, [b[0] for b in bounds])
+    out["ci_high"] = np.where(single, np.nan, [b[1] for b in bounds])
     return out
 
 

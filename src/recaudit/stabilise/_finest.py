@@ -7,8 +7,9 @@ Recommendations by Rank-Preserving Fine-Tuning", arXiv 2402.03481).
 2. **reference lists** — for every training instance (the prediction after a user's training
    interaction ``j``, :mod:`._finest_parts`) the top-``2K`` items of the *reference model*;
 3. **fine-tuning** for ``epochs`` epochs with a fresh Adam at ``lr``: each epoch draws one
-   simulated perturbation of ``train`` (``ratio`` of its interactions deleted, replaced by or
-   preceded by the least popular item) and trains one epoch on it with
+   simulated perturbation of ``train`` (``ratio`` of its interactions deleted, replaced by the
+   least popular item, or followed by an inserted interaction with it) and trains one epoch on
+   it with
 
        L = L_model + weight * L_rank
 

@@ -34,14 +34,16 @@ def timing_table(data: ReportData) -> Table:
 
 
 def data_table(data: ReportData) -> Table | None:
-    """The data summary of every dataset (store meta ``data``)."""
+    """The data summary of every dataset (store meta ``data``): one row per fact, one column
+    per dataset, so that the dozen facts of a summary make the table long, not too wide for
+    the page."""
     info = data.meta.get("data")
     if not isinstance(info, dict) or not info:
         return None
-    keys = list(dict.fromkeys(k for v in info.values() if isinstance(v, dict) for k in v))
-    rows = [tuple([_text(name)] + [_value_cell(v.get(k)) for k in keys])
-            for name, v in info.items() if isinstance(v, dict)]
-    return Table("data", "Data", ("dataset", *keys), tuple(rows))
+    sets = {name: v for name, v in info.items() if isinstance(v, dict)}
+    keys = list(dict.fromkeys(k for v in sets.values() for k in v))
+    rows = [tuple([_text(k)] + [_value_cell(v.get(k)) for v in sets.values()]) for k in keys]
+    return Table("data", "Data", ("", *sets), tuple(rows))
 
 
 def _value_cell(v: Any) -> Cell:
