@@ -70,3 +70,20 @@ def test_no_train_records_what_the_store_holds(tmp_path, monkeypatch):
                               ("latentcross",), ("random-delete",))
     assert calls == [] and dict(out) == {}      # nothing trained, nothing held: no measures
     assert Scope(train=False).reduced and Scope(train=False).flags() == " --no-train"
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_a_no_train_note_says_whether_every_claim_was_measured(tmp_path, monkeypatch, complete):
+    """A --no-train record made from a store that another experiment's run filled completely
+    (Figures 6-7 read Table 3's trials) must not say it was stopped part-way."""
+    from recaudit.reproduce import get
+
+    exp = get("oh2022-figures6-7")
+    keys = {k for c in exp.claims for k in c.keys}
+    held = {k: 0.5 for k in keys} if complete else {}
+    monkeypatch.setattr(_oh2022._common, "_run_audits", lambda *a, **kw: dict(held))
+    rec = run("oh2022-figures6-7", "paper", tmp_path, scope=Scope(seeds=1, train=False))
+    states = {c["state"] for c in rec["claims"]}
+    assert ("not measured" in states) is not complete
+    assert ("stopped part-way" in rec["scale_note"]) is not complete
+    assert ("every claim's trials were there" in rec["scale_note"]) is complete

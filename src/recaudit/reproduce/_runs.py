@@ -155,9 +155,13 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     grid = Scope(scope.seeds, scope.draws, scope.models).flags()
     if grid:
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
+    judged = evaluate(exp, measures)
     if not scope.train:
-        note += ("; recorded from the trials the stores held (--no-train): a run stopped "
-                 "part-way, whose unfinished claims are not measured")
+        missing = any(c["state"] == "not measured" for c in judged["claims"])
+        note += ("; recorded from the trials the stores held (--no-train): "
+                 + ("a run stopped part-way, whose unfinished claims are not measured"
+                    if missing else "every claim's trials were there (trained by this or "
+                    "another experiment's run on the same store)"))
     command = (f"recaudit reproduce run {name} --scale {scale}{flags}"
                + (f" --workers {workers}" if workers > 1 else ""))
     this = {"command": command, "started": time.strftime("%Y-%m-%d %H:%M",
@@ -187,7 +191,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "workers": workers, "load_average": this["load_average"],
         "invocations": invocations, "machine": this["machine"], "versions": versions(),
         "measures": {k: measures[k] for k in sorted(measures)},
-        **evaluate(exp, measures),
+        **judged,
     }
     path = record_path(records, name, scale)
     samples = measures.long_samples(_sampled_keys(exp))
