@@ -70,3 +70,20 @@ def test_a_store_written_before_draws_gains_the_column(tmp_path):
     run_audit(_config(tmp_path, perturbations=("random-delete",), seeds=(0,), draws=2))
     s = trial_summary(cfg.output)
     assert sorted(s.draw) == [0, 1]
+
+
+def test_a_resumed_run_does_not_wait_for_a_cached_baseline(tmp_path):
+    """Trials of one baseline wait for the group's first (which trains it); once the baseline
+    is cached, a resumed run gives each trial a group of its own, so all workers start."""
+    from recaudit.audit._engine import AuditStudy
+
+    cfg = _config(tmp_path, perturbations=("random-delete", "latest-random-delete"),
+                  seeds=(0,), draws=2)
+    fresh = AuditStudy(cfg).plan()
+    assert len({t.group for t in fresh}) == 1                  # one group: one baseline
+    run_audit(_config(tmp_path, perturbations=("random-delete",), seeds=(0,)))
+    resumed = AuditStudy(cfg).plan()                            # the baseline is cached now
+    assert len({t.group for t in resumed}) == len(resumed) == 4
+    assert [t.id for t in resumed] == [t.id for t in fresh]
+    run_audit(cfg)                                              # and the run completes
+    assert len(trial_summary(cfg.output)) == 4

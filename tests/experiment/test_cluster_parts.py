@@ -64,9 +64,10 @@ def test_array_cache_round_trips_and_leaves_no_partial_entry(tmp_path, where):
     uri = {"local": str(tmp_path / "c"), "file": f"file://{tmp_path}/c",
            "memory": f"memory://recaudit-test-{tmp_path.name}"}[where]
     cache = ArrayCache(uri)
-    assert cache.get("k") is None
+    assert cache.get("k") is None and not cache.has("k")
     items = np.arange(12, dtype=np.int32).reshape(3, 4)
     cache.put("k", items=items)
+    assert ArrayCache(uri).has("k") and not ArrayCache(uri).has("other")
     got = ArrayCache(uri).get("k")
     assert got is not None and got["items"].dtype == np.int32
     np.testing.assert_array_equal(got["items"], items)

@@ -3,7 +3,8 @@
 :class:`AuditStudy` is the stability audit on the experiment layer
 (:func:`recaudit.experiment.run_study`): a config expands into :class:`AuditJob` s (the trial
 spec with its perturbation parsed once, the baseline key that groups the trials sharing a
-baseline), which any executor runs and whose outcomes land in the audit's tables
+baseline: the group's first trial trains it and the rest wait, unless a resumed run finds it
+already cached), which any executor runs and whose outcomes land in the audit's tables
 (:mod:`recaudit.audit._store`).
 """
 
@@ -18,8 +19,8 @@ from recaudit.audit._runner import Baseline, TrialOutcome, make_baseline, run_tr
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
-from recaudit.experiment import (ExecutorSpec, Store, Table, Trial, data_summary, prepare,
-                                 run_study)
+from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, data_summary,
+                                 prepare, run_study)
 from recaudit.perturb import Perturbation
 
 __all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
@@ -117,6 +118,7 @@ class AuditStudy:
         done = self._finished()
         parsed: dict[str, Perturbation] = {}
         charged: set[str] = set()
+        cached: dict[str, bool] = {}
         out = []
         for trial, tid, key in plan(cfg):
             label = repr(trial.perturbation)
@@ -125,8 +127,14 @@ class AuditStudy:
             first = tid not in done and key not in charged
             if first:
                 charged.add(key)
+            if key not in cached:
+                cached[key] = cache is not None and ArrayCache(cache).has(key)
             job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
-            out.append(Trial(tid, job, group=key, datasets=(trial.dataset,)))
+            # a baseline already cached (a resumed run) holds nobody back: each trial is a
+            # group of its own, so every worker starts at once instead of waiting for the
+            # group's first trial to re-read the baseline
+            out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
+                             datasets=(trial.dataset,)))
         return out
 
     def _finished(self) -> set[str]:

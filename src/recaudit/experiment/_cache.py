@@ -119,6 +119,13 @@ class ArrayCache:
     def _remote(self, key: str) -> str:
         return f"{self._root}/{key}.npz"
 
+    def has(self, key: str) -> bool:
+        """Whether an entry ``key`` exists (without reading or checking it)."""
+        if self._local is not None:
+            return (self._local / f"{key}.npz").exists()
+        assert self._fs is not None
+        return bool(self._fs.exists(self._remote(key)))
+
     def get(self, key: str) -> dict[str, np.ndarray] | None:
         """The arrays stored under ``key``, or ``None`` when there is no such entry."""
         if self._local is not None:
