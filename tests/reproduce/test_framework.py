@@ -167,6 +167,24 @@ def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     assert m["gru4rec/random-delete/hit_base"] == pytest.approx(rd["hit_base"].mean())
     assert m["gru4rec/none/average_overlap"] == 1.0 and m["gru4rec/none/n_seeds"] == 2
     assert np.isfinite(m["gru4rec/random-delete/mrr_pert"])
+    # what the trials cost, summed (not averaged) over seeds, from the store's own timings
+    assert m["gru4rec/random-delete/trial_seconds"] == pytest.approx(rd["total_seconds"].sum())
+    assert m["gru4rec/random-delete/trial_seconds"] > 0
+
+
+def test_the_report_says_what_the_trials_took_beside_the_wall_time():
+    from recaudit.reproduce._report import _scale
+
+    rec = {"scale": "paper", "command": "recaudit reproduce run x --no-train",
+           "scale_note": "n", "machine": {"cpus": 2, "machine": "x86_64"}, "wall_seconds": 3.0,
+           "started": "2026-11-26 00:00", "versions": {}, "verdict": "not run", "claims": [],
+           "values": [], "measures": {"a/p/trial_seconds": 5400.0, "a/q/trial_seconds": 1800.0,
+                                      "a/p/rbo": 0.5}}
+    machine = next(line for line in _scale(rec, False) if line.startswith("- Machine"))
+    assert "wall time 3 s" in machine and "the 2 h 00 min its trials took" in machine
+    rec["measures"] = {"a/p/rbo": 0.5}                   # records made before: no claim
+    machine = next(line for line in _scale(rec, False) if line.startswith("- Machine"))
+    assert "trials took" not in machine
 
 
 @pytest.mark.parametrize(("x", "shown"), [(None, "–"), (0.0, "0.0000"), (0.77994, "0.7799"),

@@ -25,6 +25,10 @@ import pandas as pd
 
 __all__ = ["audit_trials", "group_measures", "rls_measures", "rls_samples", "shared_store"]
 
+#: The measure that sums the trials' own time (``trials.total_seconds``: the first trial of a
+#: baseline's group carries the baseline's fit), so a record made with ``--no-train`` or over
+#: many invocations still says what its numbers cost to train.
+TRIAL_SECONDS = "trial_seconds"
 _METRICS = ("rbo", "average_overlap", "jaccard", "frbo", "mrr_base", "mrr_pert", "hit_base",
             "hit_pert", "ndcg_base", "ndcg_pert")
 
@@ -73,6 +77,8 @@ def rls_measures(summary: pd.DataFrame, *, by_dataset: bool = False) -> dict[str
             if m in g:
                 out[f"{prefix}/{m}"] = float(g[m].mean())
         out[f"{prefix}/n_seeds"] = float(g["seed"].nunique())
+        if "total_seconds" in g:  # what the trials cost, whichever run trained them
+            out[f"{prefix}/{TRIAL_SECONDS}"] = float(g["total_seconds"].sum())
     return out
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from recaudit.reproduce._audit import TRIAL_SECONDS
 from recaudit.reproduce._experiment import Experiment
 from recaudit.reproduce._runs import available, evaluate, load_measures, load_record
 
@@ -38,6 +39,17 @@ def _duration(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
     h, m = divmod(m, 60)
     return f"{h} h {m:02d} min" if h else (f"{m} min {s:02d} s" if m else f"{s} s")
+
+
+def _trial_time(rec: dict[str, Any]) -> str:
+    """The trials' own time summed from the stores (:data:`TRIAL_SECONDS` measures), where the
+    record has it: runs sharing a store, or recorded with ``--no-train``, show a wall time
+    that says nothing of what training the numbers took."""
+    spent = [v for k, v in rec["measures"].items() if k.endswith(f"/{TRIAL_SECONDS}")]
+    if not spent:
+        return ""
+    return (f", the {_duration(sum(spent))} its trials took to train and rank "
+            "(summed from the store, whichever run trained them)")
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -138,6 +150,7 @@ def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
             + (f", CPU time {_duration(rec['cpu_seconds'])}" if "cpu_seconds" in rec else "")
             + (f" over {len(rec['invocations'])} invocations (a resumed run adds one)"
                if len(rec.get("invocations", [])) > 1 else "")
+            + _trial_time(rec)
             + f" with {rec.get('workers', 1)} worker(s), load average "
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
