@@ -181,7 +181,7 @@ def test_the_report_says_what_the_trials_took_beside_the_wall_time():
            "values": [], "measures": {"a/p/trial_seconds": 5400.0, "a/q/trial_seconds": 1800.0,
                                       "a/p/rbo": 0.5}}
     machine = next(line for line in _scale(rec, False) if line.startswith("- Machine"))
-    assert "wall time 3 s" in machine and "the 2 h 00 min its trials took" in machine
+    assert "wall time 3 s" in machine and "its trials took 2 h 00 min to train" in machine
     rec["measures"] = {"a/p/rbo": 0.5}                   # records made before: no claim
     machine = next(line for line in _scale(rec, False) if line.startswith("- Machine"))
     assert "trials took" not in machine

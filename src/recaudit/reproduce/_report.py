@@ -48,8 +48,8 @@ def _trial_time(rec: dict[str, Any]) -> str:
     spent = [v for k, v in rec["measures"].items() if k.endswith(f"/{TRIAL_SECONDS}")]
     if not spent:
         return ""
-    return (f", the {_duration(sum(spent))} its trials took to train and rank "
-            "(summed from the store, whichever run trained them)")
+    return (f"; its trials took {_duration(sum(spent))} to train and rank (summed from the "
+            "store, whichever run trained them)")
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -150,11 +150,10 @@ def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
             + (f", CPU time {_duration(rec['cpu_seconds'])}" if "cpu_seconds" in rec else "")
             + (f" over {len(rec['invocations'])} invocations (a resumed run adds one)"
                if len(rec.get("invocations", [])) > 1 else "")
-            + _trial_time(rec)
             + f" with {rec.get('workers', 1)} worker(s), load average "
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
-            f"{rec['versions'].get('torch')})",
+            f"{rec['versions'].get('torch')})" + _trial_time(rec),
             f"- Verdict: **{rec['verdict']}**", ""]
     out += _values_table(rec)
     if rec["claims"]:
