@@ -22,6 +22,8 @@ def test_plan_counts_fits_and_calibrates_without_writing_the_store(tmp_path):
     row = plan.fits.iloc[0]
     assert (row.baselines, row.perturbed, row.stored_trials, row.remaining) == (2, 4, 0, 6)
     assert row.epochs == 3 and row.s_per_epoch > 0 and row.rank_s >= 0
+    assert row.time_basis == "calibration"
+    assert row.s_per_fit == pytest.approx(3 * row.s_per_epoch + row.rank_s)
     assert row.hours == pytest.approx(6 * (3 * row.s_per_epoch + row.rank_s) / 3600)
     assert plan.hours == pytest.approx(row.hours)           # one worker
     d = plan.detectable.iloc[0]
@@ -40,8 +42,19 @@ def test_plan_reads_what_the_store_holds(tmp_path):
     row = plan.fits.iloc[0]
     assert (row.stored_trials, row.stored_baselines) == (3, 1)
     assert row.remaining == 1 + 2                           # seed 1: a baseline, two fits
-    assert np.isnan(row.hours)
+    # time from the finished trials' own times (no calibration fit): their median per fit
+    from recaudit.audit import trial_summary
+
+    own = trial_summary(tmp_path / "a.duckdb").total_seconds
+    assert row.time_basis == "store" and np.isnan(row.s_per_epoch)
+    assert row.s_per_fit == pytest.approx(float(np.median(own)))
+    assert row.hours == pytest.approx(3 * float(np.median(own)) / 3600)
     assert plan.detectable.iloc[0].basis == "store"
+
+
+def test_plan_without_stored_trials_or_calibration_has_no_time(tmp_path):
+    row = dry_run(_cfg(tmp_path), calibrate=False).fits.iloc[0]
+    assert row.time_basis == "none" and np.isnan(row.hours) and row.remaining == 6
 
 
 def test_cli_dry_run_trains_nothing(tmp_path, capsys):

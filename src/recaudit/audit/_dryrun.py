@@ -5,10 +5,13 @@
 - **fits**: per (dataset, model), the baselines (one per seed, shared by that seed's
   perturbations and draws) and the perturbed fits (one per trial; ``none`` fits nothing), and
   how many of each the store (and the baseline cache) already holds;
-- **time**: a one-epoch calibration on this machine — the model trained for one epoch on the
-  first seed's training split, then ranking the test queries — extrapolated as
-  ``remaining fits x (epochs x s/epoch + rank s) / workers`` (a model without epochs is
-  calibrated with one whole fit);
+- **time**: from the store when it holds finished trials of the model — the median of their
+  own times (``trials.total_seconds``: fit, ranking and perturbation; the median, because the
+  first trial of a group also carries its baseline's fit), per remaining fit — which is what
+  a resumed paper-scale run needs, and costs no training; otherwise a one-epoch calibration on
+  this machine — the model trained for one epoch on the first seed's training split, then
+  ranking the test queries — extrapolated as ``epochs x s/epoch + rank s`` per fit (a model
+  without epochs is calibrated with one whole fit); ``remaining fits x s/fit / workers``;
 - **power**: the smallest difference in mean RBO between two perturbations that a paired test
   at 0.05 detects with 80 % power, ``(z_0.975 + z_0.8) sd / sqrt(queries)``, with ``sd`` the
   spread of per-query RBO differences. It is read from the store when it holds two finished
@@ -40,7 +43,9 @@ __all__ = ["DryRun", "dry_run"]
 class DryRun:
     """The plan of an audit (module docstring). ``fits``: one row per (dataset, model) with
     ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``,
-    ``epochs``, ``s_per_epoch``, ``rank_s``, ``hours`` (serial); ``workers``;
+    ``epochs``, ``s_per_epoch``, ``rank_s`` (the calibration's; NaN when timed from the
+    store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
+    (serial); ``workers``;
     ``detectable``: one row per (dataset, model) with ``queries``, ``sd``, ``basis``
     (``store`` or ``calibration``) and ``rbo_difference``."""
 
@@ -100,6 +105,17 @@ def _store_sd(output: Path, dataset: str, label: str) -> float | None:
     return float(d.std(ddof=1)) if len(d) > 1 else None
 
 
+def _store_seconds(output: Path, ids: set[str]) -> float | None:
+    """Median own time of the finished trials ``ids`` in the store (None if none)."""
+    from recaudit.audit._analysis import trial_summary
+
+    if not ids or not output.exists():
+        return None
+    s = trial_summary(output)
+    t = s.loc[s["trial_id"].isin(ids), "total_seconds"].dropna()
+    return float(t.median()) if len(t) else None
+
+
 def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
     time estimate, power only from the store)."""
@@ -123,24 +139,31 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     for (dataset, label), items in groups.items():
         keys = list(dict.fromkeys(k for _, _, k in items))
         open_keys = {k for _, tid, k in items if tid not in done}
-        cached = sum(1 for k in keys if cache is not None and cache.get(k) is not None)
+        cached = sum(1 for k in keys if cache is not None and cache.has(k))
         perturbed = sum(1 for t, _, _ in items if perturbation_label(t.perturbation) != "none")
         stored = sum(1 for _, tid, _ in items if tid in done)
         remaining_pert = sum(1 for t, tid, _ in items
                              if tid not in done and perturbation_label(t.perturbation) != "none")
-        remaining_base = sum(1 for k in open_keys
-                             if cache is None or cache.get(k) is None)
+        remaining_base = sum(1 for k in open_keys if cache is None or not cache.has(k))
+        remaining = remaining_base + remaining_pert
         trial = items[0][0]
         n_queries = len(prepare(trial.dataset, trial.split)[1].queries)
         row = {"dataset": dataset, "model": label, "baselines": len(keys),
                "perturbed": perturbed, "stored_baselines": cached, "stored_trials": stored,
-               "remaining": remaining_base + remaining_pert, "epochs": np.nan,
-               "s_per_epoch": np.nan, "rank_s": np.nan, "hours": np.nan}
+               "remaining": remaining, "epochs": np.nan,
+               "s_per_epoch": np.nan, "rank_s": np.nan, "s_per_fit": np.nan,
+               "time_basis": "none", "hours": np.nan}
         sd, basis = _store_sd(output, dataset, label), "store"
-        if calibrate:
+        timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
+        if timed is not None:
+            row.update(s_per_fit=timed, time_basis="store",
+                       hours=remaining * timed / 3600)
+        if calibrate and (timed is None or sd is None):
             ranks, fit_s, rank_s, epochs = _one_epoch(trial, trial.seed)
-            row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s,
-                       hours=row["remaining"] * (epochs * fit_s + rank_s) / 3600)
+            if timed is None:
+                per_fit = epochs * fit_s + rank_s
+                row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s, s_per_fit=per_fit,
+                           time_basis="calibration", hours=remaining * per_fit / 3600)
             if sd is None:
                 other, *_ = _one_epoch(trial, trial.seed + 1)
                 sd = float(np.std(rbo_batch(ranks.items, other.items, p=config.metrics.p),

@@ -138,6 +138,10 @@ def default_output(config) -> Path:
     return Path("results") / f"audit-{hashlib.sha256(key.encode()).hexdigest()[:10]}.duckdb"
 
 
+def _or_dash(x: float, fmt: str) -> str:
+    return "–" if x is None or x != x else fmt.format(x)
+
+
 def _dry_run(config, console) -> None:
     """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference."""
     from recaudit.audit import dry_run
@@ -145,16 +149,18 @@ def _dry_run(config, console) -> None:
     plan = dry_run(config)
     table = Table(title=f"{config.name}: what the audit would train", title_justify="left")
     for col in ("dataset", "model", "baselines", "perturbed", "stored", "to train", "s/epoch",
-                "epochs", "hours", "detectable ΔRBO"):
+                "epochs", "s/fit", "hours", "detectable ΔRBO"):
         table.add_column(col, justify="left" if col in ("dataset", "model") else "right")
     for f, d in zip(plan.fits.itertuples(), plan.detectable.itertuples()):
         table.add_row(f.dataset, f.model, str(f.baselines), str(f.perturbed),
                       f"{f.stored_baselines} + {f.stored_trials}", str(f.remaining),
-                      f"{f.s_per_epoch:.2f}", str(f.epochs), f"{f.hours:.2f}",
-                      f"{d.rbo_difference:.4f} ({d.basis})")
+                      _or_dash(f.s_per_epoch, "{:.2f}"), _or_dash(f.epochs, "{:.0f}"),
+                      _or_dash(f.s_per_fit, "{:.0f}") + f" ({f.time_basis})",
+                      _or_dash(f.hours, "{:.2f}"), f"{d.rbo_difference:.4f} ({d.basis})")
     console.print(table)
     console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s) "
-                  "(one-epoch calibration on this machine); detectable ΔRBO: the smallest "
+                  "(s/fit: the median own time of the store's finished trials of the model, "
+                  "else a one-epoch calibration on this machine); detectable ΔRBO: the smallest "
                   "difference in mean RBO between two perturbations that a paired test at 0.05 "
                   "finds with 80 % power over the test queries (basis: the store's results, or "
                   "a pessimistic one-epoch calibration). Nothing was trained into the store.")

@@ -58,6 +58,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             train: bool = typer.Option(True, "--train/--no-train",
                                        help="--no-train: record what the stores already hold "
                                             "(a run stopped part-way), train nothing."),
+            dry: bool = typer.Option(False, "--dry-run", help="Print what the run would "
+                                     "train (planned, stored, left), the estimated wall time "
+                                     "and the detectable RBO difference; train nothing. "
+                                     "Stability-audit experiments only."),
             root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Run (or resume) experiments and print their verdicts. A finished run resumed reads
     its stores (no training) and rewrites its record with the current claims and tests."""
@@ -76,10 +80,33 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             raise ConfigError(f"no experiment matches {name!r}")
     scope = Scope(seeds, draws, None if models is None else
                   tuple(m.strip() for m in models.split(",") if m.strip()), train)
+    if dry:
+        if not train:
+            raise ConfigError("--dry-run and --no-train do not go together: a dry run "
+                              "trains nothing and records nothing", key="--dry-run")
+        return _plan(chosen, scale, root, workers, scope)
     for n in chosen:
         rec = run(n, scale, root, workers=workers, scope=scope,
                   records=_records(records, root))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
+
+
+def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None:
+    """``--dry-run``: each experiment's audit configs, planned as ``recaudit run CONFIG
+    --dry-run`` plans one (stores shared by several experiments show what they hold)."""
+    from recaudit.cli._audit import _dry_run
+    from recaudit.cli._common import console
+    from recaudit.reproduce import get, plan
+
+    out = console()
+    plannable = [n for n in names if get(n).plannable]
+    if len(names) > 1 and plannable != names:
+        out.print(f"not planned (not stability audits): "
+                  f"{', '.join(n for n in names if n not in plannable)}")
+    for n in plannable if len(names) > 1 else names:
+        for config in plan(n, scale, root, workers=workers, scope=scope):
+            out.print(f"\n[bold]{n}[/bold] ({scale}) → {config.output}")
+            _dry_run(config, out)
 
 
 def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,

@@ -17,8 +17,9 @@ from recaudit.reproduce._experiment import (CLAIM_STATES, VERDICTS, Claim, Exper
                                             Measures, Scope, Value, evaluate_claims, verdict)
 from recaudit.reproduce._report import render_report, write_report
 from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available, evaluate, get,
-                                      load_measures, load_record, run)
+                                      load_measures, load_record, plan, run)
 
 __all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
-           "evaluate_claims", "get", "load_measures", "load_record", "render_report", "run", "verdict", "write_report"]
+           "evaluate_claims", "get", "load_measures", "load_record", "plan", "render_report", "run",
+           "verdict", "write_report"]

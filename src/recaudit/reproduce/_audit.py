@@ -15,15 +15,25 @@ item per query), ``ndcg_base`` / ``ndcg_pert`` (@k), plus ``.../n_seeds``.
 Their samples (:class:`recaudit.reproduce.Measures`): the per-query values of every trial,
 with ``replicate`` = ``"<seed>:<draw>"`` and ``unit`` = the test query, so that two
 perturbations of one model are compared query by query.
+
+Planning (``recaudit reproduce run --dry-run``): inside :func:`planning`, :func:`audit_trials`
+trains nothing and returns no trials; it collects the configs the experiment's runner hands
+it, so the plan is made from the very configs a run would use (nothing to keep in step).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["audit_trials", "group_measures", "rls_measures", "rls_samples", "shared_store"]
+__all__ = ["audit_trials", "group_measures", "planning", "rls_measures", "rls_samples",
+           "shared_store"]
+
+_PLANNED: ContextVar[list | None] = ContextVar("recaudit_reproduce_planned", default=None)
 
 #: The measure that sums the trials' own time (``trials.total_seconds``: the first trial of a
 #: baseline's group carries the baseline's fit), so a record made with ``--no-train`` or over
@@ -39,6 +49,28 @@ def shared_store(workdir: Path, stem: str) -> Path:
     return workdir.parent.parent / f"{stem}-{workdir.name}.duckdb"
 
 
+_EMPTY = pd.DataFrame(columns=["trial_id", "dataset", "model", "model_label", "perturbation",
+                               "seed"])
+
+
+@contextmanager
+def planning() -> Iterator[list]:
+    """Within this block :func:`audit_trials` trains nothing and returns no trials: it appends
+    each config it is given (with its workers) to the list this yields."""
+    configs: list = []
+    token = _PLANNED.set(configs)
+    try:
+        yield configs
+    finally:
+        _PLANNED.reset(token)
+
+
+def is_planning() -> bool:
+    """Whether a :func:`planning` block is active (a runner's work beside its audits, e.g. a
+    timing, is skipped then)."""
+    return _PLANNED.get() is not None
+
+
 def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
     """Run ``config`` (resuming its store) and return the summary of its own trials;
     ``train=False``: only read the trials the store already holds (a partial run)."""
@@ -49,12 +81,15 @@ def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
 
     if workers > 1:
         config = replace(config, executor=ExecutorSpec("process", workers))
+    planned = _PLANNED.get()
+    if planned is not None:        # planning: collect the config, train and read nothing
+        planned.append(config)
+        return _EMPTY.copy()
     Path(config.output).parent.mkdir(parents=True, exist_ok=True)
     if train:
         run_audit(config)
     elif not Path(config.output).exists():
-        return pd.DataFrame(columns=["trial_id", "dataset", "model", "model_label",
-                                     "perturbation", "seed"])
+        return _EMPTY.copy()
     ids = {tid for _, tid, _ in plan(config)}
     summary = trial_summary(config.output)
     return summary[summary["trial_id"].isin(ids)].reset_index(drop=True)

@@ -192,7 +192,8 @@ class Experiment:
     ``workdir``) and returns the measures. ``unavailable`` explains why it cannot run here
     (e.g. data not available offline), or is ``None``. ``repeatable``: the runner takes a
     fourth argument, the :class:`Scope` of the run (fewer seeds, draws or models than the
-    scale's).
+    scale's). ``plannable``: the runner trains only through stability audits
+    (:func:`recaudit.reproduce._audit.audit_trials`), so ``--dry-run`` can plan it.
     """
 
     name: str
@@ -208,6 +209,7 @@ class Experiment:
     unavailable: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     repeatable: bool = False
+    plannable: bool = False
     alpha: float = 0.05
 
     def run(self, workdir: Path, scale: str, workers: int = 1,

@@ -31,7 +31,7 @@ from recaudit.reproduce._experiment import (Experiment, Measures, Scope, compare
                                             evaluate_claims, verdict)
 
 __all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "evaluate", "get", "load_measures",
-           "load_record", "register", "run"]
+           "load_record", "plan", "register", "run"]
 
 DEFAULT_ROOT = Path("results/reproduce")
 #: Where the repository keeps the records (``recaudit reproduce run`` writes there when run
@@ -128,6 +128,35 @@ def _sampled_keys(exp: Experiment) -> list[str]:
     keys = [k for c in exp.claims for k in c.keys]
     keys += [k for v in exp.values for k in (v.key, *v.also)]
     return list(dict.fromkeys(keys))
+
+
+def plan(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
+         workers: int = 1, scope: Scope | None = None) -> list[Any]:
+    """The audit configs experiment ``name`` would run at ``scale`` (with ``workers`` and
+    ``scope``), in order, with their stores under ``root``: its runner called in a
+    :func:`~recaudit.reproduce._audit.planning` block, which trains, reads and writes nothing.
+    Give each to :func:`recaudit.audit.dry_run` for fits, time and power."""
+    from recaudit.reproduce._audit import planning
+
+    exp = get(name)
+    if not exp.plannable:
+        raise ConfigError(f"experiment {name!r} is not a stability audit, so --dry-run cannot "
+                          "plan it", hint="run it (its small scale takes minutes) or plan "
+                          "the Oh et al. 2022 and Betello et al. 2023 experiments")
+    if scale not in exp.scales:
+        raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
+                          f"{', '.join(exp.scales)}")
+    scope = scope or Scope()
+    if scope.reduced and not exp.repeatable:
+        raise ConfigError(f"experiment {name!r} does not take --seeds, --draws, --models or "
+                          "--no-train; run it at its scale's grid")
+    workdir = Path(root) / name / scale
+    with planning() as configs:
+        if exp.repeatable:
+            exp.runner(workdir, scale, workers, scope)
+        else:
+            exp.runner(workdir, scale, workers)
+    return configs
 
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,

@@ -94,6 +94,8 @@ _T2 = {"sasrec": (0.5, 0.5, 0.3, 0.466, 0.489), "gru4rec": (1.7, 1.2, 0.1, 0.337
 def _measures(config, workers: int, signed: bool) -> Measures:
     """Means (with the percentage variations) and per-query samples of ``config``'s trials."""
     summary = audit_trials(config, workers)
+    if summary.empty:   # planning (--dry-run): nothing ran
+        return Measures()
     return Measures(_variation(rls_measures(summary), signed), rls_samples(config, summary))
 
 
@@ -120,7 +122,7 @@ EXPERIMENTS.append(Experiment(
     name="betello2023-table2", paper=PAPER, alpha=1e-3,
     title="Changing only the training seed: accuracy stays, rank lists change (ML-100k)",
     artefacts="Table 2 (ML-100k row)", data="MovieLens-100k, users >= 10, leave-one-out",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table2,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table2, plannable=True,
     values=_table2_values(),
     claims=(Claim("Accuracy changes little with the seed (|variation| < 2 % for Recall, MRR, "
                   "NDCG@20; equivalence test).", "§5.1; Table 2",
@@ -220,7 +222,7 @@ EXPERIMENTS.append(Experiment(
     title="Removing 1-10 items at the beginning, middle or end of every sequence (ML-100k)",
     artefacts="Table 3 (by direction), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_removal,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_removal, plannable=True,
     values=_removal_values(), claims=_removal_claims(),
     notes=("Table 3 is on ML-1M (SASRec) and FS-NYC (GRU4Rec), not available offline; its "
            "numbers are shown next to ours on ML-100k for scale, and the verdict rests on the "
@@ -245,7 +247,7 @@ EXPERIMENTS.append(Experiment(
     artefacts="Table 3 (ML-100k instead of ML-1M and FS-NYC), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
     scales={k: v["note"] for k, v in SCALES.items()},
-    runner=_run_removal_inputs, values=_removal_values("+inputs"),
+    runner=_run_removal_inputs, plannable=True, values=_removal_values("+inputs"),
     claims=_removal_claims("+inputs"),
     notes=("The perturbations are remove-<where>-<n>+inputs: the perturbed model ranks test "
            "queries whose contexts lost the removed items (recaudit.data.Queries.edited), as "

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from recaudit._files import atomic_text
+from recaudit.reproduce._audit import is_planning
 from recaudit.reproduce._experiment import Claim, Experiment, Measures, Value
 from recaudit.reproduce.rules import All, AnyOf, Bound, Contrast, Less, Within, lowest
 from recaudit.reproduce._oh2022 import _common as common
@@ -67,7 +68,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-figure3", paper=PAPER,
     title="Random deletion: rank lists change, next-item metrics do not",
     artefacts="Figure 3(a), 3(b)", data="Foursquare and Wikipedia (the authors' releases)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3, repeatable=True, plannable=True,
     values=_figure3_values(), claims=_figure3_claims(),
     notes=("Figure 3(a) prints no numbers; the text gives the range 0.75-0.95.",
            "Figure 3(b) does not name its dataset; its MRR levels (0.81-0.83) are those of "
@@ -98,7 +99,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-figures6-7", paper=PAPER,
     title="User groups by MRR: low-accuracy users get less stable lists (LatentCross)",
     artefacts="Figures 6(a), 7", data="Foursquare (the authors' release)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_groups, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_groups, repeatable=True, plannable=True,
     values=tuple(Value(f"latentcross/{p}/jaccard_{g}", f"{p}, {g}-MRR users", None,
                        "Figure 7 (bars)") for p in LOO for g in ("high", "mid", "low")),
     claims=_groups_claims(),
@@ -119,7 +120,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-figure5", paper=PAPER,
     title="LatentCross on Wikipedia: CASPER is the strongest perturbation",
     artefacts="Figure 5(a), 5(b) (Wikipedia bars)", data="Wikipedia (the authors' release)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure5, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure5, repeatable=True, plannable=True,
     values=tuple(Value(f"wikipedia/latentcross/{p}/average_overlap", p, None, "Figure 5 (bars)",
                        also=(f"wikipedia/latentcross/{p}/rbo",)) for p in LOO + REPLACE),
     claims=(Claim("CASPER deletion gives the lowest RBO among deletions.", "Figure 5(a)",
@@ -143,7 +144,8 @@ def _run_figure8(workdir, scale, workers, reps):
     k1 = lambda k: k.replace("casper-delete/", "casper-delete-k1/")  # noqa: E731
     out = Measures({k1(k): v for k, v in got.items()},
                    {k1(k): v for k, v in got.samples.items()})
-    out.update(_casper_runtime(workdir, scale))
+    if not is_planning():   # --dry-run plans the audits only
+        out.update(_casper_runtime(workdir, scale))
     return out
 
 
@@ -180,7 +182,7 @@ EXPERIMENTS.append(Experiment(
     title="CASPER: more perturbations, lower stability; runtime linear in the data size",
     artefacts="Figure 8(a), 8(b)",
     data="Foursquare (8a); LastFM-shaped synthetic logs, 10k-1M interactions (8b)",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure8, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure8, repeatable=True, plannable=True,
     values=tuple(Value(f"latentcross/casper-delete-k{k}/average_overlap", f"{k} CASPER deletions", None,
                        "Figure 8(a)", also=(f"latentcross/casper-delete-k{k}/rbo",))
                  for k in range(1, 9)) + tuple(

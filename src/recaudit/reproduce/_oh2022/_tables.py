@@ -81,7 +81,7 @@ EXPERIMENTS.append(Experiment(
     name="oh2022-table3", paper=PAPER,
     title="Effectiveness of perturbations on Foursquare (deletion and item replacement)",
     artefacts="Table 3(a), 3(b)", data="Foursquare (the authors' release), users >= 10",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3, repeatable=True, plannable=True,
     values=_table3_values(), claims=_table3_claims(),
     notes=("JODIE's TracIn cells are not measured: recaudit's JODIE regresses embeddings "
            "and has no softmax output layer for TracIn's gradients.",
@@ -114,7 +114,7 @@ EXPERIMENTS.append(Experiment(
                                                "trained model (paper: 10)",
             "paper": SCALES["paper"]["note"].replace("3 seeds", "1 seed") + "; 10 draws of "
                      "each perturbation against one trained model, as the paper"},
-    runner=_run_table4, repeatable=True,
+    runner=_run_table4, repeatable=True, plannable=True,
     values=tuple(Value(f"latentcross/{p}-{e}/average_overlap", f"{p}, {e}", v, "Table 4(a)", tol=0.03,
                        also=(f"latentcross/{p}-{e}/rbo",))
                  for e, row in _T4.items() for p, v in zip(_POS, row)),
