@@ -214,6 +214,12 @@ class Experiment:
 
     def run(self, workdir: Path, scale: str, workers: int = 1,
             scope: Scope | None = None) -> Measures:
+        return self.call(workdir, scale, workers, scope, create=True)
+
+    def call(self, workdir: Path, scale: str, workers: int = 1, scope: Scope | None = None,
+             *, create: bool = False) -> Measures:
+        """The runner, after checking ``scale`` and ``scope``; ``create``: make ``workdir``
+        first (a run; planning creates nothing)."""
         from recaudit.errors import ConfigError
 
         if scale not in self.scales:
@@ -223,7 +229,8 @@ class Experiment:
         if scope.reduced and not self.repeatable:
             raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws, "
                               "--models or --no-train; run it at its scale's grid")
-        workdir.mkdir(parents=True, exist_ok=True)
+        if create:
+            workdir.mkdir(parents=True, exist_ok=True)
         out = self.runner(workdir, scale, workers, scope) if self.repeatable else \
             self.runner(workdir, scale, workers)
         return out if isinstance(out, Measures) else Measures(out)

@@ -143,19 +143,8 @@ def plan(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         raise ConfigError(f"experiment {name!r} is not a stability audit, so --dry-run cannot "
                           "plan it", hint="run it (its small scale takes minutes) or plan "
                           "the Oh et al. 2022 and Betello et al. 2023 experiments")
-    if scale not in exp.scales:
-        raise ConfigError(f"experiment {name!r} has no scale {scale!r}; choose one of "
-                          f"{', '.join(exp.scales)}")
-    scope = scope or Scope()
-    if scope.reduced and not exp.repeatable:
-        raise ConfigError(f"experiment {name!r} does not take --seeds, --draws, --models or "
-                          "--no-train; run it at its scale's grid")
-    workdir = Path(root) / name / scale
     with planning() as configs:
-        if exp.repeatable:
-            exp.runner(workdir, scale, workers, scope)
-        else:
-            exp.runner(workdir, scale, workers)
+        exp.call(Path(root) / name / scale, scale, workers, scope)
     return configs
 
 
