@@ -152,3 +152,69 @@ def test_declared_columns_are_the_ones_the_runner_produces():
     frame = compare(lists, lists, parts, k=5, p=0.9)
     assert ["trial_id", *frame.columns] == QUERY_RESULTS.names
     assert {"family", "edit", "count", "position", "reference"} <= set(TRIALS.names)
+
+
+def test_merge_adds_the_trials_the_other_store_holds_and_this_one_lacks(tmp_path, capsys):
+    """Two machines fill two stores of one audit: merging gives the union, a trial both hold
+    keeps the first store's rows, and merging again adds nothing."""
+    from recaudit.cli import main
+
+    a, b = tmp_path / "cpu.duckdb", tmp_path / "gpu.duckdb"
+    with AuditStore(a) as st:
+        st.write_trial(_row("t0"), _queries(3, [1, 0.5, 0.2]), {"kind": "delete"})
+        st.set_meta("config", {"from": "cpu"})
+    with AuditStore(b) as st:
+        st.write_trial(_row("t0", host="gpu"), _queries(2, [0.0, 0.0]), {"kind": "other"})
+        st.write_trial(_row("t1", host="gpu"), _queries(4, [0.9, 0.8, 0.7, 0.6]), None)
+        st.write_trial(_row("t2", host="gpu"), _queries(1, [0.1]), {"kind": "insert"})
+        st.set_meta("config", {"from": "gpu"})
+    with AuditStore(a) as st:
+        added = st.merge(b)
+        assert added["trials"] == 2 and added["query_results"] == 5
+        assert st.finished() == {"t0", "t1", "t2"}
+        means = st.trial_means(("rbo",)).set_index("trial_id")["rbo"]
+        assert means["t0"] == pytest.approx(1.7 / 3)       # ours, not the other store's
+        assert means["t1"] == pytest.approx(0.75) and means["t2"] == pytest.approx(0.1)
+        assert st.records() == {"t0": {"kind": "delete"}, "t2": {"kind": "insert"}}
+        assert st.meta()["config"] == {"from": "cpu"}
+        assert set(st.merge(b).values()) == {0}             # nothing new the second time
+    assert main(["merge", str(b), str(a)]) == 0             # the other way round, by the CLI
+    assert "trials 0" not in capsys.readouterr().out
+    with AuditStore(b, read_only=True) as st:
+        assert st.finished() == {"t0", "t1", "t2"}
+        assert st.trial_means(("rbo",)).set_index("trial_id")["rbo"]["t0"] == 0.0
+
+
+def test_merge_refuses_what_it_cannot_merge(tmp_path):
+    a = tmp_path / "a.duckdb"
+    with AuditStore(a) as st:
+        st.write_trial(_row("t0"), _queries(1, [1.0]), None)
+        with pytest.raises(RecauditError, match="no results store"):
+            st.merge(tmp_path / "missing.duckdb")
+        with pytest.raises(RecauditError, match="into itself"):
+            st.merge(a)
+    import duckdb
+
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE colours (name VARCHAR)")
+    con.close()
+    with AuditStore(a) as st:
+        with pytest.raises(RecauditError, match="no study declares: colours"):
+            st.merge(other)
+        assert st.finished() == {"t0"}
+    busy = tmp_path / "busy.duckdb"
+    holder = AuditStore(busy)
+    try:
+        import subprocess
+        import sys
+
+        code = ("import sys; from recaudit.audit import AuditStore\n"
+                "from recaudit.experiment import StoreBusyError\n"
+                f"st = AuditStore({str(a)!r})\n"
+                f"try:\n    st.merge({str(busy)!r})\nexcept StoreBusyError as e:\n"
+                "    print('busy:', e); sys.exit(3)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 3 and "in use by another process" in out.stdout, out.stderr
+    finally:
+        holder.close()

@@ -179,3 +179,47 @@ def test_verdict_undecided_when_nothing_is_contradicted():
     m = exp.run(__import__("pathlib").Path("/nonexistent-unused"), "small") \
         if False else exp.runner(None, "small", 1)
     assert verdict(exp, m) == "undecided"
+
+
+def _partial_exp(rule):
+    return Experiment(name="fake-partial", paper="Nobody et al. 2099", title="A fake",
+                      artefacts="Table 9", data="none", scales={"small": "tiny"},
+                      runner=lambda w, s, n: {}, claims=(Claim("c is among the lowest", "§1",
+                                                                rule),))
+
+
+def test_a_claim_its_missing_comparisons_cannot_change_is_decided():
+    """'c among the two lowest of c, a, b, x' with x not measured: c significantly below a and
+    b settles it whatever x gives; c below a only leaves it to x (not measured)."""
+    rng = np.random.default_rng(8)
+    base = rng.uniform(0.5, 0.9, 200)
+    noise = 0.002 * rng.standard_normal(200)
+    rule = among_lowest("c", ["a", "b", "x"], 2)
+    settled = _measures(c=base - 0.02 + noise, a=base, b=base + 0.01)
+    (claim,) = evaluate_claims(_partial_exp(rule), settled)
+    assert claim["state"] == "holds" and claim["missing"] == ["x"]
+    open_ = _measures(c=base - 0.02 + noise, a=base, b=base - 0.05)
+    (claim,) = evaluate_claims(_partial_exp(rule), open_)
+    assert claim["state"] == "not measured" and claim["holds"] is None
+    lost = _measures(c=base + noise, a=base - 0.02, b=base - 0.05)   # two below c: false
+    (claim,) = evaluate_claims(_partial_exp(rule), lost)
+    assert claim["state"] == "contradicted"
+    none = evaluate_claims(_partial_exp(rule), _measures(z=base))[0]
+    assert none["state"] == "not measured" and none["tests"] == []
+
+
+def test_a_missing_comparison_counts_in_holms_family_with_p_one():
+    rng = np.random.default_rng(9)
+    base = rng.uniform(0.5, 0.9, 40)
+    cols = {f"k{i}": base - 0.004 * (i + 1) + 0.01 * rng.standard_normal(40) for i in range(3)}
+    m = _measures(base=base, **cols)
+    rules = [Less(f"k{i}", "base") for i in range(3)] + [Less("gone", "base")]
+    truths, found = decide(rules, m.samples, m, 0.05)
+    assert truths[3] is None
+    by_leaf = {id(r): found[id(r)] for r in rules}
+    raw = [by_leaf[id(r)].p for r in rules]
+    assert raw[3] == 1.0 and by_leaf[id(rules[3])].test == "not measured"
+    order = np.argsort(raw)
+    expect = np.maximum.accumulate(np.minimum(1, np.array(raw)[order] * np.arange(4, 0, -1)))
+    got = np.array([by_leaf[id(rules[i])].p_adjusted for i in order])
+    assert got == pytest.approx(expect)

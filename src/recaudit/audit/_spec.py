@@ -95,7 +95,10 @@ class TrialSpec:
     """One cell of the grid. ``perturbation`` is a name or table read by
     :func:`recaudit.perturb.parse`; ``draw`` numbers the repeated draws of the perturbation
     against the same baseline (0: the first; its spec, and so its trial id, carries no
-    ``draw`` key, so the ids of audits without repeated draws never change)."""
+    ``draw`` key, so the ids of audits without repeated draws never change). A model's
+    ``device`` parameter is not part of the id either: a trial run on a GPU and the same trial
+    on the CPU are one trial (their lists differ in the last bits of the scores; the device
+    each trial used is in its ``versions``)."""
 
     dataset: DatasetSpec
     split: SplitSpec
@@ -113,6 +116,11 @@ class TrialSpec:
             del d["draw"]
         if isinstance(d.get("model"), dict):
             d["model"].pop("title", None)  # display only: never part of a trial's identity
+            params = d["model"].get("params")
+            if isinstance(params, dict):
+                # where a model trains is not what it is (see ExecutorSpec.devices): the same
+                # trial on a GPU and on the CPU has one id, so a store can be filled on both
+                params.pop("device", None)
         return d
 
     def baseline_key(self, fingerprint: str) -> str:

@@ -58,6 +58,11 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             train: bool = typer.Option(True, "--train/--no-train",
                                        help="--no-train: record what the stores already hold "
                                             "(a run stopped part-way), train nothing."),
+            device: str | None = typer.Option(None, help="Train the audits' neural models "
+                                              "on this device, e.g. cuda:0 (every worker on "
+                                              "it, so --workers trials share one GPU); trial "
+                                              "ids do not change, so the store is read "
+                                              "anywhere. Default: the CPU."),
             dry: bool = typer.Option(False, "--dry-run", help="Print what the run would "
                                      "train (planned, stored, left), the estimated wall time "
                                      "and the detectable RBO difference; train nothing. "
@@ -79,7 +84,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
     scope = Scope(seeds, draws, None if models is None else
-                  tuple(m.strip() for m in models.split(",") if m.strip()), train)
+                  tuple(m.strip() for m in models.split(",") if m.strip()), train, device)
     if dry:
         if not train:
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "

@@ -1,4 +1,4 @@
-"""``recaudit status | results | export STORE``: any study's store, read from its declarations."""
+"""``recaudit status | results | export | merge STORE``: any study's store, read from its declarations."""
 
 from __future__ import annotations
 
@@ -110,7 +110,25 @@ def export(store: Path = _STORE,
             typer.echo(str(path))
 
 
+def merge(store: Path = typer.Argument(..., help="The store to add to (.duckdb; created "
+                                        "if missing)."),
+          others: list[Path] = typer.Argument(..., help="Stores whose trials to add (only "
+                                              "read).")) -> None:
+    """Add to a store the trials other stores hold and it lacks: stores filled on several
+    machines (a GPU box, a CPU box) become one that `results`, `report` and a resumed run
+    read. A trial both hold keeps the first store's row (the same id is the same trial)."""
+    import recaudit.studies  # noqa: F401 - declares every study's tables
+    from recaudit.experiment import Store
+
+    with Store(store) as s:
+        for other in others:
+            added = s.merge(other)
+            rows = ", ".join(f"{n} {k}" for n, k in added.items() if k) or "nothing new"
+            typer.echo(f"{other} -> {store}: {rows}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("status")(status)
     app.command("results")(results)
     app.command("export")(export)
+    app.command("merge")(merge)

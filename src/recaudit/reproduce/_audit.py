@@ -30,10 +30,12 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["audit_trials", "group_measures", "planning", "rls_measures", "rls_samples",
-           "shared_store"]
+__all__ = ["audit_trials", "group_measures", "on_device", "planning", "rls_measures",
+           "rls_samples", "shared_store"]
 
 _PLANNED: ContextVar[list | None] = ContextVar("recaudit_reproduce_planned", default=None)
+_DEVICE: ContextVar[str | None] = ContextVar("recaudit_reproduce_device", default=None)
+_TRAINED_ON: ContextVar[dict | None] = ContextVar("recaudit_reproduce_trained_on", default=None)
 
 #: The measure that sums the trials' own time (``trials.total_seconds``: the first trial of a
 #: baseline's group carries the baseline's fit), so a record made with ``--no-train`` or over
@@ -65,6 +67,65 @@ def planning() -> Iterator[list]:
         _PLANNED.reset(token)
 
 
+@contextmanager
+def on_device(device: str | None) -> Iterator[None]:
+    """Within this block :func:`audit_trials` trains every model that has a ``device``
+    parameter on ``device`` (e.g. ``"cuda:0"``): the model's ``device`` becomes ``"auto"`` and
+    the trials run in a process pool whose workers all train on ``device``, so ``workers``
+    trials share one GPU. Trial ids do not change (the device is not part of them), so a
+    store filled on a GPU is resumed, read and recorded on a CPU machine and vice versa.
+    ``None`` or ``"cpu"``: the experiments' own settings (the CPU)."""
+    token = _DEVICE.set(None if device in (None, "cpu") else device)
+    try:
+        yield
+    finally:
+        _DEVICE.reset(token)
+
+
+def _placed(config, workers: int, device: str):
+    """``config`` with its models that take a ``device`` on ``device`` (see :func:`on_device`)."""
+    from dataclasses import replace
+
+    from recaudit.audit import ExecutorSpec
+    from recaudit.models import parameters
+
+    models = tuple(replace(m, params={**m.params, "device": "auto"})
+                   if any(p == "device" for p, _, _ in parameters(m.name)) else m
+                   for m in config.models)
+    return replace(config, models=models,
+                   executor=ExecutorSpec("process", workers, devices=(device,)))
+
+
+@contextmanager
+def trained_on() -> Iterator[dict[str, list[str]]]:
+    """Within this block :func:`audit_trials` notes, per model (without its ``@preset``), the
+    devices its trials were trained on, as the store recorded them (``versions.device``, e.g.
+    ``"cuda:0 (NVIDIA H200)"``): a record made on one machine from trials trained on another
+    says so."""
+    seen: dict[str, list[str]] = {}
+    token = _TRAINED_ON.set(seen)
+    try:
+        yield seen
+    finally:
+        _TRAINED_ON.reset(token)
+
+
+def _note_devices(output: str, ids: set[str]) -> None:
+    seen = _TRAINED_ON.get()
+    if seen is None or not ids:
+        return
+    from recaudit.experiment import Store
+
+    with Store(output, read_only=True) as store:
+        rows = store.sql("SELECT trial_id, model, json_extract_string(versions, '$.device') "
+                         "AS device FROM trials")
+    rows = rows[rows["trial_id"].isin(ids) & rows["device"].notna()]
+    for (model, device), _ in rows.groupby(["model", "device"], sort=True):
+        devices = seen.setdefault(_model_key(model), [])
+        if device not in devices:
+            devices.append(device)
+
+
 def is_planning() -> bool:
     """Whether a :func:`planning` block is active (a runner's work beside its audits, e.g. a
     timing, is skipped then)."""
@@ -79,7 +140,10 @@ def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
     from recaudit.audit import ExecutorSpec, run_audit, trial_summary
     from recaudit.audit import plan
 
-    if workers > 1:
+    device = _DEVICE.get()
+    if device is not None:
+        config = _placed(config, workers, device)
+    elif workers > 1:
         config = replace(config, executor=ExecutorSpec("process", workers))
     planned = _PLANNED.get()
     if planned is not None:        # planning: collect the config, train and read nothing
@@ -92,7 +156,9 @@ def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
         return _EMPTY.copy()
     ids = {tid for _, tid, _ in plan(config)}
     summary = trial_summary(config.output)
-    return summary[summary["trial_id"].isin(ids)].reset_index(drop=True)
+    mine = summary[summary["trial_id"].isin(ids)].reset_index(drop=True)
+    _note_devices(config.output, set(mine["trial_id"]))
+    return mine
 
 
 def _model_key(name: str) -> str:

@@ -135,12 +135,16 @@ class Scope:
     own). Users, epochs and model sizes are never reduced this way: a run that cannot afford
     the whole grid takes less of it, says so in its record, and the claims it cannot read
     stay undecided. ``train=False``: train nothing, record what the stores already hold (a
-    run stopped part-way; the claims of its unfinished part are "not measured")."""
+    run stopped part-way; the claims of its unfinished part are "not measured").
+    ``device``: where the audits' neural models train (``"cuda:0"``: every worker on that GPU;
+    :func:`recaudit.reproduce._audit.on_device`); it takes nothing from the grid and does not
+    change trial ids, so a store is filled on a GPU and read anywhere."""
 
     seeds: int | None = None
     draws: int | None = None
     models: tuple[str, ...] | None = None
     train: bool = True
+    device: str | None = None
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -153,6 +157,13 @@ class Scope:
             object.__setattr__(self, "models", tuple(self.models))
             if not self.models:
                 raise ConfigError("models must name at least one model", key="models")
+        if self.device is not None:
+            from recaudit.models import check_device
+
+            try:
+                check_device(self.device)
+            except ConfigError as exc:
+                raise ConfigError(exc.message, key="device") from None
 
     @property
     def reduced(self) -> bool:
@@ -163,6 +174,7 @@ class Scope:
         """The command-line options of this scope (``" --seeds 1 --models jodie"``)."""
         parts = [(k, getattr(self, k)) for k in ("seeds", "draws")]
         parts.append(("models", None if self.models is None else ",".join(self.models)))
+        parts.append(("device", self.device))
         return "".join(f" --{k} {v}" for k, v in parts if v is not None) + \
             ("" if self.train else " --no-train")
 
@@ -229,6 +241,10 @@ class Experiment:
         if scope.reduced and not self.repeatable:
             raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws, "
                               "--models or --no-train; run it at its scale's grid")
+        if scope.device is not None and not self.plannable:
+            raise ConfigError(f"experiment {self.name!r} is not a stability audit: it trains "
+                              "where its own settings say, so it does not take --device",
+                              key="device")
         if create:
             workdir.mkdir(parents=True, exist_ok=True)
         out = self.runner(workdir, scale, workers, scope) if self.repeatable else \
@@ -268,19 +284,27 @@ def compare_values(exp: Experiment, measures: Mapping[str, float]) -> list[dict[
 def evaluate_claims(exp: Experiment, measures: Mapping[str, float]
                     ) -> list[dict[str, Any]]:
     """Every claim's state (``holds`` / ``contradicted`` / ``undecided`` / ``not measured``)
-    with its tested comparisons, the p-values Holm-adjusted over the experiment's claims."""
-    measured = [c for c in exp.claims if all(k in measures for k in c.keys)]
+    with its tested comparisons, the p-values Holm-adjusted over the experiment's claims.
+
+    A claim with some of its keys measured is decided when its missing comparisons cannot
+    change it (:mod:`recaudit.reproduce.rules`); its ``missing`` lists the keys not measured.
+    One none of whose keys was measured, or that its missing comparisons could change, is
+    "not measured"."""
+    measured = [c for c in exp.claims if any(k in measures for k in c.keys)]
     truths, found = decide([c.rule for c in measured], getattr(measures, "samples", {}),
                            measures, exp.alpha)
     state = {id(c): t for c, t in zip(measured, truths)}
     out = []
     for c in exp.claims:
+        missing = [k for k in c.keys if k not in measures]
+        truth = state.get(id(c))
         findings: list[Finding] = [found[id(leaf)] for leaf in c.rule.leaves()] \
             if id(c) in state else []
         out.append({"text": c.text, "source": c.source,
-                    "state": CLAIM_STATES[state[id(c)]] if id(c) in state else "not measured",
-                    "holds": state.get(id(c)),
-                    "tests": [f.to_dict() for f in findings]})
+                    "state": "not measured" if truth is None and missing
+                    else CLAIM_STATES[truth],
+                    "holds": truth, "tests": [f.to_dict() for f in findings],
+                    **({"missing": missing} if missing else {})})
     return out
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.reproduce._audit import TRIAL_SECONDS
+from recaudit.reproduce.rules import UNMEASURED
 from recaudit.reproduce._experiment import Experiment
 from recaudit.reproduce._runs import available, evaluate, load_measures, load_record
 
@@ -50,6 +51,16 @@ def _trial_time(rec: dict[str, Any]) -> str:
         return ""
     return (f"; its trials took {_duration(sum(spent))} to train and rank (summed from the "
             "store, whichever run trained them)")
+
+
+def _trained_on(rec: dict[str, Any]) -> str:
+    """Where the trials were trained (the stores' ``versions.device``), when that is not
+    simply this record's machine: a GPU, or several devices."""
+    on = rec.get("trained_on") or {}
+    devices = {d for ds in on.values() for d in ds}
+    if not devices or all(d.startswith("cpu") for d in devices):
+        return ""
+    return "; trials trained on " + ", ".join(f"{', '.join(ds)} ({m})" for m, ds in on.items())
 
 
 def _machine(m: dict[str, Any]) -> str:
@@ -96,6 +107,8 @@ def _p(p: float) -> str:
 def _test(t: dict[str, Any]) -> str:
     """One tested comparison: direction, difference and interval, test, adjusted p, the
     detectable effect and, when undecided, what would decide it."""
+    if t["test"] == UNMEASURED:
+        return t["text"]
     if t["test"] in ("exact", "point"):
         kind = "exact" if t["test"] == "exact" else "point values (no samples)"
         return f"{t['text']}: {'yes' if t['truth'] else 'no'} ({kind})"
@@ -112,6 +125,10 @@ def _test(t: dict[str, Any]) -> str:
 
 def _claim(c: dict[str, Any]) -> list[str]:
     lines = [f"- {_STATE[c['state']]}: {c['text']} ({c['source']})"]
+    if c.get("missing") and c["state"] in ("holds", "contradicted"):
+        lines.append(f"  - decided without {', '.join(c['missing'])} (not measured): "
+                     + ("whatever it gives" if len(c["missing"]) == 1 else
+                        "whatever they give") + ", the measured comparisons settle it")
     tests = c.get("tests", [])
     shown = [t for t in tests if t["truth"] is not True] or tests
     for t in shown[:6]:
@@ -119,7 +136,9 @@ def _claim(c: dict[str, Any]) -> list[str]:
     if len(shown) > 6:
         lines.append(f"  - … and {len(shown) - 6} more comparisons")
     elif len(shown) < len(tests):
-        lines.append(f"  - (the other {len(tests) - len(shown)} comparisons hold)")
+        rest = len(tests) - len(shown)
+        lines.append("  - (the other comparison holds)" if rest == 1 else
+                     f"  - (the other {rest} comparisons hold)")
     return lines
 
 
@@ -153,7 +172,7 @@ def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
             + f" with {rec.get('workers', 1)} worker(s), load average "
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
-            f"{rec['versions'].get('torch')})" + _trial_time(rec),
+            f"{rec['versions'].get('torch')})" + _trial_time(rec) + _trained_on(rec),
             f"- Verdict: **{rec['verdict']}**", ""]
     out += _values_table(rec)
     if rec["claims"]:

@@ -136,16 +136,28 @@ def plan(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     ``scope``), in order, with their stores under ``root``: its runner called in a
     :func:`~recaudit.reproduce._audit.planning` block, which trains, reads and writes nothing.
     Give each to :func:`recaudit.audit.dry_run` for fits, time and power."""
-    from recaudit.reproduce._audit import planning
+    from recaudit.reproduce._audit import on_device, planning
 
     exp = get(name)
     if not exp.plannable:
         raise ConfigError(f"experiment {name!r} is not a stability audit, so --dry-run cannot "
                           "plan it", hint="run it (its small scale takes minutes) or plan "
                           "the Oh et al. 2022 and Betello et al. 2023 experiments")
-    with planning() as configs:
+    with planning() as configs, on_device((scope or Scope()).device):
         exp.call(Path(root) / name / scale, scale, workers, scope)
     return configs
+
+
+def _check_device(scope: Scope) -> None:
+    """A run that trains on CUDA needs CUDA here (recording with ``--no-train`` does not)."""
+    import torch
+
+    if (scope.train and scope.device is not None and scope.device.startswith("cuda")
+            and not torch.cuda.is_available()):
+        raise ConfigError(f"--device {scope.device}: no CUDA device is available here",
+                          key="device", hint="train on a machine with a GPU, record here with "
+                          "--no-train from a copy of its store, or leave --device out to train "
+                          "on the CPU")
 
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
@@ -155,6 +167,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     ``scope``: fewer seeds, draws or models than the scale's (recorded, and named in the
     record's scale note). ``records``: where the record goes (default: beside the stores)."""
     from recaudit._files import atomic_write
+    from recaudit.reproduce._audit import on_device, trained_on
 
     exp = get(name)
     if exp.unavailable:
@@ -164,9 +177,11 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                           f"{', '.join(exp.scales)}")
     workdir = Path(root) / name / scale
     records = Path(records) if records is not None else Path(root)
-    started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
     scope = scope or Scope()
-    measures = exp.run(workdir, scale, workers, scope)
+    _check_device(scope)
+    started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
+    with on_device(scope.device), trained_on() as devices:
+        measures = exp.run(workdir, scale, workers, scope)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
     flags = scope.flags()
@@ -208,6 +223,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "cpu_seconds": round(sum(i.get("cpu_seconds") or 0.0 for i in invocations), 1),
         "workers": workers, "load_average": this["load_average"],
         "invocations": invocations, "machine": this["machine"], "versions": versions(),
+        "trained_on": {m: devices[m] for m in sorted(devices)},
         "measures": {k: measures[k] for k in sorted(measures)},
         **judged,
     }

@@ -27,6 +27,13 @@ strong three-valued logic: ``All`` is false as soon as one part is false, true w
 true, undecided otherwise; ``AtLeast(n, parts)`` is true when ``n`` parts are true, false when
 more than ``len(parts) - n`` are false; :class:`Not` swaps true and false (so "X never beats
 Y" holds only where X is significantly below Y).
+
+A leaf whose keys were not all measured (a run that took part of the grid, or stopped
+part-way) is *not measured*: undecided, and counted in Holm's family with p = 1, so the
+measured leaves are adjusted as if it had been tested. Kleene's logic then decides a claim
+whose missing leaves cannot change it ("CASPER is among the two lowest" holds when it is
+significantly below all but one of the others, whatever the missing one gives); a claim they
+could change stays not measured.
 """
 
 from __future__ import annotations
@@ -325,6 +332,16 @@ def ordered(*keys: str) -> AtLeast:
     return All(*(Less(a, b) for a, b in zip(keys, keys[1:])))
 
 
+#: The test of a leaf whose keys were not all measured (module docstring).
+UNMEASURED = "not measured"
+
+
+def _unmeasured(leaf: Rule) -> Finding:
+    nan = float("nan")
+    return Finding(f"{' vs '.join(leaf._keys())} (not measured)", UNMEASURED, nan, nan, nan,
+                   1.0, nan, None, "none")
+
+
 def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
            alpha: float) -> tuple[list[bool | None], dict[int, Finding]]:
     """Test every leaf of ``rules`` once, Holm-adjust their p-values together (exact and
@@ -334,12 +351,16 @@ def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
     from recaudit.stats import holm
 
     leaves = {id(leaf): leaf for r in rules for leaf in r.leaves()}
-    found = {i: leaf.test(samples, means, alpha) for i, leaf in leaves.items()}
+    found = {i: leaf.test(samples, means, alpha)
+             if all(k in means for k in leaf._keys()) else _unmeasured(leaf)
+             for i, leaf in leaves.items()}
     tested = [i for i, f in found.items() if f.test not in ("exact", "point")]
     adjusted = dict(zip(tested, holm([found[i].p for i in tested])))
     for i, f in found.items():
         p_adj = adjusted.get(i, f.p)
-        if f.test in ("exact", "point"):
+        if f.test == UNMEASURED:
+            truth = None
+        elif f.test in ("exact", "point"):
             truth = f.raw_truth
         elif isinstance(leaf := leaves[i], Within):  # constant too: inside the margin or not
             truth = _tost(f, leaf, means, alpha, p_adj)
