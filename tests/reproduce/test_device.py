@@ -103,3 +103,27 @@ def test_training_on_cuda_without_one_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no CUDA device is available" in err and "--no-train" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupted_reproduction_says_what_its_stores_hold(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in `reproduce run`: the finished trials of the stores under --dir, not
+    'nothing was saved' (what a paper-scale run on a GPU said while it had saved eight)."""
+    import recaudit.reproduce
+    from recaudit.audit import AuditStore
+
+    with AuditStore(tmp_path / "oh2022-foursquare-paper.duckdb") as st:
+        for tid in ("t0", "t1"):
+            st.insert("trials", {"trial_id": [tid], "status": ["done"]})
+    with AuditStore(tmp_path / "oh2022-wikipedia-paper.duckdb") as st:
+        st.insert("trials", {"trial_id": ["t2"], "status": ["done"]})
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recaudit.reproduce, "run", interrupted)
+    code = main(["reproduce", "run", "oh2022-table4", "--scale", "paper", "--dir",
+                 str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert f"3 finished trials saved in the stores under {tmp_path}" in err
+    assert "run the same command again to resume" in err

@@ -94,20 +94,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _saved(store: Any) -> str:
-    """What an interrupted command leaves in ``store``: its finished trials, and how to
-    resume."""
+    """What an interrupted command leaves in ``store`` (a store, or a folder of stores such as
+    ``reproduce run --dir``): its finished trials, and how to resume."""
     from pathlib import Path
 
     from recaudit.experiment import Store
 
     if store is None or not Path(store).exists():
         return "nothing was saved"
-    try:
-        with Store(store, read_only=True) as s:
-            n = s.count("trials")
-    except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
-        return f"{store} could not be read ({exc.one_line()})"
-    return (f"{n} finished trial{'s' if n != 1 else ''} saved in {store}; run the same "
+    stores = sorted(Path(store).glob("*.duckdb")) if Path(store).is_dir() else [Path(store)]
+    n = 0
+    for path in stores:
+        try:
+            with Store(path, read_only=True) as s:
+                n += s.count("trials") if "trials" in s.tables() else 0
+        except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
+            return f"{path} could not be read ({exc.one_line()})"
+    where = f"the stores under {store}" if Path(store).is_dir() else str(store)
+    return (f"{n} finished trial{'s' if n != 1 else ''} saved in {where}; run the same "
             "command again to resume")
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from recaudit.cli._common import RUNNING
+
 _DIR = typer.Option(Path("results/reproduce"), "--dir",
                     help="Where runs keep their stores (large; keep them out of a repository).")
 _RECORDS = typer.Option(None, "--records",
@@ -90,6 +92,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "
                               "trains nothing and records nothing", key="--dry-run")
         return _plan(chosen, scale, root, workers, scope)
+    RUNNING["store"] = root       # what an interruption reports as saved
     for n in chosen:
         rec = run(n, scale, root, workers=workers, scope=scope,
                   records=_records(records, root))
