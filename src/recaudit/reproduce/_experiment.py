@@ -122,8 +122,8 @@ class Claim:
 
     def check(self, measures: Mapping[str, float], alpha: float = 0.05) -> bool | None:
         """This claim alone on ``measures`` (its own leaves Holm-adjusted): True / False /
-        None (undecided, or a key not measured)."""
-        if any(k not in measures for k in self.keys):
+        None (undecided, or missing keys that could change it: see :func:`evaluate_claims`)."""
+        if not any(k in measures for k in self.keys):
             return None
         return decide([self.rule], getattr(measures, "samples", {}), measures, alpha)[0][0]
 
