@@ -59,3 +59,19 @@ def test_cli_dry_run_prints_the_plan_and_trains_nothing(tmp_path, capsys, shared
     assert list(tmp_path.iterdir()) == []                # no store, no folder
     assert main(["reproduce", "run", "oh2022-table4", "--dry-run", "--no-train",
                  "--dir", str(tmp_path)]) != 0
+
+
+def test_plan_honours_a_perturbation_scope(tmp_path, no_training):
+    scope = Scope(seeds=1, models=("jodie",), perturbations=("casper-delete", "random-delete"))
+    configs = plan("oh2022-table3", "paper", tmp_path, scope=scope)
+    assert [c.perturbations for c in configs] == [("random-delete", "casper-delete")]
+    assert plan("oh2022-table3", "paper", tmp_path,
+                scope=Scope(perturbations=("remove-end-1",))) == []   # none of its own
+
+
+def test_cli_rejects_an_unknown_perturbation_before_anything_runs(tmp_path, capsys):
+    code = main(["reproduce", "run", "oh2022-table3", "--scale", "paper", "--perturbations",
+                 "casper-delete,randm-delete", "--dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code != 0 and "randm-delete" in err and "random-delete" in err
+    assert list(tmp_path.iterdir()) == []

@@ -87,3 +87,53 @@ def test_a_no_train_note_says_whether_every_claim_was_measured(tmp_path, monkeyp
     assert ("not measured" in states) is not complete
     assert ("stopped part-way" in rec["scale_note"]) is not complete
     assert ("every claim's trials were there" in rec["scale_note"]) is complete
+
+
+def test_a_perturbation_scope_keeps_the_experiments_order_and_trial_ids(tmp_path):
+    """``--perturbations``: only the named perturbations are planned, in the experiment's
+    order, and each keeps the trial id the whole grid gives it (so a run that trains the
+    deciding comparisons first fills the same store the whole run reads)."""
+    work = tmp_path / "oh2022-table3" / "paper"
+    full = _oh2022._configs(work, "paper", "foursquare", _oh2022.MODELS,
+                            _oh2022.LOO + _oh2022.REPLACE, reps=Scope(seeds=1))
+    part = _oh2022._configs(work, "paper", "foursquare", _oh2022.MODELS,
+                            _oh2022.LOO + _oh2022.REPLACE,
+                            reps=Scope(seeds=1, perturbations=("casper-delete",
+                                                               "random-delete")))
+    assert [len(c.perturbations) for c in part] == [2, 2, 2]
+    assert [c.perturbations[0] for c in part] == ["random-delete"] * 3   # experiment's order
+    assert [c.perturbations[1] for c in part][1:] == ["casper-delete"] * 2
+    assert part[0].perturbations[1] == {"name": "casper-delete", "max_len": 50}  # LSTM window
+
+    def ids(configs):
+        return {t.trial_id("fp") for c in configs for t in c.trials()}
+
+    assert ids(part) < ids(full) and len(ids(part)) == 2 * 4   # 4 models, 2 perturbations
+    tracin = _oh2022._configs(work, "paper", "foursquare", ("jodie",), _oh2022.LOO,
+                              reps=Scope(perturbations=("tracin-delete",)))
+    assert tracin == []              # JODIE has no TracIn: nothing to train, no empty audit
+
+
+def test_a_perturbation_scope_is_checked_and_recorded(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="Did you mean 'casper-delete'") as err:
+        Scope(perturbations=("caspr-delete",))
+    assert err.value.key == "perturbations"
+    with pytest.raises(ConfigError):
+        Scope(perturbations=())
+    seen = {}
+
+    def audits(workdir, scale, workers, reps, *a, **kw):
+        seen["scope"] = reps
+        return {}
+
+    monkeypatch.setattr(_oh2022._common, "_run_audits", audits)
+    scope = Scope(seeds=1, perturbations=("casper-delete", "random-delete"), train=False)
+    rec = run("oh2022-table3", "paper", tmp_path, scope=scope)
+    assert seen["scope"] == scope
+    assert rec["command"] == ("recaudit reproduce run oh2022-table3 --scale paper --seeds 1 "
+                              "--perturbations casper-delete,random-delete --no-train")
+    assert "perturbations casper-delete,random-delete" in rec["scale_note"]
+    assert rec["scope"]["perturbations"] == ["casper-delete", "random-delete"]
+    assert "perturbations" not in Scope(seeds=1).to_dict()   # earlier records compare equal
+    with pytest.raises(ConfigError, match="--perturbations"):
+        run("zhu2023-figure7", "small", tmp_path, scope=Scope(perturbations=("random-delete",)))

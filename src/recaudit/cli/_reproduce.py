@@ -57,6 +57,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             models: str | None = typer.Option(None, help="Run only these models, "
                                               "comma-separated (e.g. jodie,latentcross; "
                                               "recorded)."),
+            perturbations: str | None = typer.Option(
+                None, help="Run only these perturbations of the experiment, comma-separated "
+                "(e.g. casper-delete,random-delete: the comparisons that decide a claim "
+                "first; recorded). The rest can run later into the same store."),
             train: bool = typer.Option(True, "--train/--no-train",
                                        help="--no-train: record what the stores already hold "
                                             "(a run stopped part-way), train nothing."),
@@ -85,8 +89,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
         if not chosen:
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
-    scope = Scope(seeds, draws, None if models is None else
-                  tuple(m.strip() for m in models.split(",") if m.strip()), train, device)
+    scope = Scope(seeds, draws, _names(models), train, device, _names(perturbations))
     if dry:
         if not train:
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "
@@ -97,6 +100,11 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
         rec = run(n, scale, root, workers=workers, scope=scope,
                   records=_records(records, root))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
+
+
+def _names(value: str | None) -> tuple[str, ...] | None:
+    """A comma-separated option's names (``None``: not given)."""
+    return None if value is None else tuple(v.strip() for v in value.split(",") if v.strip())
 
 
 def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None:

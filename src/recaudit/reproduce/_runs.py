@@ -164,7 +164,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         workers: int = 1, scope: Scope | None = None,
         records: Path | str | None = None) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
-    ``scope``: fewer seeds, draws or models than the scale's (recorded, and named in the
+    ``scope``: fewer seeds, draws, models or perturbations than the scale's (recorded, and named in the
     record's scale note). ``records``: where the record goes (default: beside the stores)."""
     from recaudit._files import atomic_write
     from recaudit.reproduce._audit import on_device, trained_on
@@ -185,7 +185,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
     flags = scope.flags()
-    grid = Scope(scope.seeds, scope.draws, scope.models).flags()
+    grid = scope.grid.flags()
     if grid:
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
     judged = evaluate(exp, measures)
@@ -205,9 +205,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     # the runs so far: the record here, else one the stores' folder holds (a record written
     # beside the stores, e.g. by an earlier version, before the records moved)
     earlier = load_record(records, name, scale) or load_record(Path(root), name, scale) or {}
-    same = earlier.get("scope") == {"seeds": scope.seeds, "draws": scope.draws,
-                                    "models": None if scope.models is None
-                                    else list(scope.models)}
+    same = earlier.get("scope") == scope.to_dict()
     before = earlier.get("invocations") or ([{
         k: earlier.get(k) for k in ("command", "started", "wall_seconds", "cpu_seconds",
                                     "workers", "load_average", "machine")}]
@@ -216,8 +214,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     record = {
         "experiment": name, "paper": exp.paper, "title": exp.title, "scale": scale,
         "scale_note": note,
-        "scope": {"seeds": scope.seeds, "draws": scope.draws,
-                  "models": None if scope.models is None else list(scope.models)},
+        "scope": scope.to_dict(),
         "command": command, "started": invocations[0]["started"],
         "wall_seconds": round(sum(i["wall_seconds"] for i in invocations), 1),
         "cpu_seconds": round(sum(i.get("cpu_seconds") or 0.0 for i in invocations), 1),

@@ -58,7 +58,7 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
     """Audit configs on the shared store: one per CASPER window (LSTM and TiSASRec read the
     latest 50 interactions, LatentCross all) and JODIE apart (no TracIn). ``seeds`` and
     ``draws``: the scale's repetitions, of which the scope ``reps`` may take fewer (and fewer
-    models)."""
+    models and perturbations)."""
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, SplitSpec
 
     s = SCALES[scale]
@@ -68,8 +68,8 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
     out = []
     for group in (("lstm", "tisasrec"), ("latentcross",), ("jodie",)):
         ms = [m for m in models if m in group]
-        plist = [p for p in perturbations if not (group == ("jodie",)
-                                                  and p.startswith("tracin"))]
+        plist = [p for p in reps.keep(tuple(perturbations))
+                 if not (group == ("jodie",) and p.startswith("tracin"))]
         if not ms or not plist:
             continue
         out.append(AuditConfig(
