@@ -137,8 +137,9 @@ class Scope:
     claims it cannot read stay undecided. ``perturbations`` filters each experiment's own
     list (an experiment that uses none of them trains nothing): it lets a run with little
     time train the comparisons that decide a claim first (CASPER's deletion and random
-    deletion, say) and the rest later, into the same store, under the same trial ids. ``train=False``: train nothing, record what the stores already hold (a
-    run stopped part-way; the claims of its unfinished part are "not measured").
+    deletion, say) and the rest later, into the same store, under the same trial ids.
+    ``train=False``: train nothing, record what the stores already hold (a run stopped
+    part-way; the claims of its unfinished part are "not measured").
     ``device``: where the audits' neural models train (``"cuda:0"``: every worker on that GPU;
     :func:`recaudit.reproduce._audit.on_device`); it takes nothing from the grid and does not
     change trial ids, so a store is filled on a GPU and read anywhere."""
