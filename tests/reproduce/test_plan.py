@@ -75,3 +75,11 @@ def test_cli_rejects_an_unknown_perturbation_before_anything_runs(tmp_path, caps
     err = capsys.readouterr().err
     assert code != 0 and "randm-delete" in err and "random-delete" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_dry_run_says_when_a_scope_leaves_nothing_to_train(tmp_path, capsys, no_training):
+    assert main(["reproduce", "run", "oh2022-table4", "--scale", "paper", "--dry-run",
+                 "--perturbations", "casper-delete", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to train" in out and "--perturbations casper-delete" in out
+    assert list(tmp_path.iterdir()) == []

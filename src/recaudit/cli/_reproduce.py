@@ -120,7 +120,11 @@ def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None
         out.print(f"not planned (not stability audits): "
                   f"{', '.join(n for n in names if n not in plannable)}")
     for n in plannable if len(names) > 1 else names:
-        for config in plan(n, scale, root, workers=workers, scope=scope):
+        configs = plan(n, scale, root, workers=workers, scope=scope)
+        if not configs:
+            out.print(f"\n[bold]{n}[/bold] ({scale}): nothing to train — "
+                      f"{scope.grid.flags().strip()} leaves none of its trials")
+        for config in configs:
             out.print(f"\n[bold]{n}[/bold] ({scale}) → {config.output}")
             _dry_run(config, out)
 
