@@ -14,8 +14,9 @@ Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | repor
 """
 
 from recaudit.reproduce._experiment import (CLAIM_STATES, VERDICTS, Claim, Experiment,
-                                            Measures, Scope, Value, evaluate_claims, verdict)
+                                            Measures, Value, evaluate_claims, verdict)
 from recaudit.reproduce._report import render_report, write_report
+from recaudit.reproduce._scope import Scope
 from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available, evaluate, get,
                                       load_measures, load_record, plan, run)
 

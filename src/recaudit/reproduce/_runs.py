@@ -27,8 +27,9 @@ from typing import Any
 from recaudit._files import atomic_text
 from recaudit._version import versions
 from recaudit.errors import ConfigError, did_you_mean
-from recaudit.reproduce._experiment import (Experiment, Measures, Scope, compare_values,
+from recaudit.reproduce._experiment import (Experiment, Measures, compare_values,
                                             evaluate_claims, verdict)
+from recaudit.reproduce._scope import Scope
 
 __all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "evaluate", "get", "load_measures",
            "load_record", "plan", "register", "run"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from recaudit.reproduce._audit import (audit_trials, group_measures, rls_measures, rls_samples,
                                        shared_store)
-from recaudit.reproduce._experiment import Measures, Scope
+from recaudit.reproduce._experiment import Measures
+from recaudit.reproduce._scope import Scope
 
 PAPER = "Oh et al. 2022"
 MODELS = ("lstm", "tisasrec", "jodie", "latentcross")
