@@ -40,16 +40,50 @@ def as_queries(queries: Queries | Interactions, max_len: int = 200) -> Queries:
 def top_k_from_scores(scores: np.ndarray, k: int | None) -> RankLists:
     """Rank lists from a dense score matrix ``[n_queries, n_items]``.
 
-    Items with score ``-inf`` are excluded (e.g. already-seen items); ties are broken by the
-    lower item code so results are deterministic. ``k=None`` keeps every finite-score item
-    (rows must then have the same number of finite scores).
+    Items with score ``-inf`` (or NaN) are excluded (e.g. already-seen items); ties are
+    broken by the lower item code so results are deterministic (``-0.0`` ties with ``0.0``).
+    Every row keeps ``depth = min(k, fewest finite scores of any row)`` items; ``k=None``
+    keeps every finite-score item (rows must then have the same number of finite scores).
+
+    The order is that of sorting each row by ``(-score, item)``. A short list is *selected*
+    instead of sorting the row: with ``t`` the row's depth-th largest score
+    (:func:`numpy.partition`, linear time), the list is the items scoring above ``t`` and,
+    of those scoring exactly ``t``, the lowest codes needed to fill it; only these ``depth``
+    items are then sorted. Rows go in blocks, so memory stays a few copies of a block. For
+    Foursquare-sized catalogues this is about 7x faster than sorting every row
+    (``benchmarks/bench_ranking.py``).
     """
+    scores = np.asarray(scores)
+    if scores.ndim != 2:
+        raise ValueError(f"scores must be a [n_queries, n_items] matrix, got shape "
+                         f"{scores.shape}")
     n, m = scores.shape
-    order = np.lexsort((np.broadcast_to(np.arange(m), (n, m)), -scores), axis=-1) \
-        if n else np.zeros((0, m), dtype=np.int64)
-    finite = np.isfinite(scores).sum(axis=1)
-    depth = int(finite.min()) if n else 0
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
+    depth = int(np.isfinite(scores).sum(axis=1).min()) if n else 0
     if k is not None:
-        depth = min(depth, k)
-    items = order[:, :depth]
-    return RankLists(items.astype(np.int32), np.take_along_axis(scores, items, axis=1))
+        depth = min(depth, int(k))
+    items = np.empty((n, depth), dtype=np.int32)
+    block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
+    for lo in range(0, n, block):
+        items[lo:lo + block] = _top(scores[lo:lo + block], depth)
+    return RankLists(items, np.take_along_axis(scores, items, axis=1))
+
+
+def _top(s: np.ndarray, depth: int) -> np.ndarray:
+    """The first ``depth`` items of each row of ``s`` in ``(-score, item)`` order."""
+    n, m = s.shape
+    if depth == 0:
+        return np.zeros((n, 0), dtype=np.int64)
+    if depth * 8 >= m:               # a long list: a stable sort (ties stay in item order)
+        return np.argsort(-s, axis=1, kind="stable")[:, :depth]
+    if np.isnan(s).any():            # NaN last, as in the sort (never within depth)
+        s = np.where(np.isnan(s), -np.inf, s)
+    t = np.partition(s, m - depth, axis=1)[:, m - depth, None]   # the depth-th largest
+    above = s > t
+    tie = s == t
+    need = depth - above.sum(axis=1, keepdims=True)
+    keep = above | (tie & (np.cumsum(tie, axis=1, dtype=np.int32) <= need))
+    chosen = np.nonzero(keep)[1].reshape(n, depth)     # row-major: each row's, by item code
+    order = np.lexsort((chosen, -np.take_along_axis(s, chosen, axis=1)), axis=-1)
+    return np.take_along_axis(chosen, order, axis=1)
