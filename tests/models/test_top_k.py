@@ -61,3 +61,24 @@ def test_bad_k_and_shape_are_refused(bad):
         top_k_from_scores(np.zeros((1, 3)), bad)
     with pytest.raises(ValueError, match="matrix"):
         top_k_from_scores(np.zeros(3), 2)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_cf_models_partial_top_k_pads_unscorable_items(seed):
+    """``recommend``'s top-k (collaborative filtering): NaN is unscorable, a row with fewer
+    than k scorable items ends in -1 / NaN, ties by the lower item code."""
+    from recaudit.models._cf._base import _top_k_nan
+
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 3, (6, 90)).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.5] = np.nan
+    scores[0, 3:] = np.nan                                   # 3 scorable items only
+    for k in (1, 5, 30, 90):
+        items, vals = _top_k_nan(scores, k)
+        for row, got, got_v in zip(scores, items, vals):
+            ok = sorted((j for j in range(90) if not np.isnan(row[j])),
+                        key=lambda j: (-row[j], j))[:k]
+            want = ok + [-1] * (k - len(ok))
+            assert got.tolist() == want
+            np.testing.assert_array_equal(got_v[:len(ok)], row[ok])
+            assert np.isnan(got_v[len(ok):]).all()

@@ -66,19 +66,21 @@ def top_k_from_scores(scores: np.ndarray, k: int | None) -> RankLists:
     items = np.empty((n, depth), dtype=np.int32)
     block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
     for lo in range(0, n, block):
-        items[lo:lo + block] = _top(scores[lo:lo + block], depth)
+        items[lo:lo + block] = top_order(scores[lo:lo + block], depth)
     return RankLists(items, np.take_along_axis(scores, items, axis=1))
 
 
-def _top(s: np.ndarray, depth: int) -> np.ndarray:
-    """The first ``depth`` items of each row of ``s`` in ``(-score, item)`` order."""
+def top_order(s: np.ndarray, depth: int) -> np.ndarray:
+    """The first ``depth`` items of each row of ``s`` in ``(-score, item)`` order, NaN
+    counting as ``-inf`` (``depth`` <= the row length; not validated: the public callers
+    are :func:`top_k_from_scores` and the collaborative-filtering models' ``recommend``)."""
     n, m = s.shape
     if depth == 0:
         return np.zeros((n, 0), dtype=np.int64)
+    if np.isnan(s).any():
+        s = np.where(np.isnan(s), -np.inf, s)
     if depth * 8 >= m:               # a long list: a stable sort (ties stay in item order)
         return np.argsort(-s, axis=1, kind="stable")[:, :depth]
-    if np.isnan(s).any():            # NaN last, as in the sort (never within depth)
-        s = np.where(np.isnan(s), -np.inf, s)
     t = np.partition(s, m - depth, axis=1)[:, m - depth, None]   # the depth-th largest
     above = s > t
     tie = s == t

@@ -29,6 +29,7 @@ from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import DataError
 from recaudit.models._params import Configurable
+from recaudit.models._protocol import top_order
 from recaudit.seeds import make_rng
 
 __all__ = ["RatingConfig", "RatingRecommender", "count_matrix", "rating_matrix"]
@@ -243,18 +244,7 @@ class RatingRecommender(Configurable):
 
 def _top_k_nan(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` of each row ignoring NaN, ties by lower column; ``-1``/NaN padded."""
-    n, m = scores.shape
-    key = np.where(np.isnan(scores), -np.inf, scores)
-    if k < m:
-        part = np.argpartition(-key, k - 1, axis=1)[:, :k]
-        kth = np.take_along_axis(key, part, axis=1).min(axis=1)
-        # everything strictly above the k-th value plus the lowest-coded ties
-        cand = key >= kth[:, None]
-    else:
-        cand = np.ones_like(key, dtype=bool)
-    cols = np.broadcast_to(np.arange(m), (n, m))
-    big = np.where(cand, -key, np.inf)
-    order = np.lexsort((cols, big), axis=-1)[:, :k]
+    order = top_order(scores, k)
     vals = np.take_along_axis(scores, order, axis=1)
     valid = ~np.isnan(vals)
     items = np.where(valid, order, -1).astype(np.int32)
