@@ -165,8 +165,9 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         workers: int = 1, scope: Scope | None = None,
         records: Path | str | None = None) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
-    ``scope``: fewer seeds, draws, models or perturbations than the scale's (recorded, and named in the
-    record's scale note). ``records``: where the record goes (default: beside the stores)."""
+    ``scope``: fewer seeds, draws, models or perturbations than the scale's (recorded, and
+    named in the record's scale note). ``records``: where the record goes (default: beside
+    the stores)."""
     from recaudit._files import atomic_write
     from recaudit.reproduce._audit import on_device, trained_on
 
