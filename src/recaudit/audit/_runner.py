@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recaudit import _progress as progress
 from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
@@ -98,10 +99,12 @@ def _anchor(trial: TrialSpec, split: Split, cache_dir: Path | None) -> Any:
 
 
 def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
-              cache_dir: Path | None = None, queries: Queries | None = None
-              ) -> tuple[RankLists, float, float]:
+              cache_dir: Path | None = None, queries: Queries | None = None,
+              phase: str = "perturbed") -> tuple[RankLists, float, float]:
+    progress.report(phase=f"{phase} fit")
     model, fit_s = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
     try:
+        progress.report(phase=f"{phase} ranking")
         t1 = time.perf_counter()
         ranks = model.rank(split.queries if queries is None else queries,
                            k=trial.metrics.depth)
@@ -126,7 +129,7 @@ def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | No
     """Train the unperturbed model of ``trial`` and rank the test queries (the one place a
     baseline is trained); ``cache``: the audit's baseline cache (a stabilised model keeps what
     it derives there when it is a local directory)."""
-    return _fit_rank(trial, split.train, split, trial.seed, _local(cache))
+    return _fit_rank(trial, split.train, split, trial.seed, _local(cache), phase="baseline")
 
 
 def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
@@ -242,6 +245,9 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
                charge_baseline: bool) -> TrialOutcome:
     started = time.time()
     t0 = time.perf_counter()
+    progress.report(label=f"{trial.model.label} · {perturbation_label(trial.perturbation)} · "
+                          f"seed {trial.seed}" + (f" · draw {trial.draw}" if trial.draw else ""),
+                    phase="loading data")
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
     if baseline is None:
@@ -261,6 +267,7 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
     if trial.model.stabilise is not None and spec.needs.recommendations:
         plain_base = _baseline(dataclasses.replace(trial, model=trial.model.base), data, split,
                                cache_dir)[0]
+    progress.report(phase="perturbing")
     context = perturb_context(spec, trial, split, plain_base)
     try:
         train, record = spec.perturb(split.train, rng, context)

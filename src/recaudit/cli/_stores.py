@@ -15,13 +15,29 @@ __all__ = ["register"]
 _STORE = typer.Argument(..., help="Results store (.duckdb).")
 
 
+def _span(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s} s"
+    return f"{s // 60} min" if s < 7200 else f"{s // 3600} h {s % 3600 // 60} min"
+
+
 def _ago(ts: float) -> str:
-    s = max(0, int(time.time() - ts))
-    return f"{s} s ago" if s < 120 else f"{s // 60} min ago"
+    return f"{_span(time.time() - ts)} ago"
+
+
+def _in_flight(beat: dict) -> str:
+    """One running trial: ``label: phase, epoch 23/50 for 31 min, about 36 min left``."""
+    what = beat.get("label") or beat.get("trial_id", "?")
+    epoch = (f", epoch {beat['epoch']}/{beat['epochs']}" if "epoch" in beat else "")
+    left = f", about {_span(beat['remaining'])} left" if "remaining" in beat else ""
+    return f"{what}: {beat.get('phase', '?')}{epoch} for {_span(beat['elapsed'])}{left}"
 
 
 def status(store: Path = _STORE) -> None:
-    """How many trials of each study the store holds (readable while a run writes to it)."""
+    """How many trials of each study the store holds, and what each trial a run is running
+    does now: its phase, epoch and time left (readable while the run writes to the store)."""
+    from recaudit.experiment import heartbeats
     from recaudit.studies import status as study_status
 
     console = _console(120)
@@ -38,6 +54,9 @@ def status(store: Path = _STORE) -> None:
             state = "running" if p.get("running") else p.get("state", "stopped")
             console.print(f"  run {state} (pid {p.get('pid')}), started {_ago(p['started'])}, "
                           f"last update {_ago(p['updated'])}: {p['done']} of {p['planned']}")
+            beats = heartbeats(store) if p.get("running") else []
+            for beat in beats:
+                console.print(f"  running {_in_flight(beat)}", markup=False)
         if len(s.breakdown):
             table = Table(*s.study.breakdown, "done")
             for row in s.breakdown.itertuples(index=False):

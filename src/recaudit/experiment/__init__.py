@@ -21,6 +21,7 @@ from recaudit._ids import canonical_json, spec_id
 from recaudit.experiment._cache import ArrayCache
 from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
 from recaudit.experiment._executors import execute
+from recaudit.experiment._heartbeat import Heartbeat, heartbeats
 from recaudit.experiment._run import run_pending
 from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
@@ -29,6 +30,7 @@ from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, 
                                         run_study)
 
 __all__ = ["META", "PLANS", "TABLES", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
+           "Heartbeat", "heartbeats",
            "ModelSpec", "SplitSpec", "Store", "StoreBusyError", "Study", "StudyInfo", "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "load_dataset",
            "prepare", "progress_path", "read_dataset", "read_progress", "register",

@@ -18,7 +18,8 @@ columns that newer releases declared, with their defaults), records the plan (ta
 of 16" however many configurations share a store), runs the trials the store does not hold
 yet on the study's executor (in-process, process pool or Ray), writes each result as it
 arrives, and publishes its progress beside the store (:func:`progress_path`) so the store can
-be watched while the run holds it.
+be watched while the run holds it, with a heartbeat per trial in flight
+(:mod:`recaudit.experiment._heartbeat`: phase, epoch, time left).
 
 A :class:`StudyInfo` is what readers need of a study: its tables, the columns ``status``
 counts by, and its per-trial summary for ``recaudit results``.
@@ -38,6 +39,7 @@ from typing import Any, ClassVar, Protocol
 from recaudit._files import atomic_text
 from recaudit._ids import spec_id
 from recaudit.errors import RecauditError
+from recaudit.experiment._heartbeat import Heartbeat, clear_heartbeats, heartbeat_dir
 from recaudit.experiment._run import run_pending
 from recaudit.experiment._schema import PLANS, Table
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
@@ -106,8 +108,12 @@ class StudyInfo:
         return self.trials.name in store.tables()
 
 
-def _call(run: Callable[..., Any], trial: Trial, *product: Any) -> Any:
-    return run(trial.job, *product)
+def _call(run: Callable[..., Any], beats: str | None, trial: Trial, *product: Any) -> Any:
+    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given)."""
+    if beats is None:
+        return run(trial.job, *product)
+    with Heartbeat(beats, trial.id):
+        return run(trial.job, *product)
 
 
 def progress_path(store: str | Path) -> Path:
@@ -184,13 +190,18 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                 progress(tid, finished, total)
 
         jobs = [(t.id, (t,)) for t in trials]
+        # heartbeats of the trials in flight (not on Ray: its workers may be elsewhere); a
+        # killed run's are stale, and this run holds the store, so none is running
+        clear_heartbeats(output)
+        beats = None if study.executor.kind == "ray" else str(heartbeat_dir(output))
         try:
-            run_pending(store, done, jobs, functools.partial(_call, study.run),
+            run_pending(store, done, jobs, functools.partial(_call, study.run, beats),
                         study.executor, write,
                         group=(lambda job: job[0].group) if any(t.group for t in trials)
                         else None,
                         share=None if study.share is None else functools.partial(_call,
-                                                                                 study.share),
+                                                                                 study.share,
+                                                                                 None),
                         data=lambda job: job[0].datasets, progress=report)
         except BaseException as exc:
             state.update(running=False, state="interrupted" if isinstance(
@@ -199,4 +210,5 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
             raise
         state.update(running=False, state="finished")
         _publish(output, state)
+        clear_heartbeats(output)
     return output

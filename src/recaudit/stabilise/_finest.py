@@ -54,6 +54,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from recaudit import _progress as progress
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import ConfigError
@@ -249,6 +250,7 @@ class Finest:
                                 "instances": kept / max(seen, 1),
                                 "seconds": time.perf_counter() - tic,
                                 "cpu_seconds": time.process_time() - cpu})
+                progress.epoch(epoch + 1, cfg.epochs or mcfg.epochs)
             net.eval()
             set_dropout_generator(net, None)
         return history

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from recaudit import _progress as progress
 from recaudit.data import Interactions, Queries, RankLists, holdout_last
 from recaudit.errors import ConfigError, DataError
 from recaudit.metrics import score_ranks
@@ -189,6 +190,7 @@ class SequentialRecommender(Configurable):
                     else:
                         stale += 1
                 self.history_.append(record)
+                progress.epoch(epoch + 1, cfg.epochs)
                 if valid_q is not None and stale >= cfg.patience:
                     break
             if best_state is not None:

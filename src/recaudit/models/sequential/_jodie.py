@@ -60,6 +60,7 @@ import torch
 from numba import njit
 from torch import nn
 
+from recaudit import _progress as progress
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
 from recaudit.models.sequential._jodie_plan import (Plan, count_groups, make_plan, previous_rows,
@@ -288,6 +289,7 @@ class JODIE(SequentialRecommender):
                 self.history_.append({"epoch": epoch + 1, "loss": float(total) / len(train),
                                       "seconds": time.perf_counter() - tic,
                                       "cpu_seconds": time.process_time() - cpu})
+                progress.epoch(epoch + 1, cfg.epochs)
             net.eval()
         self.network_ = net
         self.device_ = device

@@ -49,6 +49,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+from recaudit import _progress as progress
 from recaudit.data import Interactions, Queries, holdout_last
 from recaudit.errors import ConfigError, DataError
 from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout, row_gaps,
@@ -234,6 +235,7 @@ class LatentCross(SequentialRecommender):
                     else:
                         stale += 1
                 self.history_.append(record)
+                progress.epoch(epoch + 1, cfg.epochs)
                 if valid_q is not None and stale >= cfg.patience:
                     break
             if best_state is not None:

@@ -1,0 +1,135 @@
+"""What each running trial is doing, while it runs: one small file per trial.
+
+A run publishes how many trials are done (:func:`~recaudit.experiment.read_progress`); a
+trial of a paper-scale audit can take an hour, so that count says little about the trials in
+flight. Each worker therefore keeps a *heartbeat* for the trial it runs,
+``<store>.progress.d/<trial id>.json``: its label (model, perturbation, seed), its phase
+(``loading data``, ``baseline fit``, ``perturbing``, ``perturbed fit``, ``perturbed
+ranking``, ...), the epoch its model's training loop last finished, when the phase began and
+the worker's pid. The work reports through :mod:`recaudit._progress`; this module turns the
+reports into the file, at most one write per second (every phase change is written), and
+removes the file when the trial ends, however it ends.
+
+:func:`heartbeats` reads them back for ``recaudit status``, keeping only those whose worker is
+alive (a killed run leaves files that are then ignored, and removed by the next run). The
+remaining time of a phase is estimated from its epochs: ``elapsed / epoch * (epochs -
+epoch)``. A heartbeat that cannot be written (a full or read-only disk) is logged once and
+given up: watching never fails a trial. Ray's workers may run on other machines, so runs on
+Ray keep none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from recaudit import _progress
+from recaudit._files import atomic_text
+
+__all__ = ["Heartbeat", "clear_heartbeats", "heartbeat_dir", "heartbeats"]
+
+log = logging.getLogger(__name__)
+
+
+def heartbeat_dir(store: str | Path) -> Path:
+    """Where the trials running on ``store`` keep their heartbeats."""
+    store = Path(store)
+    return store.with_name(store.name + ".progress.d")
+
+
+class Heartbeat:
+    """The heartbeat of trial ``trial_id`` in ``folder``, while the ``with`` block runs;
+    inside it :func:`recaudit._progress.report` writes to it."""
+
+    def __init__(self, folder: str | Path, trial_id: str, *, every: float = 1.0) -> None:
+        self.path = Path(folder) / f"{trial_id}.json"
+        self.every = every
+        now = time.time()
+        self.state: dict[str, Any] = {"trial_id": trial_id, "pid": os.getpid(), "started": now,
+                                      "phase": "starting", "phase_started": now}
+        self._written = 0.0
+        self._broken = False
+
+    def __call__(self, fields: Mapping[str, Any]) -> None:
+        now = time.time()
+        if "phase" in fields and fields["phase"] != self.state.get("phase"):
+            self.state.pop("epoch", None)
+            self.state.pop("epochs", None)
+            self.state["phase_started"] = now
+            self._written = 0.0                      # a new phase is always written
+        self.state.update(fields)
+        if now - self._written >= self.every:
+            self._write(now)
+
+    def _write(self, now: float) -> None:
+        if self._broken:
+            return
+        self.state["updated"] = now
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_text(self.path, json.dumps(self.state))
+        except OSError as exc:
+            self._broken = True
+            log.warning("cannot write the heartbeat %s (%s); the trial goes on without one",
+                        self.path, exc)
+        self._written = now
+
+    def __enter__(self) -> Heartbeat:
+        self._write(time.time())
+        self._watching = ExitStack()
+        self._watching.enter_context(_progress.reporting(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._watching.close()
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError as err:
+            if not self._broken:                # else the warning was given already
+                log.warning("cannot remove the heartbeat %s (%s)", self.path, err)
+
+
+def _alive(pid: Any) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
+def heartbeats(store: str | Path) -> list[dict[str, Any]]:
+    """The heartbeats of the trials running on ``store`` now, oldest first; each has
+    ``elapsed`` (seconds in its phase) and, once an epoch is done, ``remaining`` (seconds of
+    the phase left, from its epochs so far)."""
+    folder = heartbeat_dir(store)
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            beat = json.loads(path.read_text())
+        except (OSError, ValueError):    # being replaced, or removed since the listing
+            continue
+        if not isinstance(beat, dict) or not _alive(beat.get("pid")):
+            continue
+        now = time.time()
+        beat["elapsed"] = now - float(beat.get("phase_started", now))
+        done, total = beat.get("epoch"), beat.get("epochs")
+        if isinstance(done, int) and isinstance(total, int) and done > 0:
+            beat["remaining"] = beat["elapsed"] / done * max(total - done, 0)
+        out.append(beat)
+    return sorted(out, key=lambda b: b.get("started", 0.0))
+
+
+def clear_heartbeats(store: str | Path) -> None:
+    """Remove the heartbeats a killed run left behind (at the start of a run, which holds
+    the store: no other run's trials can be running on it)."""
+    folder = heartbeat_dir(store)
+    if folder.is_dir():
+        for path in folder.iterdir():
+            path.unlink(missing_ok=True)
+        folder.rmdir()
