@@ -160,4 +160,7 @@ def _entry() -> None:  # pragma: no cover - console script wrapper
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
+    from recaudit._memory import keep_freed_memory
+
+    keep_freed_memory()  # the recaudit command's own process: reuse freed blocks
     sys.exit(main())

@@ -43,6 +43,9 @@ def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
 def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
     import torch
 
+    from recaudit._memory import keep_freed_memory
+
+    keep_freed_memory()              # a worker of ours: reuse freed blocks (recaudit._memory)
     torch.set_num_threads(threads)
     try:
         torch.set_num_interop_threads(1)
