@@ -19,11 +19,12 @@ Subpackages (one concept each), from the top layer down; a layer imports only la
   convention, errors and warnings, seeds as data.
 """
 
+from recaudit._memory import keep_freed_memory
 from recaudit._version import __version__
 from recaudit.errors import ConfigError, DataError, DatasetError, RecauditError, RecauditWarning
 
 __all__ = ["ConfigError", "DataError", "DatasetError", "RecauditError", "RecauditWarning",
-           "__version__", "compare_runs"]
+           "__version__", "compare_runs", "keep_freed_memory"]
 
 
 def __getattr__(name: str):
