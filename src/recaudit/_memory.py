@@ -13,7 +13,8 @@ allocator decides where numbers live, never what they are).
 The cost: a process keeps up to its peak heap instead of returning large blocks at once. recaudit
 therefore sets this only in the processes it owns — the ``recaudit`` command and the workers of
 its process executor — never on import (a notebook calls :func:`recaudit.keep_freed_memory`
-itself); set ``RECAUDIT_KEEP_FREED_MEMORY=0`` to leave the allocator alone. Other allocators (macOS, musl) are left alone.
+itself); set ``RECAUDIT_KEEP_FREED_MEMORY=0`` to leave the allocator alone. Other allocators
+(macOS, musl) are left alone.
 """
 
 from __future__ import annotations
