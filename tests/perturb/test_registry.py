@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
     ("random-replace-popular-k2", Description("random-replace-popular", "replace", 2), Needs()),
     ("remove-middle-3", Description("remove-middle", "delete", 3, "middle"), Needs()),
     ("tracin-delete", Description("tracin-delete", "delete", 1),
-     Needs(model=True, model_params={"checkpoint_every": 1})),
+     Needs(model=True, lazy_model=True, model_params={"checkpoint_every": 1})),
 ])
 def test_builtin_specs_describe_themselves_and_declare_their_needs(name, description, needs):
     spec = parse(name)

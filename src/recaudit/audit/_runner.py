@@ -45,15 +45,16 @@ import numpy as np
 import pandas as pd
 
 from recaudit import _progress as progress
-from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
+from recaudit.audit._context import _fit, close_context, perturb_context
+from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
 from recaudit.experiment import ArrayCache, canonical_json, prepare
-from recaudit.perturb import Context, Perturbation, parse
+from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
 __all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "train_baseline", "compare",
-           "versions", "perturb_context", "edited_queries"]
+           "versions", "edited_queries"]
 
 log = logging.getLogger(__name__)
 
@@ -69,17 +70,6 @@ def versions() -> dict[str, str]:
     device = resolve_device("auto")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
     return {**library_versions(), "device": f"{device} ({name})"}
-
-
-def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None,
-         anchor: Any = None) -> tuple[Any, float]:
-    model = build_model(trial.model, **(extra or {}))
-    t0 = time.perf_counter()
-    if anchor is not None and getattr(model, "uses_anchor", False):
-        model.fit(train, seed=seed, anchor=anchor)
-    else:
-        model.fit(train, seed=seed)
-    return model, time.perf_counter() - t0
 
 
 def _local(cache: str | os.PathLike | None) -> Path | None:
@@ -194,23 +184,6 @@ def edited_queries(queries: Queries, before: Interactions, after: Interactions) 
     return queries.edited(removed, added)
 
 
-def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: RankLists
-                    ) -> Context:
-    """The inputs ``spec.needs`` asks for, and nothing else: the baseline's lists for the test
-    queries, the baseline model refitted with the family's extra parameters (deterministic, so
-    the same model as the cached baseline; e.g. TracIn's checkpoints do not change training),
-    the held-out pairs. For a stabilised model the fitted model is the *plain* one, so a
-    model-guided perturbation edits the same interactions for both."""
-    needs = spec.needs
-    model = None
-    if needs.model:
-        plain = dataclasses.replace(trial, model=trial.model.base)
-        model, _ = _fit(plain, split.train, trial.seed, dict(needs.model_params))
-    return Context(queries=split.queries, baseline=base if needs.recommendations else None,
-                   k=trial.metrics.k, model=model,
-                   protected=split.held_out_pairs() if needs.protected else None)
-
-
 @dataclass
 class TrialOutcome:
     """What a worker sends back: the trial row, per-query results and the record."""
@@ -268,12 +241,11 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
         plain_base = _baseline(dataclasses.replace(trial, model=trial.model.base), data, split,
                                cache_dir)[0]
     progress.report(phase="perturbing")
-    context = perturb_context(spec, trial, split, plain_base)
+    context = perturb_context(spec, trial, split, plain_base, cache_dir)
     try:
         train, record = spec.perturb(split.train, rng, context)
     finally:
-        if context.model is not None and hasattr(context.model, "close"):
-            context.model.close()
+        close_context(context)
     perturb_s = time.perf_counter() - p0
     seed = derive_seed(trial.seed, "seed-only") if spec.needs.reseed else trial.seed
     inputs = edited_queries(split.queries, split.train, train) if spec.needs.inputs else None

@@ -16,11 +16,17 @@ A perturbation is a spec object with
 A runner builds the :class:`Context` from ``needs`` alone (see :func:`recaudit.audit.run_trial`),
 so a new family never means a new branch in a runner; families register their name prefix
 with :func:`recaudit.perturb.register_family`.
+
+A family that reads only an array derived from the fitted model (TracIn's influence scores)
+declares ``Needs(model=True, lazy_model=True)`` and asks for the array through
+:meth:`Context.remember`, the model through :meth:`Context.fitted_model`: the runner then fits
+the model only when the array is not yet kept for this baseline (beside its cached rank lists),
+so the trials that share a baseline, and a run resumed after a kill, compute it once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,6 +45,9 @@ class Needs:
     (``context.baseline``, ``context.queries``, ``context.k``). model: the baseline model fitted
     on the training log with ``model_params`` added (``context.model``, ``context.queries``).
     model_params: parameters the fitted model needs (TracIn: ``checkpoint_every=1``).
+    lazy_model: the family reads the model only through :meth:`Context.fitted_model` (and
+    what it derives, through :meth:`Context.remember`), so the runner may give a ``fit``
+    that fits it on demand instead of a fitted ``model``.
     protected: the held-out pairs a perturbation must never add (``context.protected``).
     reseed: the perturbed model is trained with a seed derived from the trial's
     (``derive_seed(seed, "seed-only")``), not the trial's own. inputs: the perturbed model
@@ -52,6 +61,7 @@ class Needs:
     recommendations: bool = False
     model: bool = False
     model_params: Mapping[str, Any] = field(default_factory=dict)
+    lazy_model: bool = False
     protected: bool = False
     reseed: bool = False
     inputs: bool = False
@@ -89,6 +99,10 @@ class Context:
     queries: the test queries (context and targets, built from the original data).
     baseline: the baseline model's rank lists for ``queries``. k: the cut-off of the audit.
     model: the fitted baseline model. protected: sorted ``pair_keys`` that must not be added.
+    fit: for a family whose ``needs.lazy_model`` is set, in place of ``model``: fits it (once;
+    later calls return the same model). memo: ``memo(name, compute)`` returns the array that
+    ``compute()`` gave for ``name`` with this baseline model and training log, computing and
+    keeping it when it has none (the runner's: kept beside the baseline's cached lists).
     """
 
     queries: Queries | None = None
@@ -96,6 +110,21 @@ class Context:
     k: int | None = None
     model: Any = None
     protected: np.ndarray | None = None
+    fit: Callable[[], Any] | None = None
+    memo: Callable[[str, Callable[[], np.ndarray]], np.ndarray] | None = None
+
+    def fitted_model(self) -> Any:
+        """The fitted baseline model: ``model`` when there is one, else ``fit()`` (None when
+        the runner gave neither)."""
+        if self.model is not None or self.fit is None:
+            return self.model
+        return self.fit()
+
+    def remember(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """``compute()``, or the array it gave before for ``name`` with this baseline model and
+        training log (``memo``; without one, computed every time). ``compute`` must be a pure
+        function of the context's model, queries and training log."""
+        return np.asarray(compute()) if self.memo is None else self.memo(name, compute)
 
 
 class Record(Protocol):

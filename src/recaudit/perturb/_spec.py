@@ -225,10 +225,29 @@ class EditSpec(_Spec, Config):
 
     @property
     def needs(self) -> Needs:
-        """TracIn reads the fitted baseline (with checkpoints) and the test queries."""
+        """TracIn reads the fitted baseline (with checkpoints) and the test queries; it asks
+        for the model only when its influence scores are not yet kept for this baseline."""
         if self.selector == "tracin":
-            return Needs(model=True, model_params={"checkpoint_every": 1}, inputs=self.inputs)
+            return Needs(model=True, lazy_model=True, model_params={"checkpoint_every": 1},
+                         inputs=self.inputs)
         return super().needs
+
+    def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
+                ) -> tuple[Interactions, PerturbationRecord]:
+        """The protocol form of :meth:`apply`. TracIn's scores go through
+        :meth:`Context.remember` (``"tracin"``): one computation per baseline model, shared by
+        its TracIn deletion, insertion and replacement and kept across a resumed run; the same
+        scores, so the same rows, as :meth:`apply` with the fitted model."""
+        if self.selector != "tracin":
+            return super().perturb(train, rng, context)
+        queries = context.queries
+        scores = context.remember(
+            "tracin", lambda: _tracin(context.fitted_model(), train, queries))
+        if scores.shape != (len(train),):
+            raise ValueError(f"the kept TracIn scores have shape {scores.shape}, expected "
+                             f"({len(train)},): they were made for another training log")
+        rows = top_k(scores, self.count)
+        return self._edit(train, rng, rows, scores[rows])
 
     def describe(self) -> Description:
         family = f"{self.selector}-{self.edit}"
@@ -239,6 +258,10 @@ class EditSpec(_Spec, Config):
     def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
                queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
         rows, scores = self._select(train, rng, model, queries)
+        return self._edit(train, rng, rows, scores)
+
+    def _edit(self, train: Interactions, rng: np.random.Generator, rows: np.ndarray,
+              scores: np.ndarray | None) -> tuple[Interactions, PerturbationRecord]:
         params: dict[str, Any] = {"spec": self.name, "count": self.count}
         if self.selector == "casper":
             params.update(max_len=self.max_len, casper_method=self.casper_method)
@@ -261,18 +284,23 @@ class EditSpec(_Spec, Config):
         if sel == "casper":
             return select_casper(train, k, max_len=self.max_len, method=self.casper_method)
         if sel == "tracin":
-            from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
-
-            if model is None or queries is None or not isinstance(model, SupportsTracIn):
-                raise ConfigError("the tracin selector needs model= (fitted with "
-                                  "checkpoint_every=N, providing checkpoint_gradients) and "
-                                  "queries= (test queries with targets)")
-            scores = tracin_scores(model, train, queries)
+            scores = _tracin(model, train, queries)
             rows = top_k(scores, k)
             return rows, scores[rows]
         from recaudit.perturb._revadv import select_rev_adv
 
         return select_rev_adv(train, k, rng, variant=sel.removeprefix("rev-adv-"))
+
+
+def _tracin(model: Any, train: Interactions, queries: Queries | None) -> np.ndarray:
+    """TracIn score of every row of ``train`` (checked inputs)."""
+    from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
+
+    if model is None or queries is None or not isinstance(model, SupportsTracIn):
+        raise ConfigError("the tracin selector needs model= (fitted with checkpoint_every=N, "
+                          "providing checkpoint_gradients) and queries= (test queries with "
+                          "targets)")
+    return tracin_scores(model, train, queries)
 
 
 #: A built-in perturbation spec: an edit, a position removal or a reference.
