@@ -15,8 +15,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["RecauditError", "DataError", "ConfigError", "DatasetError", "RecauditWarning",
-           "closest", "did_you_mean"]
+__all__ = ["RecauditError", "DataError", "ConfigError", "DatasetError", "StoreBusyError",
+           "RecauditWarning", "closest", "did_you_mean"]
 
 
 def closest(name: str, choices: Iterable[object], *, cutoff: float = 0.6) -> str | None:
@@ -137,6 +137,11 @@ class ConfigError(RecauditError, ValueError):
 
 def _rebuild(cls: type, message: str, fields: dict) -> RecauditError:
     return cls(message, **fields)
+
+
+class StoreBusyError(RecauditError):
+    """Another process holds a results store open for writing (DuckDB allows one writer per
+    file): wait for it to finish, or work on a copy."""
 
 
 class DatasetError(RecauditError):

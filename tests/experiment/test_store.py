@@ -185,6 +185,36 @@ def test_merge_adds_the_trials_the_other_store_holds_and_this_one_lacks(tmp_path
         assert st.trial_means(("rbo",)).set_index("trial_id")["rbo"]["t0"] == 0.0
 
 
+def test_merge_says_whether_the_trials_both_stores_hold_agree(tmp_path, capsys):
+    """The same trial run on two machines: identical per-query rows, or the trials that
+    differ (by one ulp too), whatever the row order; keyed tables (timings, host) are not
+    compared."""
+    from recaudit.cli import main
+
+    a, b = tmp_path / "h200.duckdb", tmp_path / "h100.duckdb"
+    nudged = np.nextafter(0.5, 1.0)
+    with AuditStore(a) as st:
+        st.write_trial(_row("same"), _queries(3, [1.0, 0.5, 0.2]), None)
+        st.write_trial(_row("ulp"), _queries(2, [0.5, 0.25]), None)
+        st.write_trial(_row("mine"), _queries(1, [0.3]), None)
+    with AuditStore(b) as st:
+        st.write_trial(_row("same", host="other", fit_seconds=9.0),
+                       _queries(3, [1.0, 0.5, 0.2]).iloc[::-1], None)
+        st.write_trial(_row("ulp"), _queries(2, [nudged, 0.25]), None)
+        st.write_trial(_row("theirs"), _queries(1, [0.4]), None)
+    with AuditStore(a, read_only=True) as st:
+        agreement, = st.agreement(b)
+    assert agreement.table == "query_results" and agreement.shared == 2
+    assert agreement.differing == ("ulp",) and agreement.same == 1
+    assert main(["merge", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "query_results 1" in out and "2 trial(s) in both" in err
+    assert "different in 1 (ulp)" in err and f"kept {a}'s rows" in err
+    with AuditStore(a, read_only=True) as st:
+        assert st.agreement(b)[0].shared == 3  # 'theirs' came across whole
+        assert st.trial_means(("rbo",)).set_index("trial_id")["rbo"]["ulp"] == 0.375
+
+
 def test_merge_refuses_what_it_cannot_merge(tmp_path):
     a = tmp_path / "a.duckdb"
     with AuditStore(a) as st:

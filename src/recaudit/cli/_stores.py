@@ -135,15 +135,25 @@ def merge(store: Path = typer.Argument(..., help="The store to add to (.duckdb; 
                                               "read).")) -> None:
     """Add to a store the trials other stores hold and it lacks: stores filled on several
     machines (a GPU box, a CPU box) become one that `results`, `report` and a resumed run
-    read. A trial both hold keeps the first store's row (the same id is the same trial)."""
+    read. A trial both hold keeps the first store's row (the same id is the same trial); the
+    command says whether the two stores' per-query results of those trials are identical, and
+    names the trials where they are not (machines that compute differently)."""
     import recaudit.studies  # noqa: F401 - declares every study's tables
     from recaudit.experiment import Store
 
     with Store(store) as s:
         for other in others:
+            agreement = s.agreement(other)
             added = s.merge(other)
             rows = ", ".join(f"{n} {k}" for n, k in added.items() if k) or "nothing new"
             typer.echo(f"{other} -> {store}: {rows}")
+            for a in agreement:
+                line = (f"  {a.shared} trial(s) in both: {a.table} identical in {a.same}")
+                if a.differing:
+                    shown = ", ".join(a.differing[:5]) + (" ..." if len(a.differing) > 5 else "")
+                    line += (f", different in {len(a.differing)} ({shown}); kept {store}'s "
+                             "rows")
+                typer.echo(line, err=bool(a.differing))
 
 
 def register(app: typer.Typer) -> None:

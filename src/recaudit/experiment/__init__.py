@@ -11,7 +11,9 @@
 - executors: :func:`execute` (in-process, process pool with devices, Ray), and
   :func:`run_pending` (run what a store does not hold yet, write as results arrive);
 - the results store: :class:`Store`, holding the tables the studies declare
-  (:class:`Table`, :func:`register`) and this layer's own (``meta``, ``plans``).
+  (:class:`Table`, :func:`register`) and this layer's own (``meta``, ``plans``);
+  :func:`merge_stores` makes stores filled on several machines one, and
+  :func:`shared_trials` says whether the trials two stores both hold agree (:class:`Agreement`).
 
 Layering: studies import this package; it imports ``models``, ``data`` and the root modules
 (``config``, ``errors``, ``seeds``), never a study.
@@ -22,6 +24,7 @@ from recaudit.experiment._cache import ArrayCache
 from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
 from recaudit.experiment._executors import execute
 from recaudit.experiment._heartbeat import Heartbeat, heartbeats
+from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
 from recaudit.experiment._run import run_pending
 from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
@@ -29,9 +32,9 @@ from recaudit.experiment._store import Store, StoreBusyError
 from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, read_progress,
                                         run_study)
 
-__all__ = ["META", "PLANS", "TABLES", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
+__all__ = ["META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
            "Heartbeat", "heartbeats",
            "ModelSpec", "SplitSpec", "Store", "StoreBusyError", "Study", "StudyInfo", "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "load_dataset",
-           "prepare", "progress_path", "read_dataset", "read_progress", "register",
-           "run_pending", "run_study", "spec_id"]
+           "merge_stores", "prepare", "progress_path", "read_dataset", "read_progress",
+           "register", "run_pending", "run_study", "shared_trials", "spec_id"]

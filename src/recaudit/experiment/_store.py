@@ -22,23 +22,22 @@ import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import numpy as np
 import pandas as pd
 
-from recaudit.errors import RecauditError
+from recaudit.errors import RecauditError, StoreBusyError
 from recaudit.experiment._schema import META, TABLES, Table
+
+if TYPE_CHECKING:
+    from recaudit.experiment._merge import Agreement
 
 __all__ = ["Store", "StoreBusyError"]
 
 log = logging.getLogger(__name__)
 
 Rows: TypeAlias = pd.DataFrame | Mapping[str, Any] | Sequence[Mapping[str, Any]]
-
-
-class StoreBusyError(RecauditError):
-    """Another process holds the store open for writing."""
 
 
 def _is_null(v: Any) -> bool:
@@ -255,79 +254,18 @@ class Store:
         return arrow.num_rows
 
     def merge(self, other: str | Path) -> dict[str, int]:
-        """Copy into this store what ``other`` holds and this one lacks — a store filled on
-        another machine (a GPU box, a second CPU box) with trials of the same studies. Returns
-        the rows added per table.
+        """Copy into this store what ``other`` holds and this one lacks (rows added per table;
+        :func:`recaudit.experiment.merge_stores`)."""
+        from recaudit.experiment._merge import merge_stores
 
-        A table with a key gains the rows of ``other`` whose key is new here: a trial both
-        stores hold keeps this store's row (the same id is the same trial, whichever machine
-        ran it). A table without one (``query_results``) gains the rows of the trials
-        (``trial_id``) it holds none of here, so a trial arrives whole. ``meta`` stays this
-        store's. Columns are matched by name (an older ``other`` fills added columns with
-        their defaults and renamed ones under their new name). One transaction: all or
-        nothing. ``other`` is only read; the baseline cache beside it is not copied."""
-        import duckdb
+        return merge_stores(self, other)
 
-        other = Path(other)
-        if self.read_only:
-            raise RecauditError(f"{self.path} is open read-only; open it to write to merge")
-        if not other.exists():
-            raise RecauditError(f"no results store at {other}")
-        if other.resolve() == self.path.resolve():
-            raise RecauditError(f"cannot merge {other} into itself")
-        quoted = str(other).replace("'", "''")
-        try:
-            self.con.execute(f"ATTACH '{quoted}' AS _merge_src (READ_ONLY)")
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise StoreBusyError(f"the results store {other} is in use by another "
-                                     "process; wait for it to finish, or merge a copy of it "
-                                     "(copy the .duckdb and its .wal)") from None
-            raise RecauditError(f"cannot open results store {other}: {exc}") from None
-        try:
-            names = {r[0] for r in self.con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = '_merge_src'"
-            ).fetchall()}
-            unknown = sorted(names - set(TABLES))
-            if unknown:
-                raise RecauditError(f"{other} holds tables no study declares: "
-                                    f"{', '.join(unknown)}; is it a recaudit store?")
-            tables = [TABLES[n] for n in TABLES if n in names and n != "meta"]
-            self.ensure(*tables)
-            added: dict[str, int] = {}
-            with self.transaction():
-                for t in tables:
-                    added[t.name] = self._merge_table(t)
-            return added
-        finally:
-            self.con.execute("DETACH _merge_src")
+    def agreement(self, other: str | Path) -> list[Agreement]:
+        """Whether the trials both stores hold have the same rows in both
+        (:func:`recaudit.experiment.shared_trials`)."""
+        from recaudit.experiment._merge import shared_trials
 
-    def _merge_table(self, t: Table) -> int:
-        have = {r[0] for r in self.con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = '_merge_src' "
-            "AND table_name = ?", [t.name]).fetchall()}
-        cols, sel = [], []
-        for c in t.columns:
-            source = c.name if c.name in have else c.renamed_from
-            if source in have:
-                cols.append(f'"{c.name}"')
-                sel.append(f's."{source}"')
-        if t.key:
-            if not all(k in have for k in t.key):
-                raise RecauditError(f"table {t.name} of the other store lacks its key "
-                                    f"columns {', '.join(t.key)}")
-            on = " AND ".join(f'm."{k}" = s."{k}"' for k in t.key)
-            where = f"NOT EXISTS (SELECT 1 FROM {t.name} m WHERE {on})"
-        elif "trial_id" in have:
-            where = f"s.trial_id NOT IN (SELECT DISTINCT trial_id FROM {t.name} " \
-                    "WHERE trial_id IS NOT NULL)"
-        else:
-            raise RecauditError(f"table {t.name} has neither a key nor trial ids: its rows "
-                                "cannot be told apart, so it cannot be merged")
-        before = self.count(t)
-        self.con.execute(f"INSERT INTO {t.name} ({', '.join(cols)}) "
-                         f"SELECT {', '.join(sel)} FROM _merge_src.{t.name} s WHERE {where}")
-        return self.count(t) - before
+        return shared_trials(self, other)
 
     def delete(self, table: str | Table, **equal: Any) -> None:
         """Delete the rows of ``table`` whose columns equal ``equal`` (``None`` matches NULL)."""
