@@ -115,3 +115,26 @@ def test_a_damaged_kept_entry_is_recomputed(tmp_path):
     with pytest.warns(Warning, match="cannot be read|checksum"):
         assert np.array_equal(ctx.remember("probe", lambda: np.ones(4)), np.ones(4))
     assert isinstance(ArrayCache(tmp_path).get(entry.name[:-4]), dict)
+
+
+def test_the_heartbeat_says_when_tracin_refits_and_scores_and_a_kept_score_skips_both(
+        tmp_path):
+    from recaudit import _progress as progress
+
+    trial, = _trials("tracin-delete")
+    split = prepare(trial.dataset, trial.split)[1]
+    spec = parse("tracin-delete")
+    phases = []
+
+    def watch(fields):
+        if "phase" in fields:
+            phases.append(fields["phase"])
+
+    for _ in range(2):
+        ctx = perturb_context(spec, trial, split, base=None, cache=tmp_path)
+        with progress.reporting(watch):
+            spec.perturb(split.train, np.random.default_rng(0), ctx)
+        close_context(ctx)
+    refit, scores = "perturbing: checkpointed refit", "perturbing: TracIn scores"
+    assert phases.count(refit) == 1 and phases.count(scores) == 1  # the second: kept
+    assert phases.index(refit) < phases.index(scores)

@@ -33,6 +33,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from recaudit import _progress as progress
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, did_you_mean
@@ -240,9 +241,13 @@ class EditSpec(_Spec, Config):
         scores, so the same rows, as :meth:`apply` with the fitted model."""
         if self.selector != "tracin":
             return super().perturb(train, rng, context)
-        queries = context.queries
-        scores = context.remember(
-            "tracin", lambda: _tracin(context.fitted_model(), train, queries))
+        def compute() -> np.ndarray:
+            progress.report(phase="perturbing: checkpointed refit")
+            model = context.fitted_model()
+            progress.report(phase="perturbing: TracIn scores")
+            return _tracin(model, train, context.queries)
+
+        scores = context.remember("tracin", compute)
         if scores.shape != (len(train),):
             raise ValueError(f"the kept TracIn scores have shape {scores.shape}, expected "
                              f"({len(train)},): they were made for another training log")
