@@ -112,8 +112,10 @@ class Store:
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(
-                    f"the results store {self.path} is in use by another process; wait for it "
-                    "to finish or write to another --output file") from None
+                    f"the results store {self.path} is in use by another process (`recaudit "
+                    f"status {self.path}` shows what it is doing); wait for it to finish, "
+                    "write to another --output file, or read a copy (copy the .duckdb and its "
+                    ".wal)") from None
             raise RecauditError(f"cannot open results store {self.path}: {exc}") from None
         except duckdb.Error as exc:
             raise RecauditError(f"{self.path} is not a results store DuckDB can open: {exc}",
