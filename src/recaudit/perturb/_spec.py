@@ -241,6 +241,7 @@ class EditSpec(_Spec, Config):
         scores, so the same rows, as :meth:`apply` with the fitted model."""
         if self.selector != "tracin":
             return super().perturb(train, rng, context)
+
         def compute() -> np.ndarray:
             progress.report(phase="perturbing: checkpointed refit")
             model = context.fitted_model()
