@@ -27,7 +27,7 @@ def _exp(runner=lambda w, s, n: {"a/average_overlap": 0.50, "b/average_overlap":
     ({"a/average_overlap": 0.50, "b/average_overlap": 0.72}, "reproduced"),             # claim holds, values within tol
     ({"a/average_overlap": 0.50, "b/average_overlap": 0.80}, "direction reproduced"),   # claim holds, b off by 0.10
     ({"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "contradicted"),           # claim reversed
-    ({"a/average_overlap": 0.50}, "not run"),                              # claim cannot be checked
+    ({"a/average_overlap": 0.50}, "incomplete"),                  # measured, claim cannot be checked
     ({}, "not run"),
 ])
 def test_verdicts(measures, expected):

@@ -21,7 +21,9 @@ modification set — and ``value``) where the quantity varies. It carries
 Verdict (:func:`verdict`): **contradicted** when a claim is contradicted; **reproduced** when
 every claim holds and every value matches; **direction reproduced** when every claim holds
 but some values do not match (the effect is there, its size differs); **undecided** when no
-claim is contradicted and some are undecided at this scale; **not run** without measures.
+claim is contradicted and some are undecided at this scale; **incomplete** when no claim is
+contradicted and some could not be tested because their trials are missing (a run stopped
+part-way, or cut with ``--models`` / ``--perturbations``); **not run** without measures.
 Values without a claim never decide on their own: a different absolute level at a reduced
 scale is expected, a reversed finding is not.
 """
@@ -41,7 +43,8 @@ from recaudit.reproduce.rules import Exact, Finding, Rule, decide
 __all__ = ["CLAIM_STATES", "VERDICTS", "Claim", "Experiment", "Measures", "Value",
            "compare_values", "evaluate_claims", "verdict"]
 
-VERDICTS = ("reproduced", "direction reproduced", "contradicted", "undecided", "not run")
+VERDICTS = ("reproduced", "direction reproduced", "contradicted", "undecided", "incomplete",
+            "not run")
 #: A claim's state: tested in the paper's direction, the other way, or neither.
 CLAIM_STATES = {True: "holds", False: "contradicted", None: "undecided"}
 
@@ -245,7 +248,7 @@ def evaluate_claims(exp: Experiment, measures: Mapping[str, float]
 def verdict(exp: Experiment, measures: Mapping[str, float],
             claims: list[dict[str, Any]] | None = None) -> str:
     """``reproduced`` / ``direction reproduced`` / ``contradicted`` / ``undecided`` /
-    ``not run`` (module docstring)."""
+    ``incomplete`` / ``not run`` (module docstring)."""
     if not measures:
         return "not run"
     claims = evaluate_claims(exp, measures) if claims is None else claims
@@ -253,7 +256,7 @@ def verdict(exp: Experiment, measures: Mapping[str, float],
     if "contradicted" in states:
         return "contradicted"
     if "not measured" in states:
-        return "not run"
+        return "incomplete"
     if "undecided" in states:
         return "undecided"
     matches = [r["match"] for r in compare_values(exp, measures) if r["match"] is not None]

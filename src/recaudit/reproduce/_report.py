@@ -200,7 +200,9 @@ def render_report(root: Path | str) -> str:
              "The verdict: **reproduced** (every claim holds, every published value lies "
              "within its tolerance of our 95 % interval), **direction reproduced** (the claims "
              "hold, the values differ), **contradicted** (a claim is), **undecided** (no claim "
-             "contradicted, some undecided at this scale) or **not run**. `--scale small` runs "
+             "contradicted, some undecided at this scale), **incomplete** (no claim "
+             "contradicted, some not measured: trials missing) or **not run**. "
+             "`--scale small` runs "
              "each experiment in about an hour on 2 CPU cores with the reductions it lists; "
              "`--scale paper` uses the papers' settings. Where a paper's \"RBO\" is average "
              "overlap, both are shown.", "",
