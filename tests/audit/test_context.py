@@ -38,7 +38,7 @@ class _Counter:
         return self.fn(*args, **kwargs)
 
 
-def test_a_lazy_context_fits_once_and_only_when_asked():
+def test_a_context_fits_only_when_asked():
     fits = []
     ctx = Context(fit=lambda: fits.append(1) or len(fits))
     assert fits == []
@@ -85,6 +85,8 @@ def test_the_kept_scores_belong_to_the_baseline_and_the_checkpoint_setting(tmp_p
     spec = parse("tracin-delete")
     ctx = perturb_context(spec, trial, split, base=None, cache=tmp_path)
     assert ctx.model is None and ctx.fit is not None and ctx.memo is not None
+    model = ctx.fitted_model()
+    assert ctx.fitted_model() is model  # the runner's fit runs once
     assert np.array_equal(ctx.remember("probe", lambda: np.arange(3.0)), np.arange(3.0))
     assert np.array_equal(ctx.remember("probe", lambda: np.zeros(3)), np.arange(3.0))
     other_seed = dataclasses.replace(trial, seed=2)
