@@ -112,3 +112,23 @@ def test_stabilise_config_pairs_every_stabilised_model_with_its_plain_model():
     assert len({m.label for m in cfg.models}) == len(cfg.models)
     assert {"random-delete", "casper-delete"} <= set(cfg.perturbations)
     assert len(cfg.seeds) == 3
+
+
+def test_tracin_checkpoints_are_set_in_one_place(tmp_path):
+    """A TracIn perturbation's ``checkpoint_every`` serves models whose spec sets none; a
+    model that sets another would silently win, so the audit refuses the pair, naming both."""
+    tracin = {"name": "tracin-delete", "checkpoint_every": 10}
+    cfg = AuditConfig(models=(ModelSpec("jodie"), ModelSpec("lstm", {"checkpoint_every": 10})),
+                      perturbations=(tracin, "random-delete"))
+    assert cfg.perturbations[0] == tracin
+    bad = GOOD.replace('perturbations = ["random-delete"]',
+                       'perturbations = [{name = "tracin-delete", checkpoint_every = 10}]'
+                       ).replace("params = { epochs = 2 }",
+                                 "params = { epochs = 2, checkpoint_every = 5 }")
+    path = tmp_path / "bad.toml"
+    path.write_text(bad)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert "perturbations[0].checkpoint_every" in msg and "models[0]" in msg
+    assert "every 10 epoch(s)" in msg and "checkpoint_every = 5" in msg

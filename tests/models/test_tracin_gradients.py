@@ -78,10 +78,3 @@ def test_no_checkpoints_is_an_error():
     m = create("gru4rec", epochs=1, embedding_dim=8, hidden_dim=8).fit(train, seed=0)
     with pytest.raises(ValueError, match="checkpoint_every"):
         next(m.checkpoint_gradients(train, np.array([0]), queries))
-
-
-def test_jodie_has_no_tracin():
-    train, queries = leave_last_out(planted_log(n_users=5, length=6))
-    m = create("jodie", epochs=1, embedding_dim=8).fit(train, seed=0)
-    with pytest.raises(NotImplementedError, match="jodie"):
-        m.checkpoint_gradients(train, np.array([0]), queries)

@@ -61,6 +61,13 @@ def test_unknown_names(bad, close):
 
 def test_overrides_and_bad_fields():
     assert parse("casper-delete", max_len=50).max_len == 50
+    assert parse("tracin-delete", checkpoint_every=10).needs.model_params == \
+        {"checkpoint_every": 10}
+    assert parse("tracin-delete").needs.model_params == {"checkpoint_every": 1}
+    with pytest.raises(ConfigError, match="checkpoint_every.*integer >= 1"):
+        parse("tracin-delete", checkpoint_every=0)
+    with pytest.raises(ConfigError, match="TracIn's checkpoint interval"):
+        parse("casper-delete", checkpoint_every=10)
     with pytest.raises(ConfigError, match="max_len"):
         parse("casper-delete", max_len=0)
     with pytest.raises(ConfigError, match="Did you mean 'max_len'"):

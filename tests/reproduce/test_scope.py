@@ -111,7 +111,11 @@ def test_a_perturbation_scope_keeps_the_experiments_order_and_trial_ids(tmp_path
     assert ids(part) < ids(full) and len(ids(part)) == 2 * 4   # 4 models, 2 perturbations
     tracin = _oh2022._configs(work, "paper", "foursquare", ("jodie",), _oh2022.LOO,
                               reps=Scope(perturbations=("tracin-delete",)))
-    assert tracin == []              # JODIE has no TracIn: nothing to train, no empty audit
+    assert [c.perturbations for c in tracin] == [({"name": "tracin-delete",
+                                                    "checkpoint_every": 10},)]
+    # a scope that keeps none of an experiment's perturbations plans no (empty) audit
+    assert _oh2022._configs(work, "paper", "foursquare", ("jodie",), _oh2022.LOO,
+                            reps=Scope(perturbations=("casper-replace-random",))) == []
 
 
 def test_a_perturbation_scope_is_checked_and_recorded(tmp_path, monkeypatch):

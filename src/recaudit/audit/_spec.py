@@ -210,7 +210,21 @@ class AuditConfig(Config):
                 raise ConfigError(exc.message, key=f"perturbations[{i}]", hint=exc.hint) \
                     from None
             canonical.append(spec.name if isinstance(value, str) else dict(value))
+            self._check_checkpoints(i, spec)
         object.__setattr__(self, "perturbations", tuple(canonical))
+
+    def _check_checkpoints(self, i: int, spec: Any) -> None:
+        """A TracIn perturbation's ``checkpoint_every`` applies to models whose spec sets none
+        (a model's own parameters come first); two different values would leave one unused."""
+        every = getattr(spec, "checkpoint_every", None)
+        for j, m in enumerate(self.models if every is not None else ()):
+            own = m.params.get("checkpoint_every")
+            if own is not None and own != every:
+                raise ConfigError(
+                    f"perturbations[{i}] asks for TracIn checkpoints every {every} epoch(s) but "
+                    f"models[{j}] ({m.label}) sets checkpoint_every = {own}, which would be "
+                    "used", key=f"perturbations[{i}].checkpoint_every",
+                    hint="set the interval in one place: on the model, or on the perturbation")
 
     def trials(self) -> list[TrialSpec]:
         """The grid in a fixed order: dataset, model, seed, perturbation, draw."""

@@ -199,7 +199,11 @@ class EditSpec(_Spec, Config):
     ``replace``. strategy: the new item of an insert or replace (``random``, ``popular``,
     ``unpopular``). count: rows edited. max_len: CASPER's look-ahead window (None:
     unbounded). casper_method: CASPER's ``auto``, ``exact`` or ``approx`` computation.
-    inputs: the test queries' contexts get the same edits (``+inputs``)."""
+    checkpoint_every: TracIn's checkpoint interval in epochs (Oh et al. 2022: 10), for a
+    model whose own spec sets none (an audit refuses two different values); None: the
+    model's own, else every epoch. TracIn only: it changes which states TracIn's sum runs
+    over, not training. inputs: the test queries' contexts get the same edits
+    (``+inputs``)."""
 
     selector: Selector
     edit: Edit
@@ -207,6 +211,7 @@ class EditSpec(_Spec, Config):
     count: int = 1
     max_len: int | None = None
     casper_method: Literal["auto", "exact", "approx"] = "auto"
+    checkpoint_every: int | None = None
     inputs: bool = False
     kind: Literal["edit"] = "edit"
 
@@ -214,6 +219,14 @@ class EditSpec(_Spec, Config):
         if self.count < 1:
             raise self.invalid("count", f"perturbation count={self.count!r} is invalid; "
                                         "expected an integer >= 1")
+        every = self.checkpoint_every
+        if every is not None and (isinstance(every, bool) or every < 1):
+            raise self.invalid("checkpoint_every", f"perturbation checkpoint_every={every!r} "
+                                                   "is invalid; expected an integer >= 1")
+        if every is not None and self.selector != "tracin":
+            raise self.invalid("checkpoint_every", "checkpoint_every is TracIn's checkpoint "
+                                                   f"interval; {self.selector!r} reads no "
+                                                   "checkpoints: leave it out")
         if self.max_len is not None and self.max_len < 1:
             raise self.invalid("max_len", f"perturbation max_len={self.max_len!r} is "
                                           "invalid; expected a positive integer or None")
@@ -229,7 +242,8 @@ class EditSpec(_Spec, Config):
         """TracIn reads the fitted baseline (with checkpoints) and the test queries; it asks
         for the model only when its influence scores are not yet kept for this baseline."""
         if self.selector == "tracin":
-            return Needs(model=True, lazy_model=True, model_params={"checkpoint_every": 1},
+            every = self.checkpoint_every or 1
+            return Needs(model=True, lazy_model=True, model_params={"checkpoint_every": every},
                          inputs=self.inputs)
         return super().needs
 

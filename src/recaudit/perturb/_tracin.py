@@ -53,7 +53,16 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
     ``G_r . sum_q G_q = (D_r S) . H_r + D_r . sum_q D_q`` with ``S = sum_q D_q^T H_q``
     (``n_items x d``), computed in float64 without ever forming a gradient: memory
     ``rows x n_items`` instead of ``rows x n_items x d`` (which needed 20 GB for 4,096 rows of
-    a 4,077-item Foursquare sample).
+    a 4,077-item Foursquare sample). A layer that also reads one-hot inputs (JODIE's
+    prediction layer reads the user's and the previous item's) gives their columns as keys
+    ``K_a`` (``[n, m]`` integers, one column per one-hot block): their gradient is ``D_a`` at
+    row ``K_a[j]`` of block ``j``, which adds ``D_r . sum_{q: K_q[j] = K_r[j]} D_q``.
+
+    A model with ``checkpoint_factor_stream(train, rows, queries)`` (JODIE, whose states come
+    from replaying the whole log) is read checkpoint by checkpoint instead: per checkpoint
+    ``(lr, test factors, has_bias, chunks)`` with ``chunks`` yielding ``(row ids, train
+    factors)`` that cover each requested row once, so the replay runs once per checkpoint,
+    not once per chunk; ``chunk_size`` is then the model's.
     """
     if not isinstance(model, SupportsTracIn):
         raise TypeError(f"{type(model).__name__} does not provide checkpoint_gradients(); TracIn "
@@ -65,6 +74,8 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
         raise ValueError(f"rows outside [0, {len(train)})")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
+    if hasattr(model, "checkpoint_factor_stream"):
+        return _streamed(model, train, rows, queries)
     factored = hasattr(model, "checkpoint_factors")
     if chunk_size is None:
         per_row = max(train.n_items, 1) * (1 if factored else 64)
@@ -81,22 +92,88 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
     return out
 
 
+def _streamed(model, train, rows, queries) -> np.ndarray:
+    uniq, inv = np.unique(rows, return_inverse=True)
+    acc = np.zeros(len(uniq), dtype=np.float64)
+    seen = 0
+    for lr, f_test, bias, chunks in model.checkpoint_factor_stream(train, uniq, queries):
+        test = _TestSide(f_test, bias)
+        covered = np.zeros(len(uniq), dtype=bool)
+        for ids, f_train in chunks:
+            pos = np.searchsorted(uniq, ids)
+            if len(ids) and (pos.max() >= len(uniq) or (uniq[pos] != ids).any()
+                             or covered[pos].any()):
+                raise ValueError("checkpoint_factor_stream gave rows that were not asked for, "
+                                 "or a row twice")
+            covered[pos] = True
+            acc[pos] += float(lr) * test.influence(f_train)
+        if not covered.all():
+            raise ValueError(f"checkpoint_factor_stream left {int((~covered).sum())} row(s) "
+                             "out")
+        seen += 1
+    if seen == 0:
+        raise ValueError("the model yielded no checkpoints; fit it with checkpoint_every=N")
+    return acc[inv]
+
+
+class _TestSide:
+    """What the training rows' influence needs from the queries' factors ``(D, H[, K])``:
+    ``S = sum_q D_q^T H_q``, ``sum_q D_q`` (with a bias) and, per key column, the sums of
+    ``D_q`` over the queries with each key (float64, accumulated in blocks of rows)."""
+
+    def __init__(self, f_test: tuple, bias: bool, block: int = 4096) -> None:
+        d_te, h_te = f_test[0], f_test[1]
+        keys = np.asarray(f_test[2]) if len(f_test) > 2 else np.empty((len(d_te), 0), np.int64)
+        if d_te.ndim != 2 or h_te.ndim != 2 or len(h_te) != len(d_te) or len(keys) != len(d_te):
+            raise ValueError(f"test factors of shapes {d_te.shape}, {h_te.shape} and "
+                             f"{keys.shape}: expected (n, width), (n, dim) and (n, keys)")
+        self.width, self.dim, self.n_keys = d_te.shape[1], h_te.shape[1], keys.shape[1]
+        self.s = np.zeros((self.width, self.dim))
+        self.total = np.zeros(self.width) if bias else None
+        for lo in range(0, len(d_te), block):
+            d = np.asarray(d_te[lo:lo + block], np.float64)
+            self.s += d.T @ np.asarray(h_te[lo:lo + block], np.float64)
+            if self.total is not None:
+                self.total += d.sum(axis=0)
+        self.keys = []
+        for j in range(self.n_keys):
+            uk = np.unique(keys[:, j])
+            sums = np.zeros((len(uk), self.width))
+            for lo in range(0, len(d_te), block):
+                np.add.at(sums, np.searchsorted(uk, keys[lo:lo + block, j]),
+                          np.asarray(d_te[lo:lo + block], np.float64))
+            self.keys.append((uk, sums))
+
+    def influence(self, f_train: tuple) -> np.ndarray:
+        """``G_r . sum_q G_q`` of every training row of the factors ``(D, H[, K])``."""
+        d_tr = np.asarray(f_train[0], np.float64)
+        h_tr = np.asarray(f_train[1], np.float64)
+        keys = np.asarray(f_train[2]) if len(f_train) > 2 else np.empty((len(d_tr), 0))
+        if (d_tr.ndim != 2 or d_tr.shape[1] != self.width or h_tr.shape != (len(d_tr), self.dim)
+                or keys.shape != (len(d_tr), self.n_keys)):
+            raise ValueError(f"training factors of shapes {d_tr.shape}, {h_tr.shape} and "
+                             f"{keys.shape} do not match the test factors' (n, {self.width}), "
+                             f"(n, {self.dim}) and (n, {self.n_keys})")
+        out = np.einsum("rd,rd->r", d_tr @ self.s, h_tr)
+        if self.total is not None:
+            out += d_tr @ self.total
+        for j, (uk, sums) in enumerate(self.keys):
+            if not len(uk):
+                continue
+            pos = np.minimum(np.searchsorted(uk, keys[:, j]), len(uk) - 1)
+            hit = np.flatnonzero(uk[pos] == keys[:, j])
+            out[hit] += np.einsum("rw,rw->r", d_tr[hit], sums[pos[hit]])
+        return out
+
+
 def _chunk_influence(model, train, part, queries, factored):
     """Per checkpoint: ``(lr, G_train @ sum_q G_test)`` for the rows ``part``."""
     if factored:
-        for lr, (d_tr, h_tr), (d_te, h_te), bias in model.checkpoint_factors(train, part,
-                                                                             queries):
-            d_tr, h_tr = np.asarray(d_tr, np.float64), np.asarray(h_tr, np.float64)
-            d_te, h_te = np.asarray(d_te, np.float64), np.asarray(h_te, np.float64)
-            if d_tr.shape[0] != len(part) or d_te.shape[1] != d_tr.shape[1]:
-                raise ValueError(f"checkpoint_factors returned shapes {d_tr.shape} and "
-                                 f"{d_te.shape}; expected ({len(part)}, n_items) and "
-                                 "(n_queries, n_items)")
-            s = d_te.T @ h_te
-            contrib = np.einsum("rd,rd->r", d_tr @ s, h_tr)
-            if bias:
-                contrib += d_tr @ d_te.sum(axis=0)
-            yield lr, contrib
+        for lr, f_train, f_test, bias in model.checkpoint_factors(train, part, queries):
+            if len(f_train[0]) != len(part):
+                raise ValueError(f"checkpoint_factors returned {len(f_train[0])} training "
+                                 f"rows; expected {len(part)}")
+            yield lr, _TestSide(f_test, bias).influence(f_train)
         return
     for lr, g_train, g_test in model.checkpoint_gradients(train, part, queries):
         g_train = np.asarray(g_train, dtype=np.float64)

@@ -96,9 +96,8 @@ class JODIEConfig(SequentialConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("patience", "checkpoint_every"):
-            if getattr(self, key) is not None:
-                raise ConfigError(f"JODIEConfig.{key} is not supported by jodie; leave it None")
+        if self.patience is not None:
+            raise ConfigError("JODIEConfig.patience is not supported by jodie; leave it None")
         for key in ("lambda_user", "lambda_item"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"JODIEConfig.{key} must be >= 0")
@@ -177,6 +176,7 @@ def _group_tensors(plan: Plan, train: Interactions, prev_item: np.ndarray, du: n
         sizes = np.diff(lp)
         groups.append({
             "levels": np.ascontiguousarray(lp, dtype=np.int64),
+            "rows": np.ascontiguousarray(rows, dtype=np.int64),
             "row_weight": T(np.repeat(1.0 / sizes, sizes), torch.float32),
             "idx": T(np.stack([plan.iu[s:e], plan.ii[s:e]], 1).ravel()),
             "iu": T(plan.iu[s:e]), "ii": T(plan.ii[s:e]), "ip": T(plan.ip[s:e]),
@@ -231,25 +231,35 @@ class JODIE(SequentialRecommender):
             return timespan_groups(train.timestamp, self.config.n_spans)
         return count_groups(len(train), self.config.batch_size)
 
+    @staticmethod
+    def _prepare(train: Interactions, gptr: np.ndarray, device
+                 ) -> tuple[Plan, list[dict], float]:
+        """The fit's schedule over ``train`` with group boundaries ``gptr``: the plan, the
+        per-group tensors and the time scale (the standard deviation of ``Δ_u``)."""
+        times = train.timestamp.astype(np.float64)
+        prev_u, prev_i = previous_rows(train.user), previous_rows(train.item)
+        du = np.where(prev_u >= 0, times - times[np.maximum(prev_u, 0)], 0.0)
+        di = np.where(prev_i >= 0, times - times[np.maximum(prev_i, 0)], 0.0)
+        scale = float(du.std()) or 1.0
+        prev_item = np.where(prev_u >= 0, train.item[np.maximum(prev_u, 0)], -1).astype(np.int64)
+        plan = make_plan(train.user, train.item, prev_item, gptr, train.n_users, train.n_items)
+        return plan, _group_tensors(plan, train, prev_item, du / scale, di / scale,
+                                    device), scale
+
     def fit(self, train: Interactions, *, seed: int, _group_ptr: np.ndarray | None = None
             ) -> JODIE:
-        """Train from scratch (``_group_ptr`` overrides the group boundaries; for tests)."""
+        """Train from scratch (``_group_ptr`` overrides the group boundaries; for tests).
+        With ``checkpoint_every=T`` the network's weights are kept after every ``T``-th epoch
+        for TracIn (:meth:`checkpoint_factors`); keeping them does not change training."""
         seed = self._check_fit_args(train, seed)
         if len(train) == 0:
             raise DataError("jodie: the training log is empty", source=train.name)
         cfg = self.config
         device = resolve_device(cfg.device)
         d = cfg.embedding_dim
-        times = train.timestamp.astype(np.float64)
-        prev_u, prev_i = previous_rows(train.user), previous_rows(train.item)
-        du = np.where(prev_u >= 0, times - times[np.maximum(prev_u, 0)], 0.0)
-        di = np.where(prev_i >= 0, times - times[np.maximum(prev_i, 0)], 0.0)
-        self.time_scale_ = float(du.std()) or 1.0
-        prev_item = np.where(prev_u >= 0, train.item[np.maximum(prev_u, 0)], -1).astype(np.int64)
         gptr = self._groups(train) if _group_ptr is None else np.asarray(_group_ptr, np.int64)
-        plan = make_plan(train.user, train.item, prev_item, gptr, train.n_users, train.n_items)
-        groups = _group_tensors(plan, train, prev_item, du / self.time_scale_,
-                                di / self.time_scale_, device)
+        plan, groups, self.time_scale_ = self._prepare(train, gptr, device)
+        self.group_ptr_ = gptr
         self.n_items_, self.n_users_ = train.n_items, train.n_users
         self.history_, self.checkpoints_ = [], []
         lam_u, lam_i = cfg.lambda_user, cfg.lambda_item
@@ -289,6 +299,9 @@ class JODIE(SequentialRecommender):
                 self.history_.append({"epoch": epoch + 1, "loss": float(total) / len(train),
                                       "seconds": time.perf_counter() - tic,
                                       "cpu_seconds": time.process_time() - cpu})
+                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
+                    self.checkpoints_.append(
+                        (cfg.lr, {k: v.detach().clone() for k, v in net.state_dict().items()}))
                 progress.epoch(epoch + 1, cfg.epochs)
             net.eval()
         self.network_ = net
@@ -326,37 +339,64 @@ class JODIE(SequentialRecommender):
                 + lam_u * ((new[:, 0] - u_ref) ** 2).sum()
                 + lam_i * ((new[:, 1] - i_ref) ** 2).sum())
 
-    def checkpoint_gradients(self, train, rows, queries):
-        raise NotImplementedError("jodie has no softmax output layer (it regresses embeddings); "
-                                  "TracIn gradients are available for gru4rec, lstm, sasrec, "
-                                  "tisasrec, bert4rec and latentcross")
+    # ------------------------------------------------------------------ TracIn
+    def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries):
+        """TracIn's factors per checkpoint, the training rows in chunks (one replay of the log
+        per checkpoint; see :mod:`recaudit.models.sequential._jodie_tracin`)."""
+        from recaudit.models.sequential._jodie_tracin import factor_stream
+
+        return factor_stream(self, train, rows, queries)
+
+    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries):
+        """``(lr, (D, H, K) train, (D, H, K) test, True)`` per checkpoint, ``rows`` in the
+        order given (see :mod:`recaudit.models.sequential._jodie_tracin`)."""
+        from recaudit.models.sequential._jodie_tracin import factors
+
+        return factors(self, train, rows, queries)
+
+    def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries):
+        """The flattened prediction-layer gradients (memory ``(d + n_items)`` times
+        ``(2d + 2 + n_users + n_items)`` floats per example: for small logs and tests)."""
+        from recaudit.models.sequential._jodie_tracin import gradients
+
+        return gradients(self, train, rows, queries)
+
+    def _query_inputs(self, net: _JODIENet, queries: Queries, sl: slice,
+                      user_state: torch.Tensor, item_state: torch.Tensor, device
+                      ) -> tuple[torch.Tensor, ...]:
+        """``(u, p, û, p(t-))`` of the queries ``sl`` from ``net`` and the given states:
+        the user projected to the query's time, the last context item ``p`` (-1: none) and its
+        dynamic embedding (zeros for none)."""
+        lens = queries.lengths()[sl]
+        ends = queries.context_indptr[1:][sl]
+        last = np.where(lens > 0, queries.context_item[np.maximum(ends - 1, 0)], -1)
+        user = queries.user[sl]
+        dt = queries.timestamp[sl].astype(np.float64) - self.user_last_time_[user]
+        dt = np.where(np.isnan(dt), 0.0, np.maximum(dt, 0.0)) / self.time_scale_
+
+        def T(a, t=torch.long):  # noqa: N802
+            return torch.tensor(np.asarray(a), dtype=t, device=device)
+
+        u, p = T(user), T(last)
+        u_proj = user_state[u] * (1.0 + net.project(T(dt, torch.float32)[:, None]))
+        p_dyn = torch.where((p >= 0)[:, None], item_state[p.clamp(min=0)],
+                            torch.zeros_like(u_proj))
+        return u, p, u_proj, p_dyn
 
     def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
                 ) -> np.ndarray:
         net = cast(_JODIENet, self._fitted())
         chunk = chunk or 4096
         out = np.empty((len(queries), self.n_items_), dtype=np.float32)
-        lens = queries.lengths()
-        last = np.where(lens > 0, queries.context_item[np.maximum(queries.context_indptr[1:] - 1,
-                                                                  0)], -1)
         if len(queries) and (queries.user.max() >= self.n_users_):
             raise ValueError("queries contain user codes outside the training log's user space")
-        dt = queries.timestamp.astype(np.float64) - self.user_last_time_[queries.user]
-        dt = np.where(np.isnan(dt), 0.0, np.maximum(dt, 0.0)) / self.time_scale_
-
-        def T(a, t=torch.long):  # noqa: N802
-            return torch.tensor(np.asarray(a), dtype=t, device=device)
-
         item_dyn = self.item_state_
         item_sq = (item_dyn ** 2).sum(1)
         with torch.no_grad():
             for lo in range(0, len(queries), chunk):
                 sl = slice(lo, lo + chunk)
-                u, p = T(queries.user[sl]), T(last[sl])
-                dt_t = T(dt[sl], torch.float32)[:, None]
-                u_proj = self.user_state_[u] * (1.0 + net.project(dt_t))
-                p_dyn = torch.where((p >= 0)[:, None], item_dyn[p.clamp(min=0)],
-                                    torch.zeros_like(u_proj))
+                u, p, u_proj, p_dyn = self._query_inputs(net, queries, sl, self.user_state_,
+                                                         item_dyn, device)
                 pred = net.predict(u_proj, u, p_dyn, p)
                 dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
                 # ||pred - [j ; e_j]||^2 = ||dyn||^2 - 2 dyn.j + ||j||^2 + ||stat||^2 - 2 stat_j + 1

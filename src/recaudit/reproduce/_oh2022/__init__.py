@@ -7,8 +7,8 @@ of each user tested (CASPER's code; split ``floor = "test"``). Models: the ``@oh
 Their "RBO" is average overlap over the full ranking (the ``rbo`` package's default p = 1);
 we compare average overlap (``average_overlap``) with their numbers and show RBO (p = 0.9) beside it.
 CASPER reads the latest 50 interactions per user for LSTM and TiSASRec and all interactions for
-JODIE and LatentCross (§7.1.4). LastFM and Reddit are not available offline; JODIE has no
-output-layer gradients, so TracIn is not measured for it.
+JODIE and LatentCross (§7.1.4). TracIn takes each model's last layer (JODIE's: its prediction
+layer) with checkpoints every 10 epochs. LastFM and Reddit are not available offline.
 
 Scales: ``paper`` = the presets (50 epochs), all users, 3 seeds. ``small`` (2 CPU cores, about
 an hour per experiment): a seeded sample of users, fewer epochs, fewer seeds, JODIE in groups

@@ -24,12 +24,12 @@ REPLACE = ("random-replace-random", "earliest-random-replace-random",
 SCALES: dict[str, dict] = {
     "small": {"users": 250, "seeds": (0,), "epochs": {"lstm": 10, "tisasrec": 10, "jodie": 3,
                                                       "latentcross": 10},
-              "extra": {}, "checkpoint_every": 5,
+              "extra": {}, "checkpoint_every": 5, "jodie_checkpoint_every": 1,
               "note": "250 sampled users per dataset, 1 seed (paper: all users, 3 seeds), 10 "
-                      "epochs (JODIE 3; paper: 50), TracIn checkpoints every 5 epochs (paper: "
-                      "10)"},
+                      "epochs (JODIE 3; paper: 50), TracIn checkpoints every 5 epochs (JODIE: "
+                      "every epoch; paper: 10)"},
     "paper": {"users": None, "seeds": (0, 1, 2), "epochs": {}, "extra": {},
-              "checkpoint_every": 10,
+              "checkpoint_every": 10, "jodie_checkpoint_every": 10,
               "note": "the paper's settings: all users, 3 seeds, the @oh2022 presets "
                       "(50 epochs), TracIn checkpoints every 10 epochs"},
 }
@@ -47,17 +47,22 @@ def _model(name: str, scale: str):
     return ModelSpec(f"{name}@oh2022", params)
 
 
-def _perturbation(name: str, model: str):
-    """CASPER's window: the latest 50 interactions for LSTM / TiSASRec, all for the others."""
+def _perturbation(name: str, model: str, scale: str):
+    """CASPER's window: the latest 50 interactions for LSTM / TiSASRec, all for the others.
+    JODIE's TracIn checkpoints are set on its TracIn perturbations, not on the model (whose
+    spec, and so its trials' ids, predate JODIE's TracIn); the other models' specs set them."""
     if name.startswith("casper") and model in ("lstm", "tisasrec"):
         return {"name": name, "max_len": 50}
+    if name.startswith("tracin") and model == "jodie":
+        return {"name": name, "checkpoint_every": SCALES[scale]["jodie_checkpoint_every"]}
     return name
 
 
 def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, seeds=None,
              draws: int = 1, reps: Scope | None = None):
     """Audit configs on the shared store: one per CASPER window (LSTM and TiSASRec read the
-    latest 50 interactions, LatentCross all) and JODIE apart (no TracIn). ``seeds`` and
+    latest 50 interactions, LatentCross all) and JODIE apart (its TracIn checkpoints on the
+    perturbations: :func:`_perturbation`). ``seeds`` and
     ``draws``: the scale's repetitions, of which the scope ``reps`` may take fewer (and fewer
     models and perturbations)."""
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, SplitSpec
@@ -69,8 +74,7 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
     out = []
     for group in (("lstm", "tisasrec"), ("latentcross",), ("jodie",)):
         ms = [m for m in models if m in group]
-        plist = [p for p in reps.keep(tuple(perturbations))
-                 if not (group == ("jodie",) and p.startswith("tracin"))]
+        plist = list(reps.keep(tuple(perturbations)))
         if not ms or not plist:
             continue
         out.append(AuditConfig(
@@ -78,7 +82,7 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
             datasets=(DatasetSpec(dataset, min_user_interactions=10, sample_users=s["users"]),),
             split=SplitSpec("temporal-ratio", 0.9, floor="test"),
             models=tuple(_model(m, scale) for m in ms),
-            perturbations=tuple(_perturbation(p, ms[0]) for p in plist),
+            perturbations=tuple(_perturbation(p, ms[0], scale) for p in plist),
             metrics=MetricSpec(k=10, p=0.9),
             output=str(shared_store(workdir, f"oh2022-{dataset}"))))
     return out
@@ -103,6 +107,3 @@ def _run_audits(workdir, scale, workers, reps, dataset, models, perturbations, *
             out.merge(Measures(*group_measures(cfg, summary, groups, _pert_key)))
     return out.prefixed(prefix)
 
-
-def _measured(model, perts):
-    return tuple(p for p in perts if not (model == "jodie" and p.startswith("tracin")))

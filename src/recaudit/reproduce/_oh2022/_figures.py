@@ -15,7 +15,7 @@ from recaudit.reproduce._audit import is_planning
 from recaudit.reproduce._experiment import Claim, Experiment, Measures, Value
 from recaudit.reproduce.rules import All, AnyOf, Bound, Contrast, Less, Within, lowest
 from recaudit.reproduce._oh2022 import _common as common
-from recaudit.reproduce._oh2022._common import LOO, MODELS, PAPER, REPLACE, SCALES, _measured
+from recaudit.reproduce._oh2022._common import LOO, MODELS, PAPER, REPLACE, SCALES
 
 EXPERIMENTS: list[Experiment] = []  # in the order the report shows them
 
@@ -84,7 +84,7 @@ def _run_groups(workdir, scale, workers, reps):
 
 
 def _groups_claims():
-    perts = _measured("latentcross", LOO)
+    perts = LOO
     return (Claim("For every deletion method, low-MRR users get less stable top-10 lists than "
                   "high-MRR users (Jaccard@10).", "Figures 6(a), 7",
                   All(*(Less(f"latentcross/{p}/jaccard_low", f"latentcross/{p}/jaccard_high")
