@@ -12,7 +12,7 @@ import numpy as np
 
 from recaudit.data import split, synthetic
 from recaudit.models import create
-from recaudit.models.sequential._jodie import t_batches
+from recaudit.models.sequential._jodie_plan import t_batches
 
 
 def main() -> None:

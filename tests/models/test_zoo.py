@@ -93,7 +93,7 @@ def test_oh2022_defaults(name, default_order):
 
 
 def test_jodie_rejects_shuffled_and_tbatches_are_valid():
-    from recaudit.models.sequential._jodie import t_batches
+    from recaudit.models.sequential._jodie_plan import t_batches
 
     with pytest.raises(ConfigError, match="temporal"):
         create("jodie", batch_order="shuffled")

@@ -119,7 +119,7 @@ def _streamed(model, train, rows, queries) -> np.ndarray:
 class _TestSide:
     """What the training rows' influence needs from the queries' factors ``(D, H[, K])``:
     ``S = sum_q D_q^T H_q``, ``sum_q D_q`` (with a bias) and, per key column, the sums of
-    ``D_q`` over the queries with each key (float64, accumulated in blocks of rows)."""
+    ``D_q`` over the queries with each key (float64)."""
 
     def __init__(self, f_test: tuple, bias: bool, block: int = 4096) -> None:
         d_te, h_te = f_test[0], f_test[1]
@@ -128,20 +128,15 @@ class _TestSide:
             raise ValueError(f"test factors of shapes {d_te.shape}, {h_te.shape} and "
                              f"{keys.shape}: expected (n, width), (n, dim) and (n, keys)")
         self.width, self.dim, self.n_keys = d_te.shape[1], h_te.shape[1], keys.shape[1]
-        self.s = np.zeros((self.width, self.dim))
-        self.total = np.zeros(self.width) if bias else None
-        for lo in range(0, len(d_te), block):
-            d = np.asarray(d_te[lo:lo + block], np.float64)
-            self.s += d.T @ np.asarray(h_te[lo:lo + block], np.float64)
-            if self.total is not None:
-                self.total += d.sum(axis=0)
+        d = np.asarray(d_te, np.float64)
+        self.s = d.T @ np.asarray(h_te, np.float64)
+        self.total = d.sum(axis=0) if bias else None
         self.keys = []
         for j in range(self.n_keys):
             uk = np.unique(keys[:, j])
             sums = np.zeros((len(uk), self.width))
-            for lo in range(0, len(d_te), block):
-                np.add.at(sums, np.searchsorted(uk, keys[lo:lo + block, j]),
-                          np.asarray(d_te[lo:lo + block], np.float64))
+            for lo in range(0, len(d), block):
+                np.add.at(sums, np.searchsorted(uk, keys[lo:lo + block, j]), d[lo:lo + block])
             self.keys.append((uk, sums))
 
     def influence(self, f_train: tuple) -> np.ndarray:

@@ -57,14 +57,13 @@ from typing import Literal, cast
 
 import numpy as np
 import torch
-from numba import njit
 from torch import nn
 
 from recaudit import _progress as progress
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
-from recaudit.models.sequential._jodie_plan import (Plan, count_groups, make_plan, previous_rows,
-                                         timespan_groups)
+from recaudit.models.sequential._jodie_plan import (Plan, count_groups, group_tensors,
+                                                    make_plan, previous_rows, timespan_groups)
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models._device import resolve_device
 from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, make_adam, materialize)
@@ -73,7 +72,7 @@ from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.seeds import make_torch_generator
 
-__all__ = ["JODIE", "t_batches"]
+__all__ = ["JODIE"]
 
 @dataclass(frozen=True)
 class JODIEConfig(SequentialConfig):
@@ -103,25 +102,6 @@ class JODIEConfig(SequentialConfig):
                 raise ConfigError(f"JODIEConfig.{key} must be >= 0")
         if self.n_spans < 1:
             raise ConfigError(f"JODIEConfig.n_spans = {self.n_spans!r}: must be an integer >= 1")
-
-
-@njit(cache=True)
-def _t_batches(user, item, n_users, n_items):  # pragma: no cover - numba
-    last_u = np.full(n_users, -1, np.int64)
-    last_i = np.full(n_items, -1, np.int64)
-    out = np.empty(len(user), np.int64)
-    for k in range(len(user)):
-        b = max(last_u[user[k]], last_i[item[k]]) + 1
-        out[k] = b
-        last_u[user[k]] = b
-        last_i[item[k]] = b
-    return out
-
-
-def t_batches(train: Interactions) -> np.ndarray:
-    """Global t-batch index of every row of ``train`` (rows in time order; §4.3's algorithm)."""
-    return _t_batches(train.user.astype(np.int64), train.item.astype(np.int64), train.n_users,
-                      train.n_items)
 
 
 class _JODIENet(SequenceNet):
@@ -156,38 +136,6 @@ class _JODIENet(SequenceNet):
         w = torch.cat([torch.cat([wu[:, :2 * d], wu[:, 2 * d:], zero], 1),
                        torch.cat([wi[:, d:2 * d], wi[:, :d], zero, wi[:, 2 * d:]], 1)], 0)
         return w, torch.cat([self.user_rnn.bias, self.item_rnn.bias])
-
-
-def _group_tensors(plan: Plan, train: Interactions, prev_item: np.ndarray, du: np.ndarray,
-                   di: np.ndarray, device) -> list[dict]:
-    """Per-group index tensors, built once per fit (processing order throughout)."""
-    def T(a, dt=torch.long):  # noqa: N802
-        return torch.tensor(np.ascontiguousarray(a), dtype=dt, device=device)
-
-    groups = []
-    for g in range(plan.n_groups):
-        s, e = plan.group_ptr[g], plan.group_ptr[g + 1]
-        rows = plan.order[s:e]
-        lp = plan.level_ptr[plan.level_group_ptr[g]:plan.level_group_ptr[g + 1]]
-        ext_u = plan.ext_users[plan.ext_user_ptr[g]:plan.ext_user_ptr[g + 1]]
-        ext_i = plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]]
-        fu = slice(plan.fin_user_ptr[g], plan.fin_user_ptr[g + 1])
-        fi = slice(plan.fin_item_ptr[g], plan.fin_item_ptr[g + 1])
-        sizes = np.diff(lp)
-        groups.append({
-            "levels": np.ascontiguousarray(lp, dtype=np.int64),
-            "rows": np.ascontiguousarray(rows, dtype=np.int64),
-            "row_weight": T(np.repeat(1.0 / sizes, sizes), torch.float32),
-            "idx": T(np.stack([plan.iu[s:e], plan.ii[s:e]], 1).ravel()),
-            "iu": T(plan.iu[s:e]), "ii": T(plan.ii[s:e]), "ip": T(plan.ip[s:e]),
-            "users": T(train.user[rows]), "items": T(train.item[rows]),
-            "prev": T(prev_item[rows]),
-            "deltas": T(np.stack([du[rows], di[rows]], 1), torch.float32),
-            "ext_u": T(ext_u), "ext_i": T(ext_i), "n_ext": len(ext_u) + len(ext_i),
-            "fin_u": T(plan.fin_user[fu]), "fin_u_slot": T(plan.fin_user_slot[fu]),
-            "fin_i": T(plan.fin_item[fi]), "fin_i_slot": T(plan.fin_item_slot[fi]),
-        })
-    return groups
 
 
 @register("jodie")
@@ -243,7 +191,7 @@ class JODIE(SequentialRecommender):
         scale = float(du.std()) or 1.0
         prev_item = np.where(prev_u >= 0, train.item[np.maximum(prev_u, 0)], -1).astype(np.int64)
         plan = make_plan(train.user, train.item, prev_item, gptr, train.n_users, train.n_items)
-        return plan, _group_tensors(plan, train, prev_item, du / scale, di / scale,
+        return plan, group_tensors(plan, train, prev_item, du / scale, di / scale,
                                     device), scale
 
     def fit(self, train: Interactions, *, seed: int, _group_ptr: np.ndarray | None = None

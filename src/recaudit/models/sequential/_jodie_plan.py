@@ -29,9 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from numba import njit
 
-__all__ = ["Plan", "count_groups", "timespan_groups", "make_plan", "previous_rows"]
+from recaudit.data import Interactions
+
+__all__ = ["Plan", "count_groups", "timespan_groups", "make_plan", "previous_rows",
+           "group_tensors", "t_batches"]
 
 
 def count_groups(n: int, batch_size: int) -> np.ndarray:
@@ -259,3 +263,54 @@ def make_plan(user: np.ndarray, item: np.ndarray, prev_item: np.ndarray, group_p
                 np.asarray(prev_item, np.int64), np.asarray(group_ptr, np.int64),
                 int(n_users), int(n_items))
     return Plan(np.asarray(group_ptr, np.int64), *out)
+
+
+@njit(cache=True)
+def _t_batches(user, item, n_users, n_items):  # pragma: no cover - numba
+    last_u = np.full(n_users, -1, np.int64)
+    last_i = np.full(n_items, -1, np.int64)
+    out = np.empty(len(user), np.int64)
+    for k in range(len(user)):
+        b = max(last_u[user[k]], last_i[item[k]]) + 1
+        out[k] = b
+        last_u[user[k]] = b
+        last_i[item[k]] = b
+    return out
+
+
+def t_batches(train: Interactions) -> np.ndarray:
+    """Global t-batch index of every row of ``train`` (rows in time order; §4.3's algorithm)."""
+    return _t_batches(train.user.astype(np.int64), train.item.astype(np.int64), train.n_users,
+                      train.n_items)
+
+
+def group_tensors(plan: Plan, train: Interactions, prev_item: np.ndarray, du: np.ndarray,
+                   di: np.ndarray, device) -> list[dict]:
+    """Per-group index tensors, built once per fit (processing order throughout)."""
+    def T(a, dt=torch.long):  # noqa: N802
+        return torch.tensor(np.ascontiguousarray(a), dtype=dt, device=device)
+
+    groups = []
+    for g in range(plan.n_groups):
+        s, e = plan.group_ptr[g], plan.group_ptr[g + 1]
+        rows = plan.order[s:e]
+        lp = plan.level_ptr[plan.level_group_ptr[g]:plan.level_group_ptr[g + 1]]
+        ext_u = plan.ext_users[plan.ext_user_ptr[g]:plan.ext_user_ptr[g + 1]]
+        ext_i = plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]]
+        fu = slice(plan.fin_user_ptr[g], plan.fin_user_ptr[g + 1])
+        fi = slice(plan.fin_item_ptr[g], plan.fin_item_ptr[g + 1])
+        sizes = np.diff(lp)
+        groups.append({
+            "levels": np.ascontiguousarray(lp, dtype=np.int64),
+            "rows": np.ascontiguousarray(rows, dtype=np.int64),
+            "row_weight": T(np.repeat(1.0 / sizes, sizes), torch.float32),
+            "idx": T(np.stack([plan.iu[s:e], plan.ii[s:e]], 1).ravel()),
+            "iu": T(plan.iu[s:e]), "ii": T(plan.ii[s:e]), "ip": T(plan.ip[s:e]),
+            "users": T(train.user[rows]), "items": T(train.item[rows]),
+            "prev": T(prev_item[rows]),
+            "deltas": T(np.stack([du[rows], di[rows]], 1), torch.float32),
+            "ext_u": T(ext_u), "ext_i": T(ext_i), "n_ext": len(ext_u) + len(ext_i),
+            "fin_u": T(plan.fin_user[fu]), "fin_u_slot": T(plan.fin_user_slot[fu]),
+            "fin_i": T(plan.fin_item[fi]), "fin_i_slot": T(plan.fin_item_slot[fi]),
+        })
+    return groups
