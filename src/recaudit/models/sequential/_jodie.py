@@ -47,6 +47,10 @@ by the standard deviation of the training ``Δ_u`` (as the authors' code scales 
 
 Defaults: d 128 (Oh et al. 2022 §5; paper 128), lr 0.001, λ_U = λ_I = 1, 50 epochs, groups of
 512 rows.
+
+TracIn (Oh et al. 2022's ``tracin`` perturbations): fitted with ``checkpoint_every=T``, the
+model keeps its weights every ``T`` epochs and gives the prediction layer's per-example
+gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_tracin`).
 """
 
 from __future__ import annotations
@@ -191,8 +195,8 @@ class JODIE(SequentialRecommender):
         scale = float(du.std()) or 1.0
         prev_item = np.where(prev_u >= 0, train.item[np.maximum(prev_u, 0)], -1).astype(np.int64)
         plan = make_plan(train.user, train.item, prev_item, gptr, train.n_users, train.n_items)
-        return plan, group_tensors(plan, train, prev_item, du / scale, di / scale,
-                                    device), scale
+        groups = group_tensors(plan, train, prev_item, du / scale, di / scale, device)
+        return plan, groups, scale
 
     def fit(self, train: Interactions, *, seed: int, _group_ptr: np.ndarray | None = None
             ) -> JODIE:
