@@ -1,14 +1,15 @@
-"""JODIE's TracIn scores streamed (one replay of the log per checkpoint) against the generic
-chunked protocol (``checkpoint_factors`` per chunk of rows, so one replay per checkpoint *and*
-chunk), on a JODIE fitted with checkpoints.
+"""TracIn's scores streamed (what the rows share -- a replay of the log, the queries' factors --
+computed once per checkpoint) against the chunked protocol (``checkpoint_factors`` per chunk of
+rows: all of it once per checkpoint *and* chunk), for the models that replay the whole log:
+JODIE and LatentCross over the whole history (``latentcross@oh2022``).
 
-The anchor is what :func:`recaudit.perturb.tracin_scores` would do for JODIE without
-``checkpoint_factor_stream``: the same factors, asked for chunk by chunk (chunks of
-``(64 << 20) // n_items`` rows, its default). Both must give the same scores (to float32
-rounding of the factors). One epoch of training is printed beside them as a second yardstick.
+The anchor is what :func:`recaudit.perturb.tracin_scores` did before the stream: the same
+factors, asked for chunk by chunk (chunks of ``(64 << 20) // n_items`` rows, its default). Both
+must give the same scores (to float32 rounding of the factors). One epoch of training is printed
+beside them as a second yardstick.
 
-    python benchmarks/bench_tracin_stream.py                       # Wikipedia, all users, ~5 min
-    python benchmarks/bench_tracin_stream.py --dataset foursquare  # the paper's Table 3 data
+    python benchmarks/bench_tracin_stream.py                       # JODIE, Wikipedia, ~5 min
+    python benchmarks/bench_tracin_stream.py --model latentcross --dataset foursquare
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from recaudit.perturb import tracin_scores
 
 
 class _Chunked:
-    """JODIE seen through the generic protocol only (no stream)."""
+    """A model seen through the chunked protocol only (no stream)."""
 
     def __init__(self, model) -> None:
         self.model = model
@@ -40,6 +41,7 @@ class _Chunked:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="jodie", choices=("jodie", "latentcross"))
     ap.add_argument("--dataset", default="wikipedia")
     ap.add_argument("--users", type=int, default=0, help="users sampled (0: all)")
     ap.add_argument("--epochs", type=int, default=2)
@@ -51,11 +53,11 @@ def main() -> None:
                                    sample_users=args.users or None),
                        SplitSpec("temporal-ratio", 0.9, floor="test"))
     train, queries = split.train, split.queries
-    model = create("jodie@oh2022", epochs=args.epochs, checkpoint_every=args.every)
+    model = create(f"{args.model}@oh2022", epochs=args.epochs, checkpoint_every=args.every)
     model.fit(train, seed=0)
     epoch_s = float(np.median([h["seconds"] for h in model.history_]))
     chunk = max(256, (64 << 20) // train.n_items)
-    print(f"{args.dataset}: {len(train)} training rows, {train.n_items} items, "
+    print(f"{args.model}, {args.dataset}: {len(train)} training rows, {train.n_items} items, "
           f"{len(queries)} queries; {len(model.checkpoints_)} checkpoint(s); "
           f"{-(-len(train) // chunk)} chunk(s) of {chunk} rows")
     times: dict[str, list[float]] = {"anchor": [], "ours": []}

@@ -121,3 +121,14 @@ def test_tracin_refuses_another_log_and_a_model_without_checkpoints(fitted):
     bare = create("jodie", epochs=1, embedding_dim=4).fit(split.train, seed=0)
     with pytest.raises(ValueError, match="checkpoint_every"):
         tracin_scores(bare, split.train, split.queries)
+
+
+def test_the_log_is_replayed_twice_per_checkpoint_whatever_the_chunks(fitted, monkeypatch):
+    from recaudit.models.sequential import _jodie_tracin
+
+    model, train, queries = fitted
+    calls = []
+    real = _jodie_tracin._walk
+    monkeypatch.setattr(_jodie_tracin, "_walk", lambda *a: calls.append(1) or real(*a))
+    tracin_scores(model, train, queries, chunk_size=5)
+    assert len(calls) == 2 * len(model.checkpoints_)

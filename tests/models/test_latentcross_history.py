@@ -232,3 +232,21 @@ def test_the_paper_preset_trains_over_the_whole_history():
     m = create("latentcross@oh2022")
     assert m.config.samples == "history" and m.config.batch_order == "temporal"
     assert m.config.epochs == 50 and m.config.lr == 0.001 and m.config.embedding_dim == 128
+
+
+def test_tracin_passes_over_the_history_once_per_checkpoint(monkeypatch):
+    """The stream replays the history once per checkpoint, however many chunks the rows
+    take (the per-chunk protocol replayed it once per chunk); the scores do not change."""
+    from recaudit.models.sequential._latentcross import LatentCross
+    from recaudit.perturb import tracin_scores
+
+    train, queries = leave_last_out(planted_log(n_users=8, length=10, n_items=12))
+    model = create("latentcross", epochs=4, embedding_dim=8, hidden_dim=8, batch_size=16,
+                   samples="history", checkpoint_every=2).fit(train, seed=3)
+    calls = []
+    real = LatentCross._pass
+    monkeypatch.setattr(LatentCross, "_pass", lambda self, *a, **k: calls.append(1)
+                        or real(self, *a, **k))
+    chunked = tracin_scores(model, train, queries, chunk_size=7)
+    assert len(calls) == 2 and -(-len(train) // 7) > 2
+    np.testing.assert_allclose(chunked, tracin_scores(model, train, queries), rtol=1e-5)

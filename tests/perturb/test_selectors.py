@@ -70,6 +70,49 @@ def test_tracin_selector_picks_most_influential(small_log):
         spec.apply(small_log, np.random.default_rng(0))
 
 
+class FakeStream:
+    """One checkpoint (lr 2) streamed in chunks, with one-hot keys and no bias: row ``r`` has
+    ``D = [r, 1]``, ``H = [1]``, key ``r % 2``; the two queries ``D = [1, 0]``, ``[0, 1]``,
+    ``H = [1]``, ``[2]``, keys 0 and 1. With ``G . G' = (D . D')(H . H' + [K = K'])``:
+
+    score(r) = 2 * (r * (1 + [r even]) + 1 * (2 + [r odd]))
+    """
+
+    def __init__(self, fault=None):
+        self.fault = fault
+
+    def checkpoint_gradients(self, train, rows, queries):  # the protocol's marker
+        raise AssertionError("a streaming model is read through its stream")
+
+    def checkpoint_factor_stream(self, train, rows, queries, chunk_size):
+        test = (np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0], [2.0]]),
+                np.array([[0], [1]]))
+
+        def chunks():
+            parts = [rows[lo:lo + chunk_size][::-1] for lo in range(0, len(rows), chunk_size)]
+            if self.fault == "left out":
+                parts = parts[:-1]
+            if self.fault == "twice":
+                parts.append(rows[:1])
+            for part in parts:
+                yield part, (np.stack([part, np.ones(len(part))], 1).astype(float),
+                             np.ones((len(part), 1)), (part % 2)[:, None])
+
+        yield 2.0, test, False, chunks()
+
+
+def test_tracin_scores_of_a_streamed_model_with_keys(small_log):
+    r = np.arange(len(small_log))
+    expected = 2.0 * (r * (1 + (r % 2 == 0)) + 2 + (r % 2 == 1))
+    queries = Queries.next_item(small_log)
+    assert np.allclose(tracin_scores(FakeStream(), small_log, queries), expected)
+    assert np.allclose(tracin_scores(FakeStream(), small_log, queries, rows=[3, 0, 3],
+                                     chunk_size=1), expected[[3, 0, 3]])
+    for fault, match in (("left out", "left 1 row"), ("twice", "a row twice")):
+        with pytest.raises(ValueError, match=match):
+            tracin_scores(FakeStream(fault), small_log, queries, chunk_size=2)
+
+
 def test_tracin_rejects_models_without_gradients(small_log):
     with pytest.raises(TypeError, match="checkpoint_gradients"):
         tracin_scores(object(), small_log, Queries.next_item(small_log))

@@ -58,11 +58,12 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
     ``K_a`` (``[n, m]`` integers, one column per one-hot block): their gradient is ``D_a`` at
     row ``K_a[j]`` of block ``j``, which adds ``D_r . sum_{q: K_q[j] = K_r[j]} D_q``.
 
-    A model with ``checkpoint_factor_stream(train, rows, queries)`` (JODIE, whose states come
-    from replaying the whole log) is read checkpoint by checkpoint instead: per checkpoint
-    ``(lr, test factors, has_bias, chunks)`` with ``chunks`` yielding ``(row ids, train
-    factors)`` that cover each requested row once, so the replay runs once per checkpoint,
-    not once per chunk; ``chunk_size`` is then the model's.
+    A model with ``checkpoint_factor_stream(train, rows, queries, chunk_size)`` (every built-in
+    sequential model) is read checkpoint by checkpoint: per checkpoint ``(lr, test factors,
+    has_bias, chunks)`` with ``chunks`` yielding ``(row ids, train factors)`` that cover each
+    requested row once, so what the rows share -- the queries' factors, a replay of the whole
+    log (LatentCross over the whole history, JODIE) -- is computed once per checkpoint, not
+    once per chunk.
     """
     if not isinstance(model, SupportsTracIn):
         raise TypeError(f"{type(model).__name__} does not provide checkpoint_gradients(); TracIn "
@@ -74,12 +75,13 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
         raise ValueError(f"rows outside [0, {len(train)})")
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1 or None, got {chunk_size}")
-    if hasattr(model, "checkpoint_factor_stream"):
-        return _streamed(model, train, rows, queries)
-    factored = hasattr(model, "checkpoint_factors")
+    streamed = hasattr(model, "checkpoint_factor_stream")
+    factored = streamed or hasattr(model, "checkpoint_factors")
     if chunk_size is None:
         per_row = max(train.n_items, 1) * (1 if factored else 64)
         chunk_size = max(256, (64 << 20) // per_row)
+    if streamed:
+        return _streamed(model, train, rows, queries, chunk_size)
     out = np.zeros(len(rows), dtype=np.float64)
     for lo in range(0, len(rows), chunk_size):
         part = rows[lo:lo + chunk_size]
@@ -92,11 +94,12 @@ def tracin_scores(model: SupportsTracIn, train: Interactions, queries: Queries,
     return out
 
 
-def _streamed(model, train, rows, queries) -> np.ndarray:
+def _streamed(model, train, rows, queries, chunk_size) -> np.ndarray:
     uniq, inv = np.unique(rows, return_inverse=True)
     acc = np.zeros(len(uniq), dtype=np.float64)
     seen = 0
-    for lr, f_test, bias, chunks in model.checkpoint_factor_stream(train, uniq, queries):
+    for lr, f_test, bias, chunks in model.checkpoint_factor_stream(train, uniq, queries,
+                                                                   chunk_size):
         test = _TestSide(f_test, bias)
         covered = np.zeros(len(uniq), dtype=bool)
         for ids, f_train in chunks:

@@ -48,6 +48,7 @@ from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, ma
 from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._factors import collected, outer
 from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
 from recaudit.seeds import make_rng, make_torch_generator
 
@@ -262,28 +263,24 @@ class SequentialRecommender(Configurable):
         return top_k_from_scores(scores, k)
 
     # ------------------------------------------------------------------ TracIn
-    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
-                           ) -> Iterator[tuple[float, tuple[np.ndarray, np.ndarray],
-                                               tuple[np.ndarray, np.ndarray], bool]]:
-        """The two factors of every per-example output-layer gradient, at each checkpoint.
+    def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                                 chunk_size: int = 4096) -> Iterator[tuple]:
+        """The two factors of every per-example output-layer gradient, checkpoint by checkpoint.
 
-        Yields ``(lr, (D_train, H_train), (D_test, H_test), has_bias)`` per checkpoint saved
-        with ``checkpoint_every``: ``H`` ``[n, D]`` the representations feeding the output
-        layer and ``D = softmax(H W^T + b) - e_y`` ``[n, n_items]`` (float32). The gradient of
-        example ``a`` is ``dl/dW = D_a^T H_a``, ``dl/db = D_a`` (see
-        :meth:`checkpoint_gradients`), so ``G_a . G_b = (D_a . D_b)(H_a . H_b) (+ D_a . D_b)``
-        and TracIn needs only these factors: memory ``n * (n_items + D)`` instead of
-        ``n * n_items * D``. Training example ``r`` predicts ``train.item[r]`` from the user's
-        preceding items in ``train`` (up to ``max_len``); test example ``q`` predicts
-        ``queries.target[q]`` from its context; ``H`` comes from the checkpoint's network in
-        evaluation mode (no dropout).
+        Yields ``(lr, (D_test, H_test), has_bias, chunks)`` per checkpoint saved with
+        ``checkpoint_every``; ``chunks`` yields ``(row ids, (D, H))`` for ``rows`` in chunks of
+        ``chunk_size``, in the order given (consume them before the next checkpoint). ``H``
+        ``[n, D]`` are the representations feeding the output layer and
+        ``D = softmax(H W^T + b) - e_y`` ``[n, n_items]`` (float32). The gradient of example
+        ``a`` is ``dl/dW = D_a^T H_a``, ``dl/db = D_a`` (see :meth:`checkpoint_gradients`), so
+        ``G_a . G_b = (D_a . D_b)(H_a . H_b) (+ D_a . D_b)`` and TracIn needs only these
+        factors: memory ``n * (n_items + D)`` instead of ``n * n_items * D``. Training example
+        ``r`` predicts ``train.item[r]`` from the user's preceding items in ``train`` (up to
+        ``max_len``); test example ``q`` predicts ``queries.target[q]`` from its context; ``H``
+        comes from the checkpoint's network in evaluation mode (no dropout). The queries'
+        factors are computed once per checkpoint.
         """
-        fitted = self._fitted()
-        if not self.checkpoints_:
-            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
-        q = self._as_queries(queries)
-        if (q.target < 0).any():
-            raise ValueError("every query needs a known target for its loss gradient")
+        fitted, q = self._tracin_inputs(queries)
         rows = np.asarray(rows, dtype=np.int64)
         data = SequenceData(train, self.config.max_len, "prefix", pad_left=self.config.pad_left)
         device = self.device_
@@ -293,15 +290,39 @@ class SequentialRecommender(Configurable):
                 net.load_state_dict(state)
                 net.eval()
                 with torch.no_grad():
-                    tb = data.prefix_batch_for_rows(rows, device, self.uses_time)
-                    targets = required(tb.targets, "targets")
-                    f_train = self._factors(net, self._query_hidden(net, tb),
-                                            targets[torch.arange(len(tb)), tb.lengths - 1])
                     qb = batch_from_queries(q, self.config.max_len, device, self.uses_time,
                                             pad_left=self.config.pad_left)
                     f_test = self._factors(net, self._query_hidden(net, qb),
                                            torch.from_numpy(q.target.astype(np.int64)).to(device))
-                yield lr, f_train, f_test, net.output()[1] is not None
+                yield (lr, f_test, net.output()[1] is not None,
+                       self._prefix_chunks(net, data, rows, chunk_size, device))
+
+    def _tracin_inputs(self, queries: Queries) -> tuple[Any, Queries]:
+        """The fitted network and the checked queries of a TracIn computation."""
+        fitted = self._fitted()
+        if not self.checkpoints_:
+            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
+        q = self._as_queries(queries)
+        if (q.target < 0).any():
+            raise ValueError("every query needs a known target for its loss gradient")
+        return fitted, q
+
+    def _prefix_chunks(self, net: SequenceNet, data: SequenceData, rows: np.ndarray,
+                       chunk_size: int, device) -> Iterator[tuple[np.ndarray, tuple]]:
+        for lo in range(0, len(rows), chunk_size):
+            part = rows[lo:lo + chunk_size]
+            with torch.no_grad():  # (never across a yield: grad mode is the caller's too)
+                tb = data.prefix_batch_for_rows(part, device, self.uses_time)
+                targets = required(tb.targets, "targets")
+                f = self._factors(net, self._query_hidden(net, tb),
+                                  targets[torch.arange(len(tb)), tb.lengths - 1])
+            yield part, f
+
+    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                           ) -> Iterator[tuple[float, tuple, tuple, bool]]:
+        """``(lr, factors of rows, factors of the queries, has_bias)`` per checkpoint: the
+        arrays of :meth:`checkpoint_factor_stream`, ``rows`` in the order given."""
+        return collected(self.checkpoint_factor_stream, train, rows, queries)
 
     def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries,
                              ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
@@ -313,22 +334,17 @@ class SequentialRecommender(Configurable):
         closed form ``dl/dW = (p - e_y) h^T``, ``dl/db = p - e_y`` with ``p = softmax(s)``,
         flattened as ``[W.ravel(), b]`` (``P = n_items * D (+ n_items)``). Memory is
         ``(len(rows) + len(queries)) * P`` float32 per checkpoint; TracIn itself uses the
-        factored form (:meth:`checkpoint_factors`), which never builds these matrices.
+        factored form (:meth:`checkpoint_factor_stream`), which never builds these matrices.
         """
         for lr, (d_tr, h_tr), (d_te, h_te), bias in self.checkpoint_factors(train, rows,
                                                                             queries):
-            yield lr, _outer(d_tr, h_tr, bias), _outer(d_te, h_te, bias)
+            yield lr, outer(d_tr, h_tr, bias), outer(d_te, h_te, bias)
 
     def _factors(self, net: SequenceNet, h: torch.Tensor, y: torch.Tensor
                  ) -> tuple[np.ndarray, np.ndarray]:
         p = self._logits(net, h).softmax(-1)
         p[torch.arange(len(y)), y] -= 1.0
         return p.float().cpu().numpy(), h.float().cpu().numpy()
-
-
-def _outer(d: np.ndarray, h: np.ndarray, bias: bool) -> np.ndarray:
-    g = (d[:, :, None] * h[:, None, :]).reshape(len(d), -1)
-    return np.concatenate([g, d], axis=1) if bias else g
 
 
 def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:

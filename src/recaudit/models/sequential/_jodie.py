@@ -292,19 +292,14 @@ class JODIE(SequentialRecommender):
                 + lam_i * ((new[:, 1] - i_ref) ** 2).sum())
 
     # ------------------------------------------------------------------ TracIn
-    def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries):
-        """TracIn's factors per checkpoint, the training rows in chunks (one replay of the log
-        per checkpoint; see :mod:`recaudit.models.sequential._jodie_tracin`)."""
+    def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                                 chunk_size: int = 4096):
+        """TracIn's factors ``(D, H, K)`` per checkpoint, the training rows in chunks (two
+        replays of the log per checkpoint; see :mod:`recaudit.models.sequential._jodie_tracin`).
+        """
         from recaudit.models.sequential._jodie_tracin import factor_stream
 
-        return factor_stream(self, train, rows, queries)
-
-    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries):
-        """``(lr, (D, H, K) train, (D, H, K) test, True)`` per checkpoint, ``rows`` in the
-        order given (see :mod:`recaudit.models.sequential._jodie_tracin`)."""
-        from recaudit.models.sequential._jodie_tracin import factors
-
-        return factors(self, train, rows, queries)
+        return factor_stream(self, train, rows, queries, chunk_size)
 
     def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries):
         """The flattened prediction-layer gradients (memory ``(d + n_items)`` times

@@ -42,24 +42,20 @@ from recaudit.data import Interactions, Queries
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models.sequential._nn import deterministic_torch
 
-__all__ = ["factor_stream", "factors", "gradients"]
+__all__ = ["factor_stream", "gradients"]
 
 _CHUNK = 4096
 
 
 def factor_stream(model: Any, train: Interactions, rows: np.ndarray, queries: Queries,
-                  chunk: int = _CHUNK) -> Iterator[tuple[float, tuple, bool, Iterator]]:
+                  chunk_size: int = _CHUNK) -> Iterator[tuple[float, tuple, bool, Iterator]]:
     """Per checkpoint ``(lr, (D, H, K) of the queries, True, chunks)``; ``chunks`` yields
-    ``(row ids, (D, H, K))`` covering each of ``rows`` once (in the fit's order). Consume a
-    checkpoint's chunks before asking for the next checkpoint."""
-    net0 = model._fitted()
-    if not model.checkpoints_:
-        raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
+    ``(row ids, (D, H, K))`` covering each of ``rows`` once, in the fit's order, about
+    ``chunk_size`` rows at a time. Consume a checkpoint's chunks before asking for the next."""
+    net0, q = model._tracin_inputs(queries)
     _check_log(model, train)
-    q = model._as_queries(queries)
-    if len(q) and ((q.target < 0).any() or q.user.max() >= model.n_users_):
-        raise ValueError("every query needs a known target for its loss gradient and a user "
-                         "of the training log")
+    if len(q) and q.user.max() >= model.n_users_:
+        raise ValueError("queries contain user codes outside the training log's user space")
     wanted = np.zeros(len(train), dtype=bool)
     wanted[np.asarray(rows, dtype=np.int64)] = True
     device = model.device_
@@ -71,25 +67,7 @@ def factor_stream(model: Any, train: Interactions, rows: np.ndarray, queries: Qu
             net.eval()
             _, _, users, items = deque(_walk(model, net, groups), maxlen=1)[0]  # end states
             test = _query_factors(model, net, q, users, items, device)
-            yield lr, test, True, _row_chunks(model, net, groups, wanted, chunk)
-
-
-def factors(model: Any, train: Interactions, rows: np.ndarray, queries: Queries
-            ) -> Iterator[tuple[float, tuple, tuple, bool]]:
-    """``(lr, (D, H, K) of rows, (D, H, K) of the queries, True)`` per checkpoint, ``rows`` in
-    the order given (repeats allowed)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    uniq, inv = np.unique(rows, return_inverse=True)
-    if len(rows) and (uniq[0] < 0 or uniq[-1] >= len(train)):
-        raise ValueError(f"rows outside [0, {len(train)})")
-    for lr, test, bias, chunks in factor_stream(model, train, uniq, queries):
-        parts = list(chunks)  # every row of uniq once, in the fit's order
-        ids = np.concatenate([c[0] for c in parts]) if parts else np.empty(0, np.int64)
-        order = np.argsort(ids)[inv]
-        train_f = tuple(np.concatenate([c[1][i] for c in parts])[order] if parts
-                        else np.empty((0,) + test[i].shape[1:], test[i].dtype)
-                        for i in range(3))
-        yield lr, train_f, test, bias
+            yield lr, test, True, _row_chunks(model, net, groups, wanted, chunk_size)
 
 
 def gradients(model: Any, train: Interactions, rows: np.ndarray, queries: Queries
@@ -106,7 +84,7 @@ def gradients(model: Any, train: Interactions, rows: np.ndarray, queries: Querie
             out.append(g.reshape(len(d), -1))
         return np.concatenate(out, axis=1)
 
-    for lr, f_train, f_test, _ in factors(model, train, rows, queries):
+    for lr, f_train, f_test, _ in model.checkpoint_factors(train, rows, queries):
         yield lr, dense(*f_train), dense(*f_test)
 
 

@@ -325,22 +325,16 @@ class LatentCross(SequentialRecommender):
                 out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
         return out
 
-    def checkpoint_factors(self, train: Interactions, rows: np.ndarray, queries: Queries,
-                           ) -> Iterator[tuple[float, tuple[np.ndarray, np.ndarray],
-                                               tuple[np.ndarray, np.ndarray], bool]]:
-        """As :meth:`SequentialRecommender.checkpoint_factors`; with ``samples="history"``
+    def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
+                                 chunk_size: int = 4096) -> Iterator[tuple]:
+        """As :meth:`SequentialRecommender.checkpoint_factor_stream`; with ``samples="history"``
         training row ``r``'s representation is its ``head(o_r)`` from the state before ``r``
         over ``train``'s whole history, and a test query's is the one it is ranked from, both
-        under the checkpoint's weights."""
+        under the checkpoint's weights: one pass over the history per checkpoint."""
         if not self._history:
-            yield from super().checkpoint_factors(train, rows, queries)
+            yield from super().checkpoint_factor_stream(train, rows, queries, chunk_size)
             return
-        fitted = self._net()
-        if not self.checkpoints_:
-            raise ValueError("no checkpoints: fit with checkpoint_every=N to record them")
-        q = self._as_queries(queries)
-        if (q.target < 0).any():
-            raise ValueError("every query needs a known target for its loss gradient")
+        fitted, q = self._tracin_inputs(queries)
         rows = np.asarray(rows, dtype=np.int64)
         device = self.device_
         with deterministic_torch(self.config.num_threads, device):
@@ -350,9 +344,16 @@ class LatentCross(SequentialRecommender):
                 net.load_state_dict(state)
                 end, o = self._pass(net, groups, device, rows_out=True)
                 with torch.no_grad():
-                    h_train = net.head(required(o, "row states")[torch.as_tensor(rows).to(device)])
-                    f_train = self._factors(net, h_train, torch.as_tensor(
-                        train.item[rows].astype(np.int64)).to(device))
                     f_test = self._factors(net, self._history_hidden(net, q, end, device),
                                            torch.as_tensor(q.target.astype(np.int64)).to(device))
-                yield lr, f_train, f_test, True
+                yield lr, f_test, True, self._row_chunks(net, required(o, "row states"), train,
+                                                         rows, chunk_size, device)
+
+    def _row_chunks(self, net: _LatentCrossNet, o: torch.Tensor, train: Interactions,
+                    rows: np.ndarray, chunk_size: int, device) -> Iterator[tuple]:
+        for lo in range(0, len(rows), chunk_size):
+            part = rows[lo:lo + chunk_size]
+            with torch.no_grad():
+                f = self._factors(net, net.head(o[torch.as_tensor(part).to(device)]),
+                                  torch.as_tensor(train.item[part].astype(np.int64)).to(device))
+            yield part, f
