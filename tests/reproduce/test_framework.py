@@ -119,6 +119,10 @@ def test_oh2022_configs_follow_the_paper_setup(tmp_path):
     assert {"name": "tracin-delete", "checkpoint_every": 10} in jodie.perturbations
     assert "checkpoint_every" not in jodie.models[0].params
     assert all(m.params["checkpoint_every"] == 10 for m in window.models)
+    # at small scale JODIE trains 3 epochs: checkpoints every epoch, not every 5 (none)
+    small = _oh2022._configs(work, "small", "foursquare", ("jodie",), _oh2022.LOO)
+    assert {"name": "tracin-delete", "checkpoint_every": 1} in small[0].perturbations
+    assert small[0].models[0].params["epochs"] == 3
     c = by_models[("latentcross@oh2022",)]
     assert (c.split.floor, c.split.ratio, c.datasets[0].min_user_interactions) == \
         ("test", 0.9, 10)
