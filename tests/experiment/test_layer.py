@@ -96,6 +96,63 @@ def test_group_members_wait_for_their_first_job():
         assert events.index(("done", first)) < events.index(("submit", job))
 
 
+def test_a_primed_group_starts_whole_once_its_prime_has_finished():
+    """With ``prime``, a group of several jobs waits for its priming and then starts all its
+    jobs at once (not only the first); a group of one job runs at once and is not primed;
+    primings are not results."""
+    from recaudit.experiment._executors import _scheduled
+
+    events = []
+
+    def submit(job):
+        events.append(("submit", job))
+        return job
+
+    def prime(job):
+        events.append(("prime", job))
+        return ("primed", job)
+
+    def wait_any(pending):
+        handle = min(pending, key=repr)  # primings first ("(" < "p"), then jobs in order
+        events.append(("done", handle))
+        return {handle}
+
+    def result(handle):
+        return None if handle[0] == "primed" else handle[0]
+
+    jobs = [(0, "a"), (1, "b"), (2, "a"), (3, "a")]
+    out = list(_scheduled(jobs, lambda j: j[1], submit, wait_any, result, prime))
+    assert sorted(out) == [0, 1, 2, 3]                      # the priming is no result
+    assert events[:2] == [("prime", (0, "a")), ("submit", (1, "b"))]
+    assert ("prime", (1, "b")) not in events                 # a group of one is not primed
+    primed = events.index(("done", ("primed", (0, "a"))))
+    group_a = [events.index(("submit", j)) for j in jobs if j[1] == "a"]
+    assert min(group_a) > primed                             # nothing of "a" before its prime
+    assert group_a == list(range(primed + 1, primed + 4))    # then all of "a" at once
+
+
+def _mark(folder, key, _value):
+    import pathlib
+
+    pathlib.Path(folder, key).write_text("made")
+
+
+def _read_mark(folder, key, value):
+    import pathlib
+
+    path = pathlib.Path(folder, key)
+    return value, path.read_text() if path.exists() else "missing"
+
+
+def test_a_process_pool_runs_a_groups_prime_before_its_jobs(tmp_path):
+    jobs = [(str(tmp_path), "a", 0), (str(tmp_path), "a", 1), (str(tmp_path), "a", 2),
+            (str(tmp_path), "b", 3)]
+    got = sorted(execute(_read_mark, jobs, ExecutorSpec("process", workers=2),
+                         group=lambda job: job[1], prime=_mark))
+    # group "a" (three jobs) read what its prime made; "b", alone, was not primed
+    assert got == [(0, "made"), (1, "made"), (2, "made"), (3, "missing")]
+
+
 def test_oversubscribed_executors_warn_but_stay_valid():
     import os
 

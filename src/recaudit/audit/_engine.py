@@ -3,9 +3,10 @@
 :class:`AuditStudy` is the stability audit on the experiment layer
 (:func:`recaudit.experiment.run_study`): a config expands into :class:`AuditJob` s (the trial
 spec with its perturbation parsed once, the baseline key that groups the trials sharing a
-baseline: the group's first trial trains it and the rest wait, unless a resumed run finds it
-already cached), which any executor runs and whose outcomes land in the audit's tables
-(:mod:`recaudit.audit._store`).
+baseline: a process pool trains it first (:func:`prime_baseline`) and then runs the whole
+group at once, the in-process executor lets the group's first trial train it, Ray makes it as
+a task of its own; a resumed run that finds it cached trains none), which any executor runs and
+whose outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from recaudit.audit._runner import Baseline, TrialOutcome, make_baseline, run_trial
+from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
+                                    run_trial)
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
@@ -50,8 +52,8 @@ def _check_k(config: AuditConfig, dataset, log) -> None:
 class AuditJob:
     """What a worker needs to run one trial: its spec, its perturbation (parsed once, by the
     driver), the audit's name, where baselines are cached, the key of its baseline and whether
-    it is the first pending trial of that baseline (which counts a baseline made elsewhere in
-    its timings)."""
+    it counts that baseline's seconds in its timings (``charge``: the first pending trial of a
+    baseline that no stored trial has counted)."""
 
     trial: TrialSpec
     perturbation: Perturbation
@@ -69,6 +71,12 @@ def _run(job: AuditJob, baseline: Baseline | None = None) -> TrialOutcome:
 def _share(job: AuditJob) -> Baseline:
     """The shared product of a baseline group on Ray: its baseline, made once."""
     return make_baseline(job.trial, job.cache)
+
+
+def _prime(job: AuditJob) -> None:
+    """Before a baseline group in a process pool: its baseline, trained into the cache."""
+    if job.cache is not None:
+        prime_baseline(job.trial, job.cache)
 
 
 def _cache(config: AuditConfig) -> str | None:
@@ -103,6 +111,7 @@ class AuditStudy:
     tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run)
     share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
+    prime: ClassVar[Callable[..., Any] | None] = staticmethod(_prime)
 
     def __init__(self, config: AuditConfig) -> None:
         self.config = config
@@ -115,7 +124,7 @@ class AuditStudy:
 
         cfg = self.config
         cache = _cache(cfg)
-        done = self._finished()
+        done, counted = self._finished()
         parsed: dict[str, Perturbation] = {}
         charged: set[str] = set()
         cached: dict[str, bool] = {}
@@ -124,8 +133,9 @@ class AuditStudy:
             label = repr(trial.perturbation)
             if label not in parsed:
                 parsed[label] = parse(trial.perturbation)
-            first = tid not in done and key not in charged
-            if first:
+            pending = tid not in done
+            first = pending and key not in charged and key not in counted
+            if pending:
                 charged.add(key)
             if key not in cached:
                 cached[key] = cache is not None and ArrayCache(cache).has(key)
@@ -137,11 +147,12 @@ class AuditStudy:
                              datasets=(trial.dataset,)))
         return out
 
-    def _finished(self) -> set[str]:
+    def _finished(self) -> tuple[set[str], set[str]]:
+        """Ids of the stored trials and the baseline keys whose seconds they count."""
         if not self.output.exists():
-            return set()
+            return set(), set()
         with AuditStore(self.output, read_only=True) as store:
-            return store.finished()
+            return store.finished(), store.counted_baselines()
 
     def facts(self) -> Mapping[str, Any]:
         cfg = self.config

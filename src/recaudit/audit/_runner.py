@@ -22,10 +22,12 @@ A trial's result is a pure function of its :class:`TrialSpec`:
 
 A baseline is trained once per (dataset, split, model, seed) and shared by every perturbation
 of it: its rank lists are cached (``<store>.baselines/<key>.npz`` or the executor's
-``cache_uri``, written atomically, :class:`~recaudit.experiment.ArrayCache`) and read by
-the rest of its group, worker and re-run; on Ray, :func:`make_baseline` runs as a task of its
-own and its :class:`Baseline` reaches each trial of the group as an object reference
-(:func:`run_trial`'s ``baseline``).
+``cache_uri``, written atomically, :class:`~recaudit.experiment.ArrayCache`, with the seconds
+its training and ranking took) and read by the rest of its group, worker and re-run. In a
+process pool, :func:`prime_baseline` makes it before a group of trials, which then all start at
+once; on Ray, :func:`make_baseline` runs as a task of its own and its :class:`Baseline` reaches
+each trial of the group as an object reference (:func:`run_trial`'s ``baseline``). Each
+baseline's seconds are counted once, in the timings of the first trial of its group.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ from recaudit.experiment import ArrayCache, canonical_json, prepare
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
-__all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "train_baseline", "compare",
-           "versions", "edited_queries"]
+__all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
+           "train_baseline", "compare", "versions", "edited_queries"]
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +109,7 @@ def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
 @dataclass(frozen=True)
 class Baseline:
     """A baseline's rank lists (``items``, as cached) and the seconds it took to train and rank
-    (0 when read from a cache)."""
+    (kept with the cached lists; 0 for an entry cached before they were kept)."""
 
     items: np.ndarray
     fit_seconds: float = 0.0
@@ -123,24 +125,43 @@ def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | No
 
 
 def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
-              cache: str | os.PathLike | None) -> tuple[RankLists, float, float]:
+              cache: str | os.PathLike | None, charge: bool = True
+              ) -> tuple[RankLists, float, float]:
+    """The baseline's lists and the seconds to count for it: those it took to train and rank
+    when trained here; when read from ``cache``, those kept with it if ``charge`` (0 for an
+    entry written before the seconds were kept), else 0."""
     key = trial.baseline_key(log_.fingerprint())
     store = None if cache is None else ArrayCache(cache)
     hit = None if store is None else store.get(key)
     if hit is not None:
-        return RankLists(hit["items"]), 0.0, 0.0
+        seconds = [float(hit[name]) if charge and name in hit else 0.0
+                   for name in ("fit_seconds", "rank_seconds")]
+        return RankLists(hit["items"]), seconds[0], seconds[1]
     ranks, fit_s, rank_s = train_baseline(trial, split, cache)
     if store is not None:
-        store.put(key, items=ranks.items)
+        store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
+                  rank_seconds=np.asarray(rank_s))
     return ranks, fit_s, rank_s
 
 
 def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
     """The baseline of ``trial``: read from ``cache`` (a directory or URL), else trained (and
-    written there)."""
+    written there); its seconds are those of the training, kept with the cached lists."""
     data, split = prepare(trial.dataset, trial.split)
     ranks, fit_s, rank_s = _baseline(trial, data, split, cache)
     return Baseline(ranks.items, fit_s, rank_s)
+
+
+def prime_baseline(trial: TrialSpec, cache: str | os.PathLike) -> None:
+    """Make sure ``cache`` holds the baseline of ``trial`` (trained and written if it does
+    not; an entry already there is not read). The process pool runs it before a group of
+    trials, which then all read the lists, the first of them counting their seconds."""
+    data, split = prepare(trial.dataset, trial.split)
+    if ArrayCache(cache).has(trial.baseline_key(data.fingerprint())):
+        return
+    progress.report(label=f"{trial.model.label} · baseline · seed {trial.seed}",
+                    phase="baseline fit")
+    _baseline(trial, data, split, cache)
 
 
 def compare(base: RankLists, pert: RankLists, split: Split, k: int, p: float) -> pd.DataFrame:
@@ -201,7 +222,10 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
     ``perturbation`` is ``trial.perturbation`` already parsed (the engine parses it once, in
     the process that read the config); ``cache_dir`` (a directory or an fsspec URL) holds the
     shared baselines. ``baseline``: the trial's baseline, made elsewhere
-    (:func:`make_baseline`); its seconds count in this trial's timings if ``charge_baseline``.
+    (:func:`make_baseline`). A baseline made elsewhere — passed, or read from the cache —
+    counts its seconds in this trial's timings if ``charge_baseline`` (the engine charges the
+    first trial of each baseline, so that every baseline is counted once); one trained here
+    always counts.
     Models' temporary files (command models, RecBole's worker) go under the store's directory
     (the parent of a local ``cache_dir``) and are removed when the trial ends.
     """
@@ -224,7 +248,7 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
     if baseline is None:
-        base, base_fit, base_rank = _baseline(trial, data, split, cache_dir)
+        base, base_fit, base_rank = _baseline(trial, data, split, cache_dir, charge_baseline)
     else:
         if len(baseline.items) != len(split.queries):
             raise ValueError(f"baseline has {len(baseline.items)} rank lists for "

@@ -206,6 +206,14 @@ class AuditStore(Store):
         rows = self.con.execute("SELECT trial_id FROM trials WHERE status = 'done'").fetchall()
         return {r[0] for r in rows}
 
+    def counted_baselines(self) -> set[str]:
+        """Baseline keys of the finished trials (their baselines' seconds are counted)."""
+        if "trials" not in self.tables():
+            return set()
+        rows = self.con.execute("SELECT DISTINCT baseline_key FROM trials "
+                                "WHERE status = 'done'").fetchall()
+        return {r[0] for r in rows}
+
     def records(self) -> dict[str, Any]:
         """Perturbation record of every trial, by trial id."""
         if "perturbations" not in self.tables():

@@ -4,7 +4,11 @@
 never models or data; each worker loads and splits the data itself, memoised) and yields the
 results as they finish. Scheduling by group: with ``group=``, the first job of every group runs
 first and the rest of the group is released when it has finished (the audit groups trials by
-baseline, so a baseline is trained once and read from the cache by the rest of its group).
+baseline, so a baseline is trained once and read from the cache by the rest of its group). The
+process pool takes a ``prime`` too: for each group of several jobs it runs ``prime(first job)``
+(which leaves the group's product on the disk the workers share: the audit's baseline cache)
+and releases the *whole* group when that returns, so every job of the group starts at once
+instead of waiting for the first job's own work (a perturbed fit, a TracIn refit).
 
 Workers of a pool are limited to ``threads_per_worker`` torch threads and get
 ``ExecutorSpec.devices`` round-robin (:func:`recaudit.models.set_process_device`).
@@ -63,18 +67,22 @@ def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
 def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
             group: Callable[[Job], Hashable] | None = None,
             share: Callable[..., Any] | None = None,
+            prime: Callable[..., Any] | None = None,
             data: Callable[[Job], Sequence[DatasetSpec]] | None = None) -> Iterator[Any]:
     """Run ``fn(*job)`` for every job and yield the results as they finish.
 
     The order of results depends on the executor (in-process: job order); the results do not.
     Ray only: ``share`` (module-level, with ``group``) makes each group's product, passed as
     ``fn(*job, product)``; ``data(job)`` lists the datasets to ship to the job's worker.
+    Process pool only: ``prime`` (module-level, with ``group``) is called as
+    ``prime(*first job)`` before a group of several jobs, which then all start together; its
+    result is dropped (it leaves the product where the jobs find it).
     """
     jobs = list(jobs)
     if spec.kind == "inprocess":
         yield from _inprocess(fn, jobs, spec)
     elif spec.kind == "process":
-        yield from _pool(fn, jobs, spec, group)
+        yield from _pool(fn, jobs, spec, group, prime)
     else:
         from recaudit.experiment._ray import run_ray
 
@@ -98,20 +106,34 @@ def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> I
 
 def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
                submit: Callable[[Job], Any], wait_any: Callable[[set], set],
-               result: Callable[[Any], Any]) -> Iterator[Any]:
+               result: Callable[[Any], Any],
+               prime: Callable[[Job], Any] | None = None) -> Iterator[Any]:
+    """Yield ``result(handle)`` of every job as it finishes. ``submit(job)`` starts a job and
+    returns its handle, ``wait_any(handles)`` returns those finished; with ``prime(job)`` (which
+    starts the group's priming and returns its handle; ``result`` is called on it too, for its
+    errors, and dropped) a group of several jobs waits for its priming, then starts whole."""
     first, rest = split_groups(jobs, group)
-    pending: dict[Any, Hashable] = {submit(j): (group(j) if group else None) for j in first}
+    pending: dict[Any, tuple[Hashable, bool]] = {}
+    for job in first:
+        key = group(job) if group else None
+        if prime is not None and rest.get(key):
+            rest[key].insert(0, job)
+            pending[prime(job)] = (key, True)
+        else:
+            pending[submit(job)] = (key, False)
     while pending:
         for fut in wait_any(set(pending)):
-            key = pending.pop(fut)
+            key, primed = pending.pop(fut)
             outcome = result(fut)
             for job in rest.pop(key, []):
-                pending[submit(job)] = key
-            yield outcome
+                pending[submit(job)] = (key, False)
+            if not primed:
+                yield outcome
 
 
 def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
-          group: Callable[[Job], Hashable] | None) -> Iterator[Any]:
+          group: Callable[[Job], Hashable] | None,
+          prime: Callable[..., Any] | None = None) -> Iterator[Any]:
     """The process pool, surviving the death of a worker (the OOM killer's SIGKILL): the
     pool is replaced and the jobs not yet finished run again — up to ``spec.retries`` times,
     as on Ray; jobs are pure functions of their specs, so a retried one gives the numbers a
@@ -125,7 +147,7 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
     for attempt in range(spec.retries + 1):
         finished: set[int] = set()
         try:
-            for i, outcome in _pool_once(fn, remaining, spec, group):
+            for i, outcome in _pool_once(fn, remaining, spec, group, prime):
                 finished.add(i)
                 yield outcome
             return
@@ -143,7 +165,8 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
 
 
 def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: ExecutorSpec,
-               group: Callable[[Job], Hashable] | None) -> Iterator[tuple[int, Any]]:
+               group: Callable[[Job], Hashable] | None,
+               prime: Callable[..., Any] | None) -> Iterator[tuple[int, Any]]:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
@@ -159,6 +182,11 @@ def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: Execut
         def wait_any(fs: set) -> set:
             return set(wait(fs, return_when=FIRST_COMPLETED)[0])
 
+        def start_prime(job: tuple[int, Job]) -> Future:
+            assert prime is not None
+            return pool.submit(_call, prime, job[1], spec.threads_per_worker)
+
         by_group = None if group is None else (lambda job: group(job[1]))
         yield from _scheduled(jobs, by_group, submit, wait_any,
-                              lambda f: (index[f], f.result()))
+                              lambda f: (index.get(f), f.result()),
+                              None if prime is None else start_prime)

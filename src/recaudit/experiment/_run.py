@@ -21,12 +21,13 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]]
                 write: Callable[[Store, Any], str], *,
                 group: Callable[[Job], Hashable] | None = None,
                 share: Callable[..., Any] | None = None,
+                prime: Callable[..., Any] | None = None,
                 data: Callable[[Job], Sequence[DatasetSpec]] | None = None,
                 progress: Callable[[str | None, int, int], None] | None = None) -> int:
     """Run ``fn(*job)`` for every planned ``(trial id, job)`` whose id is not in ``done``,
     write each result with ``write(store, result)`` (which returns the result's trial id) as
     it arrives, and report ``progress(trial_id, finished, total)`` (first with ``None`` for the
-    trials already done). ``group``, ``share`` and ``data`` go to
+    trials already done). ``group``, ``share``, ``prime`` and ``data`` go to
     :func:`~recaudit.experiment.execute`. Returns the number of trials run.
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
@@ -38,7 +39,8 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]]
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", len(jobs), total, finished)
-    for result in execute(fn, jobs, executor, group=group, share=share, data=data):
+    for result in execute(fn, jobs, executor, group=group, share=share, prime=prime,
+                          data=data):
         tid = write(store, result)
         finished += 1
         if progress:

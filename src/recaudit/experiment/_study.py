@@ -7,8 +7,10 @@ A *study* (the stability audit, fuzzing, property templates, MIRROR) declares
   per finished trial, keyed by ``trial_id``;
 - :meth:`~Study.plan` — its trials (:class:`Trial`: id, a picklable job, the group whose
   product it shares, the datasets it reads);
-- ``run`` / ``share`` — module-level functions a worker calls on a job (``share`` makes a
-  group's product once, e.g. the audit's baseline, on executors without a shared disk);
+- ``run`` / ``share`` / ``prime`` — module-level functions a worker calls on a job (``share``
+  makes a group's product once, e.g. the audit's baseline, on executors without a shared disk;
+  ``prime`` makes it on the disk a process pool's workers share, before the group's trials,
+  which then all start at once; either may be ``None``);
 - :meth:`~Study.write` — how an outcome becomes rows (one transaction), returning its id;
 - :meth:`~Study.facts` — what the store keeps about the run (``meta``: config, data summary).
 
@@ -79,9 +81,11 @@ class Study(Protocol):
 
     def write(self, store: Store, outcome: Any) -> str: ...
 
-    # module-level functions (picklable): run(job) -> outcome, share(job) -> product | None
+    # module-level functions (picklable): run(job) -> outcome, share(job) -> product | None,
+    # prime(job) -> None: leaves a group's product on the workers' shared disk (process pool)
     run: ClassVar[Callable[..., Any]]
     share: ClassVar[Callable[..., Any] | None]
+    prime: ClassVar[Callable[..., Any] | None]
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,9 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                         share=None if study.share is None else functools.partial(_call,
                                                                                  study.share,
                                                                                  None),
+                        prime=None if study.prime is None else functools.partial(_call,
+                                                                                 study.prime,
+                                                                                 beats),
                         data=lambda job: job[0].datasets, progress=report)
         except BaseException as exc:
             state.update(running=False, state="interrupted" if isinstance(

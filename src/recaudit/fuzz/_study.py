@@ -171,6 +171,7 @@ class FuzzStudy(Config):
     tables: ClassVar[tuple[Table, ...]] = (FUZZ_TRIALS,)
     run: ClassVar[Callable[..., Any]] = staticmethod(run_fuzz_trial)
     share: ClassVar[Callable[..., Any] | None] = None
+    prime: ClassVar[Callable[..., Any] | None] = None
 
     def plan(self) -> list[Trial]:
         fp = _ratings(self.dataset).fingerprint()

@@ -170,6 +170,7 @@ class PropertyStudy(Config):
     tables: ClassVar[tuple[Table, ...]] = (PROPERTY_TRIALS, PROPERTY_VALUES)
     run: ClassVar[Callable[..., Any]] = staticmethod(run_property_trial)
     share: ClassVar[Callable[..., Any] | None] = None
+    prime: ClassVar[Callable[..., Any] | None] = None
 
     def validate(self) -> None:
         if not self.models:

@@ -33,6 +33,7 @@ class MirrorStudy:
     tables: ClassVar[tuple[Table, ...]] = (MIRROR_TRIALS, MIRROR_RESULTS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run_seed)
     share: ClassVar[Callable[..., Any] | None] = None
+    prime: ClassVar[Callable[..., Any] | None] = None
 
     def __init__(self, config: MirrorConfig, output: str | Path, *, workers: int = 1,
                  executor: ExecutorSpec | None = None) -> None:
