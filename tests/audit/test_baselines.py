@@ -41,7 +41,9 @@ def test_the_cached_baseline_keeps_its_seconds_and_a_trial_counts_them_only_when
     charged = run_trial(trial, cache_dir=cfg.output + ".baselines", charge_baseline=True).row
     free = run_trial(trial, cache_dir=cfg.output + ".baselines", charge_baseline=False).row
     assert charged["fit_seconds"] >= 1e6 and charged["rank_seconds"] >= 1e5
+    assert charged["total_seconds"] >= 1.1e6   # the trial that counts it carries it whole
     assert free["fit_seconds"] < 1e6 and free["rank_seconds"] < 1e5
+    assert free["total_seconds"] < 1e5
     # an entry cached before the seconds were kept counts none
     _cache(cfg).put(key, items=entry["items"])
     old = run_trial(trial, cache_dir=cfg.output + ".baselines", charge_baseline=True).row

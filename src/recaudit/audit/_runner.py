@@ -126,29 +126,29 @@ def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | No
 
 def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
               cache: str | os.PathLike | None, charge: bool = True
-              ) -> tuple[RankLists, float, float]:
-    """The baseline's lists and the seconds to count for it: those it took to train and rank
-    when trained here; when read from ``cache``, those kept with it if ``charge`` (0 for an
-    entry written before the seconds were kept), else 0."""
+              ) -> tuple[RankLists, float, float, bool]:
+    """The baseline's lists, the seconds to count for it and whether it was trained here:
+    the seconds it took to train and rank when trained here; when read from ``cache``, those
+    kept with it if ``charge`` (0 for an entry written before the seconds were kept), else 0."""
     key = trial.baseline_key(log_.fingerprint())
     store = None if cache is None else ArrayCache(cache)
     hit = None if store is None else store.get(key)
     if hit is not None:
         seconds = [float(hit[name]) if charge and name in hit else 0.0
                    for name in ("fit_seconds", "rank_seconds")]
-        return RankLists(hit["items"]), seconds[0], seconds[1]
+        return RankLists(hit["items"]), seconds[0], seconds[1], False
     ranks, fit_s, rank_s = train_baseline(trial, split, cache)
     if store is not None:
         store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
                   rank_seconds=np.asarray(rank_s))
-    return ranks, fit_s, rank_s
+    return ranks, fit_s, rank_s, True
 
 
 def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
     """The baseline of ``trial``: read from ``cache`` (a directory or URL), else trained (and
     written there); its seconds are those of the training, kept with the cached lists."""
     data, split = prepare(trial.dataset, trial.split)
-    ranks, fit_s, rank_s = _baseline(trial, data, split, cache)
+    ranks, fit_s, rank_s, _ = _baseline(trial, data, split, cache)
     return Baseline(ranks.items, fit_s, rank_s)
 
 
@@ -223,9 +223,9 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
     the process that read the config); ``cache_dir`` (a directory or an fsspec URL) holds the
     shared baselines. ``baseline``: the trial's baseline, made elsewhere
     (:func:`make_baseline`). A baseline made elsewhere — passed, or read from the cache —
-    counts its seconds in this trial's timings if ``charge_baseline`` (the engine charges the
-    first trial of each baseline, so that every baseline is counted once); one trained here
-    always counts.
+    counts its seconds in this trial's timings (fit, rank and total) if ``charge_baseline`` (the
+    engine charges the first trial of each baseline, so that every baseline is counted once);
+    one trained here always counts.
     Models' temporary files (command models, RecBole's worker) go under the store's directory
     (the parent of a local ``cache_dir``) and are removed when the trial ends.
     """
@@ -248,7 +248,9 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
     if baseline is None:
-        base, base_fit, base_rank = _baseline(trial, data, split, cache_dir, charge_baseline)
+        base, base_fit, base_rank, trained = _baseline(trial, data, split, cache_dir,
+                                                       charge_baseline)
+        carried = 0.0 if trained else base_fit + base_rank
     else:
         if len(baseline.items) != len(split.queries):
             raise ValueError(f"baseline has {len(baseline.items)} rank lists for "
@@ -256,6 +258,7 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
         base = RankLists(baseline.items)
         base_fit, base_rank = ((baseline.fit_seconds, baseline.rank_seconds) if charge_baseline
                                else (0.0, 0.0))
+        carried = base_fit + base_rank
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     p0 = time.perf_counter()
     keys: tuple[Any, ...] = ("draw", trial.draw) if trial.draw else ()
@@ -283,7 +286,7 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
            "data_fingerprint": fingerprint, "n_queries": len(queries), "status": "done",
            "started": started, "finished": time.time(), "fit_seconds": fit_s + base_fit,
            "rank_seconds": rank_s + base_rank, "perturb_seconds": perturb_s,
-           "total_seconds": time.perf_counter() - t0,
+           "total_seconds": time.perf_counter() - t0 + carried,
            "versions": canonical_json(versions()), "host": socket.gethostname()}
     log.info("trial %s: %s %s seed %d done in %.1f s", row["trial_id"], trial.model.label,
              row["perturbation"], trial.seed, row["total_seconds"])

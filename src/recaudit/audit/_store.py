@@ -72,12 +72,14 @@ TRIALS = Table("trials", columns(
         "started": "when the trial started, in seconds since the Unix epoch",
         "finished": "when the trial finished, in seconds since the Unix epoch",
         "fit_seconds": "seconds spent training the perturbed model, plus the baseline's "
-                       "training when this trial trained it (0 for a cached baseline)",
+                       "training in the one trial that counts it (the first of its group; "
+                       "the seconds are kept with the cached baseline)",
         "rank_seconds": "seconds spent ranking the test queries with the perturbed model, "
-                        "plus the baseline's ranking when this trial did it",
+                        "plus the baseline's ranking in the trial that counts it",
         "perturb_seconds": "seconds spent choosing and applying the edits (including a model "
                            "a selector trains, e.g. TracIn's)",
-        "total_seconds": "wall-clock seconds of the whole trial, data preparation included",
+        "total_seconds": "wall-clock seconds of the whole trial, data preparation included, "
+                         "plus its baseline's when it counts one made by another job",
         "versions": "JSON object of the versions of recaudit, Python and the numeric "
                     "libraries, and the device models were trained on",
         "host": "the host name of the machine that ran the trial",
