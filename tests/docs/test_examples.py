@@ -4,6 +4,7 @@ data), so a broken example fails the test suite; see ``_blocks`` for the convent
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -22,6 +23,22 @@ def _params():
     for page in PAGES:
         marks = [pytest.mark.slow] if is_slow(page) else []
         yield pytest.param(page, id=str(page.relative_to(DOCS)), marks=marks)
+
+
+# an absolute path: "/" then at least two names (so `a / b` and `1/n` are not one), not inside a
+# word, a URL (`https://...`) or a relative path (`results/x`)
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])(?:~|/[\w.-]+)(?:/[\w.-]+)+")
+
+
+def foreign_paths(text: str, root: Path) -> list[str]:
+    """The absolute paths in ``text`` outside ``root``: an example that names one depends on one
+    machine's files (it passed where that file existed and failed on every other machine)."""
+    return [p for p in _ABSOLUTE.findall(text)
+            if not Path(os.path.expanduser(p)).resolve().is_relative_to(root.resolve())]
+
+
+def _runnable_text(block: Block) -> str:
+    return "\n".join(commands(block.text)) if block.kind == "console" else block.text
 
 
 def _env(cwd: Path) -> dict[str, str]:
@@ -68,6 +85,10 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch, registries) 
     monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path / ".recaudit-data"))
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in blocks(page):
+        foreign = foreign_paths(_runnable_text(block), tmp_path)
+        assert not foreign, (
+            f"{page.relative_to(DOCS)}:{block.line}: the example names {foreign}, outside its own "
+            "working folder: an example must run on any machine (use a relative path)")
         if block.kind == "file":
             target = tmp_path / block.name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -144,3 +165,19 @@ def test_the_checks_of_shown_blocks_reject_what_is_wrong() -> None:
         _parse_command("recaudit audit --seeds three")
     with pytest.raises(AssertionError, match="workrs"):
         _valid_config('[executor]\nworkrs = 2\n')
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("recaudit status /work/runs/store.duckdb", ["/work/runs/store.duckdb"]),
+    ("recaudit audit --output=/home/me/results/a.duckdb", ["/home/me/results/a.duckdb"]),
+    ("open('~/data/ratings.csv')", ["~/data/ratings.csv"]),
+    ("recaudit status results/reproduce/store.duckdb", []),
+    ("x = 1/n + a / b  # see https://example.org/a/b", []),
+])
+def test_foreign_paths_are_found(text: str, found: list[str], tmp_path: Path) -> None:
+    assert foreign_paths(text, tmp_path) == found
+
+
+def test_a_path_inside_the_working_folder_is_not_foreign(tmp_path: Path) -> None:
+    inside = tmp_path / "results" / "a.duckdb"
+    assert foreign_paths(f"recaudit status {inside}", tmp_path) == []
