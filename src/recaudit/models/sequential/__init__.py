@@ -14,7 +14,7 @@ Models: ``lstm`` (:class:`LSTM`), ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4
 trajectories in t-batches).
 """
 
-from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender, fit_stack
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._bert4rec import BERT4Rec
 from recaudit.models.sequential._gru4rec import GRU4Rec
@@ -28,4 +28,4 @@ from recaudit.models.sequential._tisasrec import TiSASRec
 
 __all__ = ["BERT4Rec", "Batch", "GRU4Rec", "JODIE", "LSTM", "LatentCross", "SASRec",
            "SequenceData", "SequenceNet", "SequentialConfig", "SequentialRecommender", "TiSASRec",
-           "batch_from_queries", "make_adam", "set_dropout_generator"]
+           "batch_from_queries", "fit_stack", "make_adam", "set_dropout_generator"]

@@ -30,29 +30,25 @@ epoch).
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from recaudit import _progress as progress
-from recaudit.data import Interactions, Queries, RankLists, holdout_last
-from recaudit.errors import ConfigError, DataError
-from recaudit.metrics import score_ranks
+from recaudit.data import Interactions, Queries, RankLists
+from recaudit.errors import ConfigError
 from recaudit.models._device import resolve_device
-from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, make_adam, materialize,
-                                            required, set_dropout_generator)
+from recaudit.models.sequential._nn import SequenceNet, deterministic_torch, required
 from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._factors import collected, outer
 from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
-from recaudit.seeds import make_rng, make_torch_generator
+from recaudit.models.sequential._train import Course, train as train_courses
 
-__all__ = ["SequentialRecommender"]
+__all__ = ["SequentialRecommender", "fit_stack"]
 
 
 class SequentialRecommender(Configurable):
@@ -68,6 +64,11 @@ class SequentialRecommender(Configurable):
     Config: ClassVar[type[SequentialConfig]] = SequentialConfig
     registered_name: ClassVar[str] = "sequential"
     uses_time: ClassVar[bool] = False
+    # learned state (set by the training loop, :mod:`._train`)
+    n_items_: int
+    device_: torch.device
+    history_: list[dict[str, Any]]
+    checkpoints_: list[tuple[float, dict]]
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -135,71 +136,13 @@ class SequentialRecommender(Configurable):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         return int(seed)
 
+    def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
+        """This model's run through the training loop (:mod:`._train`)."""
+        return Course(self, train, seed, device)
+
     def fit(self, train: Interactions, *, seed: int) -> SequentialRecommender:
         """Train from scratch on ``train``; all randomness derives from ``seed``."""
-        seed = self._check_fit_args(train, seed)
-        cfg = self.config
-        name = self.registered_name
-        device = resolve_device(cfg.device)
-        valid_q = None
-        if cfg.patience is not None:
-            train, valid_q = holdout_last(train, min_length=3)
-        data = self._make_data(train)
-        if len(data) == 0:
-            raise DataError(f"{name}: no user has two or more training interactions; nothing "
-                            "to learn", source=train.name,
-                            hint="use a log where users have several interactions (lower the "
-                                 "dataset's min_user_interactions filter only if they do)")
-        self.n_items_ = train.n_items
-        self.checkpoints_: list[tuple[float, dict]] = []
-        self.history_: list[dict] = []
-        with deterministic_torch(cfg.num_threads, device):
-            net = materialize(self._network(train.n_items),
-                              make_torch_generator(seed, name, "init"), device, self._init_rule(),
-                              style=cfg.init)
-            if cfg.freeze_embedding:
-                net.embedding.weight.requires_grad_(False)
-            gen = make_torch_generator(seed, name, "dropout", device=device)
-            set_dropout_generator(net, gen)
-            loss_rng = make_rng(seed, name, "loss")  # for losses that draw (BERT4Rec's Cloze)
-            opt = make_adam([p for p in net.parameters() if p.requires_grad], cfg.lr,
-                            cfg.weight_decay)
-            best, best_state, stale = -1.0, None, 0
-            for epoch in range(cfg.epochs):
-                tic, cpu = time.perf_counter(), time.process_time()
-                net.train()
-                order = data.order(cfg.batch_order, make_rng(seed, name, "order", epoch))
-                total = torch.zeros((), dtype=torch.float64, device=device)
-                for batch in data.epoch_batches(order, cfg.batch_size, device, self.uses_time):
-                    loss = self.instance_scores(net, batch, loss_rng)[0]
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
-                    total += loss.detach() * len(batch)
-                record = {"epoch": epoch + 1, "loss": float(total) / len(data),
-                          "seconds": time.perf_counter() - tic,
-                          "cpu_seconds": time.process_time() - cpu}
-                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
-                    self.checkpoints_.append((cfg.lr, _state_copy(net)))
-                if valid_q is not None:
-                    self.network_ = net
-                    value = _valid_metric(self._scores(valid_q, device), valid_q.target,
-                                          cfg.patience_metric)
-                    record[f"valid_{cfg.patience_metric}"] = value
-                    if value > best:
-                        best, best_state, stale = value, _state_copy(net), 0
-                    else:
-                        stale += 1
-                self.history_.append(record)
-                progress.epoch(epoch + 1, cfg.epochs)
-                if valid_q is not None and stale >= cfg.patience:
-                    break
-            if best_state is not None:
-                net.load_state_dict(best_state)
-            net.eval()
-            set_dropout_generator(net, None)
-        self.network_ = net
-        self.device_ = device
+        fit_stack([self], [train], [seed])
         return self
 
     # ------------------------------------------------------------------ rank
@@ -353,17 +296,32 @@ def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
     return h if head is None else head(h)
 
 
-def _state_copy(net: nn.Module) -> dict:
-    return {k: v.detach().clone() for k, v in net.state_dict().items()}
-
-
-def _valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
-    """Mean reciprocal rank or NDCG@K (one relevant item: 1/log2(1 + rank) within K) of the
-    targets; rank = 1 + the number of strictly higher scores (ties favour the target)."""
-    if not len(target):
-        return 0.0
-    rank = 1 + score_ranks(scores, target)
-    if metric == "mrr":
-        return float(np.mean(1.0 / rank))
-    k = int(metric[5:])
-    return float(np.mean(np.where(rank <= k, 1.0 / np.log2(1.0 + rank), 0.0)))
+def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interactions],
+              seeds: Sequence[int]) -> list[SequentialRecommender]:
+    """Train ``models[i]`` on ``trains[i]`` with seed ``seeds[i]``, all together as one stack
+    (:mod:`recaudit.models.sequential._train`): one training loop, each model with its own
+    data, batches, generators, optimiser state and early stopping. Each model ends exactly as
+    ``models[i].fit(trains[i], seed=seeds[i])`` would leave it (bit for bit on the CPU); the
+    models must be of one class with one configuration (their ``device`` included).
+    Returns the models, fitted."""
+    models, trains, seeds = list(models), list(trains), list(seeds)
+    if not (len(models) == len(trains) == len(seeds)):
+        raise ValueError(f"fit_stack needs one training log and one seed per model, got "
+                         f"{len(models)} models, {len(trains)} logs, {len(seeds)} seeds")
+    if not models:
+        return []
+    first = models[0]
+    for m in models:
+        if not isinstance(m, SequentialRecommender):
+            raise TypeError(f"fit_stack trains sequential models, got {type(m).__name__}")
+        if type(m) is not type(first) or m.config != first.config:
+            raise ValueError("a stack trains models of one class and configuration: "
+                             f"{type(first).__name__}({first.config}) and "
+                             f"{type(m).__name__}({m.config})")
+    if len({id(m) for m in models}) != len(models):
+        raise ValueError("fit_stack got the same model object twice; give each member its own")
+    seeds = [m._check_fit_args(t, s) for m, t, s in zip(models, trains, seeds, strict=True)]
+    device = resolve_device(first.config.device)
+    courses = [m._course(t, s, device) for m, t, s in zip(models, trains, seeds, strict=True)]
+    train_courses(courses)
+    return models

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from recaudit.errors import ConfigError
+from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, SeededDropout
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
@@ -58,6 +59,8 @@ class GRU4RecConfig(SequentialConfig):
 
 
 class _GRU4RecNet(SequenceNet):
+    stackable = True
+
     def __init__(self, n_items: int, cfg: GRU4RecConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
@@ -74,6 +77,16 @@ class _GRU4RecNet(SequenceNet):
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         return self.dense(h)
+
+    @classmethod
+    def stacked_forward(cls, nets, batches):
+        items = torch.stack([b.items for b in batches])
+        x = stk.dropout(stk.embed([n.embedding for n in nets], items), [n.drop for n in nets])
+        return stk.per_member(lambda net, xk: net.gru(xk)[0], nets, x)
+
+    @classmethod
+    def stacked_head(cls, nets, h, rows):
+        return stk.linear(h, [n.dense for n in nets], rows)
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

@@ -55,7 +55,6 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -63,16 +62,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from recaudit import _progress as progress
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
 from recaudit.models.sequential._jodie_plan import (Plan, count_groups, group_tensors,
                                                     make_plan, previous_rows, timespan_groups)
 from recaudit.models.sequential._jodie_rnn import recurrence
-from recaudit.models._device import resolve_device
-from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, make_adam, materialize)
+from recaudit.models.sequential._nn import (SequenceNet, materialize)
 from recaudit.models._registry import register
-from recaudit.models.sequential._base import SequentialRecommender
+from recaudit.models.sequential._base import SequentialRecommender, fit_stack
+from recaudit.models.sequential._train import Course
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.seeds import make_torch_generator
 
@@ -148,8 +146,14 @@ class JODIE(SequentialRecommender):
 
     Config = JODIEConfig
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
+    _group_ptr: np.ndarray | None = None  # group boundaries of the next fit (tests)
     user_state_: torch.Tensor  # dynamic embeddings at the end of training (set by fit)
     item_state_: torch.Tensor
+    n_users_: int
+    time_scale_: float
+    group_ptr_: np.ndarray
+    user_last_time_: np.ndarray
+    plan_stats_: dict[str, int]
 
     def _init_rule(self, n_users: int = 0, n_items: int = 0):
         """Initial vectors ``normalize(U(-1, 1))`` and projection ``N(0, 1)``; with
@@ -203,68 +207,15 @@ class JODIE(SequentialRecommender):
         """Train from scratch (``_group_ptr`` overrides the group boundaries; for tests).
         With ``checkpoint_every=T`` the network's weights are kept after every ``T``-th epoch
         for TracIn (:meth:`checkpoint_factors`); keeping them does not change training."""
-        seed = self._check_fit_args(train, seed)
-        if len(train) == 0:
-            raise DataError("jodie: the training log is empty", source=train.name)
-        cfg = self.config
-        device = resolve_device(cfg.device)
-        d = cfg.embedding_dim
-        gptr = self._groups(train) if _group_ptr is None else np.asarray(_group_ptr, np.int64)
-        plan, groups, self.time_scale_ = self._prepare(train, gptr, device)
-        self.group_ptr_ = gptr
-        self.n_items_, self.n_users_ = train.n_items, train.n_users
-        self.history_, self.checkpoints_ = [], []
-        lam_u, lam_i = cfg.lambda_user, cfg.lambda_item
-        with deterministic_torch(cfg.num_threads, device):
-            net = materialize(_JODIENet(train.n_users, train.n_items, d),
-                              make_torch_generator(seed, "jodie", "init"), device,
-                              self._init_rule(train.n_users, train.n_items), style=cfg.init)
-            opt = make_adam(net.parameters(), cfg.lr, cfg.weight_decay)
-            for epoch in range(cfg.epochs):
-                tic, cpu = time.perf_counter(), time.process_time()
-                total = torch.zeros((), device=device)
-                first = True  # the first group reads the initial vectors themselves
-                U = Ie = net.init_user.new_empty(0, d)  # states after the previous group
-                for grp in groups:
-                    if first:
-                        entry = torch.cat([net.init_user.expand(len(grp["ext_u"]), d),
-                                           net.init_item.expand(len(grp["ext_i"]), d)])
-                    else:
-                        entry = torch.cat([U.index_select(0, grp["ext_u"]),
-                                           Ie.index_select(0, grp["ext_i"])])
-                    w, b = net.cell_weights()
-                    buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
-                                     self._rnn_impl)
-                    loss = self._group_loss(net, buf, grp, lam_u, lam_i)
-                    n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
-                    opt.zero_grad(set_to_none=True)
-                    (loss / n).backward()
-                    if first:  # the initial vectors as they were for this epoch
-                        U = net.init_user.detach().expand(train.n_users, d).clone()
-                        Ie = net.init_item.detach().expand(train.n_items, d).clone()
-                        first = False
-                    opt.step()
-                    total += loss.detach()
-                    U.index_copy_(0, grp["fin_u"], buf.detach().index_select(0, grp["fin_u_slot"]))
-                    Ie.index_copy_(0, grp["fin_i"],
-                                   buf.detach().index_select(0, grp["fin_i_slot"]))
-                self.history_.append({"epoch": epoch + 1, "loss": float(total) / len(train),
-                                      "seconds": time.perf_counter() - tic,
-                                      "cpu_seconds": time.process_time() - cpu})
-                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
-                    self.checkpoints_.append(
-                        (cfg.lr, {k: v.detach().clone() for k, v in net.state_dict().items()}))
-                progress.epoch(epoch + 1, cfg.epochs)
-            net.eval()
-        self.network_ = net
-        self.device_ = device
-        self.user_state_ = U
-        self.item_state_ = Ie
-        last_t = np.full(train.n_users, np.nan)
-        last_t[train.user] = train.timestamp  # rows are in time order: last write wins
-        self.user_last_time_ = last_t
-        self.plan_stats_ = {"groups": plan.n_groups, "t_batches": plan.n_levels}
+        self._group_ptr = None if _group_ptr is None else np.asarray(_group_ptr, np.int64)
+        try:
+            fit_stack([self], [train], [seed])
+        finally:
+            self._group_ptr = None
         return self
+
+    def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
+        return _JODIECourse(self, train, seed, device)
 
     def _group_loss(self, net, buf, grp, lam_u, lam_i) -> torch.Tensor:
         d = buf.shape[1]
@@ -351,3 +302,72 @@ class JODIE(SequentialRecommender):
                         + (stat ** 2).sum(1, keepdim=True) - 2 * stat + 1.0)
                 out[sl] = (-dist).float().cpu().numpy()
         return out
+
+
+class _JODIECourse(Course):
+    """JODIE in the training loop: the mini-batches are the log's groups in time order (the
+    plan of :mod:`._jodie_plan`), the dynamic embeddings run on from group to group (detached at
+    group boundaries) and restart from the learned initial vectors every epoch."""
+
+    model: JODIE
+    total_dtype = torch.float32
+
+    def _prepare(self) -> int:
+        train, model = self.train, self.model
+        if len(train) == 0:
+            raise DataError("jodie: the training log is empty", source=train.name)
+        gptr = getattr(model, "_group_ptr", None)
+        gptr = model._groups(train) if gptr is None else gptr
+        self.plan, self.groups, model.time_scale_ = model._prepare(train, gptr, self.device)
+        model.group_ptr_ = gptr
+        model.n_items_, model.n_users_ = train.n_items, train.n_users
+        return len(train)
+
+    def _network(self) -> SequenceNet:
+        train = self.train
+        return materialize(_JODIENet(train.n_users, train.n_items, self.config.embedding_dim),
+                           make_torch_generator(self.seed, "jodie", "init"), self.device,
+                           self.model._init_rule(train.n_users, train.n_items),
+                           style=self.config.init)
+
+    def steps(self, epoch: int):
+        net = cast(_JODIENet, self.net)
+        self.first = True  # the first group reads the initial vectors themselves
+        self.U = self.Ie = net.init_user.new_empty(0, self.config.embedding_dim)
+        return iter(self.groups)
+
+    def objective(self, grp: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        net, cfg, d = cast(_JODIENet, self.net), self.config, self.config.embedding_dim
+        if self.first:
+            entry = torch.cat([net.init_user.expand(len(grp["ext_u"]), d),
+                               net.init_item.expand(len(grp["ext_i"]), d)])
+        else:
+            entry = torch.cat([self.U.index_select(0, grp["ext_u"]),
+                               self.Ie.index_select(0, grp["ext_i"])])
+        w, b = net.cell_weights()
+        self.buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
+                              self.model._rnn_impl)
+        loss = self.model._group_loss(net, self.buf, grp, cfg.lambda_user, cfg.lambda_item)
+        n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
+        return loss / n, loss.detach()
+
+    def before_update(self, grp: dict) -> None:
+        if self.first:  # the initial vectors as they were for this epoch
+            net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
+            self.U = net.init_user.detach().expand(train.n_users, d).clone()
+            self.Ie = net.init_item.detach().expand(train.n_items, d).clone()
+            self.first = False
+
+    def after_update(self, grp: dict) -> None:
+        buf = self.buf.detach()
+        self.U.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
+        self.Ie.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
+
+    def finish(self) -> None:
+        super().finish()
+        model, train = self.model, self.train
+        model.user_state_, model.item_state_ = self.U, self.Ie
+        last_t = np.full(train.n_users, np.nan)
+        last_t[train.user] = train.timestamp  # rows are in time order: last write wins
+        model.user_last_time_ = last_t
+        model.plan_stats_ = {"groups": self.plan.n_groups, "t_batches": self.plan.n_levels}

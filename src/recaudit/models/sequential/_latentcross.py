@@ -39,7 +39,6 @@ sample per interaction with its own recomputed context of ``max_len`` items. Def
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Literal, cast
@@ -49,20 +48,19 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-from recaudit import _progress as progress
-from recaudit.data import Interactions, Queries, holdout_last
+from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
 from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout, row_gaps,
                                       train_last_time)
-from recaudit.models._device import resolve_device
+from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import (SeededDropout, SequenceNet, deterministic_torch,
-                                            init_normal, make_adam, materialize, required,
+                                            init_normal, required,
                                             set_dropout_generator)
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
-from recaudit.models.sequential._base import SequentialRecommender, _state_copy, _valid_metric
+from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SequentialConfig
-from recaudit.seeds import make_torch_generator
+from recaudit.models.sequential._train import Course
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -102,6 +100,8 @@ def _np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
 
 
 class _LatentCrossNet(SequenceNet):
+    stackable = True  # window and prefix samples (history samples train in their own course)
+
     def __init__(self, n_items: int, cfg: LatentCrossConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
@@ -120,6 +120,23 @@ class _LatentCrossNet(SequenceNet):
         h, _ = self.gru(self.drop(x))
         nxt = log_buckets(required(batch.next_gaps, "time gaps"), self.n_buckets)
         return h * (1.0 + self.ctx_out(nxt))
+
+    @classmethod
+    def stacked_forward(cls, nets, batches):
+        items = torch.stack([b.items for b in batches])
+        nb = nets[0].n_buckets
+        gaps = log_buckets(torch.stack([required(b.gaps, "time gaps") for b in batches]), nb)
+        x = (stk.embed([n.embedding for n in nets], items)
+             * (1.0 + stk.embed([n.ctx_in for n in nets], gaps)))
+        x = stk.dropout(x, [n.drop for n in nets])
+        h = stk.per_member(lambda net, xk: net.gru(xk)[0], nets, x)
+        nxt = log_buckets(torch.stack([required(b.next_gaps, "time gaps") for b in batches]), nb)
+        return h * (1.0 + stk.embed([n.ctx_out for n in nets], nxt))
+
+    @classmethod
+    def stacked_head(cls, nets, h, rows):
+        h = stk.dropout(h, [n.drop for n in nets], rows)
+        return torch.relu(stk.linear(h, [n.dense for n in nets], rows))
 
     def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
         """GRU inputs ``(1 + w^in) ⊙ E[item]`` of interactions (item codes, gap buckets)."""
@@ -157,6 +174,10 @@ class LatentCross(SequentialRecommender):
 
     Config = LatentCrossConfig
     uses_time = True
+    n_users_: int
+    user_state_: torch.Tensor
+    user_last_time_: np.ndarray
+    _train_: Interactions
 
     def _network(self, n_items: int) -> _LatentCrossNet:
         return _LatentCrossNet(n_items, self.config)
@@ -177,72 +198,9 @@ class LatentCross(SequentialRecommender):
         return self.config.samples == "history"
 
     # ------------------------------------------------------------------ history samples
-    def fit(self, train: Interactions, *, seed: int) -> LatentCross:
-        """Train from scratch on ``train``; all randomness derives from ``seed``."""
-        if not self._history:
-            super().fit(train, seed=seed)
-            return self
-        seed = self._check_fit_args(train, seed)
-        cfg = self.config
-        name = self.registered_name
-        device = resolve_device(cfg.device)
-        valid_q = None
-        if cfg.patience is not None:
-            train, valid_q = holdout_last(train, min_length=3)
-        if len(train) == 0:
-            raise DataError(f"{name}: the training log is empty", source=train.name)
-        groups = self._groups(train, device)
-        self.n_items_, self.n_users_ = train.n_items, train.n_users
-        self.checkpoints_: list[tuple[float, dict]] = []
-        self.history_: list[dict] = []
-        self._train_ = train
-        with deterministic_torch(cfg.num_threads, device):
-            net = materialize(self._network(train.n_items),
-                              make_torch_generator(seed, name, "init"), device, self._init_rule(),
-                              style=cfg.init)
-            if cfg.freeze_embedding:
-                net.embedding.weight.requires_grad_(False)
-            set_dropout_generator(net, make_torch_generator(seed, name, "dropout", device=device))
-            opt = make_adam([p for p in net.parameters() if p.requires_grad], cfg.lr,
-                            cfg.weight_decay)
-            best, best_state, stale = -1.0, None, 0
-            for epoch in range(cfg.epochs):
-                tic, cpu = time.perf_counter(), time.process_time()
-                net.train()
-                total = torch.zeros((), dtype=torch.float64, device=device)
-                state = torch.zeros(train.n_users, cfg.hidden_dim, device=device)
-                for grp in groups:
-                    o, final = self._group_forward(net, grp, state)
-                    loss = nn.functional.cross_entropy(self._logits(net, net.head(o)),
-                                                       grp.items)
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
-                    total += loss.detach() * len(grp.rows)
-                    state.index_copy_(0, grp.users, final.detach())
-                record = {"epoch": epoch + 1, "loss": float(total) / len(train),
-                          "seconds": time.perf_counter() - tic,
-                          "cpu_seconds": time.process_time() - cpu}
-                if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
-                    self.checkpoints_.append((cfg.lr, _state_copy(net)))
-                if valid_q is not None:
-                    self._finish(net, groups, device)
-                    value = _valid_metric(self._scores(valid_q, device), valid_q.target,
-                                          cfg.patience_metric)
-                    record[f"valid_{cfg.patience_metric}"] = value
-                    if value > best:
-                        best, best_state, stale = value, _state_copy(net), 0
-                    else:
-                        stale += 1
-                self.history_.append(record)
-                progress.epoch(epoch + 1, cfg.epochs)
-                if valid_q is not None and stale >= cfg.patience:
-                    break
-            if best_state is not None:
-                net.load_state_dict(best_state)
-            set_dropout_generator(net, None)
-            self._finish(net, groups, device)
-        return self
+    def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
+        return _HistoryCourse(self, train, seed, device) if self._history \
+            else super()._course(train, seed, device)
 
     def _groups(self, train: Interactions, device) -> list[_Group]:
         """The mini-batches of ``train`` as tensors on ``device`` (built once per fit)."""
@@ -357,3 +315,43 @@ class LatentCross(SequentialRecommender):
                 f = self._factors(net, net.head(o[torch.as_tensor(part).to(device)]),
                                   torch.as_tensor(train.item[part].astype(np.int64)).to(device))
             yield part, f
+
+
+class _HistoryCourse(Course):
+    """LatentCross with ``samples="history"`` in the training loop: the mini-batches are the
+    log's groups in time order, each user's state runs on from group to group (detached at
+    group boundaries) and restarts from zero every epoch; validation and the fitted model read
+    every user's state after the whole history (``LatentCross._finish``)."""
+
+    model: LatentCross
+
+    def _prepare(self) -> int:
+        train, model = self.train, self.model
+        if len(train) == 0:
+            raise DataError(f"{self.name}: the training log is empty", source=train.name)
+        self.groups = model._groups(train, self.device)
+        model.n_items_, model.n_users_ = train.n_items, train.n_users
+        model._train_ = train
+        return len(train)
+
+    def steps(self, epoch: int):
+        self.net.train()
+        self.state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
+        return iter(self.groups)
+
+    def objective(self, grp: _Group) -> tuple[torch.Tensor, torch.Tensor]:
+        net = cast(_LatentCrossNet, self.net)
+        o, self._final = LatentCross._group_forward(net, grp, self.state)
+        loss = nn.functional.cross_entropy(LatentCross._logits(net, net.head(o)), grp.items)
+        return loss, loss.detach() * len(grp.rows)
+
+    def after_update(self, grp: _Group) -> None:
+        self.state.index_copy_(0, grp.users, self._final.detach())
+
+    def validate(self) -> float:
+        self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)
+        return super().validate()
+
+    def finish(self) -> None:
+        set_dropout_generator(self.net, None)
+        self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from recaudit.errors import ConfigError
+from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, SeededDropout
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
@@ -46,6 +47,8 @@ class LSTMConfig(SequentialConfig):
 
 
 class _LSTMNet(SequenceNet):
+    stackable = True
+
     def __init__(self, n_items: int, cfg: LSTMConfig) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_items + 1, cfg.embedding_dim, padding_idx=0,
@@ -62,6 +65,16 @@ class _LSTMNet(SequenceNet):
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         return self.drop_out(h)
+
+    @classmethod
+    def stacked_forward(cls, nets, batches):
+        items = torch.stack([b.items for b in batches])
+        x = stk.dropout(stk.embed([n.embedding for n in nets], items), [n.drop_in for n in nets])
+        return stk.per_member(lambda net, xk: net.lstm(xk)[0], nets, x)
+
+    @classmethod
+    def stacked_head(cls, nets, h, rows):
+        return stk.dropout(h, [n.drop_out for n in nets], rows)
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.out.weight, self.out.bias

@@ -14,11 +14,11 @@ Nothing here touches torch's global random state:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
 
 import torch
 from torch import nn
-
-from typing import TypeVar
 
 from recaudit._torch import deterministic_torch
 from recaudit.errors import ConfigError
@@ -37,6 +37,23 @@ class SequenceNet(nn.Module):
     representation, :meth:`output` the output layer; ``embedding`` is the item embedding."""
 
     embedding: nn.Embedding
+    #: whether :meth:`stacked_forward` / :meth:`stacked_head` exist (training in a stack,
+    #: :mod:`recaudit.models.sequential._stack`)
+    stackable: ClassVar[bool] = False
+
+    @classmethod
+    def stacked_forward(cls, nets: Sequence[SequenceNet], batches: Sequence[Any]
+                        ) -> torch.Tensor:
+        """``stack([nets[k](batches[k])])`` ``[K, B, W, D]`` for batches of one shape, in one
+        batched pass whose slice ``k`` is bit for bit ``nets[k](batches[k])`` (dropout masks
+        from each member's generator, drawn as it would alone)."""
+        raise NotImplementedError(f"{cls.__name__} does not train in a batched stack")
+
+    @classmethod
+    def stacked_head(cls, nets: Sequence[SequenceNet], h: torch.Tensor, rows: Sequence[int]
+                     ) -> torch.Tensor:
+        """``nets[k].head(h[k, :rows[k]])`` for every member, padded to ``h``'s rows."""
+        return h
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The output layer ``(W [n_items, D], b | None)``: scores ``h W^T (+ b)``."""
@@ -194,6 +211,31 @@ class CausalSelfAttentionBlock(nn.Module):
         self.drop_out = SeededDropout(dropout)
         self.drop_ff1 = SeededDropout(dropout)
         self.drop_ff2 = SeededDropout(dropout)
+
+    @staticmethod
+    def stacked(blocks: Sequence[CausalSelfAttentionBlock], x: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """``blocks[k](x[k], mask)`` for ``x`` ``[K, B, L, D]`` in one batched pass
+        (:mod:`recaudit.models.sequential._stack`; the same arithmetic per member)."""
+        from recaudit.models.sequential import _stack as stk
+
+        k, b, length, d = x.shape
+        h = blocks[0].heads
+        q_in = stk.per_member(lambda blk, xk: blk.ln_attn(xk), blocks, x)
+        q = stk.linear(q_in, [blk.q for blk in blocks])
+        kk, v = stk.linear(x, [blk.kv for blk in blocks]).split(d, dim=-1)
+        q, kk, v = (t.reshape(k, b, length, h, d // h).transpose(2, 3) for t in (q, kk, v))
+        att = (q @ kk.transpose(-1, -2)) / math.sqrt(d // h)
+        att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+        att = stk.dropout(torch.nan_to_num(att), [blk.drop_attn for blk in blocks])
+        y = (att @ v).transpose(2, 3).reshape(k, b, length, d)
+        x = q_in + stk.dropout(stk.linear(y, [blk.out for blk in blocks]),
+                               [blk.drop_out for blk in blocks])
+        z = stk.per_member(lambda blk, xk: blk.ln_ffn(xk), blocks, x)
+        z = stk.dropout(torch.relu(stk.linear(z, [blk.ff1 for blk in blocks])),
+                        [blk.drop_ff1 for blk in blocks])
+        z = stk.linear(z, [blk.ff2 for blk in blocks])
+        return x + stk.dropout(z, [blk.drop_ff2 for blk in blocks])
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``x`` [B, L, D]; ``mask`` [B or 1, L, L] bool, True where attention is allowed."""

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from recaudit.errors import ConfigError
+from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, CausalSelfAttentionBlock, SeededDropout, init_normal
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
@@ -59,6 +61,8 @@ class SASRecConfig(SequentialConfig):
 
 
 class _SASRecNet(SequenceNet):
+    stackable = True
+
     def __init__(self, n_items: int, cfg: SASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
@@ -84,6 +88,25 @@ class _SASRecNet(SequenceNet):
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         return self.ln(h)
+
+    @classmethod
+    def stacked_forward(cls, nets, batches):
+        items = torch.stack([b.items for b in batches])
+        length = items.shape[-1]
+        pos = torch.arange(length, device=items.device).expand(len(nets), length)
+        x = (stk.embed([n.embedding for n in nets], items) * nets[0].scale
+             + stk.embed([n.position for n in nets], pos)[:, None])
+        real = (items > 0)[..., None]
+        x = stk.dropout(x, [n.drop for n in nets]) * real
+        mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
+        for blocks in zip(*(n.blocks for n in nets), strict=True):
+            x = CausalSelfAttentionBlock.stacked(blocks, x, mask) * real
+        return x
+
+    @classmethod
+    def stacked_head(cls, nets, h, rows):
+        return stk.stack([F.pad(n.ln(h[k, :r]), (0, 0, 0, h.shape[1] - r))
+                          for k, (n, r) in enumerate(zip(nets, rows, strict=True))])
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from recaudit.errors import ConfigError
+from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
@@ -88,6 +90,39 @@ class _TimeAwareBlock(nn.Module):
         self.ff2 = nn.Linear(inner or d, d, device="meta")
         self.drops = nn.ModuleList(SeededDropout(dropout) for _ in range(5))
 
+    @staticmethod
+    def stacked(blocks, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor
+                ) -> torch.Tensor:
+        """``blocks[k](x[k], mask, buckets[k])`` for ``x`` ``[K, B, L, D]`` in one batched
+        pass (:mod:`recaudit.models.sequential._stack`; the same arithmetic per member)."""
+        kk_, b, length, d = x.shape
+        h, dh = blocks[0].heads, d // blocks[0].heads
+        drops = list(zip(*(blk.drops for blk in blocks), strict=True))
+        pos = torch.arange(length, device=x.device).expand(kk_, length)
+        q_in = stk.per_member(lambda blk, xk: blk.ln_attn(xk), blocks, x)
+
+        def split(t):
+            return t.reshape(kk_, b, -1, h, dh).transpose(2, 3)
+
+        q = split(stk.linear(q_in, [blk.q for blk in blocks]))
+        kk, vv = stk.linear(x, [blk.kv for blk in blocks]).split(d, dim=-1)
+        k = split(kk + stk.dropout(stk.embed([blk.pos_k for blk in blocks], pos), drops[0])[:, None])
+        v = split(vv + stk.dropout(stk.embed([blk.pos_v for blk in blocks], pos), drops[1])[:, None])
+        rk = stk.stack([blk.int_k.weight for blk in blocks]).view(kk_, -1, h, dh).transpose(1, 2)
+        rv = stk.stack([blk.int_v.weight for blk in blocks]).view(kk_, -1, h, dh).transpose(1, 2)
+        idx = buckets[:, :, None].expand(kk_, b, h, length, length)
+        att = q @ k.transpose(-1, -2) + torch.gather(q @ rk.transpose(-1, -2)[:, None], -1, idx)
+        att = (att / math.sqrt(dh)).masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+        att = stk.dropout(torch.nan_to_num(att), drops[2])
+        per_bucket = torch.zeros(kk_, b, h, length, rk.shape[2], dtype=att.dtype,
+                                 device=att.device).scatter_add(-1, idx, att)
+        z = att @ v + per_bucket @ rv[:, None]
+        x = q_in + stk.dropout(stk.linear(z.transpose(2, 3).reshape(kk_, b, length, d),
+                                          [blk.out for blk in blocks]), drops[3])
+        f = stk.per_member(lambda blk, xk: blk.ln_ffn(xk), blocks, x)
+        f = stk.dropout(torch.relu(stk.linear(f, [blk.ff1 for blk in blocks])), drops[4])
+        return x + stk.linear(f, [blk.ff2 for blk in blocks])
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
         b, length, d = x.shape
         h, dh = self.heads, d // self.heads
@@ -114,6 +149,8 @@ class _TimeAwareBlock(nn.Module):
 
 
 class _TiSASRecNet(SequenceNet):
+    stackable = True
+
     def __init__(self, n_items: int, cfg: TiSASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
@@ -139,6 +176,27 @@ class _TiSASRecNet(SequenceNet):
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         return self.ln(h)
+
+    @classmethod
+    def stacked_forward(cls, nets, batches):
+        items = torch.stack([b.items for b in batches])
+        k, b, length = items.shape
+        real = (items > 0)[..., None]
+        times = torch.stack([required(bt.times, "times") for bt in batches])
+        buckets = interval_buckets(times.view(k * b, length),
+                                   torch.stack([bt.lengths for bt in batches]).view(-1),
+                                   nets[0].k).view(k, b, length, length)
+        mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
+        x = stk.dropout(stk.embed([n.embedding for n in nets], items) * nets[0].scale,
+                        [n.drop for n in nets]) * real
+        for blocks in zip(*(n.blocks for n in nets), strict=True):
+            x = _TimeAwareBlock.stacked(blocks, x, mask, buckets) * real
+        return x
+
+    @classmethod
+    def stacked_head(cls, nets, h, rows):
+        return stk.stack([F.pad(n.ln(h[k, :r]), (0, 0, 0, h.shape[1] - r))
+                          for k, (n, r) in enumerate(zip(nets, rows, strict=True))])
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

@@ -1,0 +1,159 @@
+"""Batched computation of a stack's losses: parameters stacked along a leading member dimension.
+
+:func:`stacked_objectives` computes the losses of several members of a stack at one training
+step (:mod:`recaudit.models.sequential._train`) as one batched computation where a network
+offers one (``SequenceNet.stacked_forward``). Members whose mini-batches have the same shape
+``[B, W]`` form a group; each group runs as one pass over tensors with a leading member
+dimension ``K``:
+
+- embedding look-ups gather from the members' tables stacked as ``[K, N, D]`` (one gather; the
+  padding item reads a zero row and receives no gradient, as ``nn.Embedding(padding_idx=0)``);
+- matrix products run as batched products of the members' own shapes (``bmm`` / ``baddbmm``:
+  the slice of member ``k`` is the product its unstacked ``mm`` / ``addmm`` computes, bit for bit
+  on the CPU);
+- what must be member-by-member to give a member's own arithmetic runs per member: recurrent
+  layers (each member's own ``nn.GRU`` / ``nn.LSTM``, the fused kernel), layer norms (the fused
+  affine backward reduces differently from a split one), dropout masks (each drawn from the
+  member's generator, in its own shape and order), the cross-entropy over the member's own
+  targets (a mean over its rows);
+- rows that pad a member's selected positions up to the group's largest count are zeros and
+  receive no gradient.
+
+A network without ``stacked_forward`` (BERT4Rec's Cloze loss, the cascade models' histories)
+and a group of one member use the member's own :meth:`Course.objective`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from recaudit.models.sequential._nn import SeededDropout, required
+
+if TYPE_CHECKING:
+    from recaudit.models.sequential._samples import Batch
+    from recaudit.models.sequential._train import Course
+
+__all__ = ["stacked_objectives", "stack", "embed", "dropout", "linear", "add_rows", "per_member"]
+
+
+def stack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The members' tensors along a new leading dimension (differentiable: each member's
+    parameter receives its own slice of the gradient)."""
+    return torch.stack(list(tensors))
+
+
+def embed(tables: Sequence[nn.Embedding], idx: torch.Tensor) -> torch.Tensor:
+    """``tables[k](idx[k])`` for every member ``k`` as one gather ``[K, *idx.shape[1:], D]``.
+
+    A table with ``padding_idx`` (0: the padding item) reads zeros there and gives it no
+    gradient, as ``nn.Embedding`` does: padding positions read row 0 of the first table, which
+    is zero and receives no gradient (``F.embedding``'s ``padding_idx``)."""
+    weight = stack([t.weight for t in tables])
+    k, n = weight.shape[:2]
+    offset = (torch.arange(k, device=idx.device) * n).view(-1, *([1] * (idx.dim() - 1)))
+    flat = idx + offset
+    pad = tables[0].padding_idx
+    if pad is not None:
+        flat = torch.where(idx == pad, pad, flat)
+    return F.embedding(flat, weight.reshape(k * n, -1), padding_idx=pad)
+
+
+def dropout(x: torch.Tensor, drops: Sequence[SeededDropout],
+            rows: Sequence[int] | None = None) -> torch.Tensor:
+    """Each member's :class:`SeededDropout` on its slice ``x[k]`` (its first ``rows[k]`` rows
+    when given: a member draws its mask in the shape it would alone)."""
+    first = drops[0]
+    if not first.training or first.p <= 0.0 or any(d.generator is None for d in drops):
+        return x
+    masks = []
+    for k, d in enumerate(drops):
+        shape = x.shape[1:] if rows is None else (rows[k], *x.shape[2:])
+        keep = torch.rand(shape, generator=d.generator, device=x.device, dtype=x.dtype) >= d.p
+        if rows is not None and rows[k] < x.shape[1]:
+            keep = torch.cat([keep, keep.new_zeros(x.shape[1] - rows[k], *x.shape[2:])])
+        masks.append(keep)
+    return x * torch.stack(masks) / (1.0 - first.p)
+
+
+def add_rows(x: torch.Tensor, biases: Sequence[torch.Tensor], rows: Sequence[int] | None
+             ) -> torch.Tensor:
+    """``x[k] + biases[k]`` for ``x`` ``[K, n, m]``; with ``rows``, only on each member's first
+    ``rows[k]`` rows (the rest stay zero): a bias's gradient is a sum over the rows, and a sum
+    over more rows (even zeros) may round differently."""
+    if rows is None or all(r == x.shape[1] for r in rows):
+        return x + stack(biases).unsqueeze(1)
+    return stack([torch.cat([x[k, :r] + b, x.new_zeros(x.shape[1] - r, x.shape[2])])
+                  for k, (r, b) in enumerate(zip(rows, biases, strict=True))])
+
+
+def linear(x: torch.Tensor, layers: Sequence[nn.Linear], rows: Sequence[int] | None = None
+           ) -> torch.Tensor:
+    """``layers[k](x[k])`` for ``x`` ``[K, ..., in]`` as one batched product (``baddbmm``
+    over the flattened rows: what ``F.linear`` computes with ``addmm``); ``rows``: ``x`` is
+    ``[K, n, in]`` and member ``k`` has only its first ``rows[k]`` rows (see :func:`add_rows`).
+    """
+    k, *mid, width = x.shape
+    w = stack([layer.weight for layer in layers]).transpose(1, 2)
+    flat = x.reshape(k, -1, width)
+    if layers[0].bias is None:
+        out = torch.bmm(flat, w)
+    elif rows is None:
+        out = torch.baddbmm(stack([layer.bias for layer in layers]).unsqueeze(1), flat, w)
+    else:
+        out = add_rows(torch.bmm(flat, w), [layer.bias for layer in layers], rows)
+    return out.view(k, *mid, out.shape[-1])
+
+
+def per_member(fn: Callable[..., torch.Tensor], *args: Sequence[Any] | torch.Tensor
+               ) -> torch.Tensor:
+    """``stack([fn(a[k], b[k], ...) for k])``: a member-by-member step of a batched pass."""
+    return stack([fn(*parts) for parts in zip(*args, strict=True)])
+
+
+def stacked_objectives(members: Sequence[tuple[Course, Any]]
+                       ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The ``(objective, tally)`` of each ``(course, batch)``, in order (see the module
+    docstring): groups of members whose batches share a shape run batched."""
+    out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(members)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (_, batch) in enumerate(members):
+        groups.setdefault(tuple(batch.items.shape), []).append(i)
+    for idx in groups.values():
+        if len(idx) == 1:
+            out[idx[0]] = members[idx[0]][0].objective(members[idx[0]][1])
+            continue
+        for i, res in zip(idx, _batched([members[i] for i in idx]), strict=True):
+            out[i] = res
+    return [o for o in out if o is not None]
+
+
+def _batched(members: Sequence[tuple[Course, Batch]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    courses = [c for c, _ in members]
+    batches = [b for _, b in members]
+    nets = [c.net for c in courses]
+    net_type = type(nets[0])
+    trunk = net_type.stacked_forward(nets, batches)             # [K, B, W, D]
+    k, b, w, d = trunk.shape
+    sels = [required(bt.sel, "target positions") for bt in batches]
+    counts = [len(s) for s in sels]
+    n = max(counts)
+    idx = torch.stack([F.pad(s + i * b * w, (0, n - len(s))) for i, s in enumerate(sels)])
+    valid = torch.arange(n, device=trunk.device)[None] < torch.tensor(counts,
+                                                                      device=trunk.device)[:, None]
+    h = trunk.reshape(k * b * w, d).index_select(0, idx.view(-1)).view(k, n, d)
+    h = h * valid[..., None]
+    h = net_type.stacked_head(nets, h, counts)
+    weights, biases = zip(*(net.output() for net in nets), strict=True)
+    scores = torch.bmm(h, stack(weights).transpose(1, 2))
+    if biases[0] is not None:
+        scores = add_rows(scores, biases, counts)
+    out = []
+    for i, (bt, c) in enumerate(zip(batches, counts, strict=True)):
+        loss = F.cross_entropy(scores[i, :c], required(bt.sel_targets, "targets"))
+        out.append((loss, loss.detach() * len(bt)))
+    return out

@@ -1,0 +1,117 @@
+"""Stacked training: a model trained in a stack ends bit for bit as if trained alone.
+
+Each stack holds three members of one configuration with different training logs (one
+interaction deleted, one user's history removed so that member has fewer mini-batches, an item
+replaced) and different seeds; every member's scores, loss history, checkpoints and TracIn
+factors must equal those of the same model fitted alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from recaudit.data import synthetic
+from recaudit.models import create
+from recaudit.models.sequential import _stack as stack_module
+from recaudit.models.sequential import fit_stack
+from recaudit.models.testing import leave_last_out
+
+TINY = dict(epochs=2, embedding_dim=16, batch_size=16)
+CONFIGS = {
+    "gru4rec": dict(TINY, hidden_dim=16, layers=2),
+    "gru4rec-prefix-temporal": dict(TINY, hidden_dim=16, samples="prefix",
+                                    batch_order="temporal"),
+    "lstm": dict(TINY, hidden_dim=16, checkpoint_every=1),
+    "lstm-casper": dict(TINY, hidden_dim=16, samples="prefix", pad_left=True,
+                        first_samples=True, freeze_embedding=True, init="torch", max_len=8),
+    "sasrec": dict(TINY, heads=2),
+    "sasrec-prefix-patience": dict(TINY, epochs=4, samples="prefix", patience=1),
+    "tisasrec": dict(TINY, time_span=16, checkpoint_every=1),
+    "bert4rec": dict(TINY, max_len=10, layers=1),
+    "latentcross": dict(TINY, hidden_dim=16),
+    "latentcross-history": dict(TINY, hidden_dim=16, samples="history", patience=1, epochs=3),
+    "jodie": dict(TINY, checkpoint_every=1),
+}
+
+
+def _model(key: str):
+    return create(key.split("-")[0], **CONFIGS[key])
+
+
+def _logs():
+    log = synthetic(seed=5, n_users=40, n_items=50)
+    train, queries = leave_last_out(log)
+    rows = np.arange(len(train))
+    minus_one = train.take(np.delete(rows, 17))
+    busiest = np.bincount(train.user).argmax()
+    minus_user = train.take(rows[train.user != busiest])
+    return [train, minus_one, minus_user], queries
+
+
+def _state(model, train, queries) -> dict:
+    out = {"scores": model.score(queries),
+           "loss": [r["loss"] for r in model.history_],
+           "valid": [r.get("valid_mrr") for r in model.history_],
+           "checkpoints": [{k: v.clone() for k, v in s.items()} for _, s in model.checkpoints_]}
+    if model.checkpoints_:
+        rows = np.arange(0, len(train), 5)
+        out["factors"] = [np.asarray(a) for _, tr, te, _ in model.checkpoint_factors(
+            train, rows, queries) for a in (*tr, *te)]
+    return out
+
+
+def _assert_same(alone: dict, stacked: dict, what: str) -> None:
+    assert np.array_equal(alone["scores"], stacked["scores"]), f"{what}: scores differ"
+    assert alone["loss"] == stacked["loss"], f"{what}: losses differ"
+    assert alone["valid"] == stacked["valid"], f"{what}: validation differs"
+    assert len(alone["checkpoints"]) == len(stacked["checkpoints"])
+    for a, b in zip(alone["checkpoints"], stacked["checkpoints"], strict=True):
+        assert all(torch.equal(a[k], b[k]) for k in a), f"{what}: checkpoint differs"
+    for a, b in zip(alone.get("factors", []), stacked.get("factors", []), strict=True):
+        assert np.array_equal(a, b), f"{what}: TracIn factors differ"
+
+
+#: the models whose stack runs as one batched computation (the others step member by member)
+BATCHED = {"gru4rec", "lstm", "sasrec", "tisasrec", "latentcross"}
+
+
+@pytest.mark.parametrize("key", sorted(CONFIGS))
+def test_a_stacked_member_equals_the_model_alone(key, monkeypatch):
+    logs, queries = _logs()
+    seeds = [3, 3, 4]
+    alone = [_state(_model(key).fit(t, seed=s), t, queries) for t, s in zip(logs, seeds)]
+    calls = []
+    batched = stack_module._batched
+    monkeypatch.setattr(stack_module, "_batched", lambda m: calls.append(len(m)) or batched(m))
+    members = fit_stack([_model(key) for _ in logs], logs, seeds)
+    history = "history" in key
+    assert bool(calls) == (key.split("-")[0] in BATCHED and not history)
+    assert all(n >= 2 for n in calls)
+    for i, (m, t) in enumerate(zip(members, logs)):
+        _assert_same(alone[i], _state(m, t, queries), f"{key} member {i}")
+    assert not np.array_equal(alone[0]["scores"], alone[2]["scores"])  # the members differ
+
+
+def test_stack_members_of_different_sizes_give_the_same_member():
+    """The same trial in a stack of 1 and of 3 (and in another position) trains the same."""
+    logs, queries = _logs()
+    key = "sasrec"
+    one = fit_stack([_model(key)], [logs[1]], [3])[0]
+    three = fit_stack([_model(key) for _ in range(3)], [logs[2], logs[1], logs[0]], [4, 3, 3])
+    assert np.array_equal(one.score(queries), three[1].score(queries))
+
+
+def test_fit_stack_checks_its_members():
+    logs, _ = _logs()
+    with pytest.raises(ValueError, match="one class and configuration"):
+        fit_stack([create("gru4rec", epochs=1), create("gru4rec", epochs=2)], logs[:2], [0, 0])
+    with pytest.raises(ValueError, match="one training log and one seed per model"):
+        fit_stack([create("gru4rec", epochs=1)], logs[:2], [0])
+    m = create("gru4rec", epochs=1)
+    with pytest.raises(ValueError, match="same model object twice"):
+        fit_stack([m, m], logs[:2], [0, 0])
+    with pytest.raises(TypeError, match="sequential models"):
+        fit_stack([create("item-item")], logs[:1], [0])
+    assert fit_stack([], [], []) == []
