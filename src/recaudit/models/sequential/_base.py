@@ -109,6 +109,12 @@ class SequentialRecommender(Configurable):
         return nn.functional.cross_entropy(scores, required(batch.sel_targets, "targets")), \
             scores
 
+    @classmethod
+    def standard_loss(cls) -> bool:
+        """Whether the model trains with :meth:`instance_scores` as defined here (a stack of
+        such models may compute its members' losses in one batched pass, ``_stack``)."""
+        return cls.instance_scores is SequentialRecommender.instance_scores
+
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
         """Scores ``[B, n_items]`` of the next item after each row's context (``net`` in
         evaluation mode gives what :meth:`rank` ranks by)."""

@@ -18,6 +18,7 @@ scheme (every position of a window predicts its next item).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -100,7 +101,7 @@ class _SASRecNet(SequenceNet):
         x = stk.dropout(x, [n.drop for n in nets]) * real
         mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
         for blocks in zip(*(n.blocks for n in nets), strict=True):
-            x = CausalSelfAttentionBlock.stacked(blocks, x, mask) * real
+            x = _stacked_blocks(blocks, x, mask) * real
         return x
 
     @classmethod
@@ -110,6 +111,29 @@ class _SASRecNet(SequenceNet):
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None
+
+
+def _stacked_blocks(blocks: Sequence[CausalSelfAttentionBlock], x: torch.Tensor,
+                    mask: torch.Tensor) -> torch.Tensor:
+    """``blocks[k](x[k], mask)`` for ``x`` ``[K, B, L, D]`` in one batched pass
+    (:mod:`recaudit.models.sequential._stack`; the same arithmetic per member)."""
+    k, b, length, d = x.shape
+    h = blocks[0].heads
+    q_in = stk.per_member(lambda blk, xk: blk.ln_attn(xk), blocks, x)
+    q = stk.linear(q_in, [blk.q for blk in blocks])
+    kk, v = stk.linear(x, [blk.kv for blk in blocks]).split(d, dim=-1)
+    q, kk, v = (t.reshape(k, b, length, h, d // h).transpose(2, 3) for t in (q, kk, v))
+    att = (q @ kk.transpose(-1, -2)) / math.sqrt(d // h)
+    att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+    att = stk.dropout(torch.nan_to_num(att), [blk.drop_attn for blk in blocks])
+    y = (att @ v).transpose(2, 3).reshape(k, b, length, d)
+    x = q_in + stk.dropout(stk.linear(y, [blk.out for blk in blocks]),
+                           [blk.drop_out for blk in blocks])
+    z = stk.per_member(lambda blk, xk: blk.ln_ffn(xk), blocks, x)
+    z = stk.dropout(torch.relu(stk.linear(z, [blk.ff1 for blk in blocks])),
+                    [blk.drop_ff1 for blk in blocks])
+    z = stk.linear(z, [blk.ff2 for blk in blocks])
+    return x + stk.dropout(z, [blk.drop_ff2 for blk in blocks])
 
 
 def _normal_rule(std: float = 0.02):

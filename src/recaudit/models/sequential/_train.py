@@ -162,12 +162,11 @@ class Course:
         order: in one batched pass (:mod:`._stack`, bit-identical to computing them one by
         one) when the network offers one and the model keeps the standard loss, else one by
         one."""
-        from recaudit.models.sequential._base import SequentialRecommender
         from recaudit.models.sequential._stack import stacked_objectives
 
         course = members[0][0]
         if cls is Course and len(members) > 1 and getattr(course.net, "stackable", False) \
-                and type(course.model).instance_scores is SequentialRecommender.instance_scores:
+                and course.model.standard_loss():
             return stacked_objectives(members)
         return [c.objective(step) for c, step in members]
 
