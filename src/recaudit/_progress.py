@@ -14,18 +14,31 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["epoch", "report", "reporting"]
+__all__ = ["epoch", "member", "report", "reporting"]
 
 Watcher = Callable[[Mapping[str, Any]], None]
 _WATCHER: ContextVar[Watcher | None] = ContextVar("recaudit_progress", default=None)
+_MEMBER: ContextVar[int | None] = ContextVar("recaudit_progress_member", default=None)
 
 
 def report(**fields: Any) -> None:
     """Tell the watcher, if there is one, what the work is doing (``phase``, ``label``,
-    ``epoch``/``epochs``, ...)."""
+    ``epoch``/``epochs``, ...); inside :func:`member` the fields carry ``member``."""
     watcher = _WATCHER.get()
     if watcher is not None:
-        watcher(fields)
+        who = _MEMBER.get()
+        watcher(fields if who is None else {**fields, "member": who})
+
+
+@contextmanager
+def member(index: int) -> Iterator[None]:
+    """Reports made inside concern member ``index`` of a stack of trials only (the others'
+    heartbeats do not see them); reports outside concern every member."""
+    token = _MEMBER.set(index)
+    try:
+        yield
+    finally:
+        _MEMBER.reset(token)
 
 
 def epoch(done: int, total: int) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
-                                    run_trial)
+                                    run_stack, run_trial)
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
@@ -68,6 +68,13 @@ def _run(job: AuditJob, baseline: Baseline | None = None) -> TrialOutcome:
                      baseline=baseline, charge_baseline=job.charge)
 
 
+def _run_stack(jobs: list[AuditJob], baseline: Baseline | None = None) -> list[TrialOutcome]:
+    """A stack of trials of one baseline group (``executor.stack``), trained together."""
+    first = jobs[0]
+    return run_stack([j.trial for j in jobs], [j.perturbation for j in jobs], audit=first.audit,
+                     cache_dir=first.cache, baseline=baseline, charges=[j.charge for j in jobs])
+
+
 def _share(job: AuditJob) -> Baseline:
     """The shared product of a baseline group on Ray: its baseline, made once."""
     return make_baseline(job.trial, job.cache)
@@ -110,6 +117,7 @@ class AuditStudy:
     kind: ClassVar[str] = "audit"
     tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run)
+    run_stack: ClassVar[Callable[..., Any]] = staticmethod(_run_stack)
     share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
     prime: ClassVar[Callable[..., Any] | None] = staticmethod(_prime)
 

@@ -39,6 +39,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,14 +49,14 @@ import pandas as pd
 
 from recaudit import _progress as progress
 from recaudit.audit._context import _fit, close_context, perturb_context
-from recaudit.audit._spec import TrialSpec, perturbation_label
+from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
 from recaudit.experiment import ArrayCache, canonical_json, prepare
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
-__all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
+__all__ = ["run_trial", "run_stack", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
            "train_baseline", "compare", "versions", "edited_queries"]
 
 log = logging.getLogger(__name__)
@@ -237,9 +238,31 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
                           baseline=baseline, charge_baseline=charge_baseline)
 
 
-def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: str,
-               cache_dir: str | os.PathLike | None, baseline: Baseline | None,
-               charge_baseline: bool) -> TrialOutcome:
+@dataclass
+class _Prepared:
+    """A trial up to its perturbed training log (what its fit needs, and what its row needs
+    after it)."""
+
+    trial: TrialSpec
+    spec: Perturbation
+    split: Split
+    fingerprint: str
+    base: RankLists
+    base_fit: float
+    base_rank: float
+    carried: float
+    train: Interactions
+    record: Any
+    seed: int
+    inputs: Queries | None
+    perturb_seconds: float
+    started: float
+    t0: float
+
+
+def _prepare(trial: TrialSpec, perturbation: Perturbation | None, *,
+             cache_dir: str | os.PathLike | None, baseline: Baseline | None,
+             charge_baseline: bool) -> _Prepared:
     started = time.time()
     t0 = time.perf_counter()
     progress.report(label=f"{trial.model.label} · {perturbation_label(trial.perturbation)} · "
@@ -273,27 +296,108 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
         train, record = spec.perturb(split.train, rng, context)
     finally:
         close_context(context)
-    perturb_s = time.perf_counter() - p0
     seed = derive_seed(trial.seed, "seed-only") if spec.needs.reseed else trial.seed
     inputs = edited_queries(split.queries, split.train, train) if spec.needs.inputs else None
-    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir), inputs)
-    queries = compare(base, pert, split, trial.metrics.k, trial.metrics.p)
-    row = {"trial_id": trial.trial_id(fingerprint), "baseline_key": trial.baseline_key(fingerprint),
+    return _Prepared(trial, spec, split, fingerprint, base, base_fit, base_rank, carried, train,
+                     record, seed, inputs, time.perf_counter() - p0, started, t0)
+
+
+def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: str,
+             stack: int = 1) -> TrialOutcome:
+    """The trial's row, per-query results and record (``stack``: the size of the stack its
+    model was trained in, recorded in ``versions`` when above 1)."""
+    trial, split = p.trial, p.split
+    queries = compare(p.base, pert, split, trial.metrics.k, trial.metrics.p)
+    used = versions() if stack == 1 else {**versions(), "stack": str(stack)}
+    row = {"trial_id": trial.trial_id(p.fingerprint),
+           "baseline_key": trial.baseline_key(p.fingerprint),
            "audit": audit, "dataset": trial.dataset.label, "model": trial.model.name,
            "model_label": trial.model.label, "perturbation": perturbation_label(trial.perturbation),
-           **spec.describe().to_dict(),
+           **p.spec.describe().to_dict(),
            "seed": trial.seed, "draw": trial.draw, "spec": canonical_json(trial.to_dict()),
-           "data_fingerprint": fingerprint, "n_queries": len(queries), "status": "done",
-           "started": started, "finished": time.time(), "fit_seconds": fit_s + base_fit,
-           "rank_seconds": rank_s + base_rank, "perturb_seconds": perturb_s,
-           "total_seconds": time.perf_counter() - t0 + carried,
-           "versions": canonical_json(versions()), "host": socket.gethostname()}
+           "data_fingerprint": p.fingerprint, "n_queries": len(queries), "status": "done",
+           "started": p.started, "finished": time.time(), "fit_seconds": fit_s + p.base_fit,
+           "rank_seconds": rank_s + p.base_rank, "perturb_seconds": p.perturb_seconds,
+           "total_seconds": time.perf_counter() - p.t0 + p.carried,
+           "versions": canonical_json(used), "host": socket.gethostname()}
     log.info("trial %s: %s %s seed %d done in %.1f s", row["trial_id"], trial.model.label,
              row["perturbation"], trial.seed, row["total_seconds"])
-    stored = None if record is None else record.to_dict()
+    stored = None if p.record is None else p.record.to_dict()
     if stored is not None and (own := in_your_ids(stored, split.train)):
         stored["in_your_ids"] = own
     return TrialOutcome(row, queries, stored)
+
+
+def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation | None], *,
+              audit: str = "audit", cache_dir: str | os.PathLike | None = None,
+              baseline: Baseline | None = None, charges: Sequence[bool] | None = None
+              ) -> list[TrialOutcome]:
+    """Run several trials of one baseline group, training their perturbed models together as
+    one stack (:func:`recaudit.models.sequential.fit_stack`) when they can be: the same
+    sequential model configuration, not stabilised. Each outcome is what :func:`run_trial`
+    gives for its trial (the same lists and similarities; a stacked model is bit for bit the
+    model trained alone on the CPU), except its ``fit_seconds``: its share of the stack's
+    training time, and ``versions``, which records the stack's size. ``charges``: whether each
+    trial counts the baseline's seconds (:func:`run_trial`'s ``charge_baseline``)."""
+    from recaudit.models import scratch_dir
+
+    trials = list(trials)
+    charges = [True] * len(trials) if charges is None else list(charges)
+    local = _local(cache_dir)
+    with scratch_dir(None if local is None else local.parent):
+        prepared = []
+        for i, (trial, pert, charge) in enumerate(zip(trials, perturbations, charges,
+                                                      strict=True)):
+            with progress.member(i):
+                prepared.append(_prepare(trial, pert, cache_dir=cache_dir, baseline=baseline,
+                                         charge_baseline=charge))
+        models = _stackable(trials)
+        if models is None:
+            out = []
+            for i, p in enumerate(prepared):
+                with progress.member(i):
+                    lists, fit_s, rank_s = _fit_rank(p.trial, p.train, p.split, p.seed, local,
+                                                     p.inputs)
+                    out.append(_outcome(p, lists, fit_s, rank_s, audit))
+            return out
+        from recaudit.models.sequential import fit_stack
+
+        progress.report(phase="perturbed fit")
+        t0 = time.perf_counter()
+        fit_stack(models, [p.train for p in prepared], [p.seed for p in prepared])
+        share = (time.perf_counter() - t0) / len(models)
+        out = []
+        for i, (p, model) in enumerate(zip(prepared, models, strict=True)):
+            with progress.member(i):
+                progress.report(phase="perturbed ranking")
+                t1 = time.perf_counter()
+                ranks = model.rank(p.split.queries if p.inputs is None else p.inputs,
+                                   k=p.trial.metrics.depth)
+                out.append(_outcome(p, ranks, share, time.perf_counter() - t1, audit,
+                                    stack=len(models)))
+        return out
+
+
+def _stackable(trials: list[TrialSpec]) -> list[Any] | None:
+    """Fresh models for a stack of ``trials``, or ``None`` when they cannot share one (one
+    trial, different model configurations, a stabilised or non-sequential model)."""
+    from recaudit.models.sequential import SequentialRecommender
+
+    if len(trials) < 2 or any(t.model != trials[0].model or t.model.stabilise is not None
+                              for t in trials):
+        return None
+    models = [build_model(t.model) for t in trials]
+    return models if all(isinstance(m, SequentialRecommender) for m in models) else None
+
+
+def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: str,
+               cache_dir: str | os.PathLike | None, baseline: Baseline | None,
+               charge_baseline: bool) -> TrialOutcome:
+    p = _prepare(trial, perturbation, cache_dir=cache_dir, baseline=baseline,
+                 charge_baseline=charge_baseline)
+    pert, fit_s, rank_s = _fit_rank(trial, p.train, p.split, p.seed, _local(cache_dir),
+                                    p.inputs)
+    return _outcome(p, pert, fit_s, rank_s, audit)
 
 
 def in_your_ids(record: dict[str, Any], train: Interactions) -> dict[str, Any]:

@@ -187,6 +187,9 @@ def audit(
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process)."),
+    stack: int = typer.Option(1, min=1, help="Train up to this many trials of one baseline "
+                              "together as one stacked model (many trials per GPU from one "
+                              "process); numbers and trial ids do not change."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="DuckDB store (resumed if it exists). Default: "
                                             "results/audit-<id>.duckdb, one per dataset, "
@@ -206,7 +209,7 @@ def audit(
                              min_interactions, sample_users, sep, column)),),
                          metrics=MetricSpec(k=k, p=p),
                          executor=ExecutorSpec("process" if workers > 1 else "inprocess",
-                                               workers),
+                                               workers, stack=stack),
                          output=str(output or "results/audit.duckdb"), name="quick-audit")
     if output is None:
         config = replace(config, output=str(default_output(config)))
@@ -223,7 +226,10 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
                                  "wall time and the detectable difference; train nothing."),
         output: Path | None = typer.Option(None, "--output", "-o", help="DuckDB store "
                                            "(resumed if it exists); overrides the config's "
-                                           "`output` key.")
+                                           "`output` key."),
+        stack: int | None = typer.Option(None, min=1, help="Train up to this many trials of "
+                                         "one baseline together as one stacked model; "
+                                         "overrides the config's `executor.stack`.")
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
@@ -231,6 +237,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
     cfg = load_config(config)
     if output is not None:
         cfg = dataclasses.replace(cfg, output=str(output))
+    if stack is not None:
+        cfg = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, stack=stack))
     console = _console(120)
     if dry:
         return _dry_run(cfg, console)

@@ -69,6 +69,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                               "it, so --workers trials share one GPU); trial "
                                               "ids do not change, so the store is read "
                                               "anywhere. Default: the CPU."),
+            stack: int = typer.Option(1, min=1, help="Train up to this many trials of one "
+                                      "trained baseline together as one stacked model (many "
+                                      "trials per GPU from one process); numbers and trial "
+                                      "ids do not change."),
             dry: bool = typer.Option(False, "--dry-run", help="Print what the run would "
                                      "train (planned, stored, left), the estimated wall time "
                                      "and the detectable RBO difference; train nothing. "
@@ -89,7 +93,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
         if not chosen:
             get(name)  # raises with a closest-name hint
             raise ConfigError(f"no experiment matches {name!r}")
-    scope = Scope(seeds, draws, _names(models), train, device, _names(perturbations))
+    scope = Scope(seeds, draws, _names(models), train, device, _names(perturbations), stack)
     if dry:
         if not train:
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "

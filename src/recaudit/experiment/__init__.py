@@ -6,7 +6,9 @@
 - data: :func:`load_dataset`, :func:`prepare` (load, filter, split; memoised per process);
 - studies: the :class:`Study` protocol (a kind of experiment declares its trials, its
   tables and how one trial runs and is written) and :func:`run_study`, which plans, runs on
-  an executor, resumes, writes and publishes progress the same way for every study;
+  an executor, resumes, writes and publishes progress the same way for every study, and
+  cuts a group's trials into stacks (:func:`stacks`, ``executor.stack``) for a study that
+  trains several together;
   :class:`StudyInfo`: what readers (``status``, ``results``, the report) need of a study;
 - executors: :func:`execute` (in-process, process pool with devices, Ray), and
   :func:`run_pending` (run what a store does not hold yet, write as results arrive);
@@ -25,16 +27,17 @@ from recaudit.experiment._data import data_summary, load_dataset, prepare, read_
 from recaudit.experiment._executors import execute
 from recaudit.experiment._heartbeat import Heartbeat, heartbeats
 from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
-from recaudit.experiment._run import run_pending
+from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
 from recaudit.experiment._store import Store, StoreBusyError
 from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, read_progress,
-                                        run_study)
+                                        run_study, stacks)
 
 __all__ = ["META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
            "Heartbeat", "heartbeats",
-           "ModelSpec", "SplitSpec", "Store", "StoreBusyError", "Study", "StudyInfo", "Table",
+           "ModelSpec", "SplitSpec", "Stacked", "Store", "StoreBusyError", "Study", "StudyInfo",
+           "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "load_dataset",
            "merge_stores", "prepare", "progress_path", "read_dataset", "read_progress",
-           "register", "run_pending", "run_study", "shared_trials", "spec_id"]
+           "register", "run_pending", "run_study", "shared_trials", "spec_id", "stacks"]

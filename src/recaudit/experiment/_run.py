@@ -11,38 +11,51 @@ from recaudit.experiment._schedule import Job
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 from recaudit.experiment._store import Store
 
-__all__ = ["run_pending"]
+__all__ = ["run_pending", "Stacked"]
+
+
+class Stacked(list):
+    """The outcomes of a stack of trials, in the stack's order (each written on its own)."""
 
 log = logging.getLogger(__name__)
 
 
-def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]],
+def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tuple[str, ...], Job]],
                 fn: Callable[..., Any], executor: ExecutorSpec,
                 write: Callable[[Store, Any], str], *,
                 group: Callable[[Job], Hashable] | None = None,
                 share: Callable[..., Any] | None = None,
                 prime: Callable[..., Any] | None = None,
                 data: Callable[[Job], Sequence[DatasetSpec]] | None = None,
-                progress: Callable[[str | None, int, int], None] | None = None) -> int:
+                progress: Callable[[str | None, int, int], None] | None = None,
+                total: int | None = None) -> int:
     """Run ``fn(*job)`` for every planned ``(trial id, job)`` whose id is not in ``done``,
     write each result with ``write(store, result)`` (which returns the result's trial id) as
     it arrives, and report ``progress(trial_id, finished, total)`` (first with ``None`` for the
-    trials already done). ``group``, ``share``, ``prime`` and ``data`` go to
-    :func:`~recaudit.experiment.execute`. Returns the number of trials run.
+    trials already done). A stack of trials is planned as ``(ids, job)`` and its result is a
+    list (``Stacked``) whose outcomes are written one by one; ``total``: the number of trials
+    planned (default: one per planned entry). ``group``, ``share``, ``prime`` and ``data`` go
+    to :func:`~recaudit.experiment.execute`. Returns the number of trials run.
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
     trial id, so a trial that arrives twice (a retried task) is stored once."""
-    jobs = [job for tid, job in planned if tid not in done]
-    total = len(planned)
-    finished = total - len(jobs)
+    def ids(key: str | tuple[str, ...]) -> tuple[str, ...]:
+        return key if isinstance(key, tuple) else (key,)
+
+    pending = [(key, job) for key, job in planned if not set(ids(key)) <= done]
+    jobs = [job for _, job in pending]
+    to_run = sum(len(ids(key)) for key, _ in pending)
+    total = len(planned) if total is None else total
+    finished = total - to_run
     if progress:
         progress(None, finished, total)
-    log.info("%d of %d trials to run (%d already stored)", len(jobs), total, finished)
+    log.info("%d of %d trials to run (%d already stored)", to_run, total, finished)
     for result in execute(fn, jobs, executor, group=group, share=share, prime=prime,
                           data=data):
-        tid = write(store, result)
-        finished += 1
-        if progress:
-            progress(tid, finished, total)
-    return len(jobs)
+        for outcome in (result if isinstance(result, Stacked) else [result]):
+            tid = write(store, outcome)
+            finished += 1
+            if progress:
+                progress(tid, finished, total)
+    return to_run

@@ -238,6 +238,11 @@ class ExecutorSpec(Config):
     on disk for ``ray``, whose baselines travel between nodes as object references (a restarted
     audit then retrains the baselines of its unfinished trials). On Ray a local path must be
     absolute and mounted on every node.
+    stack: train up to this many trials of one baseline group together, as one stacked model
+    (the sequential models: :func:`recaudit.models.sequential.fit_stack`; each trial keeps its
+    own data, seeds, generators, optimiser state and early stopping, and its numbers are those
+    it gets alone, bit for bit on the CPU). Many trials per GPU from one process; 1: one trial
+    at a time. A stack is one job of the executor: ``workers`` stacks run at once.
     """
 
     kind: Literal["inprocess", "process", "ray"] = "inprocess"
@@ -248,6 +253,7 @@ class ExecutorSpec(Config):
     gpus_per_trial: float = 0.0
     retries: int = 3
     cache_uri: str | None = None
+    stack: int = 1
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -270,6 +276,8 @@ class ExecutorSpec(Config):
                           f"threads exceed this machine's {cpus} CPUs; trials will compete for "
                           "them (results are unchanged, only slower)", RecauditWarning,
                           stacklevel=4)
+        if not isinstance(self.stack, int) or isinstance(self.stack, bool) or self.stack < 1:
+            raise self.invalid("stack", f"must be an integer >= 1, got {self.stack!r}")
         if self.threads_per_worker < 1:
             raise self.invalid("threads_per_worker",
                                f"must be >= 1, got {self.threads_per_worker}")

@@ -11,6 +11,10 @@ A *study* (the stability audit, fuzzing, property templates, MIRROR) declares
   makes a group's product once, e.g. the audit's baseline, on executors without a shared disk;
   ``prime`` makes it on the disk a process pool's workers share, before the group's trials,
   which then all start at once; either may be ``None``);
+- ``run_stack`` (optional) — a module-level function that runs several jobs of one group
+  together and returns their outcomes in order (the audit trains them as one stacked model);
+  :func:`run_study` uses it when ``executor.stack > 1``: the pending trials of each group are
+  cut into stacks of at most ``stack`` trials, each stack one job of the executor;
 - :meth:`~Study.write` — how an outcome becomes rows (one transaction), returning its id;
 - :meth:`~Study.facts` — what the store keeps about the run (``meta``: config, data summary).
 
@@ -34,20 +38,23 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from recaudit import _progress
 from recaudit._files import atomic_text
 from recaudit._ids import spec_id
 from recaudit.errors import RecauditError
 from recaudit.experiment._heartbeat import Heartbeat, clear_heartbeats, heartbeat_dir
-from recaudit.experiment._run import run_pending
+from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import PLANS, Table
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 from recaudit.experiment._store import Store
 
-__all__ = ["Trial", "Study", "StudyInfo", "run_study", "progress_path", "read_progress"]
+__all__ = ["Trial", "Study", "StudyInfo", "Stacked", "run_study", "stacks", "progress_path",
+           "read_progress"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,7 @@ class Study(Protocol):
     run: ClassVar[Callable[..., Any]]
     share: ClassVar[Callable[..., Any] | None]
     prime: ClassVar[Callable[..., Any] | None]
+    # optional: run_stack(jobs, *product) -> outcomes (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -112,12 +120,56 @@ class StudyInfo:
         return self.trials.name in store.tables()
 
 
-def _call(run: Callable[..., Any], beats: str | None, trial: Trial, *product: Any) -> Any:
-    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given)."""
+def _call(run: Callable[..., Any], beats: str | None, trial: Trial | list[Trial],
+          *product: Any) -> Any:
+    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given); a
+    stack (a list of trials: only ``share``/``prime`` are called on one) stands for its first."""
+    if isinstance(trial, list):
+        trial = trial[0]
     if beats is None:
         return run(trial.job, *product)
     with Heartbeat(beats, trial.id):
         return run(trial.job, *product)
+
+
+def _call_stack(run_stack: Callable[..., Any], beats: str | None, trials: list[Trial],
+                *product: Any) -> Stacked:
+    """A worker runs a stack of trials with ``run_stack`` (one heartbeat per trial: what a
+    member reports inside :func:`recaudit._progress.member` reaches its own, the rest all)."""
+    if beats is None:
+        return Stacked(run_stack([t.job for t in trials], *product))
+    with ExitStack() as stack:
+        hearts = [stack.enter_context(Heartbeat(beats, t.id)) for t in trials]
+        for i, heart in enumerate(hearts):
+            heart({"stack": {"size": len(trials), "index": i, "first": trials[0].id}})
+
+        def dispatch(fields: Mapping[str, Any]) -> None:
+            fields = dict(fields)
+            who = fields.pop("member", None)
+            for i, heart in enumerate(hearts):
+                if who is None or who == i:
+                    heart(fields)
+
+        stack.enter_context(_progress.reporting(dispatch))
+        return Stacked(run_stack([t.job for t in trials], *product))
+
+
+def stacks(trials: Sequence[Trial], size: int) -> list[list[Trial]]:
+    """``trials`` cut into stacks of at most ``size`` trials of one group each (in plan order;
+    a trial without a group is a stack of its own)."""
+    by_group: dict[Any, list[list[Trial]]] = {}
+    out: list[list[Trial]] = []
+    for t in trials:
+        if t.group is None:
+            out.append([t])
+            continue
+        open_ = by_group.setdefault(t.group, [])
+        if not open_ or len(open_[-1]) >= size:
+            open_.append([t])
+            out.append(open_[-1])
+        else:
+            open_[-1].append(t)
+    return out
 
 
 def progress_path(store: str | Path) -> Path:
@@ -193,15 +245,26 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
             if progress is not None:
                 progress(tid, finished, total)
 
-        jobs = [(t.id, (t,)) for t in trials]
         # heartbeats of the trials in flight (not on Ray: its workers may be elsewhere); a
         # killed run's are stale, and this run holds the store, so none is running
         clear_heartbeats(output)
         beats = None if study.executor.kind == "ray" else str(heartbeat_dir(output))
+        run_stack = getattr(study, "run_stack", None)
+        size = study.executor.stack
+        if size > 1 and run_stack is not None:
+            units = stacks([t for t in trials if t.id not in done], size)
+            jobs: list[tuple[Any, tuple]] = [(tuple(t.id for t in u), (u,)) for u in units]
+            runner = functools.partial(_call_stack, run_stack, beats)
+        else:
+            jobs = [(t.id, (t,)) for t in trials]
+            runner = functools.partial(_call, study.run, beats)
+
+        def unit(job: tuple) -> Trial:
+            return job[0][0] if isinstance(job[0], list) else job[0]
+
         try:
-            run_pending(store, done, jobs, functools.partial(_call, study.run, beats),
-                        study.executor, write,
-                        group=(lambda job: job[0].group) if any(t.group for t in trials)
+            run_pending(store, done, jobs, runner, study.executor, write,
+                        group=(lambda job: unit(job).group) if any(t.group for t in trials)
                         else None,
                         share=None if study.share is None else functools.partial(_call,
                                                                                  study.share,
@@ -209,7 +272,10 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                         prime=None if study.prime is None else functools.partial(_call,
                                                                                  study.prime,
                                                                                  beats),
-                        data=lambda job: job[0].datasets, progress=report)
+                        data=lambda job: tuple(dict.fromkeys(
+                            d for t in (job[0] if isinstance(job[0], list) else [job[0]])
+                            for d in t.datasets)),
+                        progress=report, total=len(trials))
         except BaseException as exc:
             state.update(running=False, state="interrupted" if isinstance(
                 exc, KeyboardInterrupt) else "failed", error=f"{type(exc).__name__}: {exc}")

@@ -30,11 +30,12 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["audit_trials", "group_measures", "on_device", "planning", "rls_measures",
+__all__ = ["audit_trials", "group_measures", "on_device", "planning", "rls_measures", "stacked",
            "rls_samples", "shared_store"]
 
 _PLANNED: ContextVar[list | None] = ContextVar("recaudit_reproduce_planned", default=None)
 _DEVICE: ContextVar[str | None] = ContextVar("recaudit_reproduce_device", default=None)
+_STACK: ContextVar[int] = ContextVar("recaudit_reproduce_stack", default=1)
 _TRAINED_ON: ContextVar[dict | None] = ContextVar("recaudit_reproduce_trained_on", default=None)
 
 #: The measure that sums the trials' own time (``trials.total_seconds``: the first trial of a
@@ -65,6 +66,17 @@ def planning() -> Iterator[list]:
         yield configs
     finally:
         _PLANNED.reset(token)
+
+
+@contextmanager
+def stacked(stack: int) -> Iterator[None]:
+    """Within this block :func:`audit_trials` trains up to ``stack`` trials of one baseline
+    together (``executor.stack``; numbers and trial ids unchanged)."""
+    token = _STACK.set(stack)
+    try:
+        yield
+    finally:
+        _STACK.reset(token)
 
 
 @contextmanager
@@ -145,6 +157,8 @@ def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
         config = _placed(config, workers, device)
     elif workers > 1:
         config = replace(config, executor=ExecutorSpec("process", workers))
+    if _STACK.get() > 1:
+        config = replace(config, executor=replace(config.executor, stack=_STACK.get()))
     planned = _PLANNED.get()
     if planned is not None:        # planning: collect the config, train and read nothing
         planned.append(config)

@@ -137,14 +137,15 @@ def plan(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     ``scope``), in order, with their stores under ``root``: its runner called in a
     :func:`~recaudit.reproduce._audit.planning` block, which trains, reads and writes nothing.
     Give each to :func:`recaudit.audit.dry_run` for fits, time and power."""
-    from recaudit.reproduce._audit import on_device, planning
+    from recaudit.reproduce._audit import on_device, planning, stacked
 
     exp = get(name)
     if not exp.plannable:
         raise ConfigError(f"experiment {name!r} is not a stability audit, so --dry-run cannot "
                           "plan it", hint="run it (its small scale takes minutes) or plan "
                           "the Oh et al. 2022 and Betello et al. 2023 experiments")
-    with planning() as configs, on_device((scope or Scope()).device):
+    with planning() as configs, on_device((scope or Scope()).device), \
+            stacked((scope or Scope()).stack):
         exp.call(Path(root) / name / scale, scale, workers, scope)
     return configs
 
@@ -169,7 +170,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     named in the record's scale note). ``records``: where the record goes (default: beside
     the stores)."""
     from recaudit._files import atomic_write
-    from recaudit.reproduce._audit import on_device, trained_on
+    from recaudit.reproduce._audit import on_device, stacked, trained_on
 
     exp = get(name)
     if exp.unavailable:
@@ -182,7 +183,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     scope = scope or Scope()
     _check_device(scope)
     started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
-    with on_device(scope.device), trained_on() as devices:
+    with on_device(scope.device), stacked(scope.stack), trained_on() as devices:
         measures = exp.run(workdir, scale, workers, scope)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]

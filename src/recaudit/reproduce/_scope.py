@@ -1,5 +1,5 @@
 """The part of a scale's grid a run takes (``--seeds``, ``--draws``, ``--models``,
-``--perturbations``) and how it trains (``--no-train``, ``--device``)."""
+``--perturbations``) and how it trains (``--no-train``, ``--device``, ``--stack``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ class Scope:
     part-way; the claims of its unfinished part are "not measured").
     ``device``: where the audits' neural models train (``"cuda:0"``: every worker on that GPU;
     :func:`recaudit.reproduce._audit.on_device`); it takes nothing from the grid and does not
-    change trial ids, so a store is filled on a GPU and read anywhere."""
+    change trial ids, so a store is filled on a GPU and read anywhere. ``stack``: train up to
+    this many trials of one trained baseline together as one stacked model
+    (``executor.stack``); like ``device``, it does not change trial ids or numbers."""
 
     seeds: int | None = None
     draws: int | None = None
@@ -30,10 +32,13 @@ class Scope:
     train: bool = True
     device: str | None = None
     perturbations: tuple[str, ...] | None = None
+    stack: int = 1
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
 
+        if isinstance(self.stack, bool) or not isinstance(self.stack, int) or self.stack < 1:
+            raise ConfigError(f"stack must be an integer >= 1, got {self.stack!r}", key="stack")
         for key in ("seeds", "draws"):
             v = getattr(self, key)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -88,6 +93,7 @@ class Scope:
         parts.append(("perturbations", None if self.perturbations is None
                       else ",".join(self.perturbations)))
         parts.append(("device", self.device))
+        parts.append(("stack", self.stack if self.stack > 1 else None))
         return "".join(f" --{k} {v}" for k, v in parts if v is not None) + \
             ("" if self.train else " --no-train")
 
