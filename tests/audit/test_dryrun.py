@@ -89,3 +89,39 @@ def test_a_command_model_has_a_short_default_label():
     m = ModelSpec("command", {"train": "python -u /home/me/fit.py {train} {seed} {model_dir}",
                               "rank": "python rank.py {model_dir} {queries} {k} {output}"})
     assert m.label == "command(fit.py)"
+
+
+def test_a_stacked_plan_times_a_stack_and_divides_the_perturbed_fits_by_its_speedup(
+        tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from recaudit.audit import _dryrun
+    from recaudit.audit import ExecutorSpec
+
+    seen = []
+    real = _dryrun._stack_speedup
+
+    def spy(trial, members, s_per_epoch):
+        seen.append(members)
+        return real(trial, members, s_per_epoch)
+
+    monkeypatch.setattr(_dryrun, "_stack_speedup", spy)
+    cfg = replace(_cfg(tmp_path, perts=("random-delete", "seed-only", "earliest-random-delete")),
+                  executor=ExecutorSpec(stack=8))
+    plan = dry_run(cfg)
+    row = plan.fits.iloc[0]
+    assert seen == [3]                  # three perturbed fits per baseline: a stack of three
+    assert plan.stack == 8 and np.isfinite(row.stack_speedup) and row.stack_speedup > 0
+    expected = ((2 + 6 / row.stack_speedup) * 3 * row.s_per_epoch + 8 * row.rank_s) / 3600
+    assert row.hours == pytest.approx(expected)
+    assert plan.trials_per_hour == pytest.approx(6 / plan.hours)   # perturbed fits
+    assert _dryrun._stack_speedup(cfg.trials()[0], 1, 1.0) == 1.0
+
+
+def test_cli_dry_run_with_a_stack_says_trials_per_hour(tmp_path, capsys):
+    main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=2",
+          "--param", "embedding_dim=8", "--param", "hidden_dim=8", "-p", "random-delete",
+          "-p", "seed-only", "--stack", "2", "-o", str(tmp_path / "a.duckdb"), "--dry-run"])
+    out = capsys.readouterr().out
+    assert "stack ×" in out and "stacks of up to 2" in out and "trials/h" in out
+    assert not (tmp_path / "a.duckdb").exists()

@@ -2,6 +2,7 @@
 the numbers and trial ids of the same audit trained one trial at a time."""
 
 import json
+import time
 
 import pandas as pd
 import pytest
@@ -89,3 +90,50 @@ def test_executor_stack_is_validated():
         ExecutorSpec(stack=0)
     assert AuditConfig.from_dict({"models": ["gru4rec"], "executor": {"stack": 8}}
                                  ).executor.stack == 8
+
+
+def test_status_shows_the_trials_of_a_stack_on_one_line():
+    from recaudit.cli._stores import _running
+
+    beats = [{"trial_id": "t1", "label": "gru4rec · seed-only · seed 0", "phase": "perturbed fit",
+              "epoch": 3, "epochs": 10, "elapsed": 30.0, "remaining": 70.0,
+              "stack": {"size": 2, "index": 1, "first": "t0"}},
+             {"trial_id": "t0", "label": "gru4rec · random-delete · seed 0",
+              "phase": "perturbed fit", "epoch": 3, "epochs": 10, "elapsed": 30.0,
+              "remaining": 70.0, "stack": {"size": 2, "index": 0, "first": "t0"}},
+             {"trial_id": "t9", "label": "lstm · random-delete · seed 1", "phase": "baseline fit",
+              "elapsed": 5.0}]
+    lines = _running(beats)
+    assert lines[0].startswith("lstm · random-delete · seed 1: baseline fit for ")
+    assert lines[1].startswith("stack of 2: perturbed fit, epoch 3/10")
+    assert lines[1].endswith(": gru4rec · random-delete · seed 0; gru4rec · seed-only · seed 0")
+
+
+def test_each_member_of_a_running_stack_has_its_heartbeat(tmp_path):
+    """While a stack runs, every member's heartbeat names the stack; what a member reports
+    inside ``progress.member`` reaches its own heartbeat only."""
+    from recaudit import _progress
+    from recaudit.experiment._study import _call_stack
+
+    seen = {}
+
+    def run_stack(jobs):
+        for i, job in enumerate(jobs):
+            with _progress.member(i):
+                _progress.report(label=f"trial {job}", phase="perturbing")
+        _progress.report(phase="perturbed fit")
+        time.sleep(1.05)  # a heartbeat is written at most once a second, phase changes aside
+        _progress.epoch(2, 5)
+        for path in sorted((tmp_path / "beats").glob("*.json")):
+            seen[path.stem] = json.loads(path.read_text())
+        return [f"outcome {j}" for j in jobs]
+
+    trials = [Trial(f"id{i}", i, group="g") for i in range(3)]
+    out = _call_stack(run_stack, str(tmp_path / "beats"), trials)
+    assert out == ["outcome 0", "outcome 1", "outcome 2"] and isinstance(out, Stacked)
+    assert sorted(seen) == ["id0", "id1", "id2"]
+    for i in range(3):
+        beat = seen[f"id{i}"]
+        assert beat["label"] == f"trial {i}" and beat["phase"] == "perturbed fit"
+        assert beat["epoch"] == 2 and beat["stack"] == {"size": 3, "index": i, "first": "id0"}
+    assert not list((tmp_path / "beats").glob("*.json"))  # removed when the stack ends

@@ -115,3 +115,48 @@ def test_fit_stack_checks_its_members():
     with pytest.raises(TypeError, match="sequential models"):
         fit_stack([create("item-item")], logs[:1], [0])
     assert fit_stack([], [], []) == []
+
+
+def test_a_stack_too_large_for_the_memory_is_split_with_a_warning():
+    from recaudit.errors import RecauditWarning
+
+    logs, queries = _logs()
+    key = "gru4rec"
+    alone = [_model(key).fit(t, seed=3).score(queries) for t in logs]
+    need = _model(key)._course(logs[0], 3, torch.device("cpu")).training_bytes()
+    assert need > 4 * sum(p.numel() for p in _model(key).fit(logs[0], seed=3).network.parameters())
+    with pytest.warns(RecauditWarning, match=r"stack of 3 gru4rec models needs .* stacks of at "
+                                             r"most 2"):
+        members = fit_stack([_model(key) for _ in logs], logs, [3, 3, 3],
+                            memory=int(2.6 * need / 0.8))
+    for a, m in zip(alone, members):
+        assert np.array_equal(a, m.score(queries))
+
+
+def test_a_stack_out_of_gpu_memory_is_trained_again_in_halves(monkeypatch):
+    """Simulated: the loop raises CUDA's out-of-memory error for stacks of more than one."""
+    from recaudit.errors import RecauditError, RecauditWarning
+    from recaudit.models.sequential import _base
+
+    logs, queries = _logs()
+    key = "lstm"
+    alone = [_model(key).fit(t, seed=3).score(queries) for t in logs]
+    real = _base.train_courses
+
+    def small_only(courses):
+        if len(courses) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        real(courses)
+
+    monkeypatch.setattr(_base, "train_courses", small_only)
+    with pytest.warns(RecauditWarning, match="ran out of memory"):
+        members = fit_stack([_model(key) for _ in logs], logs, [3, 3, 3], memory=2**40)
+    for a, m in zip(alone, members):
+        assert np.array_equal(a, m.score(queries))
+
+    def never(courses):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(_base, "train_courses", never)
+    with pytest.raises(RecauditError, match="out of memory on cpu training one lstm model"):
+        fit_stack([_model(key)], logs[:1], [3])

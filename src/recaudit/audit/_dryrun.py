@@ -12,6 +12,13 @@
   this machine — the model trained for one epoch on the first seed's training split, then
   ranking the test queries — extrapolated as ``epochs x s/epoch + rank s`` per fit (a model
   without epochs is calibrated with one whole fit); ``remaining fits x s/fit / workers``;
+- **stacks** (``executor.stack = K > 1``): the perturbed fits of a baseline group train K at a
+  time as one stacked model (:func:`recaudit.models.sequential.fit_stack`); with a
+  calibration, one epoch of a stack of ``min(K, perturbed fits per group)`` models (seeds
+  ``s, s+1, ...``) is timed too, and the stack's speed-up — ``members x s/epoch / stack
+  s/epoch`` — divides the perturbed fits' time (baselines train alone); a model that cannot
+  stack (not sequential, stabilised) gets 1. ``trials_per_hour``: the remaining trials over
+  the estimated wall time;
 - **power**: the smallest difference in mean RBO between two perturbations that a paired test
   at 0.05 detects with 80 % power, ``(z_0.975 + z_0.8) sd / sqrt(queries)``, with ``sd`` the
   spread of per-query RBO differences. It is read from the store when it holds two finished
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,16 +50,28 @@ __all__ = ["DryRun", "dry_run"]
 @dataclass(frozen=True)
 class DryRun:
     """The plan of an audit (module docstring). ``fits``: one row per (dataset, model) with
-    ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``,
+    ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``
+    (fits: baselines and perturbed), ``remaining_baselines``,
     ``epochs``, ``s_per_epoch``, ``rank_s`` (the calibration's; NaN when timed from the
     store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
-    (serial); ``workers``;
+    (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack);
+    ``workers``, ``stack``;
     ``detectable``: one row per (dataset, model) with ``queries``, ``sd``, ``basis``
     (``store`` or ``calibration``) and ``rbo_difference``."""
 
     fits: pd.DataFrame
     detectable: pd.DataFrame
     workers: int
+    stack: int = 1
+
+    @property
+    def trials_per_hour(self) -> float:
+        """Remaining trials (perturbed fits; their baselines' time included) per hour of wall
+        time (NaN when nothing is timed)."""
+        hours = self.hours
+        timed = self.fits[self.fits["hours"].notna()]
+        todo = float((timed["remaining"] - timed["remaining_baselines"]).sum())
+        return todo / hours if hours > 0 else float("nan")
 
     @property
     def hours(self) -> float:
@@ -85,6 +105,26 @@ def _one_epoch(trial: TrialSpec, seed: int):
     if hasattr(model, "close"):
         model.close()
     return ranks, fit_s, rank_s, (epochs if isinstance(epochs, int) and epochs > 1 else 1)
+
+
+def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
+    """``members x s/epoch / s per stacked epoch``: one epoch of ``members`` models of
+    ``trial`` trained as one stack (seeds ``seed, seed + 1, ...``); 1 for a model that cannot
+    stack."""
+    from recaudit.models.sequential import SequentialRecommender, fit_stack
+
+    if members < 2 or trial.model.stabilise is not None:
+        return 1.0
+    spec = trial.model
+    if isinstance(build_model(spec), SequentialRecommender):
+        spec = dataclasses.replace(spec, params={**dict(spec.params), "epochs": 1})
+    models = [build_model(spec) for _ in range(members)]
+    if not all(isinstance(m, SequentialRecommender) for m in models):
+        return 1.0
+    _, split = prepare(trial.dataset, trial.split)
+    t0 = time.perf_counter()
+    fit_stack(models, [split.train] * members, [trial.seed + i for i in range(members)])
+    return members * s_per_epoch / (time.perf_counter() - t0)
 
 
 def _store_sd(output: Path, dataset: str, label: str) -> float | None:
@@ -132,6 +172,7 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     cache_uri = _cache(config)
     cache = ArrayCache(cache_uri) if cache_uri is not None else None
     rows, power = [], []
+    stack = config.executor.stack
     groups: dict[tuple[str, str], list] = {}
     for trial, tid, key in planned:
         groups.setdefault((trial.dataset.label, trial.model.label), []).append(
@@ -150,9 +191,10 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
         n_queries = len(prepare(trial.dataset, trial.split)[1].queries)
         row = {"dataset": dataset, "model": label, "baselines": len(keys),
                "perturbed": perturbed, "stored_baselines": cached, "stored_trials": stored,
-               "remaining": remaining, "epochs": np.nan,
+               "remaining": remaining, "remaining_baselines": remaining_base,
+               "epochs": np.nan,
                "s_per_epoch": np.nan, "rank_s": np.nan, "s_per_fit": np.nan,
-               "time_basis": "none", "hours": np.nan}
+               "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0}
         sd, basis = _store_sd(output, dataset, label), "store"
         timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
         if timed is not None:
@@ -162,8 +204,15 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
             ranks, fit_s, rank_s, epochs = _one_epoch(trial, trial.seed)
             if timed is None:
                 per_fit = epochs * fit_s + rank_s
+                group = max(Counter(k for t, tid, k in items if tid not in done and
+                                    perturbation_label(t.perturbation) != "none").values(),
+                            default=0)
+                speedup = (_stack_speedup(trial, min(stack, group), fit_s) if stack > 1
+                           else 1.0)
+                fit_hours = (remaining_base + remaining_pert / speedup) * epochs * fit_s
                 row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s, s_per_fit=per_fit,
-                           time_basis="calibration", hours=remaining * per_fit / 3600)
+                           time_basis="calibration", stack_speedup=speedup,
+                           hours=(fit_hours + remaining * rank_s) / 3600)
             if sd is None:
                 other, *_ = _one_epoch(trial, trial.seed + 1)
                 sd = float(np.std(rbo_batch(ranks.items, other.items, p=config.metrics.p),
@@ -174,4 +223,4 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
                       "sd": np.nan if sd is None else sd,
                       "basis": basis if sd is not None else "none",
                       "rbo_difference": _mde(np.nan if sd is None else sd, n_queries)})
-    return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers)
+    return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers, stack)

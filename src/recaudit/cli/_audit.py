@@ -148,17 +148,23 @@ def _dry_run(config, console) -> None:
 
     plan = dry_run(config)
     table = Table(title=f"{config.name}: what the audit would train", title_justify="left")
+    stacked = plan.stack > 1
     for col in ("dataset", "model", "baselines", "perturbed", "stored", "to train", "s/epoch",
-                "epochs", "s/fit", "hours", "detectable ΔRBO"):
+                "epochs", "s/fit", *(("stack ×",) if stacked else ()), "hours",
+                "detectable ΔRBO"):
         table.add_column(col, justify="left" if col in ("dataset", "model") else "right")
     for f, d in zip(plan.fits.itertuples(), plan.detectable.itertuples()):
         table.add_row(f.dataset, f.model, str(f.baselines), str(f.perturbed),
                       f"{f.stored_baselines} + {f.stored_trials}", str(f.remaining),
                       _or_dash(f.s_per_epoch, "{:.2f}"), _or_dash(f.epochs, "{:.0f}"),
                       _or_dash(f.s_per_fit, "{:.0f}") + f" ({f.time_basis})",
+                      *((_or_dash(f.stack_speedup, "{:.2f}"),) if stacked else ()),
                       _or_dash(f.hours, "{:.2f}"), f"{d.rbo_difference:.4f} ({d.basis})")
     console.print(table)
-    console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s) "
+    stacks = (f" and stacks of up to {plan.stack} (stack ×: the calibrated speed-up of a "
+              "stack's perturbed fits)") if stacked else ""
+    console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s)"
+                  f"{stacks}, about {_or_dash(plan.trials_per_hour, '{:.0f}')} trials/h "
                   "(s/fit: the median own time of the store's finished trials of the model, "
                   "else a one-epoch calibration on this machine); detectable ΔRBO: the smallest "
                   "difference in mean RBO between two perturbations that a paired test at 0.05 "

@@ -34,6 +34,25 @@ def _in_flight(beat: dict) -> str:
     return f"{what}: {beat.get('phase', '?')}{epoch} for {_span(beat['elapsed'])}{left}"
 
 
+def _running(beats: list[dict]) -> list[str]:
+    """One line per running trial; the trials of a stack (``executor.stack``) as one line
+    that names them: ``stack of 3 · perturbed fit, epoch 4/50 ...: label; label; label``."""
+    out: list[str] = []
+    stacks: dict[str, list[dict]] = {}
+    for beat in beats:
+        stack = beat.get("stack")
+        if isinstance(stack, dict) and stack.get("size", 1) > 1:
+            stacks.setdefault(str(stack.get("first")), []).append(beat)
+        else:
+            out.append(_in_flight(beat))
+    for members in stacks.values():
+        members.sort(key=lambda b: b["stack"].get("index", 0))
+        lead = dict(members[0], label=f"stack of {members[0]['stack']['size']}")
+        labels = "; ".join(str(b.get("label") or b.get("trial_id", "?")) for b in members)
+        out.append(f"{_in_flight(lead)}: {labels}")
+    return out
+
+
 def status(store: Path = _STORE) -> None:
     """How many trials of each study the store holds, and what each trial a run is running
     does now: its phase, epoch and time left (readable while the run writes to the store)."""
@@ -55,8 +74,8 @@ def status(store: Path = _STORE) -> None:
             console.print(f"  run {state} (pid {p.get('pid')}), started {_ago(p['started'])}, "
                           f"last update {_ago(p['updated'])}: {p['done']} of {p['planned']}")
             beats = heartbeats(store) if p.get("running") else []
-            for beat in beats:
-                console.print(f"  running {_in_flight(beat)}", markup=False)
+            for line in _running(beats):
+                console.print(f"  running {line}", markup=False)
         if len(s.breakdown):
             table = Table(*s.study.breakdown, "done")
             for row in s.breakdown.itertuples(index=False):

@@ -303,13 +303,27 @@ def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
 
 
 def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interactions],
-              seeds: Sequence[int]) -> list[SequentialRecommender]:
+              seeds: Sequence[int], *, memory: int | None = None
+              ) -> list[SequentialRecommender]:
     """Train ``models[i]`` on ``trains[i]`` with seed ``seeds[i]``, all together as one stack
     (:mod:`recaudit.models.sequential._train`): one training loop, each model with its own
     data, batches, generators, optimiser state and early stopping. Each model ends exactly as
     ``models[i].fit(trains[i], seed=seeds[i])`` would leave it (bit for bit on the CPU); the
     models must be of one class with one configuration (their ``device`` included).
-    Returns the models, fitted."""
+
+    Memory: before training, each member's need is estimated (``Course.training_bytes``:
+    parameters, gradients, Adam's moments and the largest mini-batch's activations) against
+    what the device has free (``memory`` bytes if given; CUDA: ``torch.cuda.mem_get_info``;
+    CPU: the system's available memory); a stack that would not fit in 80 % of it is split
+    into smaller stacks, with a warning that says so. A stack that runs out of GPU memory all
+    the same is split in halves and trained again (the members' numbers do not depend on
+    their neighbours, so nothing changes but the time); one model alone that does not fit
+    raises :class:`~recaudit.errors.RecauditError` with what to change. Returns the models,
+    fitted."""
+    import warnings
+
+    from recaudit.errors import RecauditWarning
+
     models, trains, seeds = list(models), list(trains), list(seeds)
     if not (len(models) == len(trains) == len(seeds)):
         raise ValueError(f"fit_stack needs one training log and one seed per model, got "
@@ -328,6 +342,62 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
         raise ValueError("fit_stack got the same model object twice; give each member its own")
     seeds = [m._check_fit_args(t, s) for m, t, s in zip(models, trains, seeds, strict=True)]
     device = resolve_device(first.config.device)
-    courses = [m._course(t, s, device) for m, t, s in zip(models, trains, seeds, strict=True)]
-    train_courses(courses)
+    members = list(zip(models, trains, seeds, strict=True))
+    size = len(members)
+    if size > 1:
+        need = first._course(trains[0], seeds[0], device).training_bytes()
+        free = available_memory(device) if memory is None else memory
+        if free is not None and size * need > 0.8 * free:
+            size = max(1, int(0.8 * free // need))
+            warnings.warn(f"a stack of {len(members)} {first.registered_name} models needs "
+                          f"about {len(members) * need / 2**30:.2f} GiB ({need / 2**20:.0f} MiB "
+                          f"each) and {device} has {free / 2**30:.2f} GiB free: trained as "
+                          f"{-(-len(members) // size)} stacks of at most {size}",
+                          RecauditWarning, stacklevel=2)
+    for lo in range(0, len(members), size):
+        _train_splitting(members[lo:lo + size], device)
     return models
+
+
+def _train_splitting(members: list[tuple[SequentialRecommender, Interactions, int]],
+                     device: torch.device) -> None:
+    """Train ``members`` as one stack; out of GPU memory, as two halves (fresh courses)."""
+    import warnings
+
+    from recaudit.errors import RecauditError, RecauditWarning
+
+    courses = [m._course(t, s, device) for m, t, s in members]
+    try:
+        train_courses(courses)
+        return
+    except torch.cuda.OutOfMemoryError:
+        need = courses[0].training_bytes()
+        del courses
+        torch.cuda.empty_cache()
+        name = members[0][0].registered_name
+        if len(members) == 1:
+            raise RecauditError(
+                f"out of memory on {device} training one {name} model (about "
+                f"{need / 2**20:.0f} MiB estimated): lower batch_size or max_len, free the "
+                "GPU (other processes, fewer --workers) or train on another device") from None
+    half = len(members) // 2
+    warnings.warn(f"a stack of {len(members)} {name} models ran out of memory on {device}: "
+                  f"trained again as stacks of {half} and {len(members) - half}",
+                  RecauditWarning, stacklevel=3)
+    _train_splitting(members[:half], device)
+    _train_splitting(members[half:], device)
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes free for training on ``device`` (CUDA: the driver's free memory; CPU: the
+    system's available memory, ``MemAvailable``), ``None`` when unknown."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None

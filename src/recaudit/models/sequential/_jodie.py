@@ -330,6 +330,12 @@ class _JODIECourse(Course):
                            self.model._init_rule(train.n_users, train.n_items),
                            style=self.config.init)
 
+    def _batch_bytes(self) -> int:
+        d, n_items = self.config.embedding_dim, self.train.n_items
+        rows = max(int(g["deltas"].shape[0]) for g in self.groups)
+        states = (self.train.n_users + n_items) * d
+        return 4 * (4 * rows * (d + n_items) + 16 * rows * d + 2 * states)
+
     def steps(self, epoch: int):
         net = cast(_JODIENet, self.net)
         self.first = True  # the first group reads the initial vectors themselves

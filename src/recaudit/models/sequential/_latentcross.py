@@ -334,6 +334,12 @@ class _HistoryCourse(Course):
         model._train_ = train
         return len(train)
 
+    def _batch_bytes(self) -> int:
+        cfg = self.config
+        rows = max(len(g.rows) for g in self.groups)
+        return 4 * (3 * rows * self.train.n_items + 32 * rows * cfg.hidden_dim
+                    + self.train.n_users * cfg.hidden_dim)
+
     def steps(self, epoch: int):
         self.net.train()
         self.state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)

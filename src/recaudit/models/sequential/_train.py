@@ -134,6 +134,23 @@ class Course:
         """What the optimiser updates."""
         return [p for p in self.net.parameters() if p.requires_grad]
 
+    def training_bytes(self) -> int:
+        """An upper estimate of the memory this member needs while it trains, in bytes: its
+        parameters four times (weights, gradients, Adam's two moments) and the largest
+        mini-batch's activations (:meth:`_batch_bytes`)."""
+        params = sum(p.numel() * p.element_size() for p in self.net.parameters())
+        return 4 * params + self._batch_bytes()
+
+    def _batch_bytes(self) -> int:
+        """The activations of the largest mini-batch: the scores of its targets over the
+        catalogue (kept with their softmax and gradient: 3 copies) and the trunk's
+        ``[B, W, D]`` states (a generous 32 copies: layers, attention, their gradients)."""
+        cfg = self.config
+        width = cfg.max_len
+        targets = cfg.batch_size * (width if self.data.layout == "window" else 1)
+        hidden = max(cfg.embedding_dim, getattr(cfg, "hidden_dim", 0) or 0)
+        return 4 * (3 * targets * self.train.n_items + 32 * cfg.batch_size * width * hidden)
+
     # ---------------------------------------------------------------- an epoch
     def steps(self, epoch: int) -> Iterator[Any]:
         """The epoch's mini-batches, in order (the network is in training mode)."""
