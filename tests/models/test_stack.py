@@ -18,7 +18,7 @@ from recaudit.models.sequential import _stack as stack_module
 from recaudit.models.sequential import fit_stack
 from recaudit.models.testing import leave_last_out
 
-TINY = dict(epochs=2, embedding_dim=16, batch_size=16)
+TINY = dict(epochs=3, embedding_dim=16, batch_size=16)
 CONFIGS = {
     "gru4rec": dict(TINY, hidden_dim=16, layers=2),
     "gru4rec-prefix-temporal": dict(TINY, hidden_dim=16, samples="prefix",

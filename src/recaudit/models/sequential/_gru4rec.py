@@ -85,8 +85,8 @@ class _GRU4RecNet(SequenceNet):
         return stk.per_member(lambda net, xk: net.gru(xk)[0], nets, x)
 
     @classmethod
-    def stacked_head(cls, nets, h, rows):
-        return stk.linear(h, [n.dense for n in nets], rows)
+    def stacked_head(cls, nets, h):
+        return stk.linear(h, [n.dense for n in nets])
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None

@@ -134,9 +134,9 @@ class _LatentCrossNet(SequenceNet):
         return h * (1.0 + stk.embed([n.ctx_out for n in nets], nxt))
 
     @classmethod
-    def stacked_head(cls, nets, h, rows):
-        h = stk.dropout(h, [n.drop for n in nets], rows)
-        return torch.relu(stk.linear(h, [n.dense for n in nets], rows))
+    def stacked_head(cls, nets, h):
+        return torch.relu(stk.linear(stk.dropout(h, [n.drop for n in nets]),
+                                     [n.dense for n in nets]))
 
     def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
         """GRU inputs ``(1 + w^in) ⊙ E[item]`` of interactions (item codes, gap buckets)."""

@@ -73,8 +73,8 @@ class _LSTMNet(SequenceNet):
         return stk.per_member(lambda net, xk: net.lstm(xk)[0], nets, x)
 
     @classmethod
-    def stacked_head(cls, nets, h, rows):
-        return stk.dropout(h, [n.drop_out for n in nets], rows)
+    def stacked_head(cls, nets, h):
+        return stk.dropout(h, [n.drop_out for n in nets])
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.out.weight, self.out.bias

@@ -50,9 +50,8 @@ class SequenceNet(nn.Module):
         raise NotImplementedError(f"{cls.__name__} does not train in a batched stack")
 
     @classmethod
-    def stacked_head(cls, nets: Sequence[SequenceNet], h: torch.Tensor, rows: Sequence[int]
-                     ) -> torch.Tensor:
-        """``nets[k].head(h[k, :rows[k]])`` for every member, padded to ``h``'s rows."""
+    def stacked_head(cls, nets: Sequence[SequenceNet], h: torch.Tensor) -> torch.Tensor:
+        """``stack([nets[k].head(h[k])])`` for ``h`` ``[K, n, D]`` (the selected positions)."""
         return h
 
     def output(self) -> tuple[torch.Tensor, torch.Tensor | None]:

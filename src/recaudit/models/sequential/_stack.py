@@ -16,8 +16,11 @@ dimension ``K``:
   affine backward reduces differently from a split one), dropout masks (each drawn from the
   member's generator, in its own shape and order), the cross-entropy over the member's own
   targets (a mean over its rows);
-- rows that pad a member's selected positions up to the group's largest count are zeros and
-  receive no gradient.
+- after the trunk, the positions that predict a target are selected per member; when every
+  member of the group has as many (prefix samples: one per sample) the head and the output
+  layer run batched too, else each member's on its own rows (a batched product over rows
+  padded to the largest count was seen to reduce the output layer's gradient in another
+  order).
 
 A network without ``stacked_forward`` (BERT4Rec's Cloze loss, the cascade models' histories)
 and a group of one member use the member's own :meth:`Course.objective`.
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from recaudit.models.sequential._samples import Batch
     from recaudit.models.sequential._train import Course
 
-__all__ = ["stacked_objectives", "stack", "embed", "dropout", "linear", "add_rows", "per_member"]
+__all__ = ["stacked_objectives", "stack", "embed", "dropout", "linear", "per_member"]
 
 
 def stack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -63,49 +66,27 @@ def embed(tables: Sequence[nn.Embedding], idx: torch.Tensor) -> torch.Tensor:
     return F.embedding(flat, weight.reshape(k * n, -1), padding_idx=pad)
 
 
-def dropout(x: torch.Tensor, drops: Sequence[SeededDropout],
-            rows: Sequence[int] | None = None) -> torch.Tensor:
-    """Each member's :class:`SeededDropout` on its slice ``x[k]`` (its first ``rows[k]`` rows
-    when given: a member draws its mask in the shape it would alone)."""
+def dropout(x: torch.Tensor, drops: Sequence[SeededDropout]) -> torch.Tensor:
+    """Each member's :class:`SeededDropout` on its slice ``x[k]`` (the mask drawn from the
+    member's generator in the shape it would draw alone)."""
     first = drops[0]
     if not first.training or first.p <= 0.0 or any(d.generator is None for d in drops):
         return x
-    masks = []
-    for k, d in enumerate(drops):
-        shape = x.shape[1:] if rows is None else (rows[k], *x.shape[2:])
-        keep = torch.rand(shape, generator=d.generator, device=x.device, dtype=x.dtype) >= d.p
-        if rows is not None and rows[k] < x.shape[1]:
-            keep = torch.cat([keep, keep.new_zeros(x.shape[1] - rows[k], *x.shape[2:])])
-        masks.append(keep)
+    masks = [torch.rand(x.shape[1:], generator=d.generator, device=x.device,
+                        dtype=x.dtype) >= d.p for d in drops]
     return x * torch.stack(masks) / (1.0 - first.p)
 
 
-def add_rows(x: torch.Tensor, biases: Sequence[torch.Tensor], rows: Sequence[int] | None
-             ) -> torch.Tensor:
-    """``x[k] + biases[k]`` for ``x`` ``[K, n, m]``; with ``rows``, only on each member's first
-    ``rows[k]`` rows (the rest stay zero): a bias's gradient is a sum over the rows, and a sum
-    over more rows (even zeros) may round differently."""
-    if rows is None or all(r == x.shape[1] for r in rows):
-        return x + stack(biases).unsqueeze(1)
-    return stack([torch.cat([x[k, :r] + b, x.new_zeros(x.shape[1] - r, x.shape[2])])
-                  for k, (r, b) in enumerate(zip(rows, biases, strict=True))])
-
-
-def linear(x: torch.Tensor, layers: Sequence[nn.Linear], rows: Sequence[int] | None = None
-           ) -> torch.Tensor:
+def linear(x: torch.Tensor, layers: Sequence[nn.Linear]) -> torch.Tensor:
     """``layers[k](x[k])`` for ``x`` ``[K, ..., in]`` as one batched product (``baddbmm``
-    over the flattened rows: what ``F.linear`` computes with ``addmm``); ``rows``: ``x`` is
-    ``[K, n, in]`` and member ``k`` has only its first ``rows[k]`` rows (see :func:`add_rows`).
-    """
+    over the flattened rows: what ``F.linear`` computes with ``addmm``)."""
     k, *mid, width = x.shape
     w = stack([layer.weight for layer in layers]).transpose(1, 2)
     flat = x.reshape(k, -1, width)
     if layers[0].bias is None:
         out = torch.bmm(flat, w)
-    elif rows is None:
-        out = torch.baddbmm(stack([layer.bias for layer in layers]).unsqueeze(1), flat, w)
     else:
-        out = add_rows(torch.bmm(flat, w), [layer.bias for layer in layers], rows)
+        out = torch.baddbmm(stack([layer.bias for layer in layers]).unsqueeze(1), flat, w)
     return out.view(k, *mid, out.shape[-1])
 
 
@@ -141,19 +122,28 @@ def _batched(members: Sequence[tuple[Course, Batch]]) -> list[tuple[torch.Tensor
     k, b, w, d = trunk.shape
     sels = [required(bt.sel, "target positions") for bt in batches]
     counts = [len(s) for s in sels]
-    n = max(counts)
-    idx = torch.stack([F.pad(s + i * b * w, (0, n - len(s))) for i, s in enumerate(sels)])
-    valid = torch.arange(n, device=trunk.device)[None] < torch.tensor(counts,
-                                                                      device=trunk.device)[:, None]
+    if any(c != counts[0] for c in counts):
+        # members with different numbers of targets (window samples): the rest of each one's
+        # pass on its own rows — a batched product over padded rows may reduce (the output
+        # layer's gradient) in another order
+        out = []
+        for i, (course, bt) in enumerate(members):
+            h = trunk[i].reshape(b * w, d).index_select(0, sels[i])
+            head = getattr(course.net, "head", None)
+            scores = course.model._logits(course.net, h if head is None else head(h))
+            loss = F.cross_entropy(scores, required(bt.sel_targets, "targets"))
+            out.append((loss, loss.detach() * len(bt)))
+        return out
+    n = counts[0]
+    idx = torch.stack([s + i * b * w for i, s in enumerate(sels)])
     h = trunk.reshape(k * b * w, d).index_select(0, idx.view(-1)).view(k, n, d)
-    h = h * valid[..., None]
-    h = net_type.stacked_head(nets, h, counts)
+    h = net_type.stacked_head(nets, h)
     weights, biases = zip(*(net.output() for net in nets), strict=True)
     scores = torch.bmm(h, stack(weights).transpose(1, 2))
     if biases[0] is not None:
-        scores = add_rows(scores, biases, counts)
+        scores = scores + stack(biases).unsqueeze(1)
     out = []
-    for i, (bt, c) in enumerate(zip(batches, counts, strict=True)):
-        loss = F.cross_entropy(scores[i, :c], required(bt.sel_targets, "targets"))
+    for i, bt in enumerate(batches):
+        loss = F.cross_entropy(scores[i], required(bt.sel_targets, "targets"))
         out.append((loss, loss.detach() * len(bt)))
     return out

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
@@ -194,9 +193,8 @@ class _TiSASRecNet(SequenceNet):
         return x
 
     @classmethod
-    def stacked_head(cls, nets, h, rows):
-        return stk.stack([F.pad(n.ln(h[k, :r]), (0, 0, 0, h.shape[1] - r))
-                          for k, (n, r) in enumerate(zip(nets, rows, strict=True))])
+    def stacked_head(cls, nets, h):
+        return stk.per_member(lambda net, hk: net.ln(hk), nets, h)
 
     def output(self) -> tuple[torch.Tensor, None]:
         return self.embedding.weight[1:], None
