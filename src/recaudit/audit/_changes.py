@@ -183,9 +183,9 @@ def _pick(rows: pd.DataFrame, perturbation: str | None, seed: int | None, draw: 
           all_perturbations: list[str], all_seeds: list[int], where: str) -> pd.DataFrame:
     if perturbation is not None:
         if perturbation not in all_perturbations:
-            raise ConfigError(f"{where} holds no perturbation {perturbation!r} (it holds "
-                              f"{', '.join(all_perturbations)})"
-                              + did_you_mean(perturbation, all_perturbations))
+            raise ConfigError(f"{where} holds no perturbation {perturbation!r}."
+                              + did_you_mean(perturbation, all_perturbations)
+                              + f" It holds {', '.join(all_perturbations)}.")
         rows = rows[rows.perturbation == perturbation]
     if seed is not None and seed not in all_seeds:
         raise ConfigError(f"{where} holds no seed {seed} (its seeds: "

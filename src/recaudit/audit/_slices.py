@@ -33,6 +33,7 @@ model, perturbation, slice), every similarity with its interval and tests:
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -240,8 +241,10 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
                                                   normality=normality).p
             mine = has & (query_slice[:size] == k)
             rest = has & (query_slice[:size] != k)
-            row["p_vs_rest"] = welch_test(per_query[mine], per_query[rest]).p \
-                if rest.any() else np.nan
+            with warnings.catch_warnings():  # scipy's precision note on near-equal samples
+                warnings.simplefilter("ignore", RuntimeWarning)
+                row["p_vs_rest"] = welch_test(per_query[mine], per_query[rest]).p \
+                    if rest.any() else np.nan
             block.append(row)
         for item, p in zip(block, holm([r["p_vs_rest"] for r in block]), strict=True):
             item["p_vs_rest"] = p

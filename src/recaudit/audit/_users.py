@@ -151,7 +151,7 @@ def user_code(data: Interactions, user: Any, label: str) -> int:
         text = np.asarray([str(x) for x in ids.tolist()])
         hits = np.flatnonzero(text == str(user))
     if not len(hits):
-        raise DataError(f"no user {user!r} in {label}" + did_you_mean(
+        raise DataError(f"no user {user!r} in {label}." + did_you_mean(
             str(user), [str(x) for x in ids.tolist()]), hint="give a user id as the data "
                         "writes it (recaudit changes STORE --worst 10 lists some)")
     return int(hits[0])
