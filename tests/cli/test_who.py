@@ -14,7 +14,7 @@ import pytest
 
 from recaudit.audit import changes, exposure, most_changed, slices
 from recaudit.cli import main
-from tests.audit.conftest import write_log
+from tests._who_audit import write_log
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ import pandas as pd
 
 from recaudit.audit._analysis import _opened
 from recaudit.audit._decide import FLOORS
-from recaudit.audit._slices import SLICE_KINDS, _values, slice_kind
+from recaudit.audit._slices import SLICE_KINDS, _loaded, _values, slice_kind
 from recaudit.audit._store import AuditStore
 from recaudit.audit._users import Group, audit_data, groups, own_id, own_ids, user_code
 from recaudit.data import Interactions
@@ -272,7 +272,8 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
         raise ConfigError(f"metric must be one of {', '.join(_SIMILARITIES)}, got {metric!r}")
     for b in by:
         slice_kind(b)
-    parts, cache = [], {}
+    parts: list[pd.DataFrame] = []
+    cache: dict = {}
     with _opened(store) as s:
         for g in groups(s):
             fp = "" if g.fingerprint is None else "AND t.data_fingerprint = ?"
@@ -301,13 +302,10 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
             codes = top["user_code"].to_numpy(np.int64)
             worst = np.array(top.pop("worst").tolist(), dtype=np.int64).reshape(-1, 3)
             top = top.assign(seed=worst[:, 0], draw=worst[:, 1], query=worst[:, 2])
-            ids = None
+            data, _ = _loaded(s, g, cache)
             for b in by:
-                values, ids = _values(s, g, b, users, cache)
-                top[b] = values[codes]
-            if ids is None:
-                ids = audit_data(s, g.dataset, g.fingerprint)[0].user_ids
-            top.insert(0, "user", own_ids(ids, codes))
+                top[b] = _values(s, g, b, users, cache, data.n_users)[codes]
+            top.insert(0, "user", own_ids(data.user_ids, codes))
             top.insert(0, "model", g.model)
             top.insert(0, "dataset", g.name)
             parts.append(top.drop(columns="user_code"))

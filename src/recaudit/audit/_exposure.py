@@ -78,7 +78,8 @@ def gini(counts: np.ndarray) -> np.ndarray:
 @contextlib.contextmanager
 def quiet(s: AuditStore) -> Iterator[None]:
     """DuckDB's progress bar off for the block (it would print into a command's output)."""
-    before = s.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0]
+    row = s.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    before = bool(row[0]) if row is not None else False
     s.con.execute("SET enable_progress_bar = false")
     try:
         yield
@@ -93,10 +94,9 @@ def _keys(ids: np.ndarray) -> pa.Table:
                      "code": pa.array(np.arange(len(text), dtype=np.int32))})
 
 
-def _codes(s: AuditStore, trial_ids: list[str], side: str, shape: tuple[int, int, int]
-           ) -> np.ndarray:
-    """``int32 [trials, queries, k]`` item codes of the ``side`` (base/pert) lists of
-    ``trial_ids`` (-1 past a list's end)."""
+def _codes(s: AuditStore, trial_ids: list[str], side: str) -> dict[str, np.ndarray]:
+    """The item codes of the ``side`` (base/pert) lists of ``trial_ids``: ``t`` (the trial's
+    index in ``trial_ids``), ``q`` (query), ``pos`` (0-based rank) and ``code``."""
     got = s.con.execute(f"""
         WITH u AS (
             SELECT trial_id, query, unnest(l) AS key, generate_subscripts(l, 1) AS pos
@@ -105,12 +105,21 @@ def _codes(s: AuditStore, trial_ids: list[str], side: str, shape: tuple[int, int
         SELECT (list_position(?, u.trial_id) - 1)::INTEGER AS t, u.query::INTEGER AS q,
                (u.pos - 1)::INTEGER AS pos, k.code
         FROM u JOIN {_KEYS} k USING (key)""", [trial_ids, trial_ids]).fetchnumpy()
-    out = np.full(shape, -1, dtype=np.int32)
-    pos = np.asarray(got["pos"])
-    keep = pos < shape[2]
-    out[np.asarray(got["t"])[keep], np.asarray(got["q"])[keep], pos[keep]] = \
-        np.asarray(got["code"])[keep]
-    return out
+    return {c: np.asarray(got[c]) for c in ("t", "q", "pos", "code")}
+
+
+def _lists(s: AuditStore, trial_ids: list[str], n_queries: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``int32 [trials, queries, k]`` item codes of the baseline's and the perturbed lists of
+    ``trial_ids`` (-1 past a list's end)."""
+    sides = [_codes(s, trial_ids, side) for side in ("base", "pert")]
+    k = max(int(c["pos"].max(initial=-1)) + 1 for c in sides)
+    out = []
+    for c in sides:
+        a = np.full((len(trial_ids), n_queries, k), -1, dtype=np.int32)
+        a[c["t"], c["q"], c["pos"]] = c["code"]
+        out.append(a)
+    return out[0], out[1]
 
 
 def _moved(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -136,7 +145,7 @@ def _batch(base: np.ndarray, pert: np.ndarray, user: np.ndarray, pop: np.ndarray
             out[f"pop_{name}"] = (np.where(moved, pop[np.maximum(a, 0)], 0.0).sum(-1)
                                   / moved.sum(-1))
         if name == "entered":
-            out["changed"] = moved.any(-1)
+            out["changed"] = np.asarray(moved.any(-1))
             out["moved"] = moved.sum(-1)
     for name, a in (("appearances_base", base), ("appearances_pert", pert)):
         t = np.broadcast_to(np.arange(n_t)[:, None, None], a.shape)
@@ -163,17 +172,16 @@ def _group(s: AuditStore, g: Group, level: float) -> tuple[list[dict], list[pd.D
                        WHERE dataset = ? AND model_label = ? AND status = 'done' {fp}
                        ORDER BY perturbation, seed, draw""",
                    [g.dataset, g.model] + ([] if g.fingerprint is None else [g.fingerprint]))
-    shape = s.sql(f"""SELECT max(query) + 1 AS q, max(len(from_json(top_base, '["VARCHAR"]')))
-                             AS k, count(*) FILTER (WHERE top_base IS NULL OR top_pert IS NULL)
-                             AS missing
+    shape = s.sql("""SELECT max(query) + 1 AS q, count(*) FILTER (WHERE top_base IS NULL
+                                                                 OR top_pert IS NULL) AS missing
                       FROM query_results WHERE list_contains(?, trial_id)""",
                   [trials.trial_id.tolist()])
     if int(shape.missing[0]):
         raise RecauditError(f"{s.path} was written before the top-k lists were kept "
                             "(query_results.top_base is empty): exposure needs them; run the "
                             "audit again with this version")
-    n_q, k = int(shape.q[0]), int(shape.k[0])
-    users = s.sql(f"""SELECT query, any_value("user") AS u FROM query_results
+    n_q = int(shape.q[0])
+    users = s.sql("""SELECT query, any_value("user") AS u FROM query_results
                       WHERE trial_id = ? GROUP BY query""", [trials.trial_id.iloc[0]])
     user = np.zeros(n_q, dtype=np.int64)
     user[users["query"].to_numpy(np.int64)] = users["u"].to_numpy(np.int64)
@@ -184,10 +192,7 @@ def _group(s: AuditStore, g: Group, level: float) -> tuple[list[dict], list[pd.D
         parts: dict[str, list[np.ndarray]] = {}
         ids = tr.trial_id.tolist()
         for lo in range(0, len(ids), BATCH):
-            chunk = ids[lo:lo + BATCH]
-            shape3 = (len(chunk), n_q, k)
-            got = _batch(_codes(s, chunk, "base", shape3), _codes(s, chunk, "pert", shape3),
-                         user, pop, n_items)
+            got = _batch(*_lists(s, ids[lo:lo + BATCH], n_q), user, pop, n_items)
             for name, v in got.items():
                 parts.setdefault(name, []).append(v)
         a = {name: np.concatenate(v) for name, v in parts.items()}

@@ -45,6 +45,7 @@ from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
 from recaudit.audit._users import (FEATURES, Group, audit_data, groups, own_ids, user_column,
                                    user_feature)
+from recaudit.data import Interactions, Split
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.experiment import Store
 from recaudit.stats import estimate_mean, holm, paired_test, welch_test
@@ -93,24 +94,31 @@ def _accuracy(s: AuditStore, g: Group, n_users: int) -> np.ndarray:
         by_query AS (SELECT query, any_value(u) AS u, avg(m) AS m FROM q GROUP BY query)
         SELECT u AS "user", avg(m) AS value FROM by_query GROUP BY u""",
         [g.dataset, g.model] + ([] if g.fingerprint is None else [g.fingerprint]))
-    out = np.full(n_users, np.nan)
-    out[per["user"].to_numpy(np.int64)] = per["value"].to_numpy(float)
+    codes = per["user"].to_numpy(np.int64)
+    out = np.full(max(n_users, int(codes.max(initial=-1)) + 1), np.nan)
+    out[codes] = per["value"].to_numpy(float)
     return out
 
 
-def _values(s: AuditStore, g: Group, by: str, users: pd.DataFrame | str | os.PathLike | None,
-            cache: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Per user code: the value of ``by`` and the data's own user ids."""
-    kind, column = slice_kind(by)
+def _loaded(s: AuditStore, g: Group, cache: dict) -> tuple[Interactions, Split]:
+    """The group's data and split, read once per call (``cache``)."""
     key = (g.dataset, g.fingerprint)
     if key not in cache:
         cache[key] = audit_data(s, g.dataset, g.fingerprint)
-    data, split = cache[key]
+    return cache[key]
+
+
+def _values(s: AuditStore, g: Group, by: str, users: pd.DataFrame | str | os.PathLike | None,
+            cache: dict, size: int) -> np.ndarray:
+    """Per user code (at least ``size`` of them), the value of ``by``; only ``accuracy``
+    needs no data."""
+    kind, column = slice_kind(by)
     if kind == "accuracy":
-        return _accuracy(s, g, data.n_users), data.user_ids
+        return _accuracy(s, g, size)
+    _, split = _loaded(s, g, cache)
     if kind in FEATURES:
-        return user_feature(split.train, kind), data.user_ids
-    return user_column(s, g, split.train, str(column), users), data.user_ids
+        return user_feature(split.train, kind)
+    return user_column(s, g, split.train, str(column), users)
 
 
 def _bound(x: float) -> str:
@@ -182,11 +190,13 @@ def user_values(store: Store | str | Path, by: str = "activity", *,
     ``user_code``, ``queries`` (the user's test queries) and ``value`` of ``by`` (module
     docstring)."""
     slice_kind(by)
-    parts, cache = [], {}
+    parts: list[pd.DataFrame] = []
+    cache: dict = {}
     with _opened(store) as s:
         for g in groups(s):
             qu = _query_users(s, g)
-            values, ids = _values(s, g, by, users, cache)
+            data, _ = _loaded(s, g, cache)
+            values, ids = _values(s, g, by, users, cache, data.n_users), data.user_ids
             codes, counts = np.unique(qu["user"].to_numpy(np.int64), return_counts=True)
             parts.append(pd.DataFrame({"dataset": g.name, "model": g.model,
                                        "user": own_ids(ids, codes), "user_code": codes,
@@ -255,12 +265,14 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
     return rows
 
 
-def slices(store: Store | str | Path, by: str = "activity", *, bins: int = 4,
+def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, bins: int = 4,
            edges: Sequence[float] | None = None,
            users: pd.DataFrame | str | os.PathLike | None = None, on: str = "rbo",
            measures: Sequence[str] = ("rbo", "jaccard", "frbo"), level: float = 0.95,
            normality: float = 1e-3) -> pd.DataFrame:
-    """One row per (dataset, model, perturbation, slice): the module docstring's figures.
+    """One row per (dataset, model, ``by``, perturbation, slice): the module docstring's
+    figures; ``by`` is one kind or several (each slices the queries on its own; the store is
+    read once).
 
     Columns: ``dataset``, ``model``, ``perturbation``, ``by``, ``slice`` (its label, with its
     bounds), ``slice_index`` (0, 1, ... in order of value), ``low``, ``high`` (the bounds;
@@ -272,26 +284,30 @@ def slices(store: Store | str | Path, by: str = "activity", *, bins: int = 4,
     column) for ``by="column:NAME"``. Per-user properties other than ``accuracy`` read the
     audit's data again (:func:`recaudit.audit._users.audit_data`).
     """
-    slice_kind(by)
+    kinds = [by] if isinstance(by, str) else list(by)
+    for b in kinds:
+        slice_kind(b)
     _check(bins, edges)
-    out, cache = [], {}
+    out: list[dict] = []
+    cache: dict = {}
     with _opened(store) as s:
         for g in groups(s):
             qu = _query_users(s, g)
-            values, _ = _values(s, g, by, users, cache)
             codes = np.unique(qu["user"].to_numpy(np.int64))
-            idx, labels, lows, highs = _bins(values[codes], bins, edges)
-            slice_of_user = np.full(len(values), -1, dtype=np.int64)
-            slice_of_user[codes] = idx
-            query_slice = np.full(int(qu["query"].max()) + 1, -1, dtype=np.int64)
-            query_slice[qu["query"].to_numpy(np.int64)] = \
-                slice_of_user[qu["user"].to_numpy(np.int64)]
-            info = {"labels": labels, "lows": lows, "highs": highs,
-                    "users": np.bincount(idx, minlength=len(labels)).tolist()}
             q = s.query_values(list(dict.fromkeys([*measures, on])), g.dataset, g.model,
                                g.fingerprint)
-            for row in _rows(q, query_slice, info, measures, on, level, normality):
-                out.append({"dataset": g.name, "model": g.model, "by": by, **row})
+            for b in kinds:
+                values = _values(s, g, b, users, cache, int(codes.max()) + 1)
+                idx, labels, lows, highs = _bins(values[codes], bins, edges)
+                slice_of_user = np.full(len(values), -1, dtype=np.int64)
+                slice_of_user[codes] = idx
+                query_slice = np.full(int(qu["query"].max()) + 1, -1, dtype=np.int64)
+                query_slice[qu["query"].to_numpy(np.int64)] = \
+                    slice_of_user[qu["user"].to_numpy(np.int64)]
+                info = {"labels": labels, "lows": lows, "highs": highs,
+                        "users": np.bincount(idx, minlength=len(labels)).tolist()}
+                for row in _rows(q, query_slice, info, measures, on, level, normality):
+                    out.append({"dataset": g.name, "model": g.model, "by": b, **row})
     front = ["dataset", "model", "perturbation", "by", "slice", "slice_index", "low", "high",
              "users", "queries", "seeds", "draws", "levels"]
     if not out:

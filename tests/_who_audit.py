@@ -1,4 +1,5 @@
-"""A small real audit for the "who is affected" tests, and what they recompute it from.
+"""A small real audit for the "who is affected" tests (audit, report), and what they recompute
+it from; its fixture is registered in ``tests/conftest.py``.
 
 The log has string ids (``u00``, ``film-07``), a user attribute that is categorical (``plan``)
 and one that is numeric (``age``). Users ``u00``..``u07`` interact only at the very beginning:
