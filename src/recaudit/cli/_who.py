@@ -172,17 +172,23 @@ def edit_text(c: Any) -> str:
     return text + "."
 
 
-def worst_table(frame: Any, title: str) -> Table:
-    """:func:`recaudit.audit.most_changed` as a terminal table."""
-    table = Table(title=title, title_justify="left", caption_justify="left",
-                  caption="Users with the lowest mean RBO over their test queries and the "
-                          "perturbation's trials; seed/query: their list that moved most.")
-    for col in frame.columns:
-        table.add_column(col, justify="left" if col in ("dataset", "model", "perturbation",
-                                                        "user") else "right", no_wrap=True)
-    for row in frame.itertuples(index=False):
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
-    return table
+def worst_tables(frame: Any, title: str) -> list[Table]:
+    """:func:`recaudit.audit.most_changed` as one terminal table per (dataset, model)."""
+    tables = []
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left",
+                      caption_justify="left",
+                      caption="The users with the lowest mean RBO over their test queries and "
+                              "the perturbation's trials; seed, draw, query: their list that "
+                              "moved most; then the users' slice values.")
+        cols = [c for c in g.columns if c not in ("dataset", "model")]
+        for col in cols:
+            table.add_column(col, justify="left" if col in ("perturbation", "user")
+                             else "right", no_wrap=True)
+        for row in g[cols].itertuples(index=False):
+            table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+        tables.append(table)
+    return tables
 
 
 def changes(store: Path = _STORE,
@@ -216,7 +222,9 @@ def changes(store: Path = _STORE,
         fmt = _format(format, ("table", "csv", "json"))
         frame = most_changed(store, worst, perturbation=perturbation)
         if not _emit(frame, fmt):
-            _console(160).print(worst_table(frame, f"{store}: the {worst} most-changed users"))
+            console = _console(160)
+            for table in worst_tables(frame, f"{store}: the {worst} most-changed users"):
+                console.print(table)
         return
     fmt = _format(format, ("table", "json"))
     found = compute(store, user, perturbation=perturbation, seed=seed, draw=draw, model=model)
