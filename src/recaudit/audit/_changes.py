@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit.audit._analysis import _opened
 from recaudit.audit._decide import FLOORS
 from recaudit.audit._slices import SLICE_KINDS, _loaded, _values, slice_kind
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import Group, audit_data, groups, own_id, own_ids, user_code
+from recaudit.audit._users import (Group, audit_data, groups, own_id, own_ids, opened,
+                                   user_code)
 from recaudit.data import Interactions
 from recaudit.errors import ConfigError, DataError, RecauditError, did_you_mean
 from recaudit.experiment import Store
@@ -212,22 +212,28 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
     without a test query, and :class:`~recaudit.errors.ConfigError` for a perturbation, seed or
     draw the store does not hold."""
     out: list[ListChange] = []
-    known = False
-    with _opened(store) as s:
-        chosen = [g for g in groups(s) if (model is None or g.model == model)
+    missing: DataError | None = None  # the user is not in a dataset's data
+    found = False
+    with opened(store) as s:
+        every = groups(s)
+        chosen = [g for g in every if (model is None or g.model == model)
                   and (dataset is None or dataset in (g.dataset, g.name))]
         if not chosen:
+            models = sorted({g.model for g in every})
             raise ConfigError(f"{s.path} holds no finished trial"
                               + (f" of model {model!r}" if model else "")
-                              + (f" on dataset {dataset!r}" if dataset else ""))
+                              + (f" on dataset {dataset!r}" if dataset else "") + "."
+                              + (did_you_mean(model, models) if model else "")
+                              + (f" Its models: {', '.join(models)}." if models else ""))
         trials = s.trials()
         for g in chosen:
             data, split = audit_data(s, g.dataset, g.fingerprint)
             try:
                 code = user_code(data, user, g.name)
-            except DataError:
+            except DataError as exc:
+                missing = missing or exc
                 continue
-            known = True
+            found = True
             mine = trials[(trials.dataset == g.dataset) & (trials.model_label == g.model)]
             rows = _user_rows(s, g, code)
             if rows.empty:
@@ -235,19 +241,19 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
             rows = _pick(rows, perturbation, seed, draw, sorted(set(mine.perturbation)),
                          sorted(set(mine.seed)), str(s.path))
             _lists(rows, str(s.path))
+            edits: dict[str, Edit] = {}
             for r in rows.itertuples(index=False):
+                if r.trial_id not in edits:
+                    edits[r.trial_id] = _edit(_record(s, r.trial_id), split.train, code)
                 base, pert = json.loads(r.top_base), json.loads(r.top_pert)
                 entered, left, moves = _diff(base, pert)
                 out.append(ListChange(
                     g.name, g.model, r.perturbation, int(r.seed), int(r.draw), r.trial_id,
                     own_id(data.user_ids, code), int(r.query), own_id(data.item_ids, r.target),
                     tuple(base), tuple(pert), entered, left, moves, float(r.rbo),
-                    float(r.jaccard), float(r.frbo),
-                    _edit(_record(s, r.trial_id), split.train, code)))
-    if not known:
-        raise DataError(f"no user {user!r} in the data of {store}",
-                        hint="give a user id as the data writes it (recaudit changes STORE "
-                             "--worst 10 lists some)")
+                    float(r.jaccard), float(r.frbo), edits[r.trial_id]))
+    if not found and missing is not None:
+        raise missing
     if not out:
         raise DataError(f"user {user!r} has no test query in this audit: the split kept all "
                         "of the user's interactions for training, so no list of theirs was "
@@ -274,7 +280,7 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
         slice_kind(b)
     parts: list[pd.DataFrame] = []
     cache: dict = {}
-    with _opened(store) as s:
+    with opened(store) as s:
         for g in groups(s):
             fp = "" if g.fingerprint is None else "AND t.data_fingerprint = ?"
             draw = "coalesce(t.draw, 0)" if "draw" in s._present("trials") else "0"

@@ -30,9 +30,7 @@ JSON and maps the ids to codes; numpy does the rest), so a paper-size store answ
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,15 +38,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from recaudit.audit._analysis import _opened
 from recaudit.audit._decide import _replicates
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import Group, audit_data, groups, own_ids
+from recaudit.audit._users import Group, audit_data, groups, opened, own_ids
+from recaudit.data import Interactions
 from recaudit.errors import RecauditError
 from recaudit.experiment import Store
 from recaudit.stats import estimate_mean
 
-__all__ = ["Exposure", "exposure", "gini", "quiet"]
+__all__ = ["Exposure", "exposure", "gini"]
 
 #: Trials whose lists are compared at once (bounds memory: ``BATCH * queries * k * k`` bytes).
 BATCH = 8
@@ -73,18 +71,6 @@ def gini(counts: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         g = (x * weights).sum(axis=-1) / (n * total)
     return np.where(total > 0, g, 0.0)
-
-
-@contextlib.contextmanager
-def quiet(s: AuditStore) -> Iterator[None]:
-    """DuckDB's progress bar off for the block (it would print into a command's output)."""
-    row = s.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
-    before = bool(row[0]) if row is not None else False
-    s.con.execute("SET enable_progress_bar = false")
-    try:
-        yield
-    finally:
-        s.con.execute(f"SET enable_progress_bar = {'true' if before else 'false'}")
 
 
 def _keys(ids: np.ndarray) -> pa.Table:
@@ -164,8 +150,9 @@ def _interval(values: np.ndarray, reps: np.ndarray, units: np.ndarray | None, le
     return est.mean, low, high
 
 
-def _group(s: AuditStore, g: Group, level: float) -> tuple[list[dict], list[pd.DataFrame]]:
-    data, split = audit_data(s, g.dataset, g.fingerprint)
+def _group(s: AuditStore, g: Group, data: Interactions, train: Interactions, level: float
+           ) -> tuple[list[dict], list[pd.DataFrame]]:
+    """The summary rows and item tables of one (dataset, model), its item ids registered."""
     fp = "" if g.fingerprint is None else "AND data_fingerprint = ?"
     draw = "coalesce(draw, 0)" if "draw" in s._present("trials") else "0"
     trials = s.sql(f"""SELECT trial_id, perturbation, seed, {draw} AS draw FROM trials
@@ -186,7 +173,7 @@ def _group(s: AuditStore, g: Group, level: float) -> tuple[list[dict], list[pd.D
     user = np.zeros(n_q, dtype=np.int64)
     user[users["query"].to_numpy(np.int64)] = users["u"].to_numpy(np.int64)
     n_items = data.n_items
-    pop = np.bincount(split.train.item, minlength=n_items).astype(np.float64)
+    pop = np.bincount(train.item, minlength=n_items).astype(np.float64)
     summary, items = [], []
     for pert, tr in trials.groupby("perturbation", sort=False):
         parts: dict[str, list[np.ndarray]] = {}
@@ -229,17 +216,16 @@ def exposure(store: Store | str | Path, *, level: float = 0.95) -> Exposure:
     perturbation) a ``summary`` row, and the ``items`` that entered or left a list, most moved
     (largest ``|net|``, then ``entered + left``) first."""
     summary, items = [], []
-    with _opened(store) as s:
+    with opened(store) as s:
         s.con.register(_KEYS, pa.table({"key": pa.array([], pa.string()),
                                          "code": pa.array([], pa.int32())}))
         try:
-            with quiet(s):
-                for g in groups(s):
-                    data = audit_data(s, g.dataset, g.fingerprint)[0]
-                    s.con.register(_KEYS, _keys(data.item_ids))
-                    rows, frames = _group(s, g, level)
-                    summary += rows
-                    items += frames
+            for g in groups(s):
+                data, split = audit_data(s, g.dataset, g.fingerprint)
+                s.con.register(_KEYS, _keys(data.item_ids))
+                rows, frames = _group(s, g, data, split.train, level)
+                summary += rows
+                items += frames
         finally:
             s.con.unregister(_KEYS)
     out = pd.concat(items, ignore_index=True) if items else pd.DataFrame(

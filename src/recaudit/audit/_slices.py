@@ -40,11 +40,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recaudit.audit._analysis import _opened
 from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import (FEATURES, Group, audit_data, groups, own_ids, user_column,
-                                   user_feature)
+from recaudit.audit._users import (FEATURES, Group, audit_data, groups, own_ids, opened,
+                                   user_column, user_feature)
 from recaudit.data import Interactions, Split
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.experiment import Store
@@ -192,7 +191,7 @@ def user_values(store: Store | str | Path, by: str = "activity", *,
     slice_kind(by)
     parts: list[pd.DataFrame] = []
     cache: dict = {}
-    with _opened(store) as s:
+    with opened(store) as s:
         for g in groups(s):
             qu = _query_users(s, g)
             data, _ = _loaded(s, g, cache)
@@ -226,6 +225,12 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
         with np.errstate(invalid="ignore"):
             per_query = sums / seen
         has = seen > 0
+        # every slice holds every replicate of the perturbation: count them once
+        queries = np.bincount(query_slice[:size][np.bincount(units, minlength=size) > 0],
+                              minlength=n_slices)
+        shared = {"seeds": int(g.seed.nunique()), "draws": int(g.draw.nunique()),
+                  "levels": "seeds and queries" if len(np.unique(reps)) > 1
+                  else "queries only"}
         block = []
         for k in range(n_slices):
             mask = where == k
@@ -233,10 +238,7 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
                 continue
             row = {"perturbation": pert, "slice": info["labels"][k], "slice_index": k,
                    "low": info["lows"][k], "high": info["highs"][k],
-                   "users": info["users"][k], "queries": int(np.unique(units[mask]).size),
-                   "seeds": int(g.seed[mask].nunique()), "draws": int(g.draw[mask].nunique()),
-                   "levels": "seeds and queries" if len(np.unique(reps[mask])) > 1
-                   else "queries only"}
+                   "users": info["users"][k], "queries": int(queries[k]), **shared}
             for m in measures:
                 est = estimate_mean(g[m].to_numpy(float)[mask], reps[mask], units[mask])
                 low, high = np.clip(est.interval(level), *_RANGE[False])
@@ -282,7 +284,8 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
 
     ``users``: a table of user attributes (frame or CSV/TSV/Parquet file with a ``user``
     column) for ``by="column:NAME"``. Per-user properties other than ``accuracy`` read the
-    audit's data again (:func:`recaudit.audit._users.audit_data`).
+    audit's data again: the dataset and split of the trials' specs, checked against the
+    fingerprint of the data they ran on.
     """
     kinds = [by] if isinstance(by, str) else list(by)
     for b in kinds:
@@ -290,7 +293,7 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
     _check(bins, edges)
     out: list[dict] = []
     cache: dict = {}
-    with _opened(store) as s:
+    with opened(store) as s:
         for g in groups(s):
             qu = _query_users(s, g)
             codes = np.unique(qu["user"].to_numpy(np.int64))

@@ -21,6 +21,7 @@ user (:func:`user_column`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -34,10 +35,10 @@ import pandas as pd
 from recaudit.audit._store import AuditStore
 from recaudit.data import Interactions, Split
 from recaudit.errors import ConfigError, DataError, RecauditError, did_you_mean
-from recaudit.experiment import DatasetSpec, SplitSpec, prepare
+from recaudit.experiment import DatasetSpec, SplitSpec, Store, prepare
 
 __all__ = ["FEATURES", "Group", "groups", "audit_data", "user_feature", "user_column",
-           "read_users", "user_code", "own_id", "own_ids"]
+           "read_users", "user_code", "own_id", "own_ids", "quiet", "opened"]
 
 #: The per-user properties of the training log :func:`user_feature` computes.
 FEATURES = ("activity", "popularity", "recency")
@@ -72,6 +73,9 @@ def groups(s: AuditStore) -> list[Group]:
 
 
 def _spec(s: AuditStore, dataset: str, fingerprint: str | None) -> dict[str, Any]:
+    if "spec" not in s._present("trials"):
+        raise RecauditError(f"{s.path}: its trials do not record their specs, so the data "
+                            f"of {dataset!r} cannot be found again")
     where = "dataset = ?" + ("" if fingerprint is None else " AND data_fingerprint = ?")
     rows = s.con.execute(f"SELECT spec FROM trials WHERE {where} AND spec IS NOT NULL LIMIT 1",
                          [dataset] + ([] if fingerprint is None else [fingerprint])).fetchall()
@@ -239,8 +243,27 @@ def user_column(s: AuditStore, group: Group, train: Interactions, name: str,
     return np.array(values, dtype=object)
 
 
-def loaded(s: AuditStore) -> Iterator[tuple[Group, Interactions, Split]]:
-    """Every group of the store with its data (loaded once per filtered log)."""
-    for g in groups(s):
-        data, parts = audit_data(s, g.dataset, g.fingerprint)
-        yield g, data, parts
+@contextlib.contextmanager
+def quiet(s: AuditStore) -> Iterator[None]:
+    """DuckDB's progress bar off for the block: DuckDB draws it on stdout, into a command's
+    CSV or JSON."""
+    row = s.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    before = bool(row[0]) if row is not None else False
+    s.con.execute("SET enable_progress_bar = false")
+    try:
+        yield
+    finally:
+        s.con.execute(f"SET enable_progress_bar = {'true' if before else 'false'}")
+
+
+@contextlib.contextmanager
+def opened(store: Store | str | Path) -> Iterator[AuditStore]:
+    """``store`` itself (as an :class:`AuditStore`), or the file at that path opened read-only,
+    with DuckDB's progress bar off, for the block."""
+    if isinstance(store, Store):
+        s = AuditStore.of(store)
+        with quiet(s):
+            yield s
+        return
+    with AuditStore(store, read_only=True) as s, quiet(s):
+        yield s
