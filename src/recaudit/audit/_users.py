@@ -86,6 +86,19 @@ def _spec(s: AuditStore, dataset: str, fingerprint: str | None) -> dict[str, Any
     return json.loads(spec) if isinstance(spec, str) else dict(spec)
 
 
+def _specs(s: AuditStore, dataset: str, fingerprint: str | None
+           ) -> tuple[DatasetSpec, SplitSpec]:
+    """The dataset and split specs of the trials; a file named by a relative path is looked
+    for from the working folder, then next to the store."""
+    spec = _spec(s, dataset, fingerprint)
+    ds = DatasetSpec.from_dict(spec["dataset"])
+    if ds.path is not None and not Path(ds.path).is_absolute() and not Path(ds.path).exists():
+        beside = Path(s.path).resolve().parent / ds.path
+        if beside.exists():
+            ds = replace(ds, path=str(beside))
+    return ds, SplitSpec.from_dict(spec.get("split", {}))
+
+
 def audit_data(s: AuditStore, dataset: str, fingerprint: str | None
                ) -> tuple[Interactions, Split]:
     """The filtered log and split the trials of ``dataset`` (with ``fingerprint``) ran on.
@@ -93,13 +106,7 @@ def audit_data(s: AuditStore, dataset: str, fingerprint: str | None
     A file named by a relative path is looked for from the working folder, then next to the
     store. Raises :class:`~recaudit.errors.DataError` when the data cannot be read or is not
     the data the trials saw (another fingerprint)."""
-    spec = _spec(s, dataset, fingerprint)
-    ds = DatasetSpec.from_dict(spec["dataset"])
-    split = SplitSpec.from_dict(spec.get("split", {}))
-    if ds.path is not None and not Path(ds.path).is_absolute() and not Path(ds.path).exists():
-        beside = Path(s.path).resolve().parent / ds.path
-        if beside.exists():
-            ds = replace(ds, path=str(beside))
+    ds, split = _specs(s, dataset, fingerprint)
     try:
         data, parts = prepare(ds, split)
     except RecauditError as exc:
@@ -212,7 +219,7 @@ def user_column(s: AuditStore, group: Group, train: Interactions, name: str,
         if not isinstance(users, pd.DataFrame):
             where = str(users)
     else:
-        spec = DatasetSpec.from_dict(_spec(s, group.dataset, group.fingerprint)["dataset"])
+        spec = _specs(s, group.dataset, group.fingerprint)[0]
         table, where = _own_file_users(spec), str(spec.path or spec.name)
         if table is None:
             raise ConfigError(f"slices by column:{name} need a user attribute, and "
