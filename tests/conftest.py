@@ -15,6 +15,8 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 os.environ.setdefault("RECAUDIT_MIRROR", str(SHARED_DATA))
 
+from tests._who_audit import who_audit  # noqa: E402, F401 - a small real audit, session-wide
+
 
 @pytest.fixture(autouse=True)
 def _isolated_data_dir(tmp_path_factory, monkeypatch):

@@ -9,18 +9,26 @@ Quick start::
     summary(run_audit(cfg))  # every measure with its 95 % interval, p against the floors
     dry_run(cfg).hours       # before: fits, wall time from a one-epoch calibration, power
 
+Who is affected: :func:`slices` (stability by user activity, popularity, accuracy, recency or
+an attribute, with intervals and tests), :func:`changes` (one user's two lists and the edit
+behind them), :func:`most_changed` (the users whose lists moved most) and :func:`exposure`
+(which items entered and left the lists; popularity and Gini of exposure).
+
 The shared pieces (dataset/split/model/executor specs, data loading, executors, the results
 store) come from :mod:`recaudit.experiment` and are re-exported here for convenience.
 """
 
 from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
+from recaudit.audit._changes import Edit, ListChange, changes, most_changed
 from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
                                     most_destabilising, summary)
 from recaudit.audit._dryrun import DryRun, dry_run
+from recaudit.audit._exposure import Exposure, exposure
 from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
 from recaudit.audit._reading import interval_text, p_text, reading
 from recaudit.audit._context import close_context, perturb_context
 from recaudit.audit._runner import TrialOutcome, compare, run_trial
+from recaudit.audit._slices import SLICE_KINDS, slices, user_values
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
                                   perturbation_label)
 from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
@@ -44,11 +52,13 @@ STUDY = _StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBAT
                    decisions=summary)
 
 __all__ = ["FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS", "QUERY_RESULTS",
-           "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore", "AuditStudy",
-           "DatasetSpec", "DryRun", "ExecutorSpec", "MetricSpec", "ModelSpec", "SplitSpec",
-           "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "compare",
-           "compare_perturbations", "dry_run", "floor_of", "interval_text", "load_config",
-           "load_dataset", "most_destabilising", "p_text", "perturb_context", "close_context",
-           "perturbation_label", "plan", "prepare", "query_distribution", "reading",
-           "run_audit", "run_trial", "stabilisation_summary", "stabilised_pairs", "summary",
-           "trial_summary", "user_groups", "validate", "write_trial"]
+           "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore",
+           "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec", "Exposure",
+           "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store", "StoreBusyError",
+           "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
+           "compare_perturbations", "dry_run", "exposure", "floor_of", "interval_text",
+           "load_config", "load_dataset", "most_changed", "most_destabilising", "p_text",
+           "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
+           "query_distribution", "reading", "run_audit", "run_trial", "slices",
+           "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",
+           "user_groups", "user_values", "validate", "write_trial"]

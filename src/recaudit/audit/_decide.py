@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._store import AuditStore
+from recaudit.audit._users import groups
 from recaudit.experiment import Store
 from recaudit.stats import Test, estimate_mean, holm, paired_test
 
@@ -65,18 +66,10 @@ def _groups(store: Store | str | Path, metrics: Sequence[str]
             ) -> Iterator[tuple[str, str, pd.DataFrame]]:
     """(dataset, model label, per-query values) of every model in the store. One dataset
     name filtered two ways (another ``min_user_interactions``, say) is two datasets: their
-    rows are named ``dataset [<fingerprint>]``."""
+    rows are named ``dataset [<fingerprint>]`` (:func:`recaudit.audit._users.groups`)."""
     with _opened(store) as s:
-        if not {"trials", "query_results"} <= s.tables():
-            return
-        fp = "data_fingerprint" if "data_fingerprint" in s._present("trials") else "NULL"
-        keys = s.sql(f"SELECT DISTINCT dataset, {fp} AS data_fingerprint, model_label "
-                     "FROM trials WHERE status = 'done' ORDER BY ALL")
-        logs = keys.groupby("dataset").data_fingerprint.nunique(dropna=False)
-        for dataset, fp, model in keys.itertuples(index=False):
-            name = dataset if logs[dataset] == 1 else f"{dataset} [{str(fp)[:8]}]"
-            yield name, model, s.query_values(metrics, dataset, model,
-                                              None if pd.isna(fp) else fp)
+        for g in groups(s):
+            yield g.name, g.model, s.query_values(metrics, g.dataset, g.model, g.fingerprint)
 
 
 def _columns(metrics: Sequence[str]) -> list[str]:

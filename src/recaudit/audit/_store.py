@@ -8,7 +8,8 @@ table              one row per
 ``query_results``  (trial, test query): the similarity panel of the two rank lists, the
                    accuracy of both models (:data:`QUERY_METRICS`) and both top-k lists
                    (``top_base``, ``top_pert``: JSON arrays of the data's own item ids;
-                   NULL in stores written before they were kept)
+                   NULL in stores written before they were kept); who is affected
+                   (:mod:`._slices`, :mod:`._changes`, :mod:`._exposure`) reads it
 ``perturbations``  trial: its perturbation record (JSON)
 =================  ==========================================================================
 
@@ -126,7 +127,8 @@ QUERY_RESULTS = Table("query_results", columns(
             for m in QUERY_METRICS)
     + columns("top_base VARCHAR DEFAULT NULL, top_pert VARCHAR DEFAULT NULL", {
         "top_base": "the baseline model's top k for the query: a JSON array of the data's "
-                    "own item ids, best first",
+                    "own item ids, best first (what `recaudit changes` and `recaudit "
+                    "exposure` read)",
         "top_pert": "the perturbed model's top k for the query: a JSON array of the data's "
                     "own item ids, best first"}),
     doc="One test query of one trial: the similarity of the two models' rank lists and the "

@@ -2,7 +2,8 @@
 
 - edits (Oh et al. 2022, sections 5-6): :func:`delete_rows`, :func:`insert_after`,
   :func:`replace_items` with new-item strategies ``random`` / ``popular`` / ``unpopular``;
-- selectors: random, earliest-random, latest-random, CASPER (:func:`casper_scores`), TracIn
+- selectors: random, earliest-random, latest-random, CASPER (:func:`casper_scores`; what an
+  edit reaches: :func:`casper_descendants`), TracIn
   (:func:`tracin_scores`, :class:`SupportsTracIn`), Rev.Adv. (:func:`select_rev_adv`);
 - position removal and seed-only (Betello et al. 2023): :func:`remove_positions`,
   :func:`seed_only`;
@@ -16,6 +17,7 @@
 
 from recaudit.perturb import _spec
 from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
+from recaudit.perturb._descendants import casper_descendants
 from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neighbours,
                                      replace_items)
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
@@ -36,7 +38,8 @@ __all__ = [
     "EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context", "Description",
     "EditSpec", "Family", "Needs", "Perturbation", "PerturbationRecord", "PerturbationSpec",
     "PositionSpec", "ReferenceSpec",
-    "SupportsTracIn", "available", "casper_error_bound", "casper_graph", "casper_scores",
+    "SupportsTracIn", "available", "casper_descendants", "casper_error_bound", "casper_graph",
+    "casper_scores",
     "craft_fake_user", "delete_rows", "families", "insert_after", "neighbours", "parse", "register_family",
     "remove_positions", "replace_items", "seed_only", "select_casper", "select_earliest_random",
     "select_latest_random", "select_random", "select_rev_adv", "top_k", "tracin_scores",

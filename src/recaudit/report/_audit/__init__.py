@@ -1,6 +1,6 @@
 """The stability audit's sections (Oh et al. 2022, Betello et al. 2023): rank-list sensitivity,
-accuracy, user groups, number of perturbations, position removal, stabilisation; its facts and
-setup tables."""
+accuracy, user groups, who is affected, number of perturbations, position removal,
+stabilisation; its facts and setup tables."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from recaudit.report._audit import _figures as F
 from recaudit.report._audit import _setup as S
 from recaudit.report._audit import _stabilise as ST
 from recaudit.report._audit import _tables as T
+from recaudit.report._audit import _who as W
 from recaudit.report._data import ReportData
 from recaudit.report._document import Section, Table, _slug
 
@@ -70,6 +71,9 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
                 groups.figures += fig(f"grp-{_slug(d + m)}", f"User groups: {m} on {d}",
                                       lambda d=d, m=m: F.user_group_figure(data, d, m))
         sections.append(groups)
+    who = W.section(data, fig)
+    if who is not None:
+        sections.append(who)
 
     counts = Section("counts", "Number of perturbations",
                      "RLS as more interactions are perturbed (Oh et al. 2022 Figure 8(a)).")

@@ -1,0 +1,319 @@
+"""``recaudit slices | changes | exposure STORE``: who is affected by a perturbation.
+
+Thin: each command calls :mod:`recaudit.audit` (:func:`~recaudit.audit.slices`,
+:func:`~recaudit.audit.changes`, :func:`~recaudit.audit.most_changed`,
+:func:`~recaudit.audit.exposure`) and renders the result as terminal tables, CSV or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from recaudit.cli._common import console as _console
+from recaudit.errors import ConfigError
+
+__all__ = ["register"]
+
+_STORE = typer.Argument(..., help="Audit store (.duckdb).")
+_MEASURES = (("rbo", "RBO"), ("jaccard", "Jaccard@k"), ("frbo", "FRBO@k"))
+
+
+def _format(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(f"--format must be {', '.join(allowed[:-1])} or {allowed[-1]}, got "
+                          f"{value!r}")
+    return value
+
+
+def _ci(row: Any, m: str) -> str:
+    from recaudit.audit import interval_text
+
+    return interval_text(row, m, sep="\n")
+
+
+def _p(p: float) -> str:
+    from recaudit.audit import p_text
+
+    return p_text(p)
+
+
+def _emit(frame: Any, fmt: str) -> bool:
+    """CSV or JSON of ``frame`` on stdout; ``False`` for a table (the caller renders it)."""
+    if fmt == "csv":
+        typer.echo(frame.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        typer.echo(frame.to_json(orient="records", indent=2))
+    return fmt in ("csv", "json")
+
+
+def _edges(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--edges {text!r} must be comma-separated numbers (e.g. "
+                          "--edges 20,50,100)") from None
+
+
+def slice_tables(frame: Any, title: str) -> list[Table]:
+    """:func:`recaudit.audit.slices` as one terminal table per (dataset, model)."""
+    floors = [c for c in frame.columns if c.startswith("p_vs_") and c != "p_vs_rest"]
+    tables = []
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        shown = [c for c in floors if g[c].notna().any()]
+        table = Table(title=f"{title}: {model} on {dataset}, by {g.by.iloc[0]}",
+                      title_justify="left", caption_justify="left",
+                      caption="[ ] = 95 % interval over seeds and the slice's test queries; "
+                              "p vs floor: paired test on the slice's queries, Holm over every "
+                              "perturbation and slice; p vs rest: the slice against the other "
+                              "queries (Welch), Holm over the slices.")
+        for col in ("perturbation", "slice", "users", "queries", *(n for _, n in _MEASURES),
+                    *(f"p vs {c[5:].replace('_', '-')}" for c in shown), "p vs rest"):
+            left = col in ("perturbation", "slice")
+            table.add_column(col, justify="left" if left else "right", no_wrap=True)
+        for _, r in g.iterrows():
+            table.add_row(str(r.perturbation), str(r.slice), str(r.users), str(r.queries),
+                          *(_ci(r, m) for m, _ in _MEASURES), *(_p(r[c]) for c in shown),
+                          _p(r.p_vs_rest))
+        tables.append(table)
+    return tables
+
+
+def slices(store: Path = _STORE,
+           by: str = typer.Option(..., "--by", help="activity (training interactions), "
+                                  "popularity (mean training popularity of the user's items), "
+                                  "accuracy (the baseline's reciprocal rank of the user's test "
+                                  "items), recency (time from the user's last training "
+                                  "interaction to the end of the training log) or column:NAME "
+                                  "(a user attribute)."),
+           bins: int = typer.Option(4, "--bins", min=1, help="Equal-count bins of the users "
+                                    "with a test query (tied values share a bin)."),
+           edges: str | None = typer.Option(None, "--edges", help="Cut points instead of "
+                                            "equal-count bins, comma-separated (e.g. "
+                                            "20,50,100)."),
+           users: Path | None = typer.Option(None, "--users", help="For column:NAME: a table "
+                                             "of users (CSV, TSV or Parquet) with a `user` "
+                                             "column and the attribute (default: the "
+                                             "dataset's own file)."),
+           format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+           ) -> None:
+    """Stability by user slice: per perturbation and slice of users, RBO, Jaccard@k and FRBO@k
+    with their 95 % intervals, the paired test against the noise floor and the test of whether
+    the slice differs from the other users (the slices partition the test queries)."""
+    from recaudit.audit import slices as compute
+
+    fmt = _format(format, ("table", "csv", "json"))
+    frame = compute(store, by, bins=bins, edges=_edges(edges), users=users)
+    if _emit(frame, fmt):
+        return
+    console = _console(160)
+    if frame.empty:
+        console.print(f"{store}: no finished audit trial")
+    for table in slice_tables(frame, str(store)):
+        console.print(table)
+
+
+def list_heading(c: Any) -> str:
+    """What a :class:`recaudit.audit.ListChange` is about, in one line."""
+    return (f"user {c.user} · {c.perturbation} · seed {c.seed}"
+            + (f" · draw {c.draw}" if c.draw else "") + f" · query {c.query} (next item "
+            f"{c.target}) · {c.model} on {c.dataset}: RBO {c.rbo:.4f}, Jaccard@k "
+            f"{c.jaccard:.4f}")
+
+
+def _list_table(c: Any) -> Table:
+    """The two lists of a :class:`recaudit.audit.ListChange` side by side."""
+    moved = {item: (a, b) for item, a, b in c.moves}
+    entered, left = set(c.entered), set(c.left)
+    table = Table(caption_justify="left", caption="+ entered, - left, ↑/↓ moved up/down by "
+                  "that many ranks")
+    for col in ("rank", "baseline", "perturbed"):
+        table.add_column(col, justify="right" if col == "rank" else "left", no_wrap=True)
+    for rank in range(max(len(c.baseline), len(c.perturbed))):
+        cells = []
+        for lst, gone in ((c.baseline, left), (c.perturbed, entered)):
+            if rank >= len(lst):
+                cells.append("")
+                continue
+            item = lst[rank]
+            mark = ("- " if lst is c.baseline else "+ ") if item in gone else ""
+            a, b = moved.get(item, (rank + 1, rank + 1))
+            shift = "" if lst is c.baseline or a == b else \
+                f" ↑{a - b}" if b < a else f" ↓{b - a}"
+            cells.append(f"{mark}{item}{shift}")
+        table.add_row(str(rank + 1), *cells)
+    return table
+
+
+def edit_text(c: Any) -> str:
+    """The edit of a :class:`recaudit.audit.ListChange` in one paragraph."""
+    e = c.edit
+    if e.kind in ("seed-only", "none") or not e.count:
+        return ("edit: none (the perturbed model was retrained with another seed)"
+                if e.kind == "seed-only" else f"edit: {e.kind}, no interaction changed")
+    shown = []
+    for x in e.interactions[:5]:
+        what = (f"{x['edit']} {x.get('user')}'s interaction with {x.get('item')} at "
+                f"{x.get('timestamp')}")
+        shown.append(what + (f" (now {x['new_item']})" if "new_item" in x else ""))
+    more = f" and {e.count - len(shown)} more" if e.count > len(shown) else ""
+    text = f"edit: {'; '.join(shown)}{more} — " + (
+        "this user's own data" if e.touches_user else "not this user's data")
+    if e.descendants is not None:
+        text += (f"; in the interaction graph it reaches {e.descendants} training "
+                 f"interaction{'s' if e.descendants != 1 else ''}, {e.user_descendants} of "
+                 "them this user's")
+    return text + "."
+
+
+def worst_tables(frame: Any, title: str) -> list[Table]:
+    """:func:`recaudit.audit.most_changed` as one terminal table per (dataset, model)."""
+    tables = []
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left",
+                      caption_justify="left",
+                      caption="The users with the lowest mean RBO over their test queries and "
+                              "the perturbation's trials; seed, draw, query: their list that "
+                              "moved most; then the users' slice values.")
+        cols = [c for c in g.columns if c not in ("dataset", "model")]
+        for col in cols:
+            table.add_column(col, justify="left" if col in ("perturbation", "user")
+                             else "right", no_wrap=True)
+        for row in g[cols].itertuples(index=False):
+            table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+        tables.append(table)
+    return tables
+
+
+def changes(store: Path = _STORE,
+            user: str | None = typer.Option(None, "--user", help="The user's id, as the data "
+                                            "writes it."),
+            perturbation: str | None = typer.Option(None, "--perturbation", "-p",
+                                                    help="Only this perturbation (default: "
+                                                         "every one)."),
+            seed: int | None = typer.Option(None, "--seed", help="The trial's seed (default: "
+                                            "the lowest)."),
+            draw: int | None = typer.Option(None, "--draw", help="The perturbation's draw "
+                                            "(default: the first)."),
+            model: str | None = typer.Option(None, "--model", help="Only this model label "
+                                             "(default: every one)."),
+            worst: int | None = typer.Option(None, "--worst", min=1, help="Instead of one "
+                                             "user: the N users whose lists moved most per "
+                                             "perturbation, with their slice values."),
+            format: str = typer.Option("table", "--format", "-f",
+                                       help="table or json (csv too with --worst)"),
+            ) -> None:
+    """One user's change: the baseline's and the perturbed model's top-k lists side by side in
+    the data's own ids, what entered and left, rank moves, RBO and Jaccard@k, and the edit
+    that made the perturbed data; or, with --worst N, the users whose lists moved most."""
+    from recaudit.audit import changes as compute
+    from recaudit.audit import most_changed
+
+    if (user is None) == (worst is None):
+        raise ConfigError("give either --user ID (one user's lists) or --worst N (the users "
+                          "whose lists moved most)")
+    if worst is not None:
+        fmt = _format(format, ("table", "csv", "json"))
+        frame = most_changed(store, worst, perturbation=perturbation)
+        if not _emit(frame, fmt):
+            console = _console(160)
+            for table in worst_tables(frame, f"{store}: the {worst} most-changed users"):
+                console.print(table)
+        return
+    fmt = _format(format, ("table", "json"))
+    found = compute(store, user, perturbation=perturbation, seed=seed, draw=draw, model=model)
+    if fmt == "json":
+        typer.echo(json.dumps([c.to_dict() for c in found], indent=2))
+        return
+    console = _console(120)
+    for c in found:
+        console.print(list_heading(c), markup=False)
+        console.print(_list_table(c))
+        console.print(edit_text(c), markup=False)
+        console.print()
+
+
+def _pop(row: Any, m: str, signed: bool = False) -> str:
+    """A popularity mean and its interval, one decimal."""
+    mean, low, high = row[m], row[f"{m}_ci_low"], row[f"{m}_ci_high"]
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    if mean != mean:
+        return "–"
+    return fmt.format(mean) + ("" if low != low else
+                               f"\n[{fmt.format(low)}, {fmt.format(high)}]")
+
+
+def exposure_tables(result: Any, title: str, top: int) -> list[tuple[str, Table]]:
+    """:func:`recaudit.audit.exposure` as (heading, terminal table) pairs: the summary per
+    (dataset, model), then the ``top`` most-moved items of each perturbation."""
+    from recaudit.audit import interval_text
+
+    tables = []
+    for (dataset, model), g in result.summary.groupby(["dataset", "model"], sort=False):
+        table = Table(caption_justify="left",
+                      caption="changed: share of top-k lists that changed; moved: items "
+                              "entered per list; pop.: mean training interactions of the "
+                              "items that entered / left a list (shift > 0: toward popular "
+                              "items); Gini of top-k appearances over the catalogue; [ ] = "
+                              "95 % interval over seeds (and lists).")
+        for col in ("perturbation", "changed", "moved", "entered pop.", "left pop.",
+                    "pop. shift", "Gini base", "Gini pert", "ΔGini"):
+            table.add_column(col, justify="left" if col == "perturbation" else "right",
+                             no_wrap=True)
+        for _, r in g.iterrows():
+            table.add_row(str(r.perturbation), f"{r.changed:.3f}", f"{r.moved:.2f}",
+                          _pop(r, "popularity_entered"), _pop(r, "popularity_left"),
+                          _pop(r, "popularity_shift", True), f"{r.gini_base:.4f}",
+                          f"{r.gini_pert:.4f}", interval_text(r, "gini_change", True, "\n"))
+        tables.append((f"{title}: item exposure, {model} on {dataset}", table))
+    for (dataset, model, pert), g in result.items.groupby(["dataset", "model", "perturbation"],
+                                                          sort=False):
+        table = Table(caption_justify="left", caption="entered / left: users whose top-k the "
+                      "item entered / left, mean over trials; popularity: training "
+                      "interactions")
+        for col in ("item", "popularity", "entered", "left", "net"):
+            table.add_column(col, justify="left" if col == "item" else "right", no_wrap=True)
+        for r in g.head(top).itertuples(index=False):
+            table.add_row(str(r.item), str(int(r.popularity)), f"{r.entered:.2f}",
+                          f"{r.left:.2f}", f"{r.net:+.2f}")
+        tables.append((f"{pert}: the {min(top, len(g))} items whose exposure moved most "
+                       f"({model} on {dataset})", table))
+    return tables
+
+
+def exposure(store: Path = _STORE,
+             top: int = typer.Option(10, "--top", min=0, help="Items shown per perturbation "
+                                     "(0: all)."),
+             items: bool = typer.Option(False, "--items", help="With --format csv or json: "
+                                        "the per-item table instead of the summary."),
+             format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+             ) -> None:
+    """Item exposure: per item, how many users' top-k it entered and left under each
+    perturbation; the mean training popularity of entered against left items; the change in
+    the Gini coefficient of top-k appearances, with 95 % intervals over seeds."""
+    from recaudit.audit import exposure as compute
+
+    fmt = _format(format, ("table", "csv", "json"))
+    result = compute(store)
+    shown = result.items if not top else result.items.groupby(
+        ["dataset", "model", "perturbation"], sort=False).head(top)
+    if _emit(shown if items else result.summary, fmt):
+        return
+    console = _console(160)
+    if result.summary.empty:
+        console.print(f"{store}: no finished audit trial")
+    for heading, table in exposure_tables(result, str(store), top or len(result.items)):
+        console.print(heading, markup=False)
+        console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("slices")(slices)
+    app.command("changes")(changes)
+    app.command("exposure")(exposure)
