@@ -24,10 +24,13 @@ release = version = __version__
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
-    "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "recaudit_reference",
+    "recaudit_mathml",
 ]
+# formulas as MathML at build time (_ext/recaudit_mathml.py): the site needs no script and no
+# network to show them
+html_math_renderer = "mathml"
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"

@@ -112,3 +112,40 @@ def test_two_pages_load_with_navigation_and_search(site, chromium_dom):
     tags, text = chromium_dom(url, "--virtual-time-budget=10000")
     assert "matching the search query" in text  # "Search finished, found N pages ..."
     assert "recaudit.metrics" in text  # the jaccard function's entry
+
+
+@pytest.mark.slow
+def test_formulas_are_mathml_and_the_site_loads_nothing_from_the_network(site, chromium_dom):
+    """Formulas are rendered when the site is built (``_ext/recaudit_mathml.py``): a site
+    opened offline shows them, no page loads a script or style sheet from elsewhere."""
+    import re
+
+    page = (site / "concepts" / "similarity.html").read_text()
+    assert page.count("<math ") >= 10
+    assert "\\(" not in page and "\\[" not in page      # no LaTeX left for a script to typeset
+    remote = re.compile(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', re.I)
+    for html in site.rglob("*.html"):
+        assert not remote.search(html.read_text()), html
+    tags, text = chromium_dom(site / "concepts" / "similarity.html")
+    assert tags.get("math", 0) >= 10 and tags.get("mi", 0) >= 10
+    assert "\\(" not in text
+
+
+def test_a_formula_the_converter_cannot_read_is_a_warning(monkeypatch):
+    import recaudit_mathml as mathml
+    from docutils import nodes
+
+    seen = []
+
+    class Visitor:
+        body: list[str] = []
+
+    class Log:
+        def warning(self, msg, *args, **kw):
+            seen.append(msg % args)
+
+    monkeypatch.setattr(mathml, "log", Log())
+    out = mathml._mathml(Visitor(), nodes.math(), r"\frac{1}{", False)
+    assert "<code>" in out and seen and "cannot render" in seen[0]
+    ok = mathml._mathml(Visitor(), nodes.math(), r"\mathrm{RBO}(S, T; p) = (1 - p)\sum_d p^{d-1} A_d", True)
+    assert ok.startswith('<math alttext="\\mathrm{RBO}') and 'display="block"' in ok
