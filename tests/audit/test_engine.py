@@ -93,12 +93,17 @@ def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONBREAKPOINT", raising=False)
     a = _config(tmp_path, "a.duckdb", seeds=(0,))
     b = _config(tmp_path, "b.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2))
+    # stacks on Ray: each stack one task, its baseline shared as an object reference
+    c = _config(tmp_path, "c.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2,
+                                                                        stack=2))
     try:
         run_audit(a)
         run_audit(b)
+        run_audit(c)
     finally:
         shutil.rmtree(short, ignore_errors=True)
     pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
+    pd.testing.assert_frame_equal(_numbers(a.output), _numbers(c.output))
 
 
 _MODEL, _DATA = dict(TINY_MODEL.params), dict(TINY_DATA.options)

@@ -154,6 +154,14 @@ def _call_stack(run_stack: Callable[..., Any], beats: str | None, trials: list[T
         return Stacked(run_stack([t.job for t in trials], *product))
 
 
+def _datasets(unit: Trial | list[Trial]) -> tuple[DatasetSpec, ...]:
+    """The datasets a trial or a stack of trials reads, each once."""
+    out: list[DatasetSpec] = []
+    for t in unit if isinstance(unit, list) else [unit]:
+        out.extend(d for d in t.datasets if d not in out)
+    return tuple(out)
+
+
 def stacks(trials: Sequence[Trial], size: int) -> list[list[Trial]]:
     """``trials`` cut into stacks of at most ``size`` trials of one group each (in plan order;
     a trial without a group is a stack of its own)."""
@@ -272,9 +280,7 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                         prime=None if study.prime is None else functools.partial(_call,
                                                                                  study.prime,
                                                                                  beats),
-                        data=lambda job: tuple(dict.fromkeys(
-                            d for t in (job[0] if isinstance(job[0], list) else [job[0]])
-                            for d in t.datasets)),
+                        data=lambda job: _datasets(job[0]),
                         progress=report, total=len(trials))
         except BaseException as exc:
             state.update(running=False, state="interrupted" if isinstance(
