@@ -109,6 +109,12 @@ def _test(t: dict[str, Any]) -> str:
     detectable effect and, when undecided, what would decide it."""
     if t["test"] == UNMEASURED:
         return t["text"]
+    if t.get("tie"):
+        kind = "point values (no samples)" if t["test"] == "point" else \
+            "every replicate and unit alike"
+        return (f"{t['text']}: tie — both sides equal, without variation ({kind}): neither "
+                "beats the other, so the strict comparison stays undecided and its negation "
+                "('never beats') holds")
     if t["test"] in ("exact", "point"):
         kind = "exact" if t["test"] == "exact" else "point values (no samples)"
         return f"{t['text']}: {'yes' if t['truth'] else 'no'} ({kind})"
