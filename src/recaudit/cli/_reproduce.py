@@ -38,7 +38,7 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     for e in available():
         recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
-        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r))['verdict']}"
+        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r), s)['verdict']}"
                          for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)

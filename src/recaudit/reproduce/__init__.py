@@ -13,14 +13,16 @@ comparison, verdict, machine, wall time) that ``write_report`` renders.
 Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | report``.
 """
 
-from recaudit.reproduce._experiment import (CLAIM_STATES, VERDICTS, Claim, Experiment,
+from recaudit.reproduce._experiment import (CLAIM_STATES, OTHER_DATA_STATES,
+                                            OTHER_DATA_VERDICTS, VERDICTS, Claim, Experiment,
                                             Measures, Value, evaluate_claims, verdict)
 from recaudit.reproduce._report import render_report, write_report
 from recaudit.reproduce._scope import Scope
 from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available, evaluate, get,
                                       load_measures, load_record, plan, run)
 
-__all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "VERDICTS", "Claim",
+__all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "OTHER_DATA_STATES",
+           "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
            "evaluate_claims", "get", "load_measures", "load_record", "plan", "render_report", "run",
            "verdict", "write_report"]

@@ -116,13 +116,15 @@ def load_measures(root: Path, record: dict[str, Any]) -> Measures:
     return Measures.from_long(means, pd.read_parquet(path))
 
 
-def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
+def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None
+             ) -> dict[str, Any]:
     """The comparison of ``measures`` (with their samples, where a :class:`Measures`) with
-    ``exp``'s published values and claims: the ``values``, ``claims``, ``alpha`` and
+    ``exp``'s published values and claims at ``scale`` (which says whether the claims were
+    tested on other data than the paper's): the ``values``, ``claims``, ``alpha`` and
     ``verdict`` entries of a record."""
-    claims = evaluate_claims(exp, measures)
+    claims = evaluate_claims(exp, measures, scale)
     return {"values": compare_values(exp, measures), "claims": claims, "alpha": exp.alpha,
-            "verdict": verdict(exp, measures, claims)}
+            "verdict": verdict(exp, measures, claims, scale)}
 
 
 def _sampled_keys(exp: Experiment) -> list[str]:
@@ -190,7 +192,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     grid = scope.grid.flags()
     if grid:
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
-    judged = evaluate(exp, measures)
+    judged = evaluate(exp, measures, scale)
     if not scope.train:
         missing = any(c["state"] == "not measured" for c in judged["claims"])
         note += ("; recorded from the trials the stores held (--no-train): "
