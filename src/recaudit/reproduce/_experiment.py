@@ -83,23 +83,6 @@ class Measures(dict):
         return Measures({f"{prefix}/{k}": v for k, v in self.items()},
                         {f"{prefix}/{k}": v for k, v in self.samples.items()})
 
-    def long_samples(self, keys=None) -> pd.DataFrame:
-        """The samples of ``keys`` (default: all) as one frame ``key, replicate, unit,
-        value``."""
-        wanted = self.samples if keys is None else {k: self.samples[k] for k in keys
-                                                    if k in self.samples}
-        frames = [f[["replicate", "unit", "value"]].assign(key=k) for k, f in wanted.items()]
-        if not frames:
-            return pd.DataFrame({"key": pd.Series(dtype=str), "replicate": pd.Series(dtype=str),
-                                 "unit": pd.Series(dtype=str), "value": pd.Series(dtype=float)})
-        out = pd.concat(frames, ignore_index=True)[["key", "replicate", "unit", "value"]]
-        return out.astype({"replicate": str, "unit": str, "value": float})
-
-    @classmethod
-    def from_long(cls, means: Mapping[str, float], long: pd.DataFrame) -> Measures:
-        return cls(means, {k: g[["replicate", "unit", "value"]].reset_index(drop=True)
-                           for k, g in long.groupby("key", sort=False)})
-
 
 @dataclass(frozen=True)
 class Value:

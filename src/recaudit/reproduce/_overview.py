@@ -84,7 +84,7 @@ def overview(exps: list[Experiment], recs: Mapping[str, list[dict[str, Any]]],
              "|---|---|---|---|---|---|"]
     for e in exps:
         head = [f"[{e.name}](#{anchor(e)})", e.paper, e.artefacts]
-        rows = recs[e.name] or [None]
+        rows: list[dict[str, Any] | None] = list(recs[e.name]) or [None]
         for i, r in enumerate(rows):
             cells = head if i == 0 else ["", "", ""]
             if r is None:
