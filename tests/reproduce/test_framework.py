@@ -265,8 +265,9 @@ def test_the_page_counts_other_data_apart_and_names_the_download(tmp_path, monke
     assert "- Not recorded at scale paper: it reads the paper's data (`ml-20m`, MovieLens " \
            "20M" in page
     assert "registered with its SHA-256" in page
-    assert "`recaudit datasets fetch ml-20m` downloads and checks it, then `recaudit " \
-           "reproduce run fake-exp --scale paper` records it" in page
+    assert "could not download. With network access, `recaudit datasets fetch ml-20m` " \
+           "downloads and checks it, then `recaudit reproduce run fake-exp --scale paper` " \
+           "records it" in page
     assert "- Verdict: **holds on other data** — every claim tested on tiny-data for ML-20M" \
         in page
     assert "- holds on other data: a below b (§1)" in page

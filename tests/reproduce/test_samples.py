@@ -156,6 +156,26 @@ def test_records_of_the_long_layout_are_migrated_once(tmp_path, monkeypatch):
     assert compact_records(tmp_path)[0][2] == after                       # idempotent
 
 
+def test_the_migration_command_rewrites_a_records_folder(tmp_path, capsys):
+    """``recaudit reproduce compact --records DIR`` through the real entry point, on a record
+    of a registered experiment written in the long layout."""
+    from recaudit.cli import main
+
+    folder = tmp_path / "zhu2023-table3" / "small"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    long = pd.DataFrame({"key": ["planner/ctr"] * 10 + ["unused/key"] * 10,
+                         "replicate": [str(i) for i in range(10)] * 2, "unit": "all",
+                         "value": rng.random(20)})
+    long.to_parquet(folder / "samples.parquet")
+    assert main(["reproduce", "compact", "--records", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 record(s):" in out and "samples.parquet" in out
+    back = read_samples(folder / "samples.parquet")
+    assert list(back) == ["planner/ctr"]                  # only what the claims read
+    assert back["planner/ctr"].value.tolist() == long.value[:10].tolist()   # small: exact
+
+
 def test_a_record_written_by_a_run_is_compact_and_judged_as_stored(tmp_path, monkeypatch):
     from recaudit.reproduce import _runs, render_report
 

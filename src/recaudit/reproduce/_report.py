@@ -192,9 +192,10 @@ def _to_download(exp: Experiment, scale: str) -> str:
                      + (", registered with its SHA-256" if reg.spec(d).sha256_known else "")
                      for d in names)
     fetch = " and ".join(f"`recaudit datasets fetch {d}`" for d in names)
-    return (f"- Not recorded at scale {scale}: it reads the paper's data ({said}), which these "
-            f"machines cannot download. With network access, {fetch} downloads and checks "
-            f"it, then `recaudit reproduce run {exp.name} --scale {scale}` records it.")
+    return (f"- Not recorded at scale {scale}: it reads the paper's data ({said}), which the "
+            f"machines that made these records could not download. With network access, "
+            f"{fetch} downloads and checks it, then `recaudit reproduce run {exp.name} "
+            f"--scale {scale}` records it.")
 
 
 def _verdict(rec: dict[str, Any]) -> str:
