@@ -92,3 +92,69 @@ def test_a_resumed_run_does_not_wait_for_a_cached_baseline(tmp_path):
     assert [t.id for t in resumed] == [t.id for t in fresh]
     run_audit(cfg)                                              # and the run completes
     assert len(trial_summary(cfg.output)) == 4
+
+
+def test_a_perturbation_that_draws_nothing_is_planned_once_per_baseline(tmp_path):
+    """CASPER, position removal and the floors give the same edit on every draw: draw 0 only,
+    with the id it has without draws; the random one gets its three draws."""
+    perts = ("random-delete", "casper-delete", "remove-end-2", "seed-only")
+    cfg = _config(tmp_path, perturbations=perts, seeds=(0, 1), draws=3)
+    planned = plan(cfg)
+    by_pert = {}
+    for t, _, _ in planned:
+        by_pert.setdefault(t.perturbation, []).append((t.seed, t.draw))
+    assert by_pert == {"random-delete": [(s, d) for s in (0, 1) for d in range(3)],
+                       "casper-delete": [(0, 0), (1, 0)], "remove-end-2": [(0, 0), (1, 0)],
+                       "seed-only": [(0, 0), (1, 0)]}
+    assert [cfg.draws_of(p) for p in perts] == [3, 1, 1, 1]
+    single = plan(_config(tmp_path, perturbations=perts, seeds=(0, 1)))
+    ids = {(t.perturbation, t.seed, t.draw): tid for t, tid, _ in planned}
+    assert all(ids[(t.perturbation, t.seed, 0)] == tid for t, tid, _ in single)
+    assert len({key for _, _, key in planned}) == 2               # one baseline per seed
+
+
+def test_the_dry_run_counts_one_fit_for_a_fixed_perturbation(tmp_path, capsys):
+    from recaudit.audit import dry_run
+    from recaudit.cli import main
+
+    cfg = _config(tmp_path, perturbations=("random-delete", "casper-delete"), seeds=(0, 1),
+                  draws=4)
+    row = dry_run(cfg, calibrate=False).fits.iloc[0]
+    assert (row.baselines, row.perturbed, row.remaining) == (2, 2 * 4 + 2, 2 + 10)
+    path = tmp_path / "a.toml"
+    path.write_text('seeds = 2\ndraws = 4\nperturbations = ["random-delete", '
+                    '"casper-delete"]\noutput = "' + str(tmp_path / "b.duckdb") + '"\n'
+                    '[[datasets]]\nname = "synthetic"\n[datasets.options]\nn_users = 30\n'
+                    'n_items = 20\n[[models]]\nname = "gru4rec"\nparams = {epochs = 1}\n')
+    assert main(["run", str(path), "--dry-run"]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if "synthetic" in line][0]
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[2:6] == ["2", "10", "0 + 0", "12"]   # baselines, perturbed, stored, to train
+    assert not (tmp_path / "b.duckdb").exists()
+
+
+def test_the_statistics_read_a_fixed_perturbation_as_one_draw(tmp_path, monkeypatch):
+    """A store written when every perturbation was drawn ``draws`` times holds identical
+    repeats of a deterministic one: the decisions read draw 0 only, so one measurement does
+    not count as three replicates."""
+    from recaudit.audit import compare_perturbations, summary
+    from recaudit.audit._spec import AuditConfig as Config
+
+    monkeypatch.setattr(Config, "draws_of", lambda self, p: self.draws)   # the old planning
+    cfg = _config(tmp_path, perturbations=("random-delete", "casper-delete"), seeds=(0,),
+                  draws=3)
+    run_audit(cfg)
+    stored = trial_summary(cfg.output)
+    assert sorted(stored[stored.perturbation == "casper-delete"].draw) == [0, 1, 2]
+    casper = stored[stored.perturbation == "casper-delete"]
+    assert casper.rbo.nunique() == 1                          # three identical repeats
+    monkeypatch.undo()
+    s = summary(cfg.output).set_index("perturbation")
+    assert s.loc["casper-delete", "draws"] == 1 and s.loc["random-delete", "draws"] == 3
+    assert s.loc["casper-delete", "levels"] == "queries only"
+    c = compare_perturbations(cfg.output, "casper-delete", "random-delete").iloc[0]
+    with AuditStore(cfg.output, read_only=True) as st:
+        q = st.query_values(("rbo",), "synthetic", stored.model_label.iloc[0])
+    n_queries = q["query"].nunique()
+    assert c.pairs == n_queries                               # (seed, query) pairs, once each
+    assert "draws" not in plan(cfg)[1][0].to_dict()           # and planned once again now

@@ -128,10 +128,75 @@ def test_a_paired_contrast_is_the_per_pair_combination():
         f.test == "wilcoxon"
 
 
-def test_identical_values_contradict_a_strict_inequality():
-    m = _measures(a=np.ones(50), b=np.ones(50))
-    assert decide([Less("a", "b")], m.samples, m, 0.05)[0] == [False]
-    assert decide([Bound("a", 1.0)], m.samples, m, 0.05)[0] == [False]
+def test_a_tie_leaves_a_strict_claim_undecided_and_its_negation_true():
+    """Both sides constant and equal (Shriver 2018 Table 4.6 at size 1: TopOut 0 in every
+    set of both heuristics): "a beats b" is not contradicted by the absence of variance, and
+    "a never beats b" holds by its exact meaning."""
+    m = _measures(a=np.zeros(5), b=np.zeros(5))
+    for rule in (Less("a", "b"), Less("a", "b", above=True), Bound("a", 0.0),
+                 Bound("a", 0.0, below=False)):
+        (truth,), found = decide([rule], m.samples, m, 0.05)
+        f = found[id(rule)]
+        assert truth is None and f.tie and f.test == "constant", rule
+        assert decide([Not(rule)], m.samples, m, 0.05)[0] == [True], rule
+    # Kleene over ties: "some heuristic beats b" undecided, "none beats b" true
+    beats = [Less(k, "b", above=True) for k in ("a", "c")]
+    m = _measures(a=np.zeros(5), b=np.zeros(5), c=np.zeros(5))
+    assert decide([AnyOf(*beats)], m.samples, m, 0.05)[0] == [None]
+    assert decide([Not(AnyOf(*beats))], m.samples, m, 0.05)[0] == [True]
+    assert decide([All(*beats)], m.samples, m, 0.05)[0] == [None]
+    # a tie among decided comparisons changes nothing else: one significantly above b, one
+    # tied: "every one beats b" undecided, "none beats b" false, "some beats b" true
+    m = _measures(a=np.zeros(5), b=np.zeros(5), c=np.full(5, 0.5))
+    assert decide([All(*beats), Not(AnyOf(*beats)), AnyOf(*beats)], m.samples, m,
+                  0.05)[0] == [None, False, True]
+
+
+def test_constant_but_unequal_values_are_decided_as_computed():
+    m = _measures(a=np.ones(50), b=np.full(50, 2.0))
+    assert decide([Less("a", "b"), Less("b", "a")], m.samples, m, 0.05)[0] == [True, False]
+    assert decide([Not(Less("b", "a"))], m.samples, m, 0.05)[0] == [True]
+    assert decide([Bound("a", 0.5)], m.samples, m, 0.05)[0] == [False]
+
+
+def test_a_tie_inside_an_equivalence_margin_is_no_strict_claim():
+    m = _measures(a=np.ones(20), b=np.ones(20))
+    rule = Within("a", "b", 0.05)
+    assert decide([rule], m.samples, m, 0.05)[0] == [True]
+    assert decide([Not(rule)], m.samples, m, 0.05)[0] == [False]
+
+
+def test_a_tie_of_point_values_reads_like_a_sampled_tie():
+    m = Measures({"a": 3.0, "b": 3.0})
+    assert decide([Less("a", "b")], {}, m, 0.05)[0] == [None]
+    assert decide([Not(Less("a", "b"))], {}, m, 0.05)[0] == [True]
+
+
+def test_a_one_draw_perturbation_pairs_with_a_drawn_one_per_seed():
+    """A perturbation that draws nothing at random has draw 0 only ("<seed>:0"); against one
+    with three draws per seed the pairs are (seed, unit), the drawn side averaged over its
+    draws — the same paired test as on those averages, not Welch's unpaired one."""
+    from recaudit.stats import paired_test
+
+    rng = np.random.default_rng(3)
+    queries, seeds = 80, (0, 1)
+    fixed = pd.DataFrame([{"replicate": f"{s}:0", "unit": str(q),
+                           "value": 0.6 + 0.1 * s + 0.001 * q} for s in seeds
+                          for q in range(queries)])
+    drawn = pd.DataFrame([{"replicate": f"{s}:{d}", "unit": str(q),
+                           "value": 0.62 + 0.1 * s + 0.001 * q + 0.01 * rng.standard_normal()}
+                          for s in seeds for d in range(3) for q in range(queries)])
+    m = Measures({"fixed": fixed.value.mean(), "drawn": drawn.value.mean()},
+                 {"fixed": fixed, "drawn": drawn})
+    (truth,), found = decide([Less("fixed", "drawn")], m.samples, m, 0.05)
+    f = next(iter(found.values()))
+    means = drawn.assign(seed=drawn.replicate.str[0]).groupby(["seed", "unit"],
+                                                                sort=False).value.mean()
+    t = paired_test(means.to_numpy(), fixed.value.to_numpy(),
+                    fixed.replicate.str[0].to_numpy(), fixed.unit.to_numpy())
+    assert f.test == t.test != "welch" and f.levels == "seeds and queries"
+    assert f.difference == pytest.approx(t.difference) and f.p == pytest.approx(t.p)
+    assert truth is True
 
 
 def _sampled_exp(frames):
@@ -156,8 +221,9 @@ def test_records_keep_samples_and_the_report_reads_them(tmp_path, monkeypatch):
     folder = tmp_path / "records" / exp.name / "small"
     assert (folder / "record.json").exists() and (folder / "samples.parquet").exists()
     assert not (tmp_path / "stores" / exp.name / "small" / "record.json").exists()
-    kept = pd.read_parquet(folder / "samples.parquet")
-    assert set(kept.key) == {"a", "b"} and len(kept) == 240
+    kept = pd.read_parquet(folder / "samples.parquet")          # compact: a column a key
+    assert list(kept.columns) == ["replicate", "unit", "a", "b"] and len(kept) == 120
+    assert str(kept["a"].dtype) == "float64"                    # a small key: kept exact
     assert rec["claims"][0]["state"] == "holds" and rec["verdict"] in (
         "reproduced", "direction reproduced")
     low, high = rec["values"][0]["ci"]

@@ -48,7 +48,9 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
     # the link is the anchor GitHub and the documentation site give the heading
     assert "### fake-exp: A fake" in page
     assert "| [fake-exp](#fake-exp-a-fake) | Nobody et al. 2099 | Table 9 | small | " \
-           "direction reproduced |" in page
+           "exact values (no samples) | direction reproduced |" in page
+    assert "- scale **small**: 1 record(s); on the papers' data: 1 direction reproduced" \
+        in page
     assert "| a | Table 9 | 0.5200 | 0.5000 | – | yes |" in page
     assert "| b | Table 9 | 0.7000 | 0.8000 | – | no (±0.05) |" in page
     assert "- holds: a below b (§1)" in page
@@ -74,7 +76,7 @@ def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path,
     monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": fixed})
     page = render_report(tmp_path)
     assert "| b | Table 9 (the right panel) | 0.7800 | 0.8000 | yes |" in page
-    assert "| small | reproduced |" in page
+    assert "| small | exact values (no samples) | reproduced |" in page
     on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
     assert on_disk["verdict"] == "direction reproduced"  # the record itself is untouched
 
@@ -187,6 +189,7 @@ def test_the_report_says_what_the_trials_took_beside_the_wall_time():
     rec = {"scale": "paper", "command": "recaudit reproduce run x --no-train",
            "scale_note": "n", "machine": {"cpus": 2, "machine": "x86_64"}, "wall_seconds": 3.0,
            "started": "2026-11-26 00:00", "versions": {}, "verdict": "not run", "claims": [],
+           "repetitions": "1 seed, 9 queries",
            "values": [], "measures": {"a/p/trial_seconds": 5400.0, "a/q/trial_seconds": 1800.0,
                                       "a/p/rbo": 0.5}}
     machine = next(line for line in _scale(rec, False) if line.startswith("- Machine"))
@@ -203,3 +206,97 @@ def test_report_numbers_keep_tiny_values_visible(x, shown):
     from recaudit.reproduce._report import _num
 
     assert _num(x) == shown
+
+
+@pytest.mark.parametrize("scale,measures,expected", [
+    ("small", {"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "differs on other data"),
+    ("small", {"a/average_overlap": 0.50, "b/average_overlap": 0.72}, "holds on other data"),
+    ("small", {"a/average_overlap": 0.50, "b/average_overlap": 0.95}, "holds on other data"),
+    ("paper", {"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "contradicted"),
+    ("paper", {"a/average_overlap": 0.50, "b/average_overlap": 0.72}, "reproduced"),
+    (None, {"a/average_overlap": 0.90, "b/average_overlap": 0.72}, "contradicted"),
+])
+def test_claims_on_data_that_stands_in_hold_or_differ(scale, measures, expected):
+    """At the small scale the claims are tested on other data than the paper's: a reversed
+    finding differs there, it does not contradict the paper, and values do not decide."""
+    from recaudit.reproduce import evaluate_claims
+
+    exp = _exp(substitute={"small": "tiny-data for the-paper's-data"})
+    assert verdict(exp, measures, scale=scale) == expected
+    (claim,) = evaluate_claims(exp, measures, scale)
+    assert claim["state"] == {"differs on other data": "differs", "contradicted":
+                              "contradicted"}.get(expected, "holds")
+    assert claim.get("other_data") == ("tiny-data for the-paper's-data"
+                                       if scale == "small" else None)
+
+
+def test_a_claim_stated_on_other_data_differs_without_contradicting():
+    from recaudit.reproduce import evaluate_claims
+
+    mine = Claim("a below b", "§1", Less("a/average_overlap", "b/average_overlap"))
+    theirs = Claim("b below a (ML-1M)", "§2", Less("b/average_overlap", "a/average_overlap"),
+                   substitute="ML-100k for ML-1M")
+    exp = dataclasses.replace(_exp(), claims=(mine, theirs))
+    m = {"a/average_overlap": 0.50, "b/average_overlap": 0.72}
+    assert [c["state"] for c in evaluate_claims(exp, m, "paper")] == ["holds", "differs"]
+    assert verdict(exp, m, scale="paper") == "differs on other data"
+    reversed_ = {"a/average_overlap": 0.90, "b/average_overlap": 0.72}
+    assert [c["state"] for c in evaluate_claims(exp, reversed_)] == ["contradicted", "holds"]
+    assert verdict(exp, reversed_) == "contradicted"       # the paper's own data decides
+    both = dataclasses.replace(exp, claims=(theirs,))
+    assert verdict(both, reversed_) == "holds on other data"
+
+
+def test_the_page_counts_other_data_apart_and_names_the_download(tmp_path, monkeypatch):
+    exp = _exp(substitute={"small": "tiny-data for ML-20M"}, downloads={"paper": ("ml-20m",)})
+    monkeypatch.setattr(_runs, "PAPERS", ())
+    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
+    monkeypatch.setenv("RECAUDIT_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path / "cache"))
+    _runs.run("fake-exp", "small", tmp_path)
+    with pytest.raises(ConfigError, match="ml-20m, which is not on this machine") as err:
+        _runs.run("fake-exp", "paper", tmp_path)
+    assert "recaudit datasets fetch ml-20m" in err.value.hint
+    assert not (tmp_path / "fake-exp" / "paper").exists()
+    page = render_report(tmp_path)
+    assert "| small | exact values (no samples) | holds on other data |" in page
+    assert "- scale **small**: 1 record(s); counted apart, on data that stands in for the " \
+           "paper's: 1 holds on other data" in page
+    assert "- Not recorded at scale paper: it reads the paper's data (`ml-20m`, MovieLens " \
+           "20M" in page
+    assert "registered with its SHA-256" in page
+    assert "could not download. With network access, `recaudit datasets fetch ml-20m` " \
+           "downloads and checks it, then `recaudit reproduce run fake-exp --scale paper` " \
+           "records it" in page
+    assert "- Verdict: **holds on other data** — every claim tested on tiny-data for ML-20M" \
+        in page
+    assert "- holds on other data: a below b (§1)" in page
+
+
+def test_repetitions_are_read_from_the_samples():
+    import pandas as pd
+
+    from recaudit.reproduce._overview import repetitions
+
+    def frame(seeds, draws, units):
+        return pd.DataFrame([{"replicate": f"{s}:{d}", "unit": str(u), "value": 0.5}
+                             for s in range(seeds) for d in range(draws)
+                             for u in range(units)])
+
+    exp = _exp(paper_repetitions="3 seeds × 10 draws")
+    drawn = {"x": frame(2, 3, 40), "y": frame(2, 1, 40)}
+    assert repetitions(exp, None, drawn) == ("2 seeds × 3 draws (1 for a perturbation that "
+                                             "draws nothing), 40 queries (the paper: 3 seeds "
+                                             "× 10 draws)")
+    assert repetitions(exp, {"seeds": 1, "draws": None}, {"x": frame(1, 1, 7)}) == \
+        "1 seed, 7 queries (run with --seeds 1; the paper: 3 seeds × 10 draws)"
+    per_seed = {"ctr": pd.DataFrame({"replicate": list("01234"), "unit": ["all"] * 5,
+                                     "value": 0.1})}
+    sets = {"k": pd.DataFrame({"replicate": ["0"] * 5, "unit": [f"AMR:{i}" for i in range(5)],
+                               "value": 0.0}),
+            "z": pd.DataFrame({"replicate": ["0"] * 2, "unit": ["ZERO:0", "ZERO:1"],
+                               "value": 0.0})}
+    plain = _exp(unit="sets per cell")
+    assert repetitions(plain, None, per_seed) == "5 seeds"
+    assert repetitions(plain, None, sets) == "1 seed, 2-5 sets per cell"
+    assert repetitions(plain, None, {}) == "exact values (no samples)"

@@ -16,8 +16,14 @@ Shapiro-Wilk then paired t or Wilcoxon, combined with it):
   when it is significantly below every other one (Holm over those comparisons).
 
 Pairing: two perturbations of one model share seeds and test queries. When both were run
-with the same draws, (seed, draw, query) is the pair; otherwise (a floor has one trial per
-seed) each side's draws are averaged within the seed first and (seed, query) is the pair.
+with the same draws, (seed, draw, query) is the pair; otherwise (a floor, or any perturbation
+that draws nothing at random, has one trial per seed) each side's draws are averaged within
+the seed first and (seed, query) is the pair.
+
+One draw: a perturbation that draws nothing at random (``needs.rng`` false: CASPER, TracIn,
+position removal, the floors) gives the same edit on every draw, so it is read as one draw,
+draw 0; the repeated draws a store written before audits planned it once may hold are left
+out (they repeat draw 0 and would count one measurement as several replicates).
 """
 
 from __future__ import annotations
@@ -69,7 +75,33 @@ def _groups(store: Store | str | Path, metrics: Sequence[str]
     rows are named ``dataset [<fingerprint>]`` (:func:`recaudit.audit._users.groups`)."""
     with _opened(store) as s:
         for g in groups(s):
-            yield g.name, g.model, s.query_values(metrics, g.dataset, g.model, g.fingerprint)
+            yield g.name, g.model, one_draw(s.query_values(metrics, g.dataset, g.model,
+                                                           g.fingerprint))
+
+
+def draws_at_random(label: str) -> bool:
+    """Whether the perturbation stored under ``label`` (a name, or the canonical JSON of a
+    table) draws from its generator (:attr:`recaudit.perturb.Needs.rng`); a label no
+    registered family reads counts as random."""
+    import json
+
+    from recaudit.errors import ConfigError
+    from recaudit.perturb import parse
+
+    try:
+        return parse(json.loads(label) if label.startswith("{") else label).needs.rng
+    except (ConfigError, ValueError):
+        return True
+
+
+def one_draw(values: pd.DataFrame) -> pd.DataFrame:
+    """``values`` (with ``perturbation`` and ``draw`` columns) without the draws >= 1 of the
+    perturbations that draw nothing at random (module docstring)."""
+    if values.empty or "draw" not in values or not (values["draw"] > 0).any():
+        return values
+    fixed = [p for p in values["perturbation"].unique() if not draws_at_random(str(p))]
+    drop = values["perturbation"].isin(fixed) & (values["draw"] > 0)
+    return values[~drop].reset_index(drop=True) if drop.any() else values
 
 
 def _columns(metrics: Sequence[str]) -> list[str]:

@@ -3,8 +3,10 @@
 :func:`dry_run` plans a config without running it:
 
 - **fits**: per (dataset, model), the baselines (one per seed, shared by that seed's
-  perturbations and draws) and the perturbed fits (one per trial; ``none`` fits nothing), and
-  how many of each the store (and the baseline cache) already holds;
+  perturbations and draws) and the perturbed fits (one per trial; ``none`` fits nothing; a
+  perturbation that draws nothing at random has one trial per baseline whatever ``draws``
+  says: :meth:`AuditConfig.draws_of`), and how many of each the store (and the baseline
+  cache) already holds;
 - **time**: from the store when it holds finished trials of the model — the median of their
   own times (``trials.total_seconds``: fit, ranking and perturbation; the median, because the
   first trial of a group also carries its baseline's fit), per remaining fit — which is what

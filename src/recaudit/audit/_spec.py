@@ -148,7 +148,9 @@ class AuditConfig(Config):
     against each trained baseline (Oh et al. 2022 repeat a random draw 10 times against one
     trained model, Table 4): every draw is a trial of its own with its own generator, and a
     repetition costs one fit instead of two. A perturbation that draws nothing at random
-    (CASPER, TracIn, ...) gives the same edit on every draw.
+    (CASPER, TracIn, position removal, the references: ``needs.rng`` false,
+    :class:`recaudit.perturb.Needs`) would give the same edit on every draw, so it is planned
+    once per baseline (draw 0) whatever ``draws`` says, and counts as one draw.
     """
 
     models: tuple[ModelSpec, ...]
@@ -226,11 +228,22 @@ class AuditConfig(Config):
                     "used", key=f"perturbations[{i}].checkpoint_every",
                     hint="set the interval in one place: on the model, or on the perturbation")
 
+    def draws_of(self, perturbation: Any) -> int:
+        """How many draws of ``perturbation`` the audit plans against each baseline:
+        ``draws``, or 1 for a perturbation that draws nothing at random (its ``needs.rng``
+        is false: every draw would repeat draw 0's edit and fit)."""
+        from recaudit.perturb import parse
+
+        return self.draws if parse(perturbation).needs.rng else 1
+
     def trials(self) -> list[TrialSpec]:
-        """The grid in a fixed order: dataset, model, seed, perturbation, draw."""
+        """The grid in a fixed order: dataset, model, seed, perturbation, draw (draws
+        ``0 .. draws_of(perturbation) - 1``: a deterministic perturbation has draw 0 only, so
+        its trials keep the ids they have without ``draws``)."""
+        draws = {i: self.draws_of(p) for i, p in enumerate(self.perturbations)}
         return [TrialSpec(d, self.split, m, int(s), p, self.metrics, draw)
                 for d in self.datasets for m in self.models for s in self.seeds
-                for p in self.perturbations for draw in range(self.draws)]
+                for i, p in enumerate(self.perturbations) for draw in range(draws[i])]
 
 
 def load_config(path: str | Path) -> AuditConfig:

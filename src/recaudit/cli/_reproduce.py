@@ -38,7 +38,7 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     for e in available():
         recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
-        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r))['verdict']}"
+        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r), s)['verdict']}"
                          for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
@@ -145,10 +145,24 @@ def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
     typer.echo(f"wrote {write_report(_records(records, root), output)}")
 
 
+def compact_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
+    """Rewrite the records' samples in the compact form (float32, only the measures the
+    claims and values read, no file over 7.5 MB): a one-off migration of records written
+    before it; records written since are compact already. Nothing is trained."""
+    from recaudit.reproduce import compact_records
+
+    done = compact_records(_records(records, root))
+    for path, before, after in done:
+        typer.echo(f"{path}: {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB")
+    total = sum(b for _, b, _ in done), sum(a for _, _, a in done)
+    typer.echo(f"{len(done)} record(s): {total[0] / 1e6:.2f} MB -> {total[1] / 1e6:.2f} MB")
+
+
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(no_args_is_help=True,
                       help="Reproduce the papers' tables and figures, with verdicts.")
     sub.command("list")(list_cmd)
     sub.command("run")(run_cmd)
     sub.command("report")(report_cmd)
+    sub.command("compact")(compact_cmd)
     app.add_typer(sub, name="reproduce")

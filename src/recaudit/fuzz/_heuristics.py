@@ -317,8 +317,12 @@ DEFAULT_PORTFOLIO = ("AMU", "ALI", "AMR", "AMA")
 
 def generate(name: str, ctx: FuzzContext, size: int, rng: np.random.Generator, *,
              portfolio: tuple[str, ...] = DEFAULT_PORTFOLIO) -> _Result:
-    """Run heuristic ``name`` for ``size`` modifications (validated names and sizes)."""
+    """Run heuristic ``name`` for ``size`` modifications (validated names and sizes); a set
+    of size 0 is empty whatever the heuristic (it reads neither the recommendations nor the
+    generator)."""
     name = name.upper()
+    if int(size) == 0 and (name in HEURISTICS or name == "APORTFOLIO"):
+        return ModificationSet.empty(), {}
     if name == "APORTFOLIO":
         return _portfolio(ctx, size, rng, tuple(p.upper() for p in portfolio))
     if name not in HEURISTICS:

@@ -150,8 +150,10 @@ class FuzzSpec(Config):
     @property
     def needs(self) -> Needs:
         """Influence-guided heuristics read the baseline's lists; every heuristic keeps off the
-        held-out pairs."""
-        return Needs(recommendations=self.needs_recommendations, protected=True)
+        held-out pairs; every one but ZERO (and a set of size 0) draws from its generator
+        (random pairs, ratings, tie-breaks)."""
+        return Needs(recommendations=self.needs_recommendations, protected=True,
+                     rng=not self.describe().reference)
 
     def describe(self) -> Description:
         """Family ``fuzz:<HEURISTIC>[:params]``, edit the modification type, count ``M``;

@@ -50,7 +50,13 @@ class Needs:
     that fits it on demand instead of a fitted ``model``.
     protected: the held-out pairs a perturbation must never add (``context.protected``).
     reseed: the perturbed model is trained with a seed derived from the trial's
-    (``derive_seed(seed, "seed-only")``), not the trial's own. inputs: the perturbed model
+    (``derive_seed(seed, "seed-only")``), not the trial's own. rng: the perturbation draws
+    from its generator (the default), so each repeated draw of an audit
+    (:attr:`recaudit.audit.AuditConfig.draws`) gives another edit; ``False``: it draws nothing
+    at random — its edit is a function of the training log and of what ``needs`` gives it
+    (CASPER, TracIn, position removal, the references) — so every draw would give the same
+    edit and train the same model: an audit trains it once per baseline and its statistics
+    count it as one draw. inputs: the perturbed model
     ranks the test queries with the training log's edits applied to their contexts too
     (:meth:`recaudit.data.Queries.edited`: what the perturbation removed from a user's
     training sequence also leaves that user's test input), as when a whole sequence is
@@ -65,6 +71,7 @@ class Needs:
     protected: bool = False
     reseed: bool = False
     inputs: bool = False
+    rng: bool = True
 
 
 @dataclass(frozen=True)

@@ -90,9 +90,14 @@ class _Spec:
         return False
 
     @property
+    def random(self) -> bool:
+        """Whether the edit draws from the generator (:attr:`Needs.rng`)."""
+        return False
+
+    @property
     def needs(self) -> Needs:
         """``+inputs`` edits the test inputs too; the rest need nothing else by default."""
-        return Needs(reseed=self.reseed, inputs=self.inputs)
+        return Needs(reseed=self.reseed, inputs=self.inputs, rng=self.random)
 
     def perturb(self, train: Interactions, rng: np.random.Generator, context: Context
                 ) -> tuple[Interactions, PerturbationRecord]:
@@ -238,13 +243,22 @@ class EditSpec(_Spec, Config):
         return name + (f"-k{self.count}" if self.count != 1 else "")
 
     @property
+    def random(self) -> bool:
+        """CASPER and TracIn pick their rows from scores of the log (and of the fitted
+        model); a deletion, or a new item chosen by popularity, then draws nothing. The other
+        selectors pick rows at random, Rev.Adv. samples its surrogate, and a ``random`` new
+        item is drawn."""
+        deterministic_rows = self.selector in ("casper", "tracin")
+        return not deterministic_rows or (self.edit != "delete" and self.strategy == "random")
+
+    @property
     def needs(self) -> Needs:
         """TracIn reads the fitted baseline (with checkpoints) and the test queries; it asks
         for the model only when its influence scores are not yet kept for this baseline."""
         if self.selector == "tracin":
             every = self.checkpoint_every or 1
             return Needs(model=True, lazy_model=True, model_params={"checkpoint_every": every},
-                         inputs=self.inputs)
+                         inputs=self.inputs, rng=self.random)
         return super().needs
 
     def perturb(self, train: Interactions, rng: np.random.Generator, context: Context

@@ -9,18 +9,23 @@
 Each experiment (:class:`Experiment`) names its paper, artefacts (tables, figures), data and
 scales, the published :class:`Value` rows and the paper's :class:`Claim` rows (rules of tested
 comparisons, :mod:`recaudit.reproduce.rules`); ``run`` writes a record (measures, samples,
-comparison, verdict, machine, wall time) that ``write_report`` renders.
-Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | report``.
+comparison, verdict, machine, wall time) that ``write_report`` renders; the samples are kept
+compact (``write_samples`` / ``read_samples``; ``compact_records`` migrates older records).
+Command line: ``recaudit reproduce list | run NAME [--scale small|paper] | report | compact``.
 """
 
-from recaudit.reproduce._experiment import (CLAIM_STATES, VERDICTS, Claim, Experiment,
+from recaudit.reproduce._experiment import (CLAIM_STATES, OTHER_DATA_STATES,
+                                            OTHER_DATA_VERDICTS, VERDICTS, Claim, Experiment,
                                             Measures, Value, evaluate_claims, verdict)
 from recaudit.reproduce._report import render_report, write_report
+from recaudit.reproduce._samples import read_samples, write_samples
 from recaudit.reproduce._scope import Scope
-from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available, evaluate, get,
-                                      load_measures, load_record, plan, run)
+from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available,
+                                      compact_records, evaluate, get, load_measures,
+                                      load_record, plan, run)
 
-__all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "VERDICTS", "Claim",
+__all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "OTHER_DATA_STATES",
+           "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
-           "evaluate_claims", "get", "load_measures", "load_record", "plan", "render_report", "run",
-           "verdict", "write_report"]
+           "compact_records", "evaluate_claims", "get", "load_measures", "load_record", "plan",
+           "read_samples", "render_report", "run", "verdict", "write_report", "write_samples"]

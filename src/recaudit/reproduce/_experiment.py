@@ -18,14 +18,23 @@ modification set — and ``value``) where the quantity varies. It carries
   way) or is *undecided* (not significant: the report gives the effect the run could have
   detected and the replicates that would resolve it).
 
-Verdict (:func:`verdict`): **contradicted** when a claim is contradicted; **reproduced** when
-every claim holds and every value matches; **direction reproduced** when every claim holds
-but some values do not match (the effect is there, its size differs); **undecided** when no
-claim is contradicted and some are undecided at this scale; **incomplete** when no claim is
-contradicted and some could not be tested because their trials are missing (a run stopped
-part-way, or cut with ``--models`` / ``--perturbations``); **not run** without measures.
-Values without a claim never decide on their own: a different absolute level at a reduced
-scale is expected, a reversed finding is not.
+*Other data*: a claim the paper states about a dataset the run does not have (Shriver 2018's
+Chapter 3 on MovieLens 20M, run on ml-latest-small; Betello et al. 2023's Table 3 on ML-1M,
+run on ML-100k) is tested on the data that stands in (:attr:`Experiment.substitute` for a
+whole scale, :attr:`Claim.substitute` for one claim). It then *holds* or *differs*
+(significant the other way on that data), never "contradicted": another dataset says nothing
+about a finding on the paper's.
+
+Verdict (:func:`verdict`): **contradicted** when a claim on the paper's data is contradicted;
+**incomplete** when none is and some could not be tested because their trials are missing (a
+run stopped part-way, or cut with ``--models`` / ``--perturbations``); **undecided** when
+some are undecided at this scale; **differs on other data** when the rest hold but a claim
+tested on other data differs; **holds on other data** when every claim holds and every one
+was tested on other data; **reproduced** when every claim holds and every value matches;
+**direction reproduced** when every claim holds but some values do not match (the effect is
+there, its size differs); **not run** without measures. Values without a claim never decide
+on their own: a different absolute level at a reduced scale is expected, a reversed finding
+is not; on other data they do not decide at all.
 """
 
 from __future__ import annotations
@@ -40,13 +49,18 @@ import pandas as pd
 from recaudit.reproduce._scope import Scope
 from recaudit.reproduce.rules import Exact, Finding, Rule, decide
 
-__all__ = ["CLAIM_STATES", "VERDICTS", "Claim", "Experiment", "Measures", "Value",
-           "compare_values", "evaluate_claims", "verdict"]
+__all__ = ["CLAIM_STATES", "OTHER_DATA_STATES", "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
+           "Experiment", "Measures", "Value", "compare_values", "evaluate_claims", "verdict"]
 
+#: The verdicts a record can get; :data:`OTHER_DATA_VERDICTS` rest on data that stands in for
+#: the paper's (counted apart).
 VERDICTS = ("reproduced", "direction reproduced", "contradicted", "undecided", "incomplete",
-            "not run")
+            "holds on other data", "differs on other data", "not run")
+OTHER_DATA_VERDICTS = ("holds on other data", "differs on other data")
 #: A claim's state: tested in the paper's direction, the other way, or neither.
 CLAIM_STATES = {True: "holds", False: "contradicted", None: "undecided"}
+#: The same on data that stands in for the paper's: the other way is "differs".
+OTHER_DATA_STATES = {True: "holds", False: "differs", None: "undecided"}
 
 
 class Measures(dict):
@@ -68,23 +82,6 @@ class Measures(dict):
             return self
         return Measures({f"{prefix}/{k}": v for k, v in self.items()},
                         {f"{prefix}/{k}": v for k, v in self.samples.items()})
-
-    def long_samples(self, keys=None) -> pd.DataFrame:
-        """The samples of ``keys`` (default: all) as one frame ``key, replicate, unit,
-        value``."""
-        wanted = self.samples if keys is None else {k: self.samples[k] for k in keys
-                                                    if k in self.samples}
-        frames = [f[["replicate", "unit", "value"]].assign(key=k) for k, f in wanted.items()]
-        if not frames:
-            return pd.DataFrame({"key": pd.Series(dtype=str), "replicate": pd.Series(dtype=str),
-                                 "unit": pd.Series(dtype=str), "value": pd.Series(dtype=float)})
-        out = pd.concat(frames, ignore_index=True)[["key", "replicate", "unit", "value"]]
-        return out.astype({"replicate": str, "unit": str, "value": float})
-
-    @classmethod
-    def from_long(cls, means: Mapping[str, float], long: pd.DataFrame) -> Measures:
-        return cls(means, {k: g[["replicate", "unit", "value"]].reset_index(drop=True)
-                           for k, g in long.groupby("key", sort=False)})
 
 
 @dataclass(frozen=True)
@@ -109,16 +106,19 @@ class Value:
 class Claim:
     """A finding of the paper as a rule of tested comparisons (:mod:`recaudit.reproduce.rules`);
     :meth:`exact` for a claim on deterministic quantities (counts, a seeded fit's
-    properties)."""
+    properties). ``substitute``: the claim is stated about a dataset the experiment does not
+    run, and this says what stands in (``"ML-100k for ML-1M"``): it holds or differs there,
+    it is never contradicted (module docstring)."""
 
     text: str
     source: str
     rule: Rule
+    substitute: str | None = None
 
     @classmethod
-    def exact(cls, text: str, source: str, keys, fn: Callable[[Mapping[str, float]], bool]
-              ) -> Claim:
-        return cls(text, source, Exact(fn, tuple(keys)))
+    def exact(cls, text: str, source: str, keys, fn: Callable[[Mapping[str, float]], bool],
+              substitute: str | None = None) -> Claim:
+        return cls(text, source, Exact(fn, tuple(keys)), substitute)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -142,6 +142,14 @@ class Experiment:
     fourth argument, the :class:`Scope` of the run (fewer seeds, draws or models than the
     scale's). ``plannable``: the runner trains only through stability audits
     (:func:`recaudit.reproduce._audit.audit_trials`), so ``--dry-run`` can plan it.
+    ``substitute``: per scale, the data that stands in for the paper's at that scale (every
+    claim is then tested on other data: module docstring), e.g. ``{"small": "ml-latest-small
+    for MovieLens 20M"}``. ``downloads``: per scale, the registered datasets
+    (:mod:`recaudit.data.datasets`) it reads that a machine may lack: a run checks them first
+    and names the ``recaudit datasets fetch`` that gets them. ``unit``: what the samples'
+    units are (``queries``, ``users``, ``sets per cell``...) and ``paper_repetitions`` what
+    the paper repeated (``"3 seeds"``; empty where it does not say), for the repetitions the
+    report shows beside each verdict.
     """
 
     name: str
@@ -159,6 +167,23 @@ class Experiment:
     repeatable: bool = False
     plannable: bool = False
     alpha: float = 0.05
+    substitute: Mapping[str, str] = field(default_factory=dict)
+    downloads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    unit: str = "queries"
+    paper_repetitions: str = ""
+
+    def other_data(self, claim: Claim, scale: str | None) -> str | None:
+        """What stands in for the paper's data for ``claim`` at ``scale`` (None: the paper's
+        own data)."""
+        return claim.substitute or (self.substitute.get(scale) if scale else None)
+
+    def missing_data(self, scale: str) -> list[str]:
+        """The registered datasets ``scale`` reads (:attr:`downloads`) that are not on this
+        machine (no mirror, cache or bundled copy)."""
+        from recaudit.data import datasets
+
+        reg = datasets.default_registry()
+        return [d for d in self.downloads.get(scale, ()) if reg.locate(d) is None]
 
     def run(self, workdir: Path, scale: str, workers: int = 1,
             scope: Scope | None = None) -> Measures:
@@ -173,6 +198,14 @@ class Experiment:
         if scale not in self.scales:
             raise ConfigError(f"experiment {self.name!r} has no scale {scale!r}; choose one of "
                               f"{', '.join(self.scales)}")
+        missing = self.missing_data(scale)
+        if missing:
+            raise ConfigError(f"experiment {self.name!r} at scale {scale!r} reads "
+                              f"{', '.join(missing)}, which is not on this machine",
+                              hint="with network access, "
+                              + " and ".join(f"`recaudit datasets fetch {d}`" for d in missing)
+                              + " downloads and checks it (or put a copy in a "
+                              "$RECAUDIT_MIRROR directory)")
         scope = scope or Scope()
         if scope.reduced and not self.repeatable:
             raise ConfigError(f"experiment {self.name!r} does not take --seeds, --draws, "
@@ -218,10 +251,12 @@ def compare_values(exp: Experiment, measures: Mapping[str, float]) -> list[dict[
     return rows
 
 
-def evaluate_claims(exp: Experiment, measures: Mapping[str, float]
-                    ) -> list[dict[str, Any]]:
-    """Every claim's state (``holds`` / ``contradicted`` / ``undecided`` / ``not measured``)
-    with its tested comparisons, the p-values Holm-adjusted over the experiment's claims.
+def evaluate_claims(exp: Experiment, measures: Mapping[str, float],
+                    scale: str | None = None) -> list[dict[str, Any]]:
+    """Every claim's state (``holds`` / ``contradicted`` / ``undecided`` / ``not measured``;
+    ``differs`` instead of ``contradicted`` for a claim tested on other data than the paper's
+    at ``scale``, whose ``other_data`` says what stood in) with its tested comparisons, the
+    p-values Holm-adjusted over the experiment's claims.
 
     A claim with some of its keys measured is decided when its missing comparisons cannot
     change it (:mod:`recaudit.reproduce.rules`); its ``missing`` lists the keys not measured.
@@ -237,21 +272,23 @@ def evaluate_claims(exp: Experiment, measures: Mapping[str, float]
         truth = state.get(id(c))
         findings: list[Finding] = [found[id(leaf)] for leaf in c.rule.leaves()] \
             if id(c) in state else []
+        other = exp.other_data(c, scale)
+        states = OTHER_DATA_STATES if other else CLAIM_STATES
         out.append({"text": c.text, "source": c.source,
-                    "state": "not measured" if truth is None and missing
-                    else CLAIM_STATES[truth],
+                    "state": "not measured" if truth is None and missing else states[truth],
                     "holds": truth, "tests": [f.to_dict() for f in findings],
-                    **({"missing": missing} if missing else {})})
+                    **({"missing": missing} if missing else {}),
+                    **({"other_data": other} if other else {})})
     return out
 
 
 def verdict(exp: Experiment, measures: Mapping[str, float],
-            claims: list[dict[str, Any]] | None = None) -> str:
-    """``reproduced`` / ``direction reproduced`` / ``contradicted`` / ``undecided`` /
-    ``incomplete`` / ``not run`` (module docstring)."""
+            claims: list[dict[str, Any]] | None = None, scale: str | None = None) -> str:
+    """One of :data:`VERDICTS` (module docstring); ``scale``: the record's, which says
+    whether its claims were tested on other data than the paper's."""
     if not measures:
         return "not run"
-    claims = evaluate_claims(exp, measures) if claims is None else claims
+    claims = evaluate_claims(exp, measures, scale) if claims is None else claims
     states = [c["state"] for c in claims]
     if "contradicted" in states:
         return "contradicted"
@@ -259,5 +296,9 @@ def verdict(exp: Experiment, measures: Mapping[str, float],
         return "incomplete"
     if "undecided" in states:
         return "undecided"
+    if "differs" in states:
+        return "differs on other data"
+    if claims and all(c.get("other_data") for c in claims):
+        return "holds on other data"
     matches = [r["match"] for r in compare_values(exp, measures) if r["match"] is not None]
     return "reproduced" if all(matches) else "direction reproduced"

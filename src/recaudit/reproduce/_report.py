@@ -1,10 +1,13 @@
 """``docs/reproduction.md``: our numbers beside the papers', from the run records only.
 
-Per experiment and recorded scale (paper first, beside small): the command, data, scale (what
-differs from the paper), machine, wall time, the published values next to ours with our 95 %
-intervals (with RBO p = 0.9 and Jaccard@k beside average overlap where a paper's "RBO" is
-average overlap), the paper's claims tested on the recorded samples, the verdict, and notes
-on what differs or was checked.
+First a table of every record with its scale, repetitions and verdict, the verdicts counted
+per scale (those on other data than the paper's apart: :mod:`._overview`). Then per experiment
+and recorded scale (paper first, beside small): the command, data, scale (what differs from
+the paper), machine, wall time, the published values next to ours with our 95 % intervals
+(with RBO p = 0.9 and Jaccard@k beside average overlap where a paper's "RBO" is average
+overlap), the paper's claims tested on the recorded samples (on other data where a dataset
+stands in for the paper's), the verdict, and notes on what differs or was checked; a scale
+not recorded because its data cannot be downloaded here names the commands that record it.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from recaudit.reproduce._audit import TRIAL_SECONDS
-from recaudit.reproduce.rules import UNMEASURED
 from recaudit.reproduce._experiment import Experiment
+from recaudit.reproduce._overview import overview, repetitions
 from recaudit.reproduce._runs import available, evaluate, load_measures, load_record
+from recaudit.reproduce.rules import UNMEASURED
 
 __all__ = ["render_report", "write_report"]
 
 _STATE = {"holds": "holds", "contradicted": "**contradicted**", "undecided": "undecided",
-          "not measured": "not measured"}
+          "not measured": "not measured", "differs": "differs"}
 
 
 def _num(x: float | None) -> str:
@@ -76,7 +80,10 @@ def _records(exp: Experiment, root: Path) -> list[dict[str, Any]]:
     for scale in ("paper", "small"):
         rec = load_record(root, exp.name, scale)
         if rec is not None:
-            out.append({**rec, **evaluate(exp, load_measures(root, rec))})
+            measures = load_measures(root, rec)
+            out.append({**rec, **evaluate(exp, measures, scale),
+                        "repetitions": repetitions(exp, rec.get("scope"), measures.samples),
+                        "other_data": exp.substitute.get(scale)})
     return out
 
 
@@ -109,6 +116,12 @@ def _test(t: dict[str, Any]) -> str:
     detectable effect and, when undecided, what would decide it."""
     if t["test"] == UNMEASURED:
         return t["text"]
+    if t.get("tie"):
+        kind = "point values (no samples)" if t["test"] == "point" else \
+            "every replicate and unit alike"
+        return (f"{t['text']}: tie — both sides equal, without variation ({kind}): neither "
+                "beats the other, so the strict comparison stays undecided and its negation "
+                "('never beats') holds")
     if t["test"] in ("exact", "point"):
         kind = "exact" if t["test"] == "exact" else "point values (no samples)"
         return f"{t['text']}: {'yes' if t['truth'] else 'no'} ({kind})"
@@ -123,8 +136,14 @@ def _test(t: dict[str, Any]) -> str:
     return text
 
 
-def _claim(c: dict[str, Any]) -> list[str]:
-    lines = [f"- {_STATE[c['state']]}: {c['text']} ({c['source']})"]
+def _claim(c: dict[str, Any], whole: str | None = None) -> list[str]:
+    """A claim and its comparisons; ``whole``: the data that stands in for the paper's at
+    the record's scale (said once above the claims, not on each)."""
+    state = _STATE[c["state"]]
+    if c.get("other_data") and c["state"] in ("holds", "differs"):
+        state += " on other data" + ("" if c["other_data"] == whole
+                                     else f" ({c['other_data']})")
+    lines = [f"- {state}: {c['text']} ({c['source']})"]
     if c.get("missing") and c["state"] in ("holds", "contradicted"):
         lines.append(f"  - decided without {', '.join(c['missing'])} (not measured): "
                      + ("whatever it gives" if len(c["missing"]) == 1 else
@@ -151,14 +170,48 @@ def _experiment(exp: Experiment, recs: list[dict[str, Any]]) -> list[str]:
         return out + ["- **Not run yet.** Run: `recaudit reproduce run "
                       f"{exp.name} --scale small`", ""]
     missing = [s for s in exp.scales if s not in {r["scale"] for r in recs}]
-    if missing:
-        out.append(f"- Not recorded at scale {', '.join(missing)}.")
+    plain = [s for s in missing if not exp.downloads.get(s)]
+    if plain:
+        out.append(f"- Not recorded at scale {', '.join(plain)}.")
+    out += [_to_download(exp, s) for s in missing if exp.downloads.get(s)]
     out.append("")
     for rec in recs:
         out += _scale(rec, len(recs) > 1)
     if exp.notes:
         out += ["Notes:", ""] + [f"- {n}" for n in exp.notes] + [""]
     return out
+
+
+def _to_download(exp: Experiment, scale: str) -> str:
+    """What records ``scale`` of ``exp`` where its data must be downloaded first."""
+    from recaudit.data import datasets
+
+    reg = datasets.default_registry()
+    names = exp.downloads[scale]
+    said = "; ".join(f"`{d}`, {reg.spec(d).title}"
+                     + (", registered with its SHA-256" if reg.spec(d).sha256_known else "")
+                     for d in names)
+    fetch = " and ".join(f"`recaudit datasets fetch {d}`" for d in names)
+    return (f"- Not recorded at scale {scale}: it reads the paper's data ({said}), which the "
+            f"machines that made these records could not download. With network access, "
+            f"{fetch} downloads and checks it, then `recaudit reproduce run {exp.name} "
+            f"--scale {scale}` records it.")
+
+
+def _verdict(rec: dict[str, Any]) -> str:
+    """The verdict, with what stood in for the paper's data where something did."""
+    text = f"- Verdict: **{rec['verdict']}**"
+    if rec.get("other_data"):
+        return (text + f" — every claim tested on {rec['other_data']}: a finding about the "
+                "paper's data holds or differs there, it is not contradicted by another "
+                "dataset")
+    others = sorted({c["other_data"] for c in rec["claims"] if c.get("other_data")})
+    if others:
+        n = sum(1 for c in rec["claims"] if c.get("other_data"))
+        text += (f" — {n} of {len(rec['claims'])} claims are stated on data we do not have "
+                 f"and tested on other data ({'; '.join(others)}): they hold or differ, they "
+                 "do not contradict")
+    return text
 
 
 def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
@@ -173,12 +226,13 @@ def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
             f"{rec['versions'].get('torch')})" + _trial_time(rec) + _trained_on(rec),
-            f"- Verdict: **{rec['verdict']}**", ""]
+            f"- Repetitions: {rec['repetitions']}", _verdict(rec), ""]
     out += _values_table(rec)
     if rec["claims"]:
-        out += ["", f"Claims of the paper, tested on our numbers (alpha = {rec['alpha']:g}, "
-                    "Holm over the experiment's comparisons):", ""]
-        out += [line for c in rec["claims"] for line in _claim(c)]
+        on = f" on {rec['other_data']}" if rec.get("other_data") else ""
+        out += ["", f"Claims of the paper, tested on our numbers{on} (alpha = "
+                    f"{rec['alpha']:g}, Holm over the experiment's comparisons):", ""]
+        out += [line for c in rec["claims"] for line in _claim(c, rec.get("other_data"))]
     return out + [""]
 
 
@@ -196,25 +250,24 @@ def render_report(root: Path | str) -> str:
              "at 0.05 (Welch for independent sets) — Holm-adjusted over each experiment. A "
              "claim **holds** (significant in the paper's direction), is **contradicted** "
              "(significant the other way) or is **undecided** (the run cannot tell; the "
-             "smallest detectable effect and the replicates that would decide it are given). "
+             "smallest detectable effect and the replicates that would decide it are given); "
+             "a claim tested on other data than the paper's (a dataset we have standing in for "
+             "one we do not) holds or **differs** there, and is never counted as "
+             "contradicting the paper. "
              "The verdict: **reproduced** (every claim holds, every published value lies "
              "within its tolerance of our 95 % interval), **direction reproduced** (the claims "
              "hold, the values differ), **contradicted** (a claim is), **undecided** (no claim "
              "contradicted, some undecided at this scale), **incomplete** (no claim "
-             "contradicted, some not measured: trials missing) or **not run**. "
+             "contradicted, some not measured: trials missing), **holds on other data** / "
+             "**differs on other data** (the claims were tested on data standing in for the "
+             "paper's) or **not run**. "
              "`--scale small` runs "
              "each experiment in about an hour on 2 CPU cores with the reductions it lists; "
-             "`--scale paper` uses the papers' settings. Where a paper's \"RBO\" is average "
-             "overlap, both are shown.", "",
-             "| experiment | paper | artefacts | scale | verdict |", "|---|---|---|---|---|"]
-    for e in exps:
-        got = recs[e.name]
-        scale = ", ".join(r["scale"] for r in got) or "–"
-        v = "; ".join(f"{r['scale']}: {r['verdict']}" if len(got) > 1 else r["verdict"]
-                      for r in got) or "not run" + (" (data unavailable)" if e.unavailable
-                                                    else "")
-        lines.append(f"| [{e.name}](#{_anchor(f'{e.name}: {e.title}')}) | {e.paper} | {e.artefacts} | {scale} | {v} |")
-    lines.append("")
+             "`--scale paper` uses the papers' settings, and the repetitions column says what "
+             "each record holds (seeds, perturbation draws, test queries, users or "
+             "modification sets). Where a paper's \"RBO\" is average overlap, both are shown.",
+             ""]
+    lines += overview(exps, recs, lambda e: _anchor(f"{e.name}: {e.title}"))
     for paper in dict.fromkeys(e.paper for e in exps):
         lines += [f"## {paper}", ""]
         for e in exps:

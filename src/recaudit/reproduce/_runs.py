@@ -2,14 +2,15 @@
 
 ``run("oh2022-table3", scale="small", root="results/reproduce")`` runs (or resumes) the
 experiment in ``<root>/<name>/<scale>/`` (its stores: large, kept out of the repository) and
-writes its *record* to ``<records>/<name>/<scale>/`` (default: the same folder; the
-repository keeps them under ``docs/reproduction/records``): ``record.json`` — the command,
-every invocation's start, wall and CPU time, the machine (CPUs, accelerator), library
-versions, our measures, the comparison with the paper and the verdict — and
-``samples.parquet``, the per-(replicate, unit) values behind the measures that the claims and
-values read (``key, replicate, unit, value``). A resumed run adds its invocation to the list
-(the total wall time is their sum). The report is built from records only, so it can be
-regenerated without re-running anything; it compares the recorded measures with the
+writes its *record* to ``<records>/<name>/<scale>/`` (default: the same folder; the repository
+keeps them under ``docs/reproduction/records``): ``record.json`` — the command, every
+invocation's start, wall and CPU time, the machine (CPUs, accelerator), library versions, our
+measures, the comparison with the paper and the verdict — and ``samples.parquet``, the
+per-(replicate, unit) values behind the measures that the claims and values read, in a compact
+form (:mod:`recaudit.reproduce._samples`: a column per key, float32 where exactness does not
+matter; :func:`compact_records` migrates older records). A resumed run adds its invocation to
+the list (the total wall time is their sum). The report is built from records only, so it can
+be regenerated without re-running anything; it compares the recorded measures with the
 experiment's current values and claims (:func:`evaluate`), so a corrected comparison needs no
 new training.
 """
@@ -29,10 +30,12 @@ from recaudit._version import versions
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.reproduce._experiment import (Experiment, Measures, compare_values,
                                             evaluate_claims, verdict)
+from recaudit.reproduce._samples import (SAMPLES, keys_read, read_samples, sample_files,
+                                        write_samples)
 from recaudit.reproduce._scope import Scope
 
-__all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "evaluate", "get", "load_measures",
-           "load_record", "plan", "register", "run"]
+__all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "compact_records", "evaluate", "get",
+           "load_measures", "load_record", "plan", "register", "run"]
 
 DEFAULT_ROOT = Path("results/reproduce")
 #: Where the repository keeps the records (``recaudit reproduce run`` writes there when run
@@ -107,28 +110,22 @@ def load_record(root: Path, name: str, scale: str) -> dict[str, Any] | None:
 
 def load_measures(root: Path, record: dict[str, Any]) -> Measures:
     """A record's measures with the samples stored beside it (none for older records)."""
-    import pandas as pd
-
-    path = record_path(root, record["experiment"], record["scale"]).with_name("samples.parquet")
+    path = record_path(root, record["experiment"], record["scale"]).with_name(SAMPLES)
     means = record["measures"]
     if not path.exists():
         return Measures(means)
-    return Measures.from_long(means, pd.read_parquet(path))
+    return Measures(means, read_samples(path))
 
 
-def evaluate(exp: Experiment, measures: dict[str, float]) -> dict[str, Any]:
+def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None
+             ) -> dict[str, Any]:
     """The comparison of ``measures`` (with their samples, where a :class:`Measures`) with
-    ``exp``'s published values and claims: the ``values``, ``claims``, ``alpha`` and
+    ``exp``'s published values and claims at ``scale`` (which says whether the claims were
+    tested on other data than the paper's): the ``values``, ``claims``, ``alpha`` and
     ``verdict`` entries of a record."""
-    claims = evaluate_claims(exp, measures)
+    claims = evaluate_claims(exp, measures, scale)
     return {"values": compare_values(exp, measures), "claims": claims, "alpha": exp.alpha,
-            "verdict": verdict(exp, measures, claims)}
-
-
-def _sampled_keys(exp: Experiment) -> list[str]:
-    keys = [k for c in exp.claims for k in c.keys]
-    keys += [k for v in exp.values for k in (v.key, *v.also)]
-    return list(dict.fromkeys(keys))
+            "verdict": verdict(exp, measures, claims, scale)}
 
 
 def plan(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
@@ -169,7 +166,6 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     ``scope``: fewer seeds, draws, models or perturbations than the scale's (recorded, and
     named in the record's scale note). ``records``: where the record goes (default: beside
     the stores)."""
-    from recaudit._files import atomic_write
     from recaudit.reproduce._audit import on_device, stacked, trained_on
 
     exp = get(name)
@@ -191,7 +187,10 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     grid = scope.grid.flags()
     if grid:
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
-    judged = evaluate(exp, measures)
+    # the samples first, in the compact form; the verdict is that of what the page will read
+    path = record_path(records, name, scale)
+    write_samples(path.with_name(SAMPLES), getattr(measures, "samples", {}), keys_read(exp))
+    judged = evaluate(exp, Measures(measures, read_samples(path.with_name(SAMPLES))), scale)
     if not scope.train:
         missing = any(c["state"] == "not measured" for c in judged["claims"])
         note += ("; recorded from the trials the stores held (--no-train): "
@@ -227,10 +226,24 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "measures": {k: measures[k] for k in sorted(measures)},
         **judged,
     }
-    path = record_path(records, name, scale)
-    samples = measures.long_samples(_sampled_keys(exp))
-    atomic_write(path.with_name("samples.parquet"),
-                 lambda tmp: samples.astype({"key": "category"}).to_parquet(
-                     tmp, index=False, compression="zstd"))
     atomic_text(path, json.dumps(record, indent=1, default=float))
     return record
+
+
+def compact_records(root: Path | str) -> list[tuple[Path, int, int]]:
+    """Rewrite every ``<root>/<experiment>/<scale>/samples.parquet`` in the compact form,
+    keeping the keys the experiment's claims and values read; ``(path, bytes before, bytes
+    after)`` per file (all its parts). Idempotent. The kept keys are all the evaluation
+    reads and the values come back exact or within float32's precision, so no claim's state
+    and no verdict changes (:mod:`recaudit.reproduce._samples`: a rank test's p-value may move
+    in its second significant digit). A folder of an experiment no longer registered is left alone."""
+    exps = {e.name: e for e in available()}
+    done = []
+    for path in sorted(Path(root).glob(f"*/*/{SAMPLES}")):
+        exp = exps.get(path.parent.parent.name)
+        if exp is None:
+            continue
+        before = sum(f.stat().st_size for f in sample_files(path))
+        files = write_samples(path, read_samples(path), keys_read(exp))
+        done.append((path, before, sum(f.stat().st_size for f in files)))
+    return done

@@ -6,7 +6,10 @@ the recorded samples (:class:`Samples`):
 - :class:`Less` ``a < b`` (``Greater``: ``a > b``): paired per (replicate, unit) when both
   keys were measured on the same ones — the protocol of Betello et al. 2023 and Oh et al.
   2022, Shapiro-Wilk then paired t or Wilcoxon, combined with the interval over seeds and
-  queries (:func:`recaudit.stats.paired_test`) — else Welch's unpaired test;
+  queries (:func:`recaudit.stats.paired_test`) — else Welch's unpaired test. Replicates
+  ``"<seed>:<draw>"`` with other draws on the two sides (a perturbation that draws nothing at
+  random is one draw per seed, :attr:`recaudit.perturb.Needs.rng`) are paired per (seed,
+  unit), each side's draws averaged within the seed;
 - :class:`Bound` ``a < c`` or ``a > c`` for a constant (one-sample test);
 - :class:`Contrast` ``sum_i w_i mean(k_i) > 0`` over independent samples (e.g. a least-squares
   slope across mix ratios): ``t = C / sqrt(sum_i w_i^2 s_i^2 / n_i)`` with Welch-Satterthwaite
@@ -22,11 +25,20 @@ deterministic quantities, and named as such in the report for the rest.
 
 Each leaf is *true* (significant in the claim's direction), *false* (significant the other
 way) or *undecided*; the p-values of an experiment's leaves are Holm-adjusted together at the
-paper's ``alpha``. :class:`All`, :class:`AnyOf` and :class:`AtLeast` combine them in Kleene's
+paper's ``alpha``. A comparison without variation (every sample constant: test ``constant``)
+is decided as computed, with one exception, the *tie*: both sides equal in every replicate
+and unit (Shriver 2018's TopOut of 0 for a heuristic and for random fuzzing in every
+modification set). A strict claim on a tie (``a > b``, ``a < c``) is undecided — equal is
+not "beats", and a sample without variance is no evidence that the two never differ, so it
+is not the opposite either — while its negation (:class:`Not`: "a never beats b") holds by
+its exact meaning: no sample shows ``a`` above ``b``. A tie of point values (no samples)
+reads the same way. :class:`All`, :class:`AnyOf` and :class:`AtLeast` combine them in Kleene's
 strong three-valued logic: ``All`` is false as soon as one part is false, true when all are
 true, undecided otherwise; ``AtLeast(n, parts)`` is true when ``n`` parts are true, false when
 more than ``len(parts) - n`` are false; :class:`Not` swaps true and false (so "X never beats
-Y" holds only where X is significantly below Y).
+Y" holds only where X is significantly below Y, or ties with it), a tie aside: every rule
+also knows the truth of its negation (:meth:`Rule.negation`), which differs from ``not
+truth`` only through ties.
 
 A leaf whose keys were not all measured (a run that took part of the grid, or stopped
 part-way) is *not measured*: undecided, and counted in Holm's family with p = 1, so the
@@ -39,7 +51,7 @@ could change stays not measured.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +71,8 @@ class Finding:
     adjusted p-values, the difference in the claim's direction with its 95 % interval, the
     minimum detectable effect at 80 % power and, when undecided, the replicates (seeds or
     draws) that would detect the observed difference (None: more replicates alone would not,
-    or one replicate measured no replicate-to-replicate variation)."""
+    or one replicate measured no replicate-to-replicate variation). ``tie``: both sides equal
+    without variation (its strict claim undecided, its negation true)."""
 
     text: str
     test: str
@@ -73,6 +86,7 @@ class Finding:
     raw_truth: bool | None = None  # the direction of the estimate, before the test
     p_adjusted: float = float("nan")
     truth: bool | None = None
+    tie: bool = False  # both sides equal without variation (module docstring)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -87,12 +101,33 @@ def _decided(est, diff: float, p: float, alpha: float, text: str, test: str) -> 
     low, high = est.interval(0.95)
     needed = est.replicates_for(diff, alpha)  # kept by decide() only where undecided
     return Finding(text, test, diff, low, high, p, est.detectable(alpha), needed, est.levels,
-                   raw_truth=bool(diff > 0) if diff != 0 else None)
+                   raw_truth=bool(diff > 0) if diff != 0 else None,
+                   tie=test == "constant" and diff == 0)
 
 
 def _point(text: str, diff: float) -> Finding:
     return Finding(text, "point", diff, diff, diff, 0.0 if diff != 0 else 1.0, 0.0, None,
-                   "none", raw_truth=bool(diff > 0) if diff != 0 else None)
+                   "none", raw_truth=bool(diff > 0) if diff != 0 else None, tie=diff == 0)
+
+
+def _seed(replicates: pd.Series) -> pd.Series:
+    return replicates.astype(str).str.split(":", n=1).str[0]
+
+
+def _pairs(fa: pd.DataFrame, fb: pd.DataFrame) -> pd.DataFrame | None:
+    """``replicate, unit, value_a, value_b`` of two keys measured on the same (replicate,
+    unit) pairs; else, for replicates ``"<seed>:<draw>"`` with other draws on each side, on
+    the same (seed, unit) pairs, each side's draws averaged within the seed; else None."""
+    joined = fa.merge(fb, on=["replicate", "unit"], suffixes=("_a", "_b"))
+    if len(joined) == len(fa) == len(fb):
+        return joined
+    if not all(f["replicate"].astype(str).str.contains(":", regex=False).all()
+               for f in (fa, fb)):
+        return None
+    a, b = (f.assign(replicate=_seed(f["replicate"])).groupby(
+        ["replicate", "unit"], as_index=False, sort=False)["value"].mean() for f in (fa, fb))
+    joined = a.merge(b, on=["replicate", "unit"], suffixes=("_a", "_b"))
+    return joined if len(joined) == len(a) == len(b) else None
 
 
 def _compare(samples: Samples, means: Mapping[str, float], a: str, b: str | float,
@@ -116,8 +151,8 @@ def _compare(samples: Samples, means: Mapping[str, float], a: str, b: str | floa
         t = one_sample_test(fa.value.to_numpy(), mb, fa.replicate.to_numpy(),
                             fa.unit.to_numpy())
     else:
-        joined = fa.merge(fb, on=["replicate", "unit"], suffixes=("_a", "_b"))
-        if len(joined) == len(fa) == len(fb):
+        joined = _pairs(fa, fb)
+        if joined is not None:
             t = paired_test(joined.value_a.to_numpy(), joined.value_b.to_numpy(),
                             joined.replicate.to_numpy(), joined.unit.to_numpy())
         else:
@@ -126,7 +161,8 @@ def _compare(samples: Samples, means: Mapping[str, float], a: str, b: str | floa
 
 
 class Rule:
-    """A claim's rule (module docstring): ``leaves()`` to test, ``truth(found)`` to decide."""
+    """A claim's rule (module docstring): ``leaves()`` to test, ``truth(found)`` to decide,
+    ``negation(found)`` for the truth of its negation."""
 
     def leaves(self) -> list[Rule]:
         return [self]
@@ -142,6 +178,14 @@ class Rule:
 
     def truth(self, found: Mapping[int, Finding]) -> bool | None:
         return found[id(self)].truth
+
+    def negation(self, found: Mapping[int, Finding]) -> bool | None:
+        """The truth of "not this rule": ``not truth``, and true on a tie (module
+        docstring)."""
+        f = found[id(self)]
+        if f.tie:
+            return True
+        return None if f.truth is None else not f.truth
 
 
 def _times(scale: float, key: str) -> str:
@@ -191,7 +235,8 @@ class Bound(Rule):
         if not self.below:
             return f
         return Finding(f.text, f.test, -f.difference, -f.high, -f.low, f.p, f.detectable,
-                       f.needed, f.levels, None if f.raw_truth is None else not f.raw_truth)
+                       f.needed, f.levels, None if f.raw_truth is None else not f.raw_truth,
+                       tie=f.tie)
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +275,8 @@ class Contrast(Rule):
                        min(len(f) for f in frames), 1, "two-sample" if var > 0 else "constant")
         p = (0.0 if c != 0 else 1.0) if var == 0 else \
             float(2 * sps.t.sf(abs(c) / np.sqrt(var), df))
-        return _decided(est, c, p, alpha, self.text, "welch-contrast")
+        found = _decided(est, c, p, alpha, self.text, "welch-contrast")
+        return replace(found, tie=var == 0 and c == 0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,7 +298,7 @@ class Within(Rule):
             inside = abs(f.difference) <= margin
             return Finding(text, "point", margin - abs(f.difference), f.low, f.high,
                            0.0, 0.0, None, "none", raw_truth=inside)
-        return f  # decided by decide(): TOST on the finding's interval
+        return replace(f, tie=False)  # decided by decide(): TOST on the finding's interval
 
 
 @dataclass(frozen=True, eq=False)
@@ -291,11 +337,21 @@ class AtLeast(Rule):
             return False
         return None
 
+    def negation(self, found):
+        """True when more than ``len(parts) - n`` parts' negations are true (fewer than
+        ``n`` parts can hold); false when ``n`` parts are true."""
+        if sum(p.negation(found) is True for p in self.parts) > len(self.parts) - self.n:
+            return True
+        if sum(p.truth(found) is True for p in self.parts) >= self.n:
+            return False
+        return None
+
 
 @dataclass(frozen=True, eq=False)
 class Not(Rule):
     """The negation: true when ``part`` is false, false when true, undecided otherwise (a
-    claim that something does *not* happen is shown only by its opposite, significant)."""
+    claim that something does *not* happen is shown only by its opposite, significant), and
+    true where ``part`` is a strict comparison on a tie (module docstring)."""
 
     part: Rule
 
@@ -303,8 +359,10 @@ class Not(Rule):
         return self.part.leaves()
 
     def truth(self, found):
-        t = self.part.truth(found)
-        return None if t is None else not t
+        return self.part.negation(found)
+
+    def negation(self, found):
+        return self.part.truth(found)
 
 
 def All(*parts: Rule) -> AtLeast:  # noqa: N802 - reads as a logical connective
@@ -346,8 +404,6 @@ def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
            alpha: float) -> tuple[list[bool | None], dict[int, Finding]]:
     """Test every leaf of ``rules`` once, Holm-adjust their p-values together (exact and
     point leaves are not tests and are not counted), and decide each rule."""
-    from dataclasses import replace
-
     from recaudit.stats import holm
 
     leaves = {id(leaf): leaf for r in rules for leaf in r.leaves()}
@@ -364,7 +420,9 @@ def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
             truth = f.raw_truth
         elif isinstance(leaf := leaves[i], Within):  # constant too: inside the margin or not
             truth = _tost(f, leaf, means, alpha, p_adj)
-        elif f.test == "constant":  # no variation: decided as computed; equal is not "<"
+        elif f.tie:  # equal without variation: neither side beats (module docstring)
+            truth = None
+        elif f.test == "constant":  # no variation: decided as computed
             truth = bool(f.raw_truth)
         else:
             truth = None if not p_adj < alpha else f.raw_truth

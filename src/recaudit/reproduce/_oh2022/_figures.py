@@ -66,6 +66,7 @@ def _figure3_claims():
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-figure3", paper=PAPER,
+    paper_repetitions="3 seeds",
     title="Random deletion: rank lists change, next-item metrics do not",
     artefacts="Figure 3(a), 3(b)", data="Foursquare and Wikipedia (the authors' releases)",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure3, repeatable=True, plannable=True,
@@ -97,6 +98,7 @@ def _groups_claims():
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-figures6-7", paper=PAPER,
+    unit="users", paper_repetitions="3 seeds",
     title="User groups by MRR: low-accuracy users get less stable lists (LatentCross)",
     artefacts="Figures 6(a), 7", data="Foursquare (the authors' release)",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_groups, repeatable=True, plannable=True,
@@ -118,6 +120,7 @@ def _run_figure5(workdir, scale, workers, reps):
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-figure5", paper=PAPER,
+    paper_repetitions="3 seeds",
     title="LatentCross on Wikipedia: CASPER is the strongest perturbation",
     artefacts="Figure 5(a), 5(b) (Wikipedia bars)", data="Wikipedia (the authors' release)",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_figure5, repeatable=True, plannable=True,
@@ -179,6 +182,7 @@ def _casper_runtime(workdir: Path, scale: str) -> dict[str, float]:
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-figure8", paper=PAPER,
+    paper_repetitions="3 seeds",
     title="CASPER: more perturbations, lower stability; runtime linear in the data size",
     artefacts="Figure 8(a), 8(b)",
     data="Foursquare (8a); LastFM-shaped synthetic logs, 10k-1M interactions (8b)",

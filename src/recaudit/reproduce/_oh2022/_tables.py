@@ -79,6 +79,7 @@ def _run_table3(workdir, scale, workers, reps):
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-table3", paper=PAPER,
+    paper_repetitions="3 seeds",
     title="Effectiveness of perturbations on Foursquare (deletion and item replacement)",
     artefacts="Table 3(a), 3(b)", data="Foursquare (the authors' release), users >= 10",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3, repeatable=True, plannable=True,
@@ -111,6 +112,7 @@ def _run_table4(workdir, scale, workers, reps):
 
 EXPERIMENTS.append(Experiment(
     name="oh2022-table4", paper=PAPER,
+    paper_repetitions="1 seed × 10 draws",
     title="Cascading effect: perturbing earlier interactions hurts stability more (LatentCross)",
     artefacts="Table 4(a)", data="Foursquare (the authors' release)",
     scales={"small": SCALES["small"]["note"] + "; 3 draws of each perturbation against one "

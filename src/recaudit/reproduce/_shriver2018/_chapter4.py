@@ -192,6 +192,7 @@ NOTES = ("Our models retrain deterministically from the seed: ZERO is exactly 0 
 
 EXPERIMENTS.append(Experiment(
     name="shriver2018-table4.6", paper=PAPER,
+    unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Influence-guided add heuristics against random additions",
     artefacts="Tables 4.5, 4.6", data=DATA,
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_add,
@@ -228,6 +229,7 @@ def _edit_claims() -> tuple[Claim, ...]:
 
 EXPERIMENTS.append(Experiment(
     name="shriver2018-table4.7-4.8", paper=PAPER,
+    unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Removing and changing the ratings of the most influential user",
     artefacts="Tables 4.7, 4.8", data=DATA,
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_edit,
@@ -293,6 +295,7 @@ def _portfolio_claims() -> tuple[Claim, ...]:
 
 EXPERIMENTS.append(Experiment(
     name="shriver2018-table4.9", paper=PAPER,
+    unit="sets per cell", paper_repetitions="100 sets per cell",
     title="A portfolio of add heuristics when the model's influences are unknown",
     artefacts="Table 4.9", data=DATA,
     scales={k: v["note"].replace("sizes 1, 10, 100", "sizes 10, 100")

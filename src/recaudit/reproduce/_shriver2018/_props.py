@@ -1,12 +1,13 @@
 """Shriver 2018, Chapter 3: property templates next to precision/recall (Table 3.4) and their
-robustness as the data evolves (Table 3.6), on ml-latest-small instead of MovieLens 20M.
+robustness as the data evolves (Table 3.6): on MovieLens 20M, the thesis' data, at the paper's
+scale; on ml-latest-small, which stands in for it, at the small one (``DATASETS``).
 
 Both tables are a :class:`recaudit.properties.PropertyStudy` (k = 10, five folds on users,
 80/20 per test user, seed 0) of the five ``@shriver2018`` presets on the thesis' universe
 (:func:`~recaudit.reproduce._shriver2018._data.thesis_dataset`): Table 3.4 one step (all
 ratings), Table 3.6 six steps with release years. The trials live in the paper's store for the
-scale (``shriver2018-ml-latest-small-<scale>.duckdb`` beside the experiment folders), so an
-interrupted run resumes with the next trial, on as many workers as given.
+dataset and scale (``shriver2018-<dataset>-<scale>.duckdb`` beside the experiment folders), so
+an interrupted run resumes with the next trial, on as many workers as given.
 
 Readings (documented in :mod:`recaudit.reproduce._shriver2018._data` too):
 
@@ -32,6 +33,7 @@ import numpy as np
 
 from recaudit.reproduce._audit import shared_store
 from recaudit.reproduce._shriver2018._data import (
+    DATASETS,
     MODELS,
     column_measures,
     log_stats,
@@ -46,15 +48,17 @@ __all__ = ["run_table34", "run_table36", "FRACTIONS"]
 FRACTIONS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
-def _study(workdir: Path, models: tuple[str, ...], workers: int, **steps: Any) -> Any:
-    """Run (or resume) the property study of ``models``; its values as a frame."""
+def _study(workdir: Path, scale: str, models: tuple[str, ...], workers: int, **steps: Any
+           ) -> Any:
+    """Run (or resume) the property study of ``models`` on the scale's dataset; its values
+    as a frame."""
     from recaudit.experiment import ModelSpec, Store
     from recaudit.properties import PropertyStudy, read_values
 
+    name = DATASETS[scale]
     study = PropertyStudy(models=tuple(ModelSpec(f"{m}@shriver2018") for m in models),
-                          dataset=thesis_dataset(), k=10, seed=0, workers=workers,
-                          output=str(shared_store(workdir, "shriver2018-ml-latest-small")),
-                          **steps)
+                          dataset=thesis_dataset(name), k=10, seed=0, workers=workers,
+                          output=str(shared_store(workdir, f"shriver2018-{name}")), **steps)
     study.run_all()
     ids = {t.id for t in study.plan()}
     with Store(study.output, read_only=True) as store:
@@ -74,10 +78,10 @@ def run_table34(workdir: Path, scale: str, workers: int,
     """Table 3.4 measures."""
     from recaudit.properties import property_frame
 
-    log, _ = thesis_log()
+    log, _ = thesis_log(DATASETS[scale])
     stats = log_stats(log)
     out = {f"data/{k}": v for k, v in stats.items()}
-    frame = property_frame(_study(workdir, models, workers))
+    frame = property_frame(_study(workdir, scale, models, workers))
     for m in models:
         col = {p: _jsonable(v) for p, v in frame[f"{m}@shriver2018"].items()}
         out.update(column_measures(m, col, stats))
@@ -113,9 +117,9 @@ def run_table36(workdir: Path, scale: str, workers: int,
     ``.../max_change_raw`` and ``<model>/robust_count`` (properties under 5 %)."""
     from recaudit.properties import evolving_frames
 
-    log, years = thesis_log()
+    log, years = thesis_log(DATASETS[scale])
     stats = _steps(log, years)
-    steps, _ = evolving_frames(_study(workdir, models, workers, fractions=FRACTIONS,
+    steps, _ = evolving_frames(_study(workdir, scale, models, workers, fractions=FRACTIONS,
                                       years=True))
     out: dict[str, float] = {}
     for m in models:
