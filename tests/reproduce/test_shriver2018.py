@@ -306,3 +306,26 @@ def test_best_single_heuristic_of_table49():
     best = ch4.best_measures(significance(pd.DataFrame(rows)))
     assert best == {"m/best/10/topout": pytest.approx(0.55), "m/best/10/mark": 1.0,
                     "m/best/10/exceeds": 1.0}
+
+
+def test_fuzz_draws_take_the_first_sets_and_a_later_run_extends_the_store(shared_data, tmp_path,
+                                                                         monkeypatch):
+    from recaudit.errors import ConfigError
+    from recaudit.reproduce import Scope
+
+    monkeypatch.setitem(fz.SCALES, "small", {"sets": 3, "zero_sets": 2, "note": ""})
+    work = tmp_path / "shriver2018-table4.6" / "small"
+    work.mkdir(parents=True)
+    one = fz.run_fuzz(work, "small", 1, ("ZERO", "ARAND"), (1,), models=("funksvd",),
+                      scope=Scope(draws=1))
+    assert sorted(one.groupby("heuristic").size().items()) == [("ARAND", 1), ("ZERO", 1)]
+    read = fz.run_fuzz(work, "small", 1, ("ZERO", "ARAND"), (1,), models=("funksvd",),
+                       scope=Scope(draws=1, train=False))
+    assert len(read) == 2
+    full = fz.run_fuzz(work, "small", 1, ("ZERO", "ARAND"), (1,), models=("funksvd",))
+    assert sorted(full.groupby("heuristic").size().items()) == [("ARAND", 3), ("ZERO", 2)]
+    # the set trained first is the first set of the full run (its id is kept)
+    first = full[(full.heuristic == "ARAND")].sort_values("trial_id")
+    assert set(one.trial_id) <= set(full.trial_id) and len(first) == 3
+    with pytest.raises(ConfigError, match="take --draws"):
+        fz.run_fuzz(work, "small", 1, ("ARAND",), (1,), scope=Scope(seeds=1))

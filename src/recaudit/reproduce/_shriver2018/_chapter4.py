@@ -114,8 +114,8 @@ def _keys(models, heuristics, sizes, what="mark") -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------- Tables 4.5, 4.6
-def _run_add(workdir, scale, workers):
-    return fuzz_measures(run_fuzz(workdir, scale, workers, ADD, SIZES))
+def _run_add(workdir, scale, workers, scope=None):
+    return fuzz_measures(run_fuzz(workdir, scale, workers, ADD, SIZES, scope=scope))
 
 
 def _add_values() -> tuple[Value, ...]:
@@ -195,7 +195,7 @@ EXPERIMENTS.append(Experiment(
     unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Influence-guided add heuristics against random additions",
     artefacts="Tables 4.5, 4.6", data=DATA,
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_add,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_add, repeatable=True,
     values=_add_values(), claims=_add_claims(),
     notes=NOTES + ("Table 4.5's times are over all four models (the thesis does not say "
                    "which); our AMA is vectorised, so it is not the slowest.",)))
@@ -205,8 +205,8 @@ EXPERIMENTS.append(Experiment(
 EDIT = ("RRAND", "RMU", "CBRAND", "CTRAND", "CMU")
 
 
-def _run_edit(workdir, scale, workers):
-    return fuzz_measures(run_fuzz(workdir, scale, workers, EDIT, SIZES))
+def _run_edit(workdir, scale, workers, scope=None):
+    return fuzz_measures(run_fuzz(workdir, scale, workers, EDIT, SIZES, scope=scope))
 
 
 def _edit_claims() -> tuple[Claim, ...]:
@@ -232,7 +232,7 @@ EXPERIMENTS.append(Experiment(
     unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Removing and changing the ratings of the most influential user",
     artefacts="Tables 4.7, 4.8", data=DATA,
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_edit,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_edit, repeatable=True,
     values=tuple(_grid_values(T47, ("RRAND", "RMU"), "Table 4.7")
                  + _grid_values(T48, ("CBRAND", "CTRAND", "CMU"), "Table 4.8")),
     claims=_edit_claims(), notes=NOTES))
@@ -260,11 +260,11 @@ def best_measures(sig) -> dict[str, float]:
     return out
 
 
-def _run_portfolio(workdir, scale, workers, models=FUZZ_MODELS):
+def _run_portfolio(workdir, scale, workers, scope=None, models=FUZZ_MODELS):
     from recaudit.fuzz import significance
 
     res = run_fuzz(workdir, scale, workers, ("ARAND",) + GUIDED_ADD + ("APORTFOLIO",),
-                   (10, 100), models)
+                   (10, 100), models, scope=scope)
     out = fuzz_measures(res)
     out.update(best_measures(significance(res, metric="topout")))
     return out
@@ -300,6 +300,7 @@ EXPERIMENTS.append(Experiment(
     artefacts="Table 4.9", data=DATA,
     scales={k: v["note"].replace("sizes 1, 10, 100", "sizes 10, 100")
             for k, v in SCALES.items()},
-    runner=_run_portfolio, values=_portfolio_values(), claims=_portfolio_claims(),
+    runner=_run_portfolio, repeatable=True, values=_portfolio_values(),
+    claims=_portfolio_claims(),
     notes=NOTES + ("The single add heuristics' sets (sizes 10, 100) are those of "
                    "shriver2018-table4.6: run one first and the other reuses them.",)))

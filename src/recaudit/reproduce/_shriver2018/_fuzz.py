@@ -39,10 +39,11 @@ SCALES: dict[str, dict[str, Any]] = {
     "small": {"sets": 5, "zero_sets": 2,
               "note": "5 modification sets per configuration (paper: 100), 2 for ZERO; all "
                       "four models and sizes 1, 10, 100"},
-    "paper": {"sets": 100, "zero_sets": 100,
+    "paper": {"sets": 100, "zero_sets": 2,
               "note": "the thesis' settings: 100 modification sets per configuration, sizes "
                       "1, 10, 100, all four models (about 6 s per trial on one core: "
-                      "use --workers)"},
+                      "use --workers); ZERO 2 sets (retraining is deterministic, so its "
+                      "sets agree)"},
 }
 
 
@@ -52,11 +53,13 @@ def _store(workdir: Path) -> Path:
 
 
 def _studies(store: Path, scale: str, heuristics: tuple[str, ...], sizes: tuple[int, ...],
-             workers: int, models: tuple[str, ...]):
+             workers: int, models: tuple[str, ...], sets: int | None = None):
     from recaudit.experiment import DatasetSpec, ModelSpec
     from recaudit.fuzz import FuzzStudy
 
-    s = SCALES[scale]
+    s = dict(SCALES[scale])
+    if sets is not None:  # fewer sets than the scale's (a run's --draws)
+        s["sets"], s["zero_sets"] = min(sets, s["sets"]), min(sets, s["zero_sets"])
     common: dict[str, Any] = dict(models=tuple(ModelSpec(f"{m}@shriver2018") for m in models), sizes=sizes,
                   dataset=DatasetSpec(DATASET, min_user_interactions=0), seed=0, k=10,
                   output=str(store), workers=workers)
@@ -70,18 +73,39 @@ def _studies(store: Path, scale: str, heuristics: tuple[str, ...], sizes: tuple[
 
 
 def run_fuzz(workdir: Path, scale: str, workers: int, heuristics: tuple[str, ...],
-             sizes: tuple[int, ...], models: tuple[str, ...] = FUZZ_MODELS):
-    """Run (or resume) the studies; returns their trials (a DataFrame)."""
+             sizes: tuple[int, ...], models: tuple[str, ...] = FUZZ_MODELS, scope=None):
+    """Run (or resume) the studies; returns their trials (a DataFrame). ``scope`` (a
+    :class:`~recaudit.reproduce.Scope`): ``--draws N`` runs the first N modification sets of
+    each configuration (a set is a draw of the heuristic; the set index is part of a trial's
+    id, so a later run with more sets extends the store), ``--models`` some of the four models,
+    ``--no-train`` reads what the store holds."""
     import pandas as pd
 
+    from recaudit.errors import ConfigError
     from recaudit.fuzz import load_results, run_study
 
+    sets = None
+    if scope is not None:
+        if scope.seeds is not None or scope.perturbations is not None:
+            raise ConfigError("Shriver 2018's fuzzing experiments take --draws (modification "
+                              "sets per configuration), --models and --no-train, not --seeds "
+                              "or --perturbations")
+        sets = scope.draws
+        if scope.models is not None:
+            models = scope.pick(models, FUZZ_MODELS)
     store = _store(workdir)
     store.parent.mkdir(parents=True, exist_ok=True)
     frames = []
-    for study in _studies(store, scale, heuristics, sizes, workers, models):
+    train = scope is None or scope.train
+    for study in _studies(store, scale, heuristics, sizes, workers, models, sets):
+        if not train:
+            if store.exists():
+                frames.append(load_results(store, study))
+            continue
         run_study(study)
         frames.append(load_results(store, study))
+    if not frames:
+        raise ConfigError(f"{store} holds no trials to record (--no-train)")
     return pd.concat(frames, ignore_index=True)
 
 
