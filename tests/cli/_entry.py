@@ -14,13 +14,24 @@ import recaudit
 SOURCES = str(Path(recaudit.__file__).resolve().parents[1])
 
 
-def recaudit(*args: str, cwd: Path, env: dict[str, str] | None = None,
-             timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``python -m recaudit ARGS`` in ``cwd``; stdout and stderr captured as text."""
+def command(*args: str) -> list[str]:
+    """The command line of ``recaudit ARGS``."""
+    return [sys.executable, "-m", "recaudit", *args]
+
+
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The child's environment: this one, with the sources under test first on the path."""
     path = os.pathsep.join(p for p in (SOURCES, os.environ.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "recaudit", *args], cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": path, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return {**os.environ, "PYTHONPATH": path, **(env or {})}
+
+
+def recaudit(*args: str, cwd: Path, env: dict[str, str] | None = None, umask: int | None = None,
+             timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m recaudit ARGS`` in ``cwd`` (under ``umask`` when given); stdout and stderr
+    captured as text."""
+    return subprocess.run(command(*args), cwd=cwd, env=environment(env), capture_output=True,
+                          text=True, timeout=timeout,
+                          preexec_fn=None if umask is None else (lambda: os.umask(umask)))
 
 
 def one_error(proc: subprocess.CompletedProcess[str]) -> str:
@@ -62,3 +73,17 @@ def with_model(folder: Path, module: str = "popmodel") -> str:
     """Write :data:`POP` as ``folder/<module>.py``; returns its ``module:Class`` name."""
     (folder / f"{module}.py").write_text(POP)
     return f"{module}:Pop"
+
+
+def tiny_log(folder: Path, users: int = 3, per_user: int = 12, seed: int = 0) -> Path:
+    """``folder/tiny.csv``: ``users`` users of ``per_user`` plays of 16 songs, with user and
+    item ids of the data's own (``u0``, ``song3``). The default split (each user's first 90 %
+    trains) leaves 2 test queries per user: 6 in all."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = [f"u{u},song{int(rng.integers(16))},{1000 + 10 * (per_user * u + t)}"
+            for u in range(users) for t in range(per_user)]
+    path = folder / "tiny.csv"
+    path.write_text("user,item,timestamp\n" + "\n".join(rows) + "\n")
+    return path
