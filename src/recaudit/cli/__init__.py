@@ -51,11 +51,11 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 
 
 def _attach() -> None:
-    from recaudit.cli import (_audit, _compare, _datasets, _fuzz, _models, _properties, _report,
-                              _reproduce, _schema, _simulate, _stores)
+    from recaudit.cli import (_audit, _compare, _datasets, _fuzz, _models, _perturbations,
+                              _properties, _report, _reproduce, _schema, _simulate, _stores)
 
-    for module in (_datasets, _models, _audit, _stores, _report, _simulate, _properties, _fuzz,
-                   _reproduce, _compare, _schema):
+    for module in (_datasets, _models, _perturbations, _audit, _stores, _report, _simulate,
+                   _properties, _fuzz, _reproduce, _compare, _schema):
         module.register(app)
 
 
