@@ -18,7 +18,8 @@ from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, flo
                                     most_destabilising, summary)
 from recaudit.audit._dryrun import DryRun, dry_run
 from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
-from recaudit.audit._reading import interval_text, p_text, reading
+from recaudit.audit._export import export_rank_lists
+from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
 from recaudit.audit._context import close_context, perturb_context
 from recaudit.audit._runner import TrialOutcome, compare, run_trial
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
@@ -43,12 +44,13 @@ STUDY = _StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBAT
                    breakdown=("model_label", "perturbation"), summary=trial_summary,
                    decisions=summary)
 
-__all__ = ["FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS", "QUERY_RESULTS",
-           "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore", "AuditStudy",
-           "DatasetSpec", "DryRun", "ExecutorSpec", "MetricSpec", "ModelSpec", "SplitSpec",
-           "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "compare",
-           "compare_perturbations", "dry_run", "floor_of", "interval_text", "load_config",
-           "load_dataset", "most_destabilising", "p_text", "perturb_context", "close_context",
-           "perturbation_label", "plan", "prepare", "query_distribution", "reading",
-           "run_audit", "run_trial", "stabilisation_summary", "stabilised_pairs", "summary",
-           "trial_summary", "user_groups", "validate", "write_trial"]
+__all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS",
+           "QUERY_RESULTS", "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore",
+           "AuditStudy", "DatasetSpec", "DryRun", "ExecutorSpec", "MetricSpec", "ModelSpec",
+           "SplitSpec", "Store", "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model",
+           "compare", "compare_perturbations", "dry_run", "export_rank_lists", "floor_of",
+           "interval_text", "load_config", "load_dataset", "most_destabilising", "p_text",
+           "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
+           "query_distribution", "reading", "run_audit", "run_trial", "stabilisation_summary",
+           "stabilised_pairs", "summary", "trial_summary", "user_groups", "validate",
+           "write_trial"]
