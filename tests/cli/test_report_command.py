@@ -31,6 +31,9 @@ def test_a_store_renders_without_the_models_code(elsewhere):
     html = (folder / "sent.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "my pop" in html
     assert '<ul class="reading">' in html and "my pop on tiny.csv: " in html
+    # the dataset by its file's name (not its path), the depth in words (not depth=None)
+    assert "tiny:" not in html and str(store.parent) not in html
+    assert "rank lists compared over the full ranking" in html and "depth=None" not in html
 
 
 def test_the_format_follows_the_name(elsewhere):

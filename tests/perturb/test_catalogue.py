@@ -9,8 +9,11 @@ from recaudit.perturb._catalogue import describe
 def test_the_catalogue_lists_exactly_the_available_names():
     entries = catalogue()
     assert [e.name for e in entries] == available()
-    assert all(e.description for e in entries)
-    assert {e.family for e in entries} == {"built-in", "fuzzing (Shriver 2018)"}
+    # recaudit's own families describe every name (other tests may register families of
+    # their own, without descriptions)
+    own = [e for e in entries if e.family in ("built-in", "fuzzing (Shriver 2018)")]
+    assert {e.name for e in own} >= {"seed-only", "casper-delete", "fuzz:AMR:<n>"}
+    assert all(e.description for e in own)
 
 
 def test_descriptions_follow_the_name():

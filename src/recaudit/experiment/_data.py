@@ -52,9 +52,10 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     if spec.sample_users is not None:
         from recaudit.data import sample_users
 
-        if spec.sample_users >= data.n_users:
+        users = int((data.user_counts() > 0).sum())
+        if spec.sample_users >= users:
             _say_in_parent(f"{spec.label}: sample_users = {spec.sample_users:,} but the data "
-                           f"has {data.n_users:,} users (after filtering): all are kept "
+                           f"has {users:,} users (after filtering): all are kept "
                            "(--sample-users, or sample_users in a [[datasets]] table)")
         data = sample_users(data, spec.sample_users)
     if len(data) < before:

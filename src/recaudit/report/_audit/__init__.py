@@ -126,8 +126,9 @@ def setup_tables(data: ReportData) -> list[Table]:
 
 
 def _metrics(metrics: dict[str, Any]) -> str:
-    """The similarity settings in words: ``k = 10 (FRBO@k, Jaccard@k, accuracy), RBO p = 0.9
-    over the full ranking`` (``depth`` None: the whole catalogue is compared)."""
+    """The similarity settings in words: ``k = 10 (FRBO@k, Jaccard@k, accuracy@k), RBO
+    persistence p = 0.9, rank lists compared over the full ranking`` (``depth`` None: the
+    whole catalogue)."""
     depth = metrics.get("depth")
     parts = [f"k = {metrics['k']} (FRBO@k, Jaccard@k, accuracy@k)"] if "k" in metrics else []
     if "p" in metrics:
