@@ -3,12 +3,14 @@
 A writer gets a temporary path in the target's directory (same file system, so the final
 :func:`os.replace` is atomic); the target appears only once the writer has finished, and the
 temporary file is removed if it fails. A process killed at any moment leaves the old file (or
-none), never a half-written one.
+none), never a half-written one. The file gets the permissions of any new file (``0o666``
+less the umask), not the temporary file's private ``0o600``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -23,13 +25,39 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".part") -> Iterator[Path
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, _mode(path))
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _mode(path: Path) -> int:
+    """The permissions of a file written to ``path``: what ``open`` gives a new file, ``0o666``
+    less the umask (``mkstemp``'s private ``0o600`` would hide reports, progress and baseline
+    files from the group and from other users the umask lets read them)."""
+    return 0o666 & ~_umask()
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once: from ``/proc`` where there is one (reading it with
+    :func:`os.umask` means setting it, a race with threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], None],

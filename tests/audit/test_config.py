@@ -132,3 +132,24 @@ def test_tracin_checkpoints_are_set_in_one_place(tmp_path):
     msg = str(err.value)
     assert "perturbations[0].checkpoint_every" in msg and "models[0]" in msg
     assert "every 10 epoch(s)" in msg and "checkpoint_every = 5" in msg
+
+
+def test_a_perturbation_or_model_given_twice_is_named():
+    model = ModelSpec("gru4rec", {"epochs": 1})
+    with pytest.raises(ConfigError) as err:  # the same name twice, spelled two ways
+        AuditConfig(models=(model,), perturbations=("random-delete", "seed-only",
+                                                    "random-delete-k1"))
+    assert err.value.key == "perturbations[2]"
+    assert "repeats perturbations[0] (random-delete)" in err.value.message
+    with pytest.raises(ConfigError) as err:  # a label does not make another model
+        AuditConfig(models=(model, ModelSpec("gru4rec", {"epochs": 1}, title="other")))
+    assert err.value.key == "models[1]" and "repeats models[0]" in err.value.message
+    AuditConfig(models=(model, ModelSpec("gru4rec", {"epochs": 2})))
+
+
+def test_a_file_dataset_is_labelled_by_its_file_name():
+    assert DatasetSpec("plays", path="/data/listening/plays.csv").label == "plays.csv"
+    assert DatasetSpec("plays.csv", path="data/plays.csv").label == "plays.csv"
+    assert DatasetSpec("ratings", path="data/ml/ratings.tsv").label == "ratings.tsv"
+    assert DatasetSpec("my log", path="data/plays.csv").label == "my log"
+    assert DatasetSpec("ml-100k").label == "ml-100k"

@@ -65,32 +65,39 @@ def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
     assert any("trials to run" in m for m in messages)
 
 
-def test_story_reads_the_summary_against_the_floors():
+def test_story_reads_each_model_in_one_line_against_the_floors():
     import pandas as pd
 
     from recaudit.cli._audit import story
 
-    def row(pert, rbo, p_seed, mrr=0.0003):
-        r = {"dataset": "d", "model": "m", "perturbation": pert, "rbo": rbo, "jaccard": rbo,
-             "mrr_change": mrr, "p_vs_seed_only": p_seed, "identical": 0.0}
-        for m in ("rbo", "jaccard", "mrr_change"):
-            r[f"{m}_ci_low"], r[f"{m}_ci_high"] = r[m] - 0.01, r[m] + 0.01
-        return r
+    def row(model, pert, rbo, p_seed, p_rerun=0.0, queries=120):
+        return {"dataset": "d", "model": model, "perturbation": pert, "rbo": rbo,
+                "p_vs_seed_only": p_seed, "p_vs_rerun": p_rerun, "queries": queries}
 
-    frame = pd.DataFrame([row("random-delete", 0.912, 1e-6), row("latest-random-delete",
-                                                                  0.70, 0.4),
-                          row("seed-only", 0.694, float("nan")), row("none", 1.0, 0.0)])
-    lines = story(frame)
-    assert len(lines) == 2  # the floors have no line of their own
-    assert "random-delete left the rank lists at RBO 0.9120 [0.9020, 0.9220]" in lines[0]
-    assert "MRR moved by +0.0003 [-0.0097, +0.0103]" in lines[0]
-    assert ("another seed alone gives RBO 0.6940 (random-delete is significantly less "
-            "destabilising, p = 1e-06)") in lines[0]
-    assert "not distinguishable from latest-random-delete, p = 0.400" in lines[1]
-    verdicts = pd.DataFrame([{"dataset": "d", "model": "m", "lowest": "latest-random-delete",
-                              "runner_up": "random-delete", "p": 0.2, "decided": False,
-                              "compared": 1}])
-    assert "no perturbation is the most destabilising" in story(frame, verdicts)[-1]
+    frame = pd.DataFrame([
+        row("m", "random-delete", 0.912, 1e-6), row("m", "latest-random-delete", 0.70, 0.4),
+        row("m", "casper-delete", 0.61, 0.003), row("m", "seed-only", 0.694, float("nan")),
+        row("m", "none", 1.0, 0.0, float("nan")),
+        row("n", "random-delete", 0.99, 0.3, 0.2, queries=6),
+        row("n", "casper-delete", 0.98, 0.5, 0.2, queries=6),
+        row("n", "seed-only", 0.985, float("nan"), 0.2, queries=6),
+        row("o", "random-delete", 0.95, float("nan"), float("nan"))])
+    verdicts = pd.DataFrame([
+        {"dataset": "d", "model": "m", "lowest": "casper-delete", "mean": 0.61,
+         "runner_up": "latest-random-delete", "p": 0.0004, "decided": True, "compared": 2},
+        {"dataset": "d", "model": "n", "lowest": "casper-delete", "mean": 0.98,
+         "runner_up": "random-delete", "p": 0.2, "decided": False, "compared": 1}])
+    m, n, o = story(frame, verdicts)  # one line per model, the floors in it
+    assert m == ("m on d: casper-delete is the most destabilising (RBO 0.6100, p = 0.0004 "
+                 "against latest-random-delete); seed-only floor at RBO 0.6940: casper-delete "
+                 "more destabilising, 1 less, 1 not told apart (of 3); rerun floor at RBO "
+                 "1.0000: all 3 perturbations are more destabilising.")
+    assert n == ("n on d: undecided (lowest: casper-delete, RBO 0.9800, not told apart from "
+                 "random-delete, p = 0.200); seed-only floor at RBO 0.9850: none of the 2 "
+                 "perturbations is told apart from it; only 6 test queries: too few to trust "
+                 "these intervals and p-values.")
+    assert o == ("o on d: random-delete left RBO 0.9500; no noise floor measured (add -p "
+                 "seed-only to learn what another training seed alone changes).")
 
 
 def test_run_output_option_overrides_the_configs_store(tmp_path, capsys):

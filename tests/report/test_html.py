@@ -52,7 +52,21 @@ def test_rendering_is_deterministic(fake_report, html):
     assert strip.sub("", again) == strip.sub("", html)
 
 
-def test_the_report_gives_the_plain_language_reading(fake_report):
+def test_the_report_reads_each_model_in_one_short_line(fake_report, fake_store, html):
+    # issue 40: the reading was one paragraph stringing every model's and perturbation's
+    # sentence together; now one line per model: the verdict and where the floors lie
+    from recaudit.audit import most_destabilising
+
     rls = next(s for s in fake_report.sections if s.key == "rls")
-    assert "Reading: " in rls.intro and "left the rank lists at RBO" in rls.intro
-    assert "most destabilising" in rls.intro
+    verdicts = most_destabilising(fake_store)
+    assert len(rls.reading) == len(verdicts) == fake_report.data.agg.groupby(
+        ["dataset", "model_label"]).ngroups
+    for v in verdicts.itertuples():
+        (line,) = [x for x in rls.reading if x.startswith(f"{v.model} on {v.dataset}: ")]
+        assert (f"{v.lowest} is the most destabilising" in line) is bool(v.decided)
+        assert ("undecided" in line) is not bool(v.decided)
+        assert "seed-only floor at RBO" in line and len(line) < 330
+    from markupsafe import escape
+
+    assert all(str(escape(line)) in html for line in rls.reading)
+    assert '<ul class="reading">' in html and "Reading" not in rls.intro

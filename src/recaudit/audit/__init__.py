@@ -25,7 +25,8 @@ from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, flo
 from recaudit.audit._dryrun import DryRun, dry_run
 from recaudit.audit._exposure import Exposure, exposure
 from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
-from recaudit.audit._reading import interval_text, p_text, reading
+from recaudit.audit._export import export_rank_lists
+from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
 from recaudit.audit._context import close_context, perturb_context
 from recaudit.audit._runner import TrialOutcome, compare, run_trial
 from recaudit.audit._slices import SLICE_KINDS, slices, user_values
@@ -51,14 +52,14 @@ STUDY = _StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBAT
                    breakdown=("model_label", "perturbation"), summary=trial_summary,
                    decisions=summary)
 
-__all__ = ["FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS", "QUERY_RESULTS",
-           "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob", "AuditStore",
-           "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec", "Exposure",
-           "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store", "StoreBusyError",
-           "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_perturbations", "dry_run", "exposure", "floor_of", "interval_text",
-           "load_config", "load_dataset", "most_changed", "most_destabilising", "p_text",
-           "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
-           "query_distribution", "reading", "run_audit", "run_trial", "slices",
-           "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",
-           "user_groups", "user_values", "validate", "write_trial"]
+__all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS",
+           "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob",
+           "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
+           "Exposure", "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store",
+           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
+           "compare_perturbations", "dry_run", "export_rank_lists", "exposure", "floor_of",
+           "interval_text", "load_config", "load_dataset", "most_changed",
+           "most_destabilising", "p_text", "perturb_context", "close_context",
+           "perturbation_label", "plan", "prepare", "query_distribution", "reading",
+           "run_audit", "run_trial", "slices", "stabilisation_summary", "stabilised_pairs",
+           "summary", "trial_summary", "user_groups", "user_values", "validate", "write_trial"]

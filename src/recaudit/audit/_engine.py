@@ -126,6 +126,21 @@ class AuditStudy:
         self.output = Path(config.output)
         self.executor: ExecutorSpec = config.executor
         self._done: set[str] | None = None
+        self._labels = self._stored_labels()
+
+    def _stored_labels(self) -> dict[str, str]:
+        """Datasets the store names as stores written before :attr:`DatasetSpec.label` named
+        files by their name did (``name:path``): new trials keep that label, so a resumed
+        audit's tables do not split one dataset in two."""
+        moved = {d.label: d.legacy_label for d in self.config.datasets
+                 if d.legacy_label != d.label}
+        if not moved or not self.output.exists():
+            return {}
+        with AuditStore(self.output, read_only=True) as store:
+            if "trials" not in store.tables():
+                return {}
+            held = set(store.sql("SELECT DISTINCT dataset FROM trials").dataset)
+        return {new: old for new, old in moved.items() if old in held and new not in held}
 
     def plan(self) -> list[Trial]:
         from recaudit.perturb import parse
@@ -165,10 +180,14 @@ class AuditStudy:
     def facts(self) -> Mapping[str, Any]:
         cfg = self.config
         return {"config": cfg.to_dict(),
-                "data": {d.label: data_summary(*prepare(d, cfg.split)) for d in cfg.datasets}}
+                "data": {self._labels.get(d.label, d.label): data_summary(*prepare(d, cfg.split))
+                         for d in cfg.datasets}}
 
     def write(self, store: Store, outcome: TrialOutcome) -> str:
-        write_trial(store, outcome.row, outcome.queries, outcome.record)
+        row = outcome.row
+        if row["dataset"] in self._labels:
+            row = {**row, "dataset": self._labels[row["dataset"]]}
+        write_trial(store, row, outcome.queries, outcome.record)
         return str(outcome.row["trial_id"])
 
 

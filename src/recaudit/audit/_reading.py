@@ -1,16 +1,21 @@
 """The plain-language reading of an audit's summary, shared by the command line and the
-report: each perturbation's effect on the rank lists and on MRR with their 95 % intervals,
-against the floors it was measured with, then which perturbation is the most destabilising —
-only when the data decide it."""
+report: one short line per model — which perturbation is the most destabilising, only when the
+data decide it, and where the noise floors lie among the perturbations. Each perturbation's
+numbers, with their 95 % intervals and p-values, are in the tables beside it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["interval_text", "p_text", "reading"]
+__all__ = ["FEW_QUERIES", "interval_text", "p_text", "reading"]
 
-_FLOOR_WORDS = {"seed_only": "retraining with another seed alone",
-                "rerun": "refitting with the same data and seed"}
+_FLOOR_WORDS = {"seed_only": "seed-only floor", "rerun": "rerun floor"}
+#: Significance level of the reading's words ("more/less destabilising than the floor").
+ALPHA = 0.05
+#: Fewer test queries than this, and the reading says that its intervals and p-values rest
+#: on too few users to trust (a paired test over a handful of queries leans on assumptions
+#: it cannot check; Shapiro-Wilk itself needs dozens of values to see a departure).
+FEW_QUERIES = 30
 
 
 def interval_text(row: Any, m: str, signed: bool = False, sep: str = " ") -> str:
@@ -29,43 +34,72 @@ def p_text(p: float) -> str:
     return "–" if p != p else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
 
 
-def _n(compared: int) -> str:
-    return f"{compared} comparison" + ("" if compared == 1 else "s")
+def _names(names: list[str]) -> str:
+    return " and ".join(names)
+
+
+def _floor(g: Any, name: str) -> str | None:
+    """Where the floor ``name`` lies among the perturbations of one model (None: absent)."""
+    from recaudit.audit._decide import floor_of
+
+    f = g[g.perturbation.map(floor_of) == name]
+    rows = g[g.perturbation.map(floor_of).isna()]
+    if not len(f) or not len(rows):
+        return None
+    base, p = f.rbo.iloc[0], rows.get(f"p_vs_{name}")
+    if p is None:
+        return None
+    sig = (p < ALPHA).to_numpy()
+    more = list(rows.perturbation[sig & (rows.rbo < base).to_numpy()])
+    n_less = int((sig & (rows.rbo >= base).to_numpy()).sum())
+    n, same = len(rows), len(rows) - len(more) - n_less
+    head = f"{_FLOOR_WORDS[name]} at RBO {base:.4f}: "
+    one = rows.perturbation.iloc[0]
+    if len(more) == n or n_less == n:
+        side = "more" if len(more) == n else "less"
+        return head + (f"{one} is" if n == 1 else f"all {n} perturbations are") \
+            + f" {side} destabilising"
+    if same == n:
+        return head + (f"{one} is not" if n == 1 else f"none of the {n} perturbations is") \
+            + " told apart from it"
+    parts = ([f"{_names(more) if len(more) <= 2 else len(more)} more destabilising"]
+             if more else []) + ([f"{n_less} less"] if n_less else []) \
+        + ([f"{same} not told apart"] if same else [])
+    return head + ", ".join(parts) + f" (of {n})"
 
 
 def reading(frame: Any, verdicts: Any = None) -> list[str]:
-    """Plain-language reading of :func:`recaudit.audit.summary` (module docstring);
-    ``verdicts``: :func:`recaudit.audit.most_destabilising`."""
+    """The reading of :func:`recaudit.audit.summary` in one short line per (dataset, model):
+    the most destabilising perturbation when the paired tests decide it (``verdicts``:
+    :func:`recaudit.audit.most_destabilising`, Holm-adjusted p against the runner-up), else
+    "undecided" with the two it cannot tell apart; then where each noise floor lies among the
+    perturbations (significantly more or less destabilising at :data:`ALPHA`, Holm-adjusted,
+    or not told apart), or that there is none; and, under :data:`FEW_QUERIES` test queries,
+    that they are too few. The numbers behind it are in the summary's tables."""
     from recaudit.audit._decide import floor_of
 
     lines = []
     for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        for _, r in g.iterrows():
-            if floor_of(r.perturbation):
-                continue
-            text = (f"{model} on {dataset}: {r.perturbation} left the rank lists at RBO "
-                    f"{interval_text(r, 'rbo')} and Jaccard@k {interval_text(r, 'jaccard')} (1 = unchanged) "
-                    f"while MRR moved by {interval_text(r, 'mrr_change', True)}")
-            for name, what in _FLOOR_WORDS.items():
-                f = g[g.perturbation.map(floor_of) == name]
-                if not len(f):
-                    continue
-                p = r.get(f"p_vs_{name}", float("nan"))
-                side = "more" if r.rbo < f.rbo.iloc[0] else "less"
-                text += (f"; {what} gives RBO {f.rbo.iloc[0]:.4f} ("
-                         + (f"{r.perturbation} is significantly {side} destabilising"
-                            if p < 0.05 else "not distinguishable from "
-                            f"{r.perturbation}") + f", p = {p_text(p)})")
-            lines.append(text + ".")
+        perts = g[g.perturbation.map(floor_of).isna()]
         found = verdicts[(verdicts.dataset == dataset) & (verdicts.model == model)] \
             if verdicts is not None and len(verdicts) else None
         if found is not None and len(found):
             v = found.iloc[0]
-            lines.append(
-                f"{model} on {dataset}: {v.lowest} is the most destabilising perturbation "
-                f"(p = {p_text(v.p)} against {v.runner_up}, Holm over {_n(v.compared)})."
-                if v.decided else
-                f"{model} on {dataset}: no perturbation is the most destabilising at this "
-                f"size: the lowest, {v.lowest}, cannot be told apart from {v.runner_up} (p = "
-                f"{p_text(v.p)}, Holm over {_n(v.compared)}).")
+            said = (f"{v.lowest} is the most destabilising (RBO {v['mean']:.4f}, p = "
+                    f"{p_text(v.p)} against {v.runner_up})" if v.decided else
+                    f"undecided (lowest: {v.lowest}, RBO {v['mean']:.4f}, not told apart from "
+                    f"{v.runner_up}, p = {p_text(v.p)})")
+        elif len(perts) == 1:
+            said = f"{perts.perturbation.iloc[0]} left RBO {perts.rbo.iloc[0]:.4f}"
+        elif len(perts):
+            said = "no perturbation could be ranked"
+        else:
+            said = "floors only"
+        floors = [t for t in (_floor(g, name) for name in _FLOOR_WORDS) if t]
+        few = int(g.queries.min()) if "queries" in g and len(g) else FEW_QUERIES
+        lines.append(f"{model} on {dataset}: {said}; " + ("; ".join(floors) if floors else
+                     "no noise floor measured (add -p seed-only to learn what another "
+                     "training seed alone changes)")
+                     + (f"; only {few} test queries: too few to trust these intervals and "
+                        "p-values" if few < FEW_QUERIES else "") + ".")
     return lines

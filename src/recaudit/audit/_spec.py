@@ -183,6 +183,7 @@ class AuditConfig(Config):
         return data
 
     def validate(self) -> None:
+        from recaudit.experiment import canonical_json
         from recaudit.perturb import parse
 
         for key in ("models", "perturbations", "seeds", "datasets"):
@@ -213,7 +214,23 @@ class AuditConfig(Config):
                     from None
             canonical.append(spec.name if isinstance(value, str) else dict(value))
             self._check_checkpoints(i, spec)
+        self._check_repeats("perturbations", [perturbation_label(p) for p in canonical],
+                            "more draws of one: draws = N")
+        self._check_repeats("models", [canonical_json({k: v for k, v in m.to_dict().items()
+                                                       if k != "title"})
+                                       for m in self.models],
+                            "a label is display only: two settings of one model differ in "
+                            "their params")
         object.__setattr__(self, "perturbations", tuple(canonical))
+
+    def _check_repeats(self, key: str, canonical: list[str], hint: str) -> None:
+        """Two entries of ``key`` that are one (their trials would share ids)."""
+        for i, c in enumerate(canonical):
+            if c in canonical[:i]:
+                j = canonical.index(c)
+                raise self.invalid(f"{key}[{i}]", f"{key}[{i}] repeats {key}[{j}] ({c}): "
+                                   "their trials would be the same trials",
+                                   hint=f"list it once ({hint})")
 
     def _check_checkpoints(self, i: int, spec: Any) -> None:
         """A TracIn perturbation's ``checkpoint_every`` applies to models whose spec sets none

@@ -55,7 +55,8 @@ def stabilised_pairs(trials: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     t = trials.assign(_m=trials["spec"].map(_model))
     t = t.assign(_stab=t._m.map(lambda m: m.get("stabilise")),
-                 _plain=t._m.map(lambda m: ModelSpec(m["name"], m.get("params", {})).label
+                 _plain=t._m.map(lambda m: ModelSpec.label_of({"name": m["name"],
+                                                               "params": m.get("params", {})})
                                  if m else None))
     # pair on the plain model's name and parameters, not on its displayed label: a plain
     # model with a `label` is still the twin of its stabilised variants

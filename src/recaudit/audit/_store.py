@@ -48,7 +48,8 @@ TRIALS = Table("trials", columns(
                         "(dataset, split, model and seed): trials that share it share one "
                         "baseline",
         "audit": "the audit's name (`name` of the audit configuration)",
-        "dataset": "the dataset's label: its name, or `name:path` for a file",
+        "dataset": "the dataset's label: its name, or the file's name for a file named after "
+                   "it (`plays.csv`; stores written before kept `name:path`)",
         "model": "the model's registered name (e.g. `gru4rec`)",
         "model_label": "the model with every parameter, `name(k=v,...)` plus `+method(...)` "
                        "when stabilised, or the label given to the model (`label = ...`)",

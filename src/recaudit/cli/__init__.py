@@ -51,11 +51,12 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on 
 
 
 def _attach() -> None:
-    from recaudit.cli import (_audit, _compare, _datasets, _fuzz, _models, _properties, _report,
-                              _reproduce, _schema, _simulate, _stores, _who)
+    from recaudit.cli import (_audit, _compare, _datasets, _fuzz, _models, _perturbations,
+                              _properties, _report, _reproduce, _schema, _simulate, _stores,
+                              _who)
 
-    for module in (_datasets, _models, _audit, _stores, _report, _simulate, _properties, _fuzz,
-                   _reproduce, _compare, _schema, _who):
+    for module in (_datasets, _models, _perturbations, _audit, _stores, _report, _simulate,
+                   _properties, _fuzz, _reproduce, _compare, _schema, _who):
         module.register(app)
 
 

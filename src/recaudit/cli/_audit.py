@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from recaudit.audit import interval_text as _ci
@@ -18,7 +19,10 @@ from recaudit.cli._common import dataset_spec, parse_params
 __all__ = ["register"]
 
 
-def _progress_runner(config, console) -> Path:
+def _progress_runner(config) -> Path:
+    """Run ``config``; a progress bar on stderr while it is a terminal (never on stdout,
+    where the tables go, and nothing in a log file or a pipe)."""
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -31,15 +35,17 @@ def _progress_runner(config, console) -> Path:
     from recaudit.audit import run_audit
 
     RUNNING["store"] = Path(config.output)
+    err = Console(stderr=True, highlight=False)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                  console=console, transient=False) as bar:
+                  console=err, transient=False, disable=not err.is_terminal) as bar:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):
             bar.update(task, total=total, completed=done)
             if trial is not None:
-                bar.update(task, description=f"{trial.model.name} · {trial.perturbation} · "
+                bar.update(task, description=f"{escape(trial.model.label)} · "
+                                             f"{escape(str(trial.perturbation))} · "
                                              f"seed {trial.seed}")
 
         return run_audit(config, progress=progress)
@@ -66,14 +72,14 @@ def decision_tables(frame, title: str) -> list[Table]:
                               + "); p = paired test against the floor, Holm-adjusted.",
                       caption_justify="left")
         shown = [c for c in floors if g[c].notna().any()]
-        for col in ("perturbation", "seeds", *(n for _, n in _SHOWN),
+        for col in ("perturbation", "seeds", "queries", *(n for _, n in _SHOWN),
                     *(f"p vs {c[5:].replace('_', '-')}" for c in shown)):
             first = col == "perturbation"
             table.add_column(col, justify="left" if first else "right", no_wrap=True,
                              min_width=max(map(len, g.perturbation.astype(str))) if first
                              else None)
         for _, r in g.iterrows():
-            table.add_row(str(r.perturbation), str(r.seeds),
+            table.add_row(str(r.perturbation), str(r.seeds), str(r.queries),
                           *(_ci(r, m, m.endswith("_change"), "\n") for m, _ in _SHOWN),
                           *(_p(r[c]) for c in shown))
         tables.append(table)
@@ -97,13 +103,22 @@ def trial_table(store: Path, title: str) -> Table:
 
 
 def _readings(store: Path, title: str, console) -> None:
-    from recaudit.audit import most_destabilising, summary
+    import warnings
+
+    from recaudit.audit import FEW_QUERIES, most_destabilising, summary
+    from recaudit.errors import RecauditWarning
 
     frame = summary(store)
     for table in decision_tables(frame, title):
         console.print(table)
     for line in story(frame, most_destabilising(store)):
-        console.print(line)
+        console.print(line, markup=False)
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        if len(g) and g.queries.min() < FEW_QUERIES:
+            warnings.warn(f"{model} on {dataset}: only {g.queries.min()} test queries: too "
+                          f"few (under {FEW_QUERIES}) to trust its intervals and p-values; "
+                          "audit more users (a lower --min-interactions, no --sample-users, "
+                          "a larger dataset)", RecauditWarning, stacklevel=2)
 
 
 def _data_fields(min_interactions: int, sample_users: int | None, sep: str | None,
@@ -124,6 +139,44 @@ def _data_fields(min_interactions: int, sample_users: int | None, sep: str | Non
         options.setdefault("columns", {})[role] = name
     return {"min_user_interactions": min_interactions, "sample_users": sample_users,
             **({"options": options} if options else {})}
+
+
+def _once(names: list[str]) -> tuple[str, ...]:
+    """``-p`` names, each once: a name given again (``-p X -p X``, or ``random-delete`` and
+    ``random-delete-k1``) is dropped with a warning."""
+    import warnings
+
+    from recaudit.errors import ConfigError, RecauditWarning
+    from recaudit.perturb import parse
+
+    seen: dict[str, str] = {}
+    for name in names:
+        try:
+            key = parse(name).name
+        except ConfigError:
+            key = name  # the config names the bad one
+        if key in seen:
+            warnings.warn(f"-p {name} repeats -p {seen[key]}: it runs once", RecauditWarning,
+                          stacklevel=2)
+        else:
+            seen[key] = name
+    return tuple(seen.values())
+
+
+def _executor(workers: int, config, stack: int = 1):
+    """``--workers``, at most one per trial of ``config`` (a warning says so); ``--stack``."""
+    import warnings
+
+    from recaudit.audit import ExecutorSpec
+    from recaudit.errors import RecauditWarning
+
+    trials = len(config.trials())
+    if workers > trials:
+        warnings.warn(f"--workers {workers}: the audit has {trials} trial"
+                      f"{'s' if trials != 1 else ''}, so {trials} worker"
+                      f"{'s' if trials != 1 else ''} at most", RecauditWarning, stacklevel=2)
+        workers = trials
+    return ExecutorSpec("process" if workers > 1 else "inprocess", workers, stack=stack)
 
 
 def default_output(config) -> Path:
@@ -177,14 +230,19 @@ def audit(
     model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
     label: str | None = typer.Option(None, "--label", help="The model's name in tables and "
                                      "figures (default: name and parameters)."),
-    perturbation: list[str] = typer.Option(["random-delete"], "--perturbation", "-p",
-                                           help="Perturbation name; repeat for several."),
+    perturbation: list[str] = typer.Option(["random-delete", "seed-only"], "--perturbation",
+                                           "-p", help="Perturbation name; repeat for several "
+                                           "(`recaudit perturbations list`). Default: "
+                                           "random-delete and the seed-only noise floor; "
+                                           "a repeated name runs once."),
     seeds: int = typer.Option(3, min=1, help="Number of seeds (0..n-1)."),
     min_interactions: int = typer.Option(10, "--min-interactions", min=0,
                                          help="Drop users with fewer interactions (Oh et al. "
                                               "2022 and Betello et al. 2023 use 10)."),
     sample_users: int | None = typer.Option(None, "--sample-users", min=1,
-                                            help="Keep a seeded sample of this many users."),
+                                            help="Keep a seeded sample of this many users "
+                                                 "(more than the data has: all, with a "
+                                                 "warning)."),
     sep: str | None = typer.Option(None, "--sep", help="Field separator of a text file "
                                    "(default: detected)."),
     column: list[str] = typer.Option([], "--column", help="ROLE=NAME: the file's column for "
@@ -192,7 +250,8 @@ def audit(
     param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON)."),
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
-    workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process)."),
+    workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process); at most "
+                                "one per trial to run (more: lowered, with a warning)."),
     stack: int = typer.Option(1, min=1, help="Train up to this many trials of one baseline "
                               "together as one stacked model (many trials per GPU from one "
                               "process); numbers and trial ids do not change."),
@@ -207,22 +266,21 @@ def audit(
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
     from dataclasses import replace
 
-    from recaudit.audit import AuditConfig, ExecutorSpec, MetricSpec, ModelSpec
+    from recaudit.audit import AuditConfig, MetricSpec, ModelSpec
 
     config = AuditConfig(models=(ModelSpec(model, parse_params(param), title=label),),
-                         perturbations=tuple(perturbation), seeds=tuple(range(seeds)),
+                         perturbations=_once(perturbation), seeds=tuple(range(seeds)),
                          datasets=(dataset_spec(dataset, **_data_fields(
                              min_interactions, sample_users, sep, column)),),
                          metrics=MetricSpec(k=k, p=p),
-                         executor=ExecutorSpec("process" if workers > 1 else "inprocess",
-                                               workers, stack=stack),
                          output=str(output or "results/audit.duckdb"), name="quick-audit")
+    config = replace(config, executor=_executor(workers, config, stack))
     if output is None:
         config = replace(config, output=str(default_output(config)))
     console = _console(120)
     if dry:
         return _dry_run(config, console)
-    store = _progress_runner(config, console)
+    store = _progress_runner(config)
     _readings(store, f"Rank-list sensitivity (k={k}, p={p})", console)
     console.print(f"results: {store}")
 
@@ -248,7 +306,7 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
     console = _console(120)
     if dry:
         return _dry_run(cfg, console)
-    store = _progress_runner(cfg, console)
+    store = _progress_runner(cfg)
     _readings(store, cfg.name, console)
     console.print(f"results: {store}")
 

@@ -11,23 +11,26 @@ __all__ = ["register"]
 
 def report(store: Path = typer.Argument(..., help="Audit store (.duckdb)."),
            output: Path = typer.Option(None, "--output", "-o",
-                                       help="Output file (a directory for csv). Default: "
-                                            "STORE with .html/.md/.tex, or STORE-tables/."),
-           format: str = typer.Option("html", "--format", "-f",
-                                      help="html (self-contained page), markdown, latex or csv "
-                                           "(tables only)."),
+                                       help="Output file: .html, .md or .tex (the format "
+                                            "follows the name), or a folder for --format "
+                                            "csv. Default: STORE with .html/.md/.tex, or "
+                                            "STORE-tables/. Replaces only a report written "
+                                            "before, never another file."),
+           format: str | None = typer.Option(None, "--format", "-f",
+                                             help="html (self-contained page), markdown, "
+                                                  "latex or csv (tables only). Default: from "
+                                                  "the -o name, else html."),
            ) -> None:
-    """Render an audit store: the papers' tables and figures as one self-contained page."""
+    """Render an audit store: the papers' tables and figures as one self-contained page.
+
+    Needs the store alone: a colleague renders a store you send them without your models'
+    code."""
     from recaudit.errors import ConfigError
+    from recaudit.report import report_format, write_report
 
-    fmt = format.lower()
-    suffix = {"html": ".html", "markdown": ".md", "md": ".md", "latex": ".tex", "tex": ".tex"}
-    fmt = {"md": "markdown", "tex": "latex"}.get(fmt, fmt)
-    if fmt not in ("html", "markdown", "latex", "csv"):
-        raise ConfigError(f"--format must be html, markdown, latex or csv, got {format!r}")
-    from recaudit.report import write_report
-
+    fmt = report_format(output, format)
     if output is None:
+        suffix = {"html": ".html", "markdown": ".md", "latex": ".tex"}
         output = store.with_name(store.stem + "-tables") if fmt == "csv" \
             else store.with_suffix(suffix[fmt])
     try:

@@ -139,12 +139,26 @@ def _cell(v: object) -> str:
 
 def export(store: Path = _STORE,
            directory: Path = typer.Argument(..., help="Output directory."),
-           format: str = typer.Option("parquet", "--format", "-f", help="parquet or csv")) -> None:
-    """Export every table of a store (every study's) to Parquet or CSV files."""
+           format: str = typer.Option(None, "--format", "-f", help="parquet or csv (default: "
+                                      "parquet for tables, csv for --rank-lists)."),
+           rank_lists: bool = typer.Option(False, "--rank-lists", help="Write the audit's "
+                                           "top-k lists instead, one run file per model, seed "
+                                           "and perturbation in the data's own ids "
+                                           "(DIRECTORY/rank-lists/, with an index.csv), as "
+                                           "`recaudit compare` reads them.")) -> None:
+    """Export every table of a store (every study's) to Parquet or CSV files, or with
+    ``--rank-lists`` the audit's rank lists as run files."""
     from recaudit.experiment import Store
 
+    if rank_lists:
+        from recaudit.audit import export_rank_lists
+
+        paths = export_rank_lists(store, directory, format or "csv")
+        for path in paths:
+            typer.echo(str(path))
+        return
     with Store(store, read_only=True) as s:
-        for path in s.export(directory, format):
+        for path in s.export(directory, format or "parquet"):
             typer.echo(str(path))
 
 

@@ -28,21 +28,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recaudit.data._columns import ROLES, resolve_roles, roles_hint
 from recaudit.errors import DataError, RecauditWarning, closest
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ROLES", "DUPLICATE_POLICIES", "validate_frame"]
 
-#: The roles a column can play, in canonical order.
-ROLES: tuple[str, ...] = ("user", "item", "timestamp", "rating")
 #: Accepted values of the ``duplicates`` argument.
 DUPLICATE_POLICIES: tuple[str, ...] = ("error", "keep", "drop")
-#: Column names that almost certainly mean an optional role (an error, not silently ignored).
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "timestamp": ("time", "ts", "date", "datetime", "unix_time", "utc_time", "unixtime"),
-    "rating": ("score", "stars", "ratings", "preference"),
-}
 
 
 class _Where:
@@ -70,57 +64,33 @@ def _check_policy(duplicates: str) -> None:
 
 def _resolve_columns(df: pd.DataFrame, columns: Mapping[str, Any] | None, require_rating: bool,
                      where: _Where) -> dict[str, Any]:
-    """Map each role to an existing column of ``df`` (absent optional roles are omitted)."""
-    columns = dict(columns or {})
-    unknown = [r for r in columns if r not in ROLES]
+    """Map each role to an existing column of ``df`` (absent optional roles are omitted); one
+    error lists the columns and every mapping still missing (:func:`resolve_roles`)."""
+    unknown = [r for r in (columns or {}) if r not in ROLES]
     if unknown:
         guess = closest(str(unknown[0]), ROLES)
         raise ValueError(f"unknown role {unknown[0]!r} in columns; roles are {', '.join(ROLES)}"
                          + (f" (did you mean {guess!r}?)" if guess else ""))
     names = [str(c) for c in df.columns]
-    present = set(df.columns)
-    out: dict[str, Any] = {}
-    for role in ROLES:
-        explicit = role in columns
-        name = columns.get(role, role)
-        if name in present:
-            out[role] = name
-            continue
-        required = role in ("user", "item") or explicit or (role == "rating" and require_rating)
-        free = [c for c in names if c not in out.values()]
-        guess = closest(str(name), free, cutoff=0.6 if required else 0.8)
-        if guess is None and not explicit:
-            guess = next((c for c in free if c.lower() in _ALIASES.get(role, ())), None)
-        if not required and guess is None:
-            continue  # optional role simply absent
-        if len(names) == 1:
-            sep = _guess_delimiter(names[0])
-            if sep is not None:
-                raise where.error(
-                    f"only one column ({names[0]!r}) was found, so column {name!r} for "
-                    f"{role!r} is missing", column=str(name),
-                    hint=f"looks like the delimiter is {sep!r}: --sep {sep!r} on the command "
-                         f"line, options = {{sep = {sep!r}}} in a [[datasets]] table, or "
-                         f"sep={sep!r} in Python")
-        if guess is not None:
-            what = (f"is missing; did you mean {guess!r}?" if required
-                    else f"is absent but {guess!r} looks like it")
-            hint = (f"--column {role}={guess} on the command line, options = {{columns = "
-                    f"{{{role} = \"{guess}\"}}}} in a [[datasets]] table, or "
-                    f"columns={{{role!r}: {guess!r}}} in Python"
-                    + ("" if required else f" to use it, or rename/drop {guess!r}"))
-            raise where.error(f"column {name!r} for {role!r} {what} (columns: {', '.join(names)})",
-                              column=str(name), hint=hint)
-        raise where.error(f"column {name!r} for {role!r} is missing (columns: {', '.join(names)})",
-                          column=str(name),
-                          hint=f"name it: --column {role}=<column> on the command line, "
-                               f"options = {{columns = {{{role} = \"<column>\"}}}} in a "
-                               f"[[datasets]] table, or columns={{{role!r}: '<column>'}} in "
-                               "Python")
-    used = [out[r] for r in out]
-    if len(set(used)) != len(used):
-        raise ValueError(f"one column is mapped to several roles: {out}")
-    return out
+    out, problems = resolve_roles(list(df.columns), columns, require_rating)
+    if not problems:
+        used = list(out.values())
+        if len(set(used)) != len(used):
+            raise ValueError(f"one column is mapped to several roles: {out}")
+        return out
+    first = problems[0]
+    column = str(first.role if first.given is None else first.given) \
+        if len(problems) == 1 else None
+    if len(names) == 1 and (sep := _guess_delimiter(names[0])) is not None:
+        raise where.error(
+            f"only one column ({names[0]!r}) was found, so no column can hold the "
+            f"{first.role}", column=column,
+            hint=f"looks like the delimiter is {sep!r}: --sep {sep!r} on the command "
+                 f"line, options = {{sep = {sep!r}}} in a [[datasets]] table, or "
+                 f"sep={sep!r} in Python")
+    raise where.error("; ".join(p.text() for p in problems)
+                      + f" (columns: {', '.join(names)})", column=column,
+                      hint=roles_hint(out, problems, columns))
 
 
 def _guess_delimiter(text: str) -> str | None:

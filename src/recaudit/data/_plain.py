@@ -108,8 +108,13 @@ def read_csv(
         if roles is not None and all(isinstance(v, (int, np.integer)) for v in roles.values()):
             pass  # positions are the integer column labels pandas assigns
         elif roles is not None:
-            raise DataError("the file has no header but columns refers to names", source=label,
-                            hint="pass columns as a list of names, or as {role: position}")
+            asked = ", ".join(f"{r}={v}" for r, v in roles.items())
+            raise DataError(f"columns are named ({asked}) but the first line, {lines[0][:60]!r}, "
+                            "is data, not a header naming them", source=label, line=1,
+                            hint="add a header line naming the columns, or name none: without "
+                                 "a header 2 columns are read as user item, 3 as user item "
+                                 "timestamp, 4 as user item rating timestamp (Python: "
+                                 "columns=[names...] or {role: position})")
         elif df.shape[1] in _POSITIONAL:
             df.columns = _POSITIONAL[df.shape[1]]
         else:

@@ -18,15 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from recaudit.data._interactions import Interactions
+from recaudit.data._columns import looks_like_header
 from recaudit.data._frames import validate_frame
-from recaudit.errors import DataError
+from recaudit.data._interactions import Interactions
+from recaudit.errors import DataError, closest
 
 __all__ = ["head_lines", "sniff_delimiter", "infer_header", "read_raw", "build"]
 
 _SNIFF = ("\t", ",", ";", " ")
-_HEADER_WORDS = {"user", "item", "timestamp", "rating", "user_id", "item_id", "userid",
-                 "itemid", "movieid", "time", "score"}
 
 
 def head_lines(path: str | os.PathLike, n: int = 20, encoding: str = "utf-8") -> list[str]:
@@ -65,28 +64,23 @@ def sniff_delimiter(lines: Sequence[str]) -> str | None:
     return best if counts[best][0] > 1 else None
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def _fields(line: str, sep: str) -> list[str]:
+    return [f.strip().strip('"') for f in _split(line, sep)]
 
 
 def infer_header(lines: list[str], sep: str, columns: Any) -> bool:
-    first = [f.strip().strip('"') for f in _split(lines[0], sep)]
+    """Whether ``lines[0]`` is a header: it holds a name that ``columns`` (a mapping of roles
+    to names) asks for, or one close to it (a typo: the error then says which); it equals
+    ``columns`` given as a list of names; or it looks like one
+    (:func:`~recaudit.data._columns.looks_like_header`)."""
+    first = _fields(lines[0], sep)
     if isinstance(columns, Mapping):
-        names = [v for v in columns.values() if isinstance(v, str)]
-        if names and all(v in first for v in names):
+        names = [str(v) for v in columns.values() if isinstance(v, str)]
+        if any(closest(n, first, cutoff=0.75) is not None for n in names):
             return True
     if isinstance(columns, Sequence) and not isinstance(columns, str):
         return [f.lower() for f in first] == [str(c).lower() for c in columns]
-    if any(f.lower() in _HEADER_WORDS for f in first):
-        return True
-    if len(lines) > 1:
-        second = [f.strip().strip('"') for f in _split(lines[1], sep)]
-        return any(not _is_number(a) and _is_number(b) for a, b in zip(first, second))
-    return False
+    return looks_like_header(first, [_fields(ln, sep) for ln in lines[1:]])
 
 
 def _pandas_sep(sep: str) -> str:

@@ -52,6 +52,11 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     if spec.sample_users is not None:
         from recaudit.data import sample_users
 
+        users = int((data.user_counts() > 0).sum())
+        if spec.sample_users >= users:
+            _say_in_parent(f"{spec.label}: sample_users = {spec.sample_users:,} but the data "
+                           f"has {users:,} users (after filtering): all are kept "
+                           "(--sample-users, or sample_users in a [[datasets]] table)")
         data = sample_users(data, spec.sample_users)
     if len(data) < before:
         log.info("%s: the filters kept %d of %d interactions", spec.label, len(data), before)
@@ -66,22 +71,25 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     return data
 
 
-def _say_filtered(spec: DatasetSpec, kept: int, before: int) -> None:
-    """A user's own file lost rows to the minimum-interactions filter: say so, once, in the
-    process the user watches (not in every worker)."""
+def _say_in_parent(message: str) -> None:
+    """A :class:`RecauditWarning`, once, in the process the user watches (not in every
+    worker)."""
     import multiprocessing
     import warnings
 
     from recaudit.errors import RecauditWarning
 
-    if multiprocessing.parent_process() is not None:
-        return
+    if multiprocessing.parent_process() is None:
+        warnings.warn(message, RecauditWarning, stacklevel=4)
+
+
+def _say_filtered(spec: DatasetSpec, kept: int, before: int) -> None:
+    """A user's own file lost rows to the minimum-interactions filter: say so."""
     rule = (f"the {spec.k_core}-core filter" if spec.k_core is not None else
             f"dropping users with fewer than {spec.min_user_interactions} interactions")
-    warnings.warn(f"{spec.label}: {rule} kept {kept:,} of {before:,} interactions "
-                  f"({100 * kept / before:.1f} %); change it with --min-interactions (or "
-                  "min_user_interactions in a [[datasets]] table)", RecauditWarning,
-                  stacklevel=4)
+    _say_in_parent(f"{spec.label}: {rule} kept {kept:,} of {before:,} interactions "
+                   f"({100 * kept / before:.1f} %); change it with --min-interactions (or "
+                   "min_user_interactions in a [[datasets]] table)")
 
 
 @lru_cache(maxsize=4)

@@ -54,6 +54,18 @@ class DatasetSpec(Config):
 
     @property
     def label(self) -> str:
+        """The dataset's name in tables, figures and stores: ``name``; for a file named after
+        it (``--dataset plays.csv`` gives ``name = "plays"``), the file's name, never its
+        folder (``plays.csv``). Stores written before kept ``name:path``, and a resumed audit
+        keeps writing what its store holds."""
+        if self.path is None:
+            return self.name
+        file = os.path.basename(os.path.normpath(self.path))
+        return file if self.name in (os.path.splitext(file)[0], file) else self.name
+
+    @property
+    def legacy_label(self) -> str:
+        """The label stores written before :attr:`label` named files by name: ``name:path``."""
         return self.name if self.path is None else f"{self.name}:{self.path}"
 
 
@@ -193,16 +205,24 @@ class ModelSpec(Config):
     def label(self) -> str:
         """``name(k=v,...)`` with every parameter (sorted), then ``+method(k=v,...)`` when
         stabilised: unique per spec; :attr:`title` when set."""
-        if self.title:
-            return self.title
-        label = self.name
-        if self.name == "command" and isinstance(self.params.get("train"), str):
-            return f"command({_program(self.params['train'])})"
-        if self.params:
-            label += "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
-        if self.stabilise is not None:
-            opts = {k: v for k, v in self.stabilise.items() if k != "method"}
-            label += f"+{self.stabilise.get('method')}"
+        return self.label_of(self.to_dict())
+
+    @staticmethod
+    def label_of(data: Mapping[str, Any]) -> str:
+        """:attr:`label` of a spec stored as plain data (``to_dict``), without building the
+        spec: a store is read, and its report rendered, where the model cannot be imported."""
+        name, params = str(data["name"]), dict(data.get("params") or {})
+        stabilise, title = data.get("stabilise"), data.get("title") or data.get("label")
+        if title:
+            return str(title)
+        if name == "command" and isinstance(params.get("train"), str):
+            return f"command({_program(params['train'])})"
+        label = name
+        if params:
+            label += "(" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + ")"
+        if stabilise is not None:
+            opts = {k: v for k, v in stabilise.items() if k != "method"}
+            label += f"+{stabilise.get('method')}"
             if opts:
                 label += "(" + ",".join(f"{k}={v}" for k, v in sorted(opts.items())) + ")"
         return label

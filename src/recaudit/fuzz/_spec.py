@@ -206,4 +206,31 @@ def _examples() -> list[str]:
     return [f"{PREFIX}:{h}:<n>" for h in sorted([*HEURISTICS, "APORTFOLIO"])]
 
 
-register_family(PREFIX, parse=FuzzSpec.parse, from_dict=FuzzSpec.from_dict, examples=_examples)
+#: What each heuristic does to the ratings (Shriver 2018 Tables 4.2 and 4.4), for
+#: ``recaudit perturbations list``.
+_WHAT = {
+    "ZERO": "no modification: the fuzzing baseline",
+    "ARAND": "add <n> ratings: random users, random unrated items, random values",
+    "RRAND": "remove <n> random ratings",
+    "CBRAND": "change <n> random ratings to the lowest value of the scale",
+    "CTRAND": "change <n> random ratings to the highest value of the scale",
+    "AMU": "add <n> ratings of unrated items by the most influential user",
+    "RMU": "remove <n> ratings of the most influential user",
+    "CMU": "change <n> ratings of the most influential user to the lowest value",
+    "ALI": "add <n> ratings by random users to the least influential items",
+    "AMR": "add <n> ratings to items whose mean is close to the most influential rating value",
+    "AMA": "add <n> low ratings by random users to the item of the most influential attributes",
+    "APORTFOLIO": "<n> modifications, round robin over several heuristics (default AMU, ALI, "
+                  "AMR, AMA)",
+}
+
+
+def _describe(name: str) -> tuple[str, str]:
+    heuristic = name.split(":")[1]
+    text = _WHAT.get(heuristic, "")
+    params = "epsilon, scale" + (", portfolio" if heuristic == "APORTFOLIO" else "")
+    return text, params
+
+
+register_family(PREFIX, parse=FuzzSpec.parse, from_dict=FuzzSpec.from_dict, examples=_examples,
+                describe=_describe, title="fuzzing (Shriver 2018)")

@@ -11,11 +11,12 @@
 - :class:`PerturbationSpec` (``parse("casper-replace-popular")``), the built-in family;
 - the protocol every family follows (:class:`Perturbation`: :class:`Needs`,
   :class:`Description`, :class:`Context`) and the registry of families by name prefix
-  (:func:`register_family`, :func:`parse`, :func:`available`); :mod:`recaudit.fuzz`
-  registers ``fuzz:``.
+  (:func:`register_family`, :func:`parse`, :func:`available`, :func:`catalogue`: every name
+  with a line in words, ``recaudit perturbations list``); :mod:`recaudit.fuzz` registers
+  ``fuzz:``.
 """
 
-from recaudit.perturb import _spec
+from recaudit.perturb import _catalogue, _spec
 from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
 from recaudit.perturb._descendants import casper_descendants
 from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neighbours,
@@ -23,8 +24,8 @@ from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neig
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
 from recaudit.perturb._protocol import Context, Description, Needs, Perturbation
 from recaudit.perturb._record import PerturbationRecord
-from recaudit.perturb._registry import (ENTRY_POINTS, Family, available, families, parse,
-                                        register_family)
+from recaudit.perturb._registry import (ENTRY_POINTS, Entry, Family, available, catalogue,
+                                        families, parse, register_family)
 from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
 from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                          select_latest_random, select_random, top_k)
@@ -32,15 +33,15 @@ from recaudit.perturb._spec import (EDITS, SELECTORS, EditSpec, PerturbationSpec
                                     ReferenceSpec)
 from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
 
-register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples)
+register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples,
+                describe=_catalogue.describe, title=_catalogue.TITLE)
 
-__all__ = [
-    "EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context", "Description",
-    "EditSpec", "Family", "Needs", "Perturbation", "PerturbationRecord", "PerturbationSpec",
-    "PositionSpec", "ReferenceSpec",
-    "SupportsTracIn", "available", "casper_descendants", "casper_error_bound", "casper_graph",
-    "casper_scores",
-    "craft_fake_user", "delete_rows", "families", "insert_after", "neighbours", "parse", "register_family",
-    "remove_positions", "replace_items", "seed_only", "select_casper", "select_earliest_random",
-    "select_latest_random", "select_random", "select_rev_adv", "top_k", "tracin_scores",
-]
+__all__ = ["EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context",
+           "Description", "EditSpec", "Entry", "Family", "Needs", "Perturbation",
+           "PerturbationRecord", "PerturbationSpec", "PositionSpec", "ReferenceSpec",
+           "SupportsTracIn", "available", "casper_descendants", "casper_error_bound",
+           "catalogue", "casper_graph", "casper_scores", "craft_fake_user", "delete_rows",
+           "families", "insert_after", "neighbours", "parse", "register_family",
+           "remove_positions", "replace_items", "seed_only", "select_casper",
+           "select_earliest_random", "select_latest_random", "select_random", "select_rev_adv",
+           "top_k", "tracin_scores"]

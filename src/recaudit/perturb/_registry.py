@@ -20,7 +20,8 @@ from typing import Any
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.perturb._protocol import Perturbation
 
-__all__ = ["Family", "register_family", "families", "parse", "available", "ENTRY_POINTS"]
+__all__ = ["Entry", "Family", "register_family", "families", "parse", "available",
+           "catalogue", "ENTRY_POINTS"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,19 @@ class Family:
     parse: Callable[..., Perturbation]
     from_dict: Callable[[Mapping[str, Any]], Perturbation]
     examples: Callable[[], list[str]]
+    describe: Callable[[str], tuple[str, str]] | None = None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name of :func:`catalogue`: its ``family`` (the family's title), a one-line
+    ``description`` and the ``parameters`` a table form of it may set (``""``: none)."""
+
+    name: str
+    family: str
+    description: str
+    parameters: str
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -48,11 +62,15 @@ _FAMILIES: dict[str, Family] = {}
 
 def register_family(prefix: str, *, parse: Callable[..., Perturbation],
                     from_dict: Callable[[Mapping[str, Any]], Perturbation],
-                    examples: Callable[[], list[str]]) -> Family:
-    """Register a family under ``prefix`` (idempotent for the same functions)."""
+                    examples: Callable[[], list[str]],
+                    describe: Callable[[str], tuple[str, str]] | None = None,
+                    title: str = "") -> Family:
+    """Register a family under ``prefix`` (idempotent for the same functions). ``describe``
+    (optional): ``describe(example) -> (one-line description, parameters)`` for
+    :func:`catalogue`; ``title``: the family's name there."""
     if ":" in prefix or prefix != prefix.strip().lower():
         raise ValueError(f"a family prefix is lower case without ':' or spaces, got {prefix!r}")
-    family = Family(prefix, parse, from_dict, examples)
+    family = Family(prefix, parse, from_dict, examples, describe, title)
     old = _FAMILIES.get(prefix)
     if old is not None and old != family:
         raise ValueError(f"perturbation family {prefix!r} is registered twice")
@@ -120,4 +138,15 @@ def available() -> list[str]:
     out: list[str] = []
     for _, family in sorted(families().items()):
         out += family.examples()
+    return out
+
+
+def catalogue() -> list[Entry]:
+    """Every example name of :func:`available` with its family, a one-line description and
+    its parameters (what a family registered without ``describe`` leaves blank)."""
+    out: list[Entry] = []
+    for prefix, family in sorted(families().items()):
+        for name in family.examples():
+            text, params = family.describe(name) if family.describe else ("", "")
+            out.append(Entry(name, family.title or prefix or "built-in", text, params))
     return out

@@ -382,8 +382,8 @@ def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | Referen
         names = examples()
         hint = did_you_mean(text, names, cutoff=0.4)
         raise ConfigError(f"unknown perturbation {name!r}.{hint} Valid names: "
-                          f"{', '.join(names[:6])}, ... (recaudit.perturb.available() lists "
-                          "all; edits accept -k<count>)")
+                          f"{', '.join(names[:6])}, ... (`recaudit perturbations list` shows "
+                          "all, in words; edits accept -k<count>)")
     fields.update(overrides)
     return from_dict(fields)
 

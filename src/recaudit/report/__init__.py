@@ -23,9 +23,11 @@ from recaudit.report._build import FigureItem, Report, Section, build_report
 from recaudit.report._data import PerturbationInfo, ReportData, load
 from recaudit.report._html import render_html, write_report
 from recaudit.report._mirror import write_mirror_figures
+from recaudit.report._output import is_report, report_format
 from recaudit.report._render import render_latex, render_markdown, write_csv
 from recaudit.report._document import Cell, Table
 
 __all__ = ["Cell", "FigureItem", "PerturbationInfo", "Report", "ReportData", "Section",
-           "Table", "build_report", "load", "render_html", "render_latex", "render_markdown",
-           "write_csv", "write_mirror_figures", "write_report"]
+           "Table", "build_report", "is_report", "load", "render_html", "render_latex",
+           "render_markdown", "report_format", "write_csv", "write_mirror_figures",
+           "write_report"]

@@ -140,11 +140,15 @@ class FigureItem:
 
 @dataclass
 class Section:
+    """A part of the report: its ``intro``, its ``reading`` (short lines in words, one per
+    model: :func:`recaudit.audit.reading`), then its tables and figures."""
+
     key: str
     title: str
     intro: str = ""
     tables: list[Table] = field(default_factory=list)
     figures: list[FigureItem] = field(default_factory=list)
+    reading: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -37,9 +37,7 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
                   tables=T.rls_tables(data))
     table = T.method_test_table(data)
     rls.tables += [table] if table else []
-    said = _reading(data)
-    if said:
-        rls.intro += " Reading: " + " ".join(said)
+    rls.reading = _reading(data)
     for d in data.datasets:
         rls.figures += fig(f"dist-{_slug(d)}", f"Per-query RLS distributions on {d}",
                            lambda d=d: F.rls_distribution_figure(data, d),
@@ -116,7 +114,7 @@ def facts(data: ReportData) -> list[tuple[str, str]]:
              ("seeds", ", ".join(str(s) for s in sorted(set(data.summary.seed))))]
     metrics = data.config.get("metrics")
     if isinstance(metrics, dict):
-        facts.append(("metrics", ", ".join(f"{k}={v}" for k, v in metrics.items())))
+        facts.append(("metrics", _metrics(metrics)))
     if "started" in t and t.started.notna().any():
         start, end = t.started.min(), t.finished.max()
         facts.append(("ran", f"{_when(start)} → {_when(end)} UTC"))
@@ -129,6 +127,20 @@ def setup_tables(data: ReportData) -> list[Table]:
     out = [t for t in (S.config_table(data), S.data_table(data), S.version_table(data))
            if t is not None]
     return out + ([S.timing_table(data)] if data.has_audit else [])
+
+
+def _metrics(metrics: dict[str, Any]) -> str:
+    """The similarity settings in words: ``k = 10 (FRBO@k, Jaccard@k, accuracy@k), RBO
+    persistence p = 0.9, rank lists compared over the full ranking`` (``depth`` None: the
+    whole catalogue)."""
+    depth = metrics.get("depth")
+    parts = [f"k = {metrics['k']} (FRBO@k, Jaccard@k, accuracy@k)"] if "k" in metrics else []
+    if "p" in metrics:
+        parts.append(f"RBO persistence p = {metrics['p']}")
+    parts.append("rank lists compared over the full ranking" if depth is None
+                 else f"rank lists compared to depth {depth}")
+    parts += [f"{k} = {v}" for k, v in metrics.items() if k not in ("k", "p", "depth")]
+    return ", ".join(parts)
 
 
 def _when(ts: float) -> str:

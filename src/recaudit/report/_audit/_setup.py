@@ -78,5 +78,6 @@ def config_table(data: ReportData) -> Table | None:
     """The audit configuration, flattened to dotted keys (store meta ``config``)."""
     if not data.config:
         return None
-    rows = tuple((_text(k), _text(v)) for k, v in _flatten(data.config))
+    rows = tuple((_text(k), _text("null (the full ranking)" if k == "metrics.depth"
+                                   and v == "null" else v)) for k, v in _flatten(data.config))
     return Table("config", "Configuration", ("key", "value"), rows, n_labels=2)

@@ -1,0 +1,77 @@
+"""Issue 40, item 4: a text file's header is recognised, and a file whose columns are not
+named after their roles gets one error naming its columns and the ``--column`` flags to add
+(through ``python -m recaudit``, as a user meets it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recaudit.audit import AuditStore
+
+from ._entry import one_error, recaudit, with_model
+
+
+def _rows(n_users: int = 30, per_user: int = 12, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    names = ["ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal", "ida", "jon"]
+    items = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "nut", "yam", "pea",
+             "bean", "corn"]
+    # user and item ids are words without digits: only the header's names can tell it apart
+    users = [f"{a}{b}" for a in names for b in ("x", "y", "z")][:n_users]
+    return [(u, items[int(rng.integers(len(items)))], 1_700_000_000 + 60 * (per_user * i + t))
+            for i, u in enumerate(users) for t in range(per_user)]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    rows = _rows()
+    (tmp_path / "two.csv").write_text(
+        "customer,product\n" + "".join(f"{u},{i}\n" for u, i, _ in rows))
+    (tmp_path / "three.csv").write_text(
+        "customer,product,ts\n" + "".join(f"{u},{i},2023-11-14T22:{t % 3600 // 60:02d}:00Z\n"
+                                          for u, i, t in rows))
+    return tmp_path
+
+
+def test_a_two_column_header_is_not_read_as_an_interaction(folder):
+    # before: `customer,product` became the interaction (user customer, item product) and
+    # the audit ran on it; now the header is seen and its columns must be named
+    err = one_error(recaudit("audit", "--dataset", "two.csv", "--dry-run", cwd=folder))
+    assert "columns: customer, product" in err
+    assert "--column user=customer --column item=product on the command line" in err
+    named = recaudit("audit", "--dataset", "two.csv", "--column", "user=customer",
+                     "--column", "item=product", "--model", with_model(folder), "--seeds",
+                     "1", "-p", "random-delete", "-o", "two.duckdb", cwd=folder)
+    assert named.returncode == 0, named.stderr
+    with AuditStore(folder / "two.duckdb", read_only=True) as store:
+        (data,) = store.meta()["data"].values()
+    assert (data["interactions"], data["users"]) == (len(_rows()), 30)  # the header is no row
+
+
+def test_a_mistyped_column_flag_names_the_files_columns_and_the_fix(folder):
+    err = one_error(recaudit("audit", "--dataset", "two.csv", "--column", "user=custmer",
+                             "--column", "item=product", "--dry-run", cwd=folder))
+    assert "no header" not in err  # the Python-API wording of before
+    assert "no column 'custmer' for the user (did you mean 'customer'?)" in err
+    assert "(columns: customer, product)" in err and "--column user=customer on the" in err
+
+
+def test_a_time_column_under_its_own_name_is_named_not_misread(folder):
+    # before: no header was seen, and the error said the timestamp 'ts' is not a number
+    err = one_error(recaudit("audit", "--dataset", "three.csv", "--dry-run", cwd=folder))
+    assert "not a number" not in err and "neither a number" not in err
+    assert ("--column user=customer --column item=product --column timestamp=ts on the "
+            "command line") in err
+    ok = recaudit("audit", "--dataset", "three.csv", "--column", "user=customer", "--column",
+                  "item=product", "--column", "timestamp=ts", "--model", with_model(folder),
+                  "--seeds", "1", "-p", "random-delete", "-o", "three.duckdb", cwd=folder)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_names_given_for_a_headerless_file_say_that_it_has_none(tmp_path):
+    (tmp_path / "plain.csv").write_text("".join(f"{u},{i},{t}\n" for u, i, t in _rows()))
+    err = one_error(recaudit("audit", "--dataset", "plain.csv", "--column", "user=customer",
+                             "--dry-run", cwd=tmp_path))
+    assert "the first line, 'annx," in err and "is data, not a header" in err
+    assert "3 as user item timestamp" in err
