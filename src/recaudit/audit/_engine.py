@@ -11,6 +11,7 @@ whose outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,8 @@ from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
-from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, data_summary,
-                                 prepare, run_study)
+from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, canonical_json,
+                                 data_summary, prepare, run_study)
 from recaudit.perturb import Perturbation
 
 __all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
@@ -176,6 +177,23 @@ class AuditStudy:
             return set(), set()
         with AuditStore(self.output, read_only=True) as store:
             return store.finished(), store.counted_baselines()
+
+    def reidentify(self, row: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+        """A stored trial's id and baseline key under the current identity rules, from its
+        row (its ``spec`` and ``data_fingerprint``): what a store written under older rules is
+        migrated with (:func:`recaudit.experiment.migrate_ids`). The baseline's cached lists
+        are copied to the new key, so nothing is trained again."""
+        trial = TrialSpec.from_identity(json.loads(row["spec"]))
+        fp = str(row["data_fingerprint"])
+        key = trial.baseline_key(fp)
+        cache = _cache(self.config)
+        old = row.get("baseline_key")
+        if cache is not None and old and old != key:
+            store = ArrayCache(cache)
+            if not store.has(key) and (hit := store.get(str(old))) is not None:
+                store.put(key, **hit)
+        return trial.trial_id(fp), {"baseline_key": key,
+                                    "spec": canonical_json(trial.to_dict())}
 
     def facts(self) -> Mapping[str, Any]:
         cfg = self.config

@@ -41,7 +41,8 @@ from typing import Any, ClassVar
 
 from recaudit.config import Config
 from recaudit.errors import ConfigError
-from recaudit.experiment import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, spec_id
+from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, identity,
+                                 spec_id, trial_key)
 
 __all__ = ["MetricSpec", "AuditConfig", "TrialSpec", "build_model", "load_config",
            "perturbation_label"]
@@ -108,31 +109,31 @@ class TrialSpec:
     metrics: MetricSpec
     draw: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        from recaudit.config import plain
+    @classmethod
+    def from_identity(cls, d: Mapping[str, Any]) -> TrialSpec:
+        """The trial whose identity (:meth:`to_dict`, as the ``spec`` column stores it) is
+        ``d``."""
+        return cls(DatasetSpec.from_dict(d["dataset"]), SplitSpec.from_dict(d["split"]),
+                   ModelSpec.from_dict(d["model"]), int(d["seed"]), d["perturbation"],
+                   MetricSpec.from_dict(d["metrics"]), int(d.get("draw", 0)))
 
-        d = plain(self)
-        if not self.draw:
-            del d["draw"]
-        if isinstance(d.get("model"), dict):
-            d["model"].pop("title", None)  # display only: never part of a trial's identity
-            params = d["model"].get("params")
-            if isinstance(params, dict):
-                # where a model trains is not what it is (see ExecutorSpec.devices): the same
-                # trial on a GPU and on the CPU has one id, so a store can be filled on both
-                params.pop("device", None)
-        return d
+    def to_dict(self) -> dict[str, Any]:
+        """The trial's identity (:func:`recaudit.experiment.identity`): what makes it, and
+        nothing else (not a model's ``title`` or ``device``; ``draw`` only when not 0)."""
+        return identity(self)
 
     def baseline_key(self, fingerprint: str) -> str:
-        """Identifies the unperturbed model this trial is compared with."""
+        """Identifies the unperturbed model this trial is compared with: its identity without
+        the perturbation, the draw and the metrics."""
         d = self.to_dict()
         d.pop("draw", None)
         del d["perturbation"], d["metrics"]
         return spec_id(d, fingerprint)
 
     def trial_id(self, fingerprint: str) -> str:
-        """Hash of the canonical spec and the data fingerprint."""
-        return spec_id(self.to_dict(), fingerprint)
+        """The trial's id: the hash of its identity and the data fingerprint
+        (:func:`recaudit.experiment.trial_key`)."""
+        return trial_key(self, fingerprint)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 - specs shared by studies: :class:`DatasetSpec`, :class:`SplitSpec`, :class:`ModelSpec`,
   :class:`ExecutorSpec` (frozen :class:`~recaudit.config.Config` dataclasses);
-- ids: :func:`canonical_json` and :func:`spec_id` (a trial's id hashes its spec and its data);
+- ids: :func:`canonical_json` and :func:`spec_id`; a trial's id hashes its *identity* and its
+  data: :func:`identity` (declared fields, versioned: :data:`ID_VERSION`), :func:`trial_key`,
+  and :func:`migrate_ids` for a store written under an older version;
 - data: :func:`load_dataset`, :func:`prepare` (load, filter, split; memoised per process);
 - studies: the :class:`Study` protocol (a kind of experiment declares its trials, its
   tables and how one trial runs and is written) and :func:`run_study`, which plans, runs on
@@ -26,6 +28,8 @@ from recaudit.experiment._cache import ArrayCache
 from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
 from recaudit.experiment._executors import execute
 from recaudit.experiment._heartbeat import Heartbeat, heartbeats
+from recaudit.experiment._identity import (ID_VERSION, identity, migrate_ids, store_id_version,
+                                           trial_key)
 from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
 from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
@@ -34,10 +38,11 @@ from recaudit.experiment._store import Store, StoreBusyError
 from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, read_progress,
                                         run_study, stacks)
 
-__all__ = ["META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
+__all__ = ["ID_VERSION", "META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
            "Heartbeat", "heartbeats",
            "ModelSpec", "SplitSpec", "Stacked", "Store", "StoreBusyError", "Study", "StudyInfo",
            "Table",
-           "Trial", "canonical_json", "columns", "data_summary", "execute", "load_dataset",
-           "merge_stores", "prepare", "progress_path", "read_dataset", "read_progress",
-           "register", "run_pending", "run_study", "shared_trials", "spec_id", "stacks"]
+           "Trial", "canonical_json", "columns", "data_summary", "execute", "identity", "load_dataset",
+           "merge_stores", "migrate_ids", "prepare", "progress_path", "read_dataset", "read_progress",
+           "register", "run_pending", "run_study", "shared_trials", "spec_id", "stacks",
+           "store_id_version", "trial_key"]

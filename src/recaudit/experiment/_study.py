@@ -34,6 +34,7 @@ counts by, and its per-trial summary for ``recaudit results``.
 from __future__ import annotations
 
 import functools
+import logging
 import json
 import os
 import time
@@ -52,6 +53,8 @@ from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import PLANS, Table
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 from recaudit.experiment._store import Store
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Trial", "Study", "StudyInfo", "Stacked", "run_study", "stacks", "progress_path",
            "read_progress"]
@@ -180,6 +183,24 @@ def stacks(trials: Sequence[Trial], size: int) -> list[list[Trial]]:
     return out
 
 
+def _reidentify(study: Study, store: Store) -> None:
+    """A store written under older identity rules (:mod:`recaudit.experiment._identity`) gets
+    its trial ids rewritten before the run compares them with the plan, when the study says
+    how (``reidentify(row) -> id``); the store then records the current version."""
+    from recaudit.experiment import _identity
+
+    reidentify = getattr(study, "reidentify", None)
+    if reidentify is None:
+        return
+    version = _identity.ID_VERSION
+    if study.tables[0].name in store.tables() and _identity.store_id_version(store) < version:
+        changed = _identity.migrate_ids(store, study.tables, reidentify, version)
+        log.warning("%s: trial ids of %d stored trials rewritten for identity version %d",
+                    study.output, len(changed), version)
+    elif store.meta().get("trial_id_version") != version:
+        store.set_meta("trial_id_version", version)
+
+
 def progress_path(store: str | Path) -> Path:
     """Where a running study publishes its progress: ``<store>.progress.json``."""
     store = Path(store)
@@ -232,6 +253,7 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
             store.delete("plans", plan=plan_id)
             store.insert(PLANS, {"kind": [study.kind] * len(trials), "plan": [plan_id] * len(trials),
                                  "trial_id": list(by_id)})
+        _reidentify(study, store)
         done = store.ids(study.tables[0]) & set(by_id)
         state = {"kind": study.kind, "store": str(output), "pid": os.getpid(),
                  "started": time.time(), "planned": len(trials), "done": len(done),

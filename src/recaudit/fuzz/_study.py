@@ -33,7 +33,8 @@ from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import DataError, RecauditError
 from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, Table, Trial,
-                                 canonical_json, data_summary, load_dataset, spec_id)
+                                 canonical_json, data_summary, identity, load_dataset,
+                                 trial_key)
 from recaudit.experiment import run_study as run_study_
 from recaudit.fuzz._oracles import AGGREGATES, DISTANCES, Aggregate, default_delta, distances
 from recaudit.fuzz._schema import FUZZ_TRIALS, read_trials
@@ -59,10 +60,18 @@ class FuzzTrial:
     f: str = "avg"
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(canonical_json(self))
+        """The trial's identity (:func:`recaudit.experiment.identity`)."""
+        return identity(self)
+
+    @classmethod
+    def from_identity(cls, d: dict[str, Any]) -> FuzzTrial:
+        """The trial whose identity (:meth:`to_dict`) is ``d``."""
+        return cls(DatasetSpec.from_dict(d["dataset"]), ModelSpec.from_dict(d["model"]),
+                   d["spec"], int(d["set_index"]), int(d.get("seed", 0)), int(d.get("k", 10)),
+                   d.get("f", "avg"))
 
     def trial_id(self, fingerprint: str) -> str:
-        return spec_id(self.to_dict(), fingerprint)
+        return trial_key(self, fingerprint)
 
 
 # ---------------------------------------------------------------------------- one trial
@@ -181,6 +190,13 @@ class FuzzStudy(Config):
         log = _ratings(self.dataset)
         return {"fuzz.data": {"dataset": self.dataset.label, **data_summary(log)},
                 "fuzz.study": self.to_dict()}
+
+    def reidentify(self, row: dict[str, Any]) -> tuple[str, dict[str, str]]:
+        """A stored trial's id under the current identity rules (from its ``trial`` JSON and
+        ``data_fingerprint``; :func:`recaudit.experiment.migrate_ids`)."""
+        trial = FuzzTrial.from_identity(json.loads(row["trial"]))
+        return (trial.trial_id(str(row["data_fingerprint"])),
+                {"trial": canonical_json(trial.to_dict())})
 
     def write(self, store: Store, row: dict[str, Any]) -> str:
         store.insert(FUZZ_TRIALS, [row], replace=True)
