@@ -123,6 +123,13 @@ class TrialSpec:
                 params.pop("device", None)
         return d
 
+    @property
+    def label(self) -> str:
+        """How progress and messages name the trial: ``model · perturbation · seed s`` (and
+        ``· draw d``)."""
+        return (f"{self.model.label} · {perturbation_label(self.perturbation)} · seed "
+                f"{self.seed}" + (f" · draw {self.draw}" if self.draw else ""))
+
     def baseline_key(self, fingerprint: str) -> str:
         """Identifies the unperturbed model this trial is compared with."""
         d = self.to_dict()

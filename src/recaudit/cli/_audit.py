@@ -11,7 +11,7 @@ from rich.table import Table
 from recaudit.audit import interval_text as _ci
 from recaudit.audit import p_text as _p
 from recaudit.audit import reading as story
-from recaudit.cli._common import RUNNING
+from recaudit.cli._common import running
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 
@@ -30,10 +30,10 @@ def _progress_runner(config, console) -> Path:
 
     from recaudit.audit import run_audit
 
-    RUNNING["store"] = Path(config.output)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                  console=console, transient=False) as bar:
+    with running(config.output), Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+            transient=False) as bar:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):

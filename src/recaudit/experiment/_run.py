@@ -32,17 +32,29 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str, Job]]
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
-    trial id, so a trial that arrives twice (a retried task) is stored once."""
+    trial id, so a trial that arrives twice (a retried task) is stored once.
+
+    Interrupted (Ctrl-C, SIGTERM: a ``KeyboardInterrupt``), it raises
+    :class:`~recaudit.errors.Interrupted` with the number of running trials it abandoned,
+    once the executor has stopped them; the finished ones are stored."""
     jobs = [job for tid, job in planned if tid not in done]
     total = len(planned)
     finished = total - len(jobs)
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", len(jobs), total, finished)
-    for result in execute(fn, jobs, executor, group=group, share=share, prime=prime,
-                          data=data):
-        tid = write(store, result)
-        finished += 1
-        if progress:
-            progress(tid, finished, total)
+    results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data)
+    try:
+        for result in results:
+            try:
+                tid = write(store, result)
+                finished += 1
+                if progress:
+                    progress(tid, finished, total)
+            except KeyboardInterrupt as exc:
+                # the executor stops its workers and says how many running trials it abandons
+                results.throw(exc)
+                raise
+    finally:
+        results.close()  # whatever stopped the loop, the workers stop now
     return len(jobs)

@@ -57,9 +57,26 @@ def _import(target: str, name: str) -> type:
     missing = [m for m in ("fit", "rank") if not callable(getattr(cls, m, None))]
     if missing:
         raise ConfigError(f"model {name!r}: class {attr} has no {' or '.join(missing)} "
-                          "method", hint="a model needs fit(train, *, seed) and "
-                                         "rank(queries, k)")
+                          "method", hint=_PROTOCOL)
+    for method, argument in (("fit", "seed"), ("rank", "k")):
+        if not _takes(getattr(cls, method), argument):
+            raise ConfigError(f"model {name!r}: {attr}.{method} takes no argument "
+                              f"{argument!r}", hint=_PROTOCOL)
     return cls
+
+
+_PROTOCOL = "a model needs fit(self, train, *, seed) and rank(self, queries, k=None)"
+
+
+def _takes(method: Any, argument: str) -> bool:
+    """Whether ``method`` can be called with keyword ``argument`` (unknown: yes)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a builtin or C method: cannot tell
+        return True
+    return argument in params and params[argument].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL) or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _entry_point(name: str) -> str | None:
