@@ -23,8 +23,8 @@ from typing import Any
 
 import typer
 
-from recaudit.errors import (Interrupted, RecauditError, RecauditWarning, StorageError,
-                             TrialError, did_you_mean, storage_error)
+from recaudit.errors import (Interrupted, ModelError, RecauditError, RecauditWarning,
+                             StorageError, TrialError, did_you_mean, storage_error)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Audit recommender systems: stability, manipulation, properties.")
@@ -190,8 +190,9 @@ def _failed(exc: BaseException) -> str:
         text = exc.one_line()
         if isinstance(exc, TrialError) and store is not None:
             text += " — " + _saved(store, "fix it and run the same command again to resume")
-        if isinstance(exc, TrialError) and not exc.expected:
-            text += f" ({_DEBUG})"
+        if (isinstance(exc, TrialError) and not exc.expected) or (
+                isinstance(exc, ModelError) and exc.__cause__ is not None):
+            text += f" ({_DEBUG})"  # the user's code raised: its traceback shows where
         return text
     text = f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())}"
     if store is not None:

@@ -31,8 +31,9 @@ the data and the cached products themselves, on the one machine they share.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -81,7 +82,8 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
             group: Callable[[Job], Hashable] | None = None,
             share: Callable[..., Any] | None = None,
             prime: Callable[..., Any] | None = None,
-            data: Callable[[Job], Sequence[DatasetSpec]] | None = None) -> Iterator[Any]:
+            data: Callable[[Job], Sequence[DatasetSpec]] | None = None
+            ) -> Generator[Any, None, None]:
     """Run ``fn(*job)`` for every job and yield the results as they finish.
 
     The order of results depends on the executor (in-process: job order); the results do not.
@@ -166,10 +168,15 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
     remaining = list(enumerate(jobs))
     for attempt in range(spec.retries + 1):
         finished: set[int] = set()
+        once = _pool_once(fn, remaining, spec, group, prime)
         try:
-            for i, outcome in _pool_once(fn, remaining, spec, group, prime):
+            for i, outcome in once:
                 finished.add(i)
-                yield outcome
+                try:
+                    yield outcome
+                except KeyboardInterrupt as stop:  # thrown in: the pool stops, says what it
+                    once.throw(stop)               # abandons (raises Interrupted)
+                    raise
             return
         except BrokenProcessPool as exc:
             remaining = [(i, j) for i, j in remaining if i not in finished]
@@ -182,11 +189,13 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
             warnings.warn(f"a worker process died (killed, or out of memory); the pool was "
                           f"replaced and {len(remaining)} unfinished jobs run again (retry "
                           f"{attempt + 1} of {spec.retries})", RecauditWarning, stacklevel=2)
+        finally:
+            once.close()
 
 
 def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: ExecutorSpec,
                group: Callable[[Job], Hashable] | None,
-               prime: Callable[..., Any] | None) -> Iterator[tuple[int, Any]]:
+               prime: Callable[..., Any] | None) -> Generator[tuple[int, Any], None, None]:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
@@ -197,7 +206,10 @@ def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: Execut
                                initargs=(spec.threads_per_worker, spec.devices, counter))
 
     def start(f: Callable[..., Any], job: Job) -> Future:
-        with sigint_ignored():  # a worker spawned here inherits the ignored SIGINT
+        growing = len(getattr(pool, "_processes", None) or ()) < spec.workers
+        # a worker spawned here (the pool spawns one per submit until it is full) inherits
+        # the ignored SIGINT
+        with sigint_ignored() if growing else contextlib.nullcontext():
             fut = pool.submit(_call, f, job, spec.threads_per_worker)
         live.add(fut)
         return fut

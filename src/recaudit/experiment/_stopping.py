@@ -7,7 +7,8 @@ replace them and start the jobs again. So the driver alone decides:
 
 - workers ignore SIGINT from the moment they exist: the driver spawns them with SIGINT ignored
   (:func:`sigint_ignored`; a spawned process inherits an ignored signal, and Python then
-  installs no ``KeyboardInterrupt`` handler in it), and :func:`worker_signals` keeps it so;
+  installs no ``KeyboardInterrupt`` handler in it, so a Ctrl-C while a worker imports torch
+  prints nothing), and :func:`worker_signals` keeps it so;
 - a worker ends on SIGTERM without a word: idle, it exits at once; inside a job
   (:func:`in_job`), the job is unwound first, so its ``finally`` blocks run (a command model
   kills the program it started, temporary files and the trial's heartbeat go), then it exits;
@@ -68,9 +69,13 @@ def in_job() -> Iterator[None]:
 @contextlib.contextmanager
 def sigint_ignored() -> Iterator[None]:
     """Ignore SIGINT in this process while the block runs (it spawns workers, which inherit
-    the ignored signal). A SIGINT that arrives meanwhile is held back, not lost: it is blocked
-    first (Linux keeps a blocked signal pending even while it is ignored) and arrives when
-    the block ends. Outside the main thread (where Python handles no signal) a no-op."""
+    the ignored signal), then put the handler back. Outside the main thread (where Python
+    handles no signal) a no-op.
+
+    A Ctrl-C that arrives during the block is lost: a blocked signal cannot be held back
+    for later, as the kernel hands a process's signal to any thread that does not block it,
+    which drops it when it is ignored. The block lasts as long as ``fork`` and ``exec`` (a
+    few milliseconds, once per worker); a second Ctrl-C then stops the run."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -78,13 +83,11 @@ def sigint_ignored() -> Iterator[None]:
     if previous is None:  # a handler Python did not install: it cannot be put back
         yield
         return
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def stop_workers(processes: Iterable[Any], grace: float = GRACE) -> None:
@@ -102,7 +105,7 @@ def stop_workers(processes: Iterable[Any], grace: float = GRACE) -> None:
     deadline = time.monotonic() + grace
     while live and (left := deadline - time.monotonic()) > 0:
         for sentinel in wait(list(live), timeout=left):
-            live.pop(sentinel)  # type: ignore[call-overload]
+            live.pop(sentinel)
     for p in live.values():
         with contextlib.suppress(OSError, ValueError, AttributeError):
             p.kill()

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from recaudit.errors import ConfigError, did_you_mean
+from recaudit.errors import ConfigError, ModelError, RecauditError, did_you_mean
 
 __all__ = ["register", "create", "available", "model_class", "parameters"]
 
@@ -113,14 +113,31 @@ def create(name: str, **params: Any) -> Any:
     """Instantiate the model registered as ``name`` with ``params`` (validated by its
     constructor: unknown or ill-typed parameters are a :class:`ConfigError`).
 
-    ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``.
+    ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``. A
+    constructor of a class named ``package.module:Class`` (or offered by a package) that
+    rejects the parameters is a :class:`ConfigError`; one that fails otherwise a
+    :class:`~recaudit.errors.ModelError` (its exception the cause).
     """
     if "@" in name:
         from recaudit.models._presets import preset
 
         p = preset(name)
         return create(p.model, **{**p.params, **params})
-    return model_class(name)(**params)
+    cls = model_class(name)
+    try:
+        return cls(**params)
+    except RecauditError:
+        raise
+    except TypeError as exc:
+        if name in _REGISTRY:
+            raise
+        raise ConfigError(f"model {name!r}: {exc}", hint=f"its parameters: "
+                          f"{cls.__name__}{inspect.signature(cls)}") from exc
+    except Exception as exc:
+        if name in _REGISTRY:
+            raise
+        raise ModelError(f"model {name!r} could not be built: {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())}") from exc
 
 
 def parameters(name: str) -> list[tuple[str, str, str]]:
