@@ -175,3 +175,43 @@ def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, st
     after = _trials(store)
     assert len(after) == 2 * seeds
     assert {t: after[t] for t in trials} == trials  # the saved trials were not run again
+
+
+SLEEPER = '''
+import os, sys, time
+open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w").close()
+time.sleep(120)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_ends_the_programs_of_a_command_model_too(tmp_path, workers):
+    """A command model's program runs in a session of its own (no Ctrl-C of the terminal
+    reaches it): stopping the run kills it and removes the model's temporary files."""
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    store = tmp_path / "out" / "a.duckdb"
+    args = ["audit", "--model", "command", "--param",
+            f"train={sys.executable} sleeper.py {{train}} {{model_dir}}", "--param",
+            f"rank={sys.executable} sleeper.py {{queries}} {{output}}", "--seeds", "2",
+            "--workers", str(workers), "--output", str(store)]
+    proc = subprocess.Popen(recaudit_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=recaudit_env(PIDS=str(pids)),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 240
+    while len(list(pids.iterdir())) < workers:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    programs = [int(p.name) for p in pids.iterdir()]
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    for pid in programs:
+        state = Path(f"/proc/{pid}/stat")
+        assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert not list(store.parent.glob("recaudit-command-*"))  # no model files left behind
