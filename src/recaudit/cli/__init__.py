@@ -102,12 +102,21 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
 
 
+#: Seconds after a Ctrl-C or SIGTERM during which another one is dropped: stopping a run takes
+#: a few seconds (its workers get ``_stopping.GRACE`` to unwind), and a second Ctrl-C must not
+#: cut that short and leave workers behind.
+_STOPPING = 10.0
+
+
 def _on_signal(signum: int, frame: Any) -> None:
-    """Ctrl-C or SIGTERM: stop the command (the first one; a run's stop is bounded, so the
-    ones that follow while it stops are dropped)."""
-    if _STATE["signal"] is None:
-        _STATE["signal"] = signum
-        raise Interrupted(signum)
+    """Ctrl-C or SIGTERM: stop the command (see :data:`_STOPPING`)."""
+    import time
+
+    now = time.monotonic()
+    if _STATE.get("since") is not None and now - _STATE["since"] < _STOPPING:
+        return
+    _STATE.update(signal=signum, since=now)
+    raise Interrupted(signum)
 
 
 @contextlib.contextmanager
@@ -161,12 +170,12 @@ def _interrupted() -> int:
     signum = getattr(stop, "signum", None) or _STATE["signal"] or signal.SIGINT
     if not isinstance(stop, Interrupted):
         stop = Interrupted(signum)
-    saved = _saved(RUNNING.pop("store", None))
+    then = "run the same command again to resume"
     if stop.abandoned:
         n = stop.abandoned
-        saved = saved.replace("; run the same", f"; {n} running trial{'s' if n != 1 else ''} "
-                                                 "abandoned; run the same")
-    print(f"error: interrupted ({stop.signal_name}) — {saved}", file=sys.stderr)
+        then = f"{n} running trial{'s' if n != 1 else ''} abandoned; {then}"
+    print(f"error: interrupted ({stop.signal_name}) — {_saved(RUNNING.pop('store', None), then)}",
+          file=sys.stderr)
     return stop.exit_code
 
 
@@ -202,11 +211,12 @@ def _failed(exc: BaseException) -> str:
 
 def _refused(exc: StorageError, store: Any) -> str:
     """A write the file system refused: what, where, what is saved, what to do."""
+    from pathlib import Path
+
     elsewhere = "choose " + _ELSEWHERE.get(_STATE.get("command") or "", "another -o/--output")
-    saved = _saved(store) if store is not None else "nothing was saved"
-    if saved.startswith("nothing") or "could not be read" in saved:
-        fix = "free space there, or " + elsewhere if exc.full else elsewhere + ", in a " \
-              "folder you can write to"
+    if store is None or not Path(store).exists():  # nothing was written: write elsewhere
+        fix = (f"free space there, or {elsewhere}" if exc.full
+               else f"{elsewhere}, in a folder you can write to")
         return f"{exc.what}; {fix}"
     then = ("free space there and run the same command again to resume" if exc.full else
             "make it writable and run the same command again to resume")
@@ -215,7 +225,7 @@ def _refused(exc: StorageError, store: Any) -> str:
 
 def _main(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    _STATE.update(debug=False, signal=None,
+    _STATE.update(debug=False, signal=None, since=None,
                   command=next((a for a in args if not a.startswith("-")), None))
     if "--debug" in args[:args.index("--") if "--" in args else len(args)]:
         args.remove("--debug")  # accepted after the command too: the same everywhere
