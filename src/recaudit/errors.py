@@ -57,7 +57,7 @@ class RecauditError(Exception):
     """Base class of every error recaudit raises on purpose."""
 
     def one_line(self) -> str:
-        """The message on one line (the CLI's form): continuation lines joined with ``; ``."""
+        """The message on one line (the CLI's form): continuation lines joined by ``"; "``."""
         return "; ".join(part.strip() for part in str(self).splitlines() if part.strip())
 
 
