@@ -256,24 +256,27 @@ def _rebuild_storage(cls: type, path: str, reason: str, action: str, code: int |
 
 
 def storage_error(exc: BaseException, path: str | os.PathLike | None = None, *,
-                  action: str = "write") -> StorageError | None:
+                  action: str = "write", writing: bool = True) -> StorageError | None:
     """``exc`` as a :class:`StorageError` when it says that the file system refused a write,
     else ``None``: an ``OSError`` with one of the ``errno`` values of
     :class:`StorageError`, or another library's error whose message carries the system's
     text for one (DuckDB's ``IO Error: Could not write file "x.wal": No space left on
     device``). ``path``: what was being written (default: the error's file name, or the
-    file its message quotes). A :class:`StorageError` is returned as it is."""
+    file its message quotes). ``writing=False``: ``exc`` comes from code that may have been
+    reading, so only the refusals a write alone meets count (``ENOSPC``, ``EDQUOT``,
+    ``EROFS``; a read can be denied too). A :class:`StorageError` is returned as it is."""
     if isinstance(exc, StorageError):
         return exc
+    codes = [c for c in _STORAGE if writing or c not in (_errno.EACCES, _errno.EPERM)]
     named: str | None = None
-    if isinstance(exc, OSError) and exc.errno in _STORAGE:
+    if isinstance(exc, OSError) and exc.errno in codes:
         code = exc.errno
         named = exc.filename if isinstance(exc.filename, str) else None
     elif isinstance(exc, OSError):
         return None
     else:
         text = str(exc)
-        found = [c for c in _STORAGE if os.strerror(c) in text]
+        found = [c for c in codes if os.strerror(c) in text]
         if not found:
             return None
         code = found[0]

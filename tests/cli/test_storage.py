@@ -140,7 +140,7 @@ def test_a_new_subfolder_in_a_read_only_folder(folder):
     (["report", "{store}", "-o", "{ro}/r.html"], "{ro}/r.html",
      "cannot write {target}: permission denied; choose another -o/--output"),
     (["report", "{store}", "--format", "csv", "-o", "{ro}/tables"], "{ro}/tables",
-     "cannot write {target}: permission denied; choose another -o/--output"),
+     "cannot create the folder {target}: permission denied; choose another -o/--output"),
     (["export", "{store}", "{ro}/x"], "{ro}/x",
      "cannot create the folder {target}: permission denied; choose another DIRECTORY"),
 ])

@@ -106,3 +106,17 @@ def test_an_interruption_says_its_signal_and_what_it_abandoned():
     assert term.exit_code == 143 and term.describe() == ("interrupted (SIGTERM); 1 running "
                                                          "trial abandoned")
     assert pickle.loads(pickle.dumps(term)).describe() == term.describe()
+
+
+def test_a_denied_access_counts_as_a_refused_write_only_where_a_write_is_known():
+    """Permission denied may come from a read (a data file): only a place known to write
+    calls it a refused write; elsewhere only what a write alone meets does (ENOSPC, EROFS)."""
+    import errno
+
+    from recaudit.errors import storage_error
+
+    denied = OSError(errno.EACCES, "Permission denied", "/data/ratings.csv")
+    assert storage_error(denied, writing=False) is None
+    assert storage_error(denied).reason == "permission denied"
+    full = OSError(errno.ENOSPC, "No space left on device", "/out/x")
+    assert storage_error(full, writing=False).path == "/out/x"

@@ -256,7 +256,8 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:
         if _STATE["debug"]:
             raise
-        disk = storage_error(exc)  # a write the file system refused, outside the known places
+        # a write the file system refused, outside the places known to write
+        disk = storage_error(exc, writing=False)
         print(f"error: {_failed(disk or exc)}", file=sys.stderr)
         return 2 if disk is not None else 1
     return 0

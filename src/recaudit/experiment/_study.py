@@ -132,7 +132,7 @@ def _call(run: Callable[..., Any], beats: str | None, trial: Trial, *product: An
     except (TrialError, StorageError):  # a full disk is not the trial's fault: say where
         raise
     except Exception as exc:
-        raise (storage_error(exc) or TrialError(trial.name, exc)) from exc
+        raise (storage_error(exc, writing=False) or TrialError(trial.name, exc)) from exc
 
 
 def progress_path(store: str | Path) -> Path:
