@@ -164,8 +164,9 @@ class DatasetError(RecauditError):
 
 class ModelError(RecauditError):
     """A model broke the :class:`~recaudit.models.Recommender` contract: ``fit`` did not return
-    the model, ``rank`` returned something other than :class:`~recaudit.data.RankLists`, or
-    not one list per query, or lists longer than ``k``."""
+    the model, ``rank`` returned something other than :class:`~recaudit.data.RankLists`, not
+    one list per query, lists longer than ``k`` or item codes outside the catalogue
+    (:func:`recaudit.models.checked_rank`); or a model's constructor failed."""
 
 
 class TrialError(RecauditError):
