@@ -1,6 +1,6 @@
 """``python -m recaudit``: the ``recaudit`` command (the console script's entry point)."""
 
-from recaudit.cli import _entry
-
 if __name__ == "__main__":
+    from recaudit.cli import _entry
+
     _entry()

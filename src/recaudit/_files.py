@@ -4,7 +4,8 @@ A writer gets a temporary path in the target's directory (same file system, so t
 :func:`os.replace` is atomic); the target appears only once the writer has finished, and the
 temporary file is removed if it fails. A process killed at any moment leaves the old file (or
 none), never a half-written one. The file gets the permissions of any new file (``0o666``
-less the umask), not the temporary file's private ``0o600``.
+less the umask), not the temporary file's private ``0o600``. A write the file system refuses
+is a :class:`~recaudit.errors.StorageError` naming the file (:func:`writing`).
 """
 
 from __future__ import annotations
@@ -16,25 +17,48 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write", "atomic_text"]
+from recaudit.errors import storage_error
+
+__all__ = ["atomic_path", "atomic_write", "atomic_text", "writing"]
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ".part") -> Iterator[Path]:
-    """A temporary path next to ``path``, moved onto ``path`` when the block ends normally."""
+    """A temporary path next to ``path``, moved onto ``path`` when the block ends normally.
+
+    A write the file system refuses (no space left, a read-only or forbidden folder), here or
+    in the block, is a :class:`~recaudit.errors.StorageError` naming ``path`` (not the
+    temporary file)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    with writing(path.parent, action="create the folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with writing(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        try:
+            os.fchmod(fd, _mode(path))
+        finally:
+            os.close(fd)
+        try:
+            yield Path(tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                with contextlib.suppress(OSError):  # the first error is the one to report
+                    os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike, action: str = "write") -> Iterator[None]:
+    """A block that writes ``path``: an error saying that the file system refused the write
+    (an ``OSError`` such as ``ENOSPC``, ``EROFS``, ``EACCES``, or another library's error
+    quoting one) leaves it as a :class:`~recaudit.errors.StorageError` naming ``path``."""
     try:
-        os.fchmod(fd, _mode(path))
-    finally:
-        os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        yield
+    except Exception as exc:
+        disk = storage_error(exc, path, action=action)
+        if disk is None or disk is exc:
+            raise
+        raise disk from exc
 
 
 def _mode(path: Path) -> int:

@@ -1,4 +1,6 @@
-"""Ctrl-C through the real ``recaudit`` entry point: exit 130, one line saying what is saved."""
+"""Ctrl-C and SIGTERM through the real ``recaudit`` entry point: exit 130 (143), one line saying
+what is saved and how many running trials were abandoned, no traceback, within 5 s, with
+process-pool workers starting, idle or busy; a rerun resumes."""
 
 import json
 import os
@@ -6,8 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+
+from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 
 @pytest.mark.slow
@@ -45,3 +50,168 @@ def test_sigint_ends_an_audit_with_130_and_says_what_is_saved(tmp_path):
     assert "Traceback" not in err
     n = int(line[0].split("— ")[1].split()[0])
     assert n >= 2
+
+
+# ------------------------------------------------------------------ process pools
+#: (workers, seeds, RECAUDIT_TEST_SLEEP, state to reach) per scenario; every audit plans
+#: ``seeds`` x {random-delete, seed-only} trials of the user's Pop model.
+STATES = {
+    # SIGINT while the workers import torch and recaudit: no job has started yet
+    "starting": (2, 2, "", "starting"),
+    # three workers, two of them idle: seed 0's baseline trains (120 s), seeds 1 and 2 are done
+    "idle": (3, 3, "0:120", "idle"),
+    # both workers in a model's fit
+    "busy": (2, 2, "120", "busy"),
+    # no pool: the trial runs in the command's own process
+    "in-process": (1, 2, "120", "busy"),
+}
+
+
+def _group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _workers(pid: int) -> list[int]:
+    found = []
+    for child in _group(pid):
+        try:
+            if child != pid and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            continue
+    return found
+
+
+def _reach(proc, store: Path, state: str, workers: int) -> None:
+    progress = store.with_name(store.name + ".progress.json")
+    beats = store.with_name(store.name + ".progress.d")
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        done = json.loads(progress.read_text()).get("done", 0) if progress.exists() else 0
+        running = len(list(beats.glob("*.json"))) if beats.is_dir() else 0
+        pool = len(_workers(proc.pid))
+        if state == "starting" and pool == workers and not running:
+            return  # every worker spawned (a Ctrl-C while one is spawned, for a few ms, is
+            #         lost: experiment/_stopping.py), none has started a job yet
+        if state == "idle" and pool == workers and done >= 4 and running == 1:
+            return
+        if state == "busy" and running == workers and (workers == 1 or pool == workers):
+            time.sleep(0.3)  # inside the model's fit
+            return
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"the audit never reached the state {state!r}")
+
+
+def _trials(store: Path) -> dict[str, float]:
+    from recaudit.audit import AuditStore
+
+    with AuditStore(store, read_only=True) as s:
+        t = s.trials()
+    return dict(zip(t.trial_id, t.finished))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, state", [(signal.SIGINT, s) for s in STATES]
+                         + [(signal.SIGTERM, "busy"), (signal.SIGTERM, "idle")])
+def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, state):
+    """Ctrl-C (SIGINT to the whole foreground group, as a terminal sends it) or SIGTERM (to
+    the command alone, as `kill` does): one line saying what is saved and what was
+    abandoned, exit 130 / 143 within 5 s, no traceback, no worker left; a rerun resumes."""
+    (tmp_path / "usermodels.py").write_text(USER_MODELS)
+    workers, seeds, sleep, reach = STATES[state]
+    store = tmp_path / "a.duckdb"
+    args = ["audit", "--model", "usermodels:Pop", "-p", "random-delete", "-p", "seed-only",
+            "--seeds", str(seeds), "--workers", str(workers), "--output", str(store)]
+    proc = subprocess.Popen(recaudit_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=recaudit_env(RECAUDIT_TEST_SLEEP=sleep),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    _reach(proc, store, reach, workers)
+    sent = time.monotonic()
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"still running 60 s after {sig.name}: {proc.communicate()[1]}")
+    elapsed = time.monotonic() - sent
+    assert proc.returncode == 128 + sig, err
+    assert elapsed < 5, f"{elapsed:.1f} s to stop"
+    for noise in ("Traceback", "KeyboardInterrupt", "Exception in initializer", "leaked"):
+        assert noise not in err, err
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    assert line.startswith(f"error: interrupted ({name}) — "), line
+    assert line.endswith("; run the same command again to resume"), line
+    saved = int(line.split("— ")[1].split()[0])
+    trials = _trials(store)
+    assert saved == len(trials)
+    expected = {"starting": (0, None), "idle": (4, 1), "busy": (0, workers),
+                "in-process": (0, 1)}[state]
+    assert saved == expected[0]
+    if expected[1] is not None:
+        n = expected[1]
+        assert f"; {n} running trial{'s' if n > 1 else ''} abandoned;" in line, line
+    time.sleep(0.5)
+    assert _group(proc.pid) == [], "a worker outlived the command"
+
+    rerun = subprocess.run(recaudit_cmd(*args), cwd=tmp_path, capture_output=True, text=True,
+                           env=recaudit_env(RECAUDIT_TEST_SLEEP=""), timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    after = _trials(store)
+    assert len(after) == 2 * seeds
+    assert {t: after[t] for t in trials} == trials  # the saved trials were not run again
+
+
+SLEEPER = '''
+import os, sys, time
+open(os.path.join(os.environ["PIDS"], str(os.getpid())), "w").close()
+time.sleep(120)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_ends_the_programs_of_a_command_model_too(tmp_path, workers):
+    """A command model's program runs in a session of its own (no Ctrl-C of the terminal
+    reaches it): stopping the run kills it and removes the model's temporary files."""
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    store = tmp_path / "out" / "a.duckdb"
+    args = ["audit", "--model", "command", "--param",
+            f"train={sys.executable} sleeper.py {{train}} {{model_dir}}", "--param",
+            f"rank={sys.executable} sleeper.py {{queries}} {{output}}", "--seeds", "2",
+            "--workers", str(workers), "--output", str(store)]
+    proc = subprocess.Popen(recaudit_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=recaudit_env(PIDS=str(pids)),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 240
+    while len(list(pids.iterdir())) < workers:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    programs = [int(p.name) for p in pids.iterdir()]
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    for pid in programs:
+        state = Path(f"/proc/{pid}/stat")
+        assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert not list(store.parent.glob("recaudit-command-*"))  # no model files left behind

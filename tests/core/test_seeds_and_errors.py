@@ -50,3 +50,73 @@ def test_errors_render_where_and_survive_pickling():
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is type(err) and str(again) == str(err)
     assert ConfigError("x").located(key="k", line=2).one_line() == "line 2, key 'k': x"
+
+
+def test_refused_writes_become_storage_errors_naming_the_file():
+    import errno
+
+    from recaudit.errors import StorageError, storage_error
+
+    full = storage_error(OSError(errno.ENOSPC, "No space left on device", "/x/.a.npz.part"),
+                         "/x/a.npz")
+    assert str(full) == ("cannot write /x/a.npz: no space left on the device; free space there,"
+                         " or write elsewhere")
+    assert full.full and full.errno == errno.ENOSPC and isinstance(full, OSError)
+    closed = storage_error(OSError(errno.EROFS, "Read-only file system", "/ro/sub"),
+                           action="create the folder")
+    assert closed.what == "cannot create the folder /ro/sub: the file system is read-only"
+    assert not closed.full and closed.hint == "write elsewhere, to a folder you can write to"
+    assert storage_error(OSError(errno.EACCES, "x", "/p")).reason == "permission denied"
+    # another library's error that quotes the system's words: the file it names
+    duck = storage_error(RuntimeError('IO Error: Could not write file "/d/s.duckdb.wal": Disk '
+                                      'quota exceeded'))
+    assert duck.path == "/d/s.duckdb.wal" and duck.full
+    assert storage_error(OSError(errno.ENOENT, "No such file", "/p")) is None
+    assert storage_error(ValueError("bad value")) is None
+    assert storage_error(full) is full
+    again = pickle.loads(pickle.dumps(closed))
+    assert isinstance(again, StorageError) and str(again) == str(closed)
+
+
+def test_a_trial_error_names_the_trial_and_travels_between_processes():
+    from recaudit.errors import ModelError, TrialError
+
+    bug = TrialError("m · random-delete · seed 1", ValueError("learning rate\n must be > 0"))
+    assert str(bug) == ("trial m · random-delete · seed 1 failed: ValueError: learning rate "
+                        "must be > 0")
+    assert not bug.expected
+    told = TrialError("m · p · seed 0", ModelError("M.rank must return RankLists (got list)"))
+    assert told.expected and str(told).endswith("failed: M.rank must return RankLists (got list)")
+    for err in (bug, told):
+        back = pickle.loads(pickle.dumps(err))
+        assert (type(back), str(back), back.expected, back.trial) == (
+            TrialError, str(err), err.expected, err.trial)
+
+
+def test_an_interruption_says_its_signal_and_what_it_abandoned():
+    import signal
+
+    from recaudit.errors import Interrupted
+
+    stop = Interrupted.of(KeyboardInterrupt(), 2)
+    assert isinstance(stop, KeyboardInterrupt)
+    assert (stop.signum, stop.abandoned, stop.exit_code) == (signal.SIGINT, 2, 130)
+    assert stop.describe() == "interrupted (Ctrl-C); 2 running trials abandoned"
+    term = Interrupted.of(Interrupted(signal.SIGTERM), 1)  # the signal is kept
+    assert term.exit_code == 143 and term.describe() == ("interrupted (SIGTERM); 1 running "
+                                                         "trial abandoned")
+    assert pickle.loads(pickle.dumps(term)).describe() == term.describe()
+
+
+def test_a_denied_access_counts_as_a_refused_write_only_where_a_write_is_known():
+    """Permission denied may come from a read (a data file): only a place known to write
+    calls it a refused write; elsewhere only what a write alone meets does (ENOSPC, EROFS)."""
+    import errno
+
+    from recaudit.errors import storage_error
+
+    denied = OSError(errno.EACCES, "Permission denied", "/data/ratings.csv")
+    assert storage_error(denied, writing=False) is None
+    assert storage_error(denied).reason == "permission denied"
+    full = OSError(errno.ENOSPC, "No space left on device", "/out/x")
+    assert storage_error(full, writing=False).path == "/out/x"

@@ -248,3 +248,45 @@ def test_merge_refuses_what_it_cannot_merge(tmp_path):
         assert out.returncode == 3 and "in use by another process" in out.stdout, out.stderr
     finally:
         holder.close()
+
+
+class _FullDisk:
+    """A connection whose COMMIT fails as DuckDB's does on a full disk (its WAL write fails,
+    the transaction is gone: a ROLLBACK after it is an error too)."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql, *args):
+        import duckdb
+
+        if sql == "COMMIT":
+            self._con.execute("ROLLBACK")
+            raise duckdb.TransactionException(
+                'TransactionContext Error: Failed to commit: Could not write file '
+                '"/data/s.duckdb.wal": No space left on device')
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def test_a_commit_on_a_full_disk_is_a_storage_error_and_keeps_what_was_committed(tmp_path):
+    from recaudit.errors import StorageError
+
+    path = tmp_path / "s.duckdb"
+    with AuditStore(path) as st:
+        st.write_trial(_row("t0"), _queries(3, [1, 0.5, 0.2]), None)
+        real, st.con = st.con, _FullDisk(st.con)
+        with pytest.raises(StorageError) as info:
+            st.write_trial(_row("t1"), _queries(2, [1, 1]), None)
+        st.con = real
+        # the commit's own error is the cause; the failing ROLLBACK after it is not chained
+        assert "Failed to commit" in str(info.value.__cause__)
+        assert "rollback" not in str(info.value.__cause__.__context__ or "")
+    err = info.value
+    assert str(err) == (f"cannot write {path}: no space left on the device; free space there, "
+                        "or write elsewhere")
+    assert isinstance(err, OSError) and err.errno == 28 and err.full
+    with AuditStore(path, read_only=True) as st:
+        assert st.finished() == {"t0"} and len(st.query_results()) == 3

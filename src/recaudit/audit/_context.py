@@ -25,10 +25,15 @@ def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any]
          anchor: Any = None) -> tuple[Any, float]:
     model = build_model(trial.model, **(extra or {}))
     t0 = time.perf_counter()
-    if anchor is not None and getattr(model, "uses_anchor", False):
-        model.fit(train, seed=seed, anchor=anchor)
-    else:
-        model.fit(train, seed=seed)
+    try:
+        if anchor is not None and getattr(model, "uses_anchor", False):
+            model.fit(train, seed=seed, anchor=anchor)
+        else:
+            model.fit(train, seed=seed)
+    except BaseException:  # failed or stopped: a model with files on disk removes them now
+        if hasattr(model, "close"):
+            model.close()
+        raise
     return model, time.perf_counter() - t0
 
 

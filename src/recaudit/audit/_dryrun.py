@@ -45,6 +45,7 @@ from scipy import stats
 
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
+from recaudit.models import checked_rank
 
 __all__ = ["DryRun", "dry_run"]
 
@@ -102,7 +103,7 @@ def _one_epoch(trial: TrialSpec, seed: int):
     model.fit(split.train, seed=seed)
     fit_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    ranks = model.rank(split.queries, k=trial.metrics.depth)
+    ranks = checked_rank(model, split.queries, k=trial.metrics.depth)
     rank_s = time.perf_counter() - t1
     if hasattr(model, "close"):
         model.close()

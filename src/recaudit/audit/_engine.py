@@ -168,7 +168,7 @@ class AuditStudy:
             # group of its own, so every worker starts at once instead of waiting for the
             # group's first trial to re-read the baseline
             out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
-                             datasets=(trial.dataset,)))
+                             datasets=(trial.dataset,), label=trial.label))
         return out
 
     def _finished(self) -> tuple[set[str], set[str]]:

@@ -53,6 +53,7 @@ from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
 from recaudit.experiment import ArrayCache, canonical_json, prepare
+from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
@@ -99,8 +100,8 @@ def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
     try:
         progress.report(phase=f"{phase} ranking")
         t1 = time.perf_counter()
-        ranks = model.rank(split.queries if queries is None else queries,
-                           k=trial.metrics.depth)
+        ranks = checked_rank(model, split.queries if queries is None else queries,
+                             k=trial.metrics.depth)
     finally:
         if hasattr(model, "close"):  # models with files on disk (command models) remove them
             model.close()
@@ -265,9 +266,7 @@ def _prepare(trial: TrialSpec, perturbation: Perturbation | None, *,
              charge_baseline: bool) -> _Prepared:
     started = time.time()
     t0 = time.perf_counter()
-    progress.report(label=f"{trial.model.label} · {perturbation_label(trial.perturbation)} · "
-                          f"seed {trial.seed}" + (f" · draw {trial.draw}" if trial.draw else ""),
-                    phase="loading data")
+    progress.report(label=trial.label, phase="loading data")
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
     if baseline is None:
@@ -371,8 +370,8 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
             with progress.member(i):
                 progress.report(phase="perturbed ranking")
                 t1 = time.perf_counter()
-                ranks = model.rank(p.split.queries if p.inputs is None else p.inputs,
-                                   k=p.trial.metrics.depth)
+                ranks = checked_rank(model, p.split.queries if p.inputs is None else p.inputs,
+                                     k=p.trial.metrics.depth)
                 out.append(_outcome(p, ranks, share, time.perf_counter() - t1, audit,
                                     stack=len(models)))
         return out

@@ -122,6 +122,13 @@ class TrialSpec:
         nothing else (not a model's ``title`` or ``device``; ``draw`` only when not 0)."""
         return identity(self)
 
+    @property
+    def label(self) -> str:
+        """How progress and messages name the trial: ``model · perturbation · seed s`` (and
+        ``· draw d``)."""
+        return (f"{self.model.label} · {perturbation_label(self.perturbation)} · seed "
+                f"{self.seed}" + (f" · draw {self.draw}" if self.draw else ""))
+
     def baseline_key(self, fingerprint: str) -> str:
         """Identifies the unperturbed model this trial is compared with: its identity without
         the perturbation, the draw and the metrics."""

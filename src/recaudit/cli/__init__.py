@@ -2,26 +2,34 @@
 
 Sub-commands live in their own modules (``_datasets.py``, ``_models.py``, ``_audit.py`` …)
 and are attached to :data:`app` here. Every error a user can cause — a bad option, an unknown
-command, a bad config or data file — ends as one line ``error: ...`` on stderr and exit code 2
-(a traceback only with ``--debug``); ``-v`` shows progress logs.
+command, a bad config or data file, a model of theirs that fails in a trial, a full disk or a
+folder they cannot write — ends as one line ``error: ...`` on stderr and exit code 2 (a
+traceback only with ``--debug``, which may stand anywhere on the line); one during a run says
+how many finished trials are saved. Anything else (a bug) is one line too, with exit code 1.
+Ctrl-C and SIGTERM stop a run at once: one line saying what is saved and how many running
+trials were abandoned, exit code 130 (SIGINT) or 143 (SIGTERM). ``-v`` shows progress logs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import typer
 
-from recaudit.errors import RecauditError, RecauditWarning, did_you_mean
+from recaudit.errors import (Interrupted, ModelError, RecauditError, RecauditWarning,
+                             StorageError, TrialError, did_you_mean, storage_error)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Audit recommender systems: stability, manipulation, properties.")
 
-_STATE = {"debug": False}
+_STATE: dict[str, Any] = {"debug": False, "signal": None}
 
 #: The base class of typer's usage errors: typer >= 0.29 vendors click as ``typer._click``,
 #: so ``click.ClickException`` is another class; find it from what typer itself raises.
@@ -88,15 +96,55 @@ _SHOW = warnings.showwarning
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: the exit code (0 success, 2 any user error, 130 interrupted)."""
-    with warnings.catch_warnings():
+    """Console entry point: the exit code (0 success, 1 an unexpected error, 2 any user error,
+    130 interrupted by Ctrl-C, 143 stopped by SIGTERM)."""
+    with warnings.catch_warnings(), _signals():
         warnings.showwarning = _show
         return _main(argv)
 
 
-def _saved(store: Any) -> str:
-    """What an interrupted command leaves in ``store`` (a store, or a folder of stores such as
-    ``reproduce run --dir``): its finished trials, and how to resume."""
+#: Seconds after a Ctrl-C or SIGTERM during which another one is dropped: stopping a run takes
+#: a few seconds (its workers get ``_stopping.GRACE`` to unwind), and a second Ctrl-C must not
+#: cut that short and leave workers behind.
+_STOPPING = 10.0
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """Ctrl-C or SIGTERM: stop the command (see :data:`_STOPPING`)."""
+    import time
+
+    now = time.monotonic()
+    if _STATE.get("since") is not None and now - _STATE["since"] < _STOPPING:
+        return
+    _STATE.update(signal=signum, since=now)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`~recaudit.errors.Interrupted` while the command runs
+    (main thread only; a signal the caller ignores, as a shell does for a background job's
+    SIGINT, stays ignored)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler not in (signal.SIG_IGN, None):
+            previous[sig] = signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _saved(store: Any, then: str = "run the same command again to resume") -> str:
+    """What a stopped command leaves in ``store`` (a store, or a folder of stores such as
+    ``reproduce run --dir``): its finished trials, and ``then``, what to do next."""
     from pathlib import Path
 
     from recaudit.experiment import Store
@@ -112,28 +160,86 @@ def _saved(store: Any) -> str:
         except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
             return f"{path} could not be read ({exc.one_line()})"
     where = f"the stores under {store}" if Path(store).is_dir() else str(store)
-    return (f"{n} finished trial{'s' if n != 1 else ''} saved in {where}; run the same "
-            "command again to resume")
+    return f"{n} finished trial{'s' if n != 1 else ''} saved in {where}; {then}"
 
 
 def _interrupted() -> int:
+    """Ctrl-C or SIGTERM: one line, what is saved and what was abandoned; 130 or 143."""
     from recaudit.cli._common import RUNNING
 
-    print(f"error: interrupted — {_saved(RUNNING.pop('store', None))}", file=sys.stderr)
-    return 130
+    stop = RUNNING.pop("interrupt", None)
+    signum = getattr(stop, "signum", None) or _STATE["signal"] or signal.SIGINT
+    if not isinstance(stop, Interrupted):
+        stop = Interrupted(signum)
+    then = "run the same command again to resume"
+    if stop.abandoned:
+        n = stop.abandoned
+        then = f"{n} running trial{'s' if n != 1 else ''} abandoned; {then}"
+    print(f"error: interrupted ({stop.signal_name}) — {_saved(RUNNING.pop('store', None), then)}",
+          file=sys.stderr)
+    return stop.exit_code
+
+
+_DEBUG = "run with --debug for the traceback"
+
+#: Where a command writes, when not to -o/--output: what a user chooses instead of a full or
+#: read-only place.
+_ELSEWHERE = {"export": "another DIRECTORY", "reproduce": "another --dir",
+              "merge": "a STORE in a folder you can write to"}
+
+
+def _failed(exc: BaseException) -> str:
+    """An error that stopped a command as one line: for one raised during a run, what is
+    saved; for one a traceback would explain (a model's bug, a bug here), how to see it."""
+    from recaudit.cli._common import RUNNING
+
+    store = RUNNING.pop("store", None)
+    if isinstance(exc, StorageError):
+        return _refused(exc, store)
+    if isinstance(exc, RecauditError):
+        text = exc.one_line()
+        if isinstance(exc, TrialError) and store is not None:
+            text += " — " + _saved(store, "fix it and run the same command again to resume")
+        if (isinstance(exc, TrialError) and not exc.expected) or (
+                isinstance(exc, ModelError) and exc.__cause__ is not None):
+            text += f" ({_DEBUG})"  # the user's code raised: its traceback shows where
+        return text
+    text = f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())}"
+    if store is not None:
+        text += " — " + _saved(store)
+    return f"{text} (a bug: please report it; {_DEBUG})"
+
+
+def _refused(exc: StorageError, store: Any) -> str:
+    """A write the file system refused: what, where, what is saved, what to do."""
+    from pathlib import Path
+
+    elsewhere = "choose " + _ELSEWHERE.get(_STATE.get("command") or "", "another -o/--output")
+    if store is None or not Path(store).exists():  # nothing was written: write elsewhere
+        fix = (f"free space there, or {elsewhere}" if exc.full
+               else f"{elsewhere}, in a folder you can write to")
+        return f"{exc.what}; {fix}"
+    then = ("free space there and run the same command again to resume" if exc.full else
+            "make it writable and run the same command again to resume")
+    return f"{exc.what} — {_saved(store, then)} (or {elsewhere} to start afresh)"
 
 
 def _main(argv: list[str] | None) -> int:
-    _STATE["debug"] = False
+    args = list(sys.argv[1:] if argv is None else argv)
+    _STATE.update(debug=False, signal=None, since=None,
+                  command=next((a for a in args if not a.startswith("-")), None))
+    if "--debug" in args[:args.index("--") if "--" in args else len(args)]:
+        args.remove("--debug")  # accepted after the command too: the same everywhere
+        args.insert(0, "--debug")
     try:
         # typer >= 0.29 turns Ctrl-C inside a command into a returned exit code 130
-        rv = app(args=argv, standalone_mode=False, prog_name="recaudit")
+        rv = app(args=args, standalone_mode=False, prog_name="recaudit")
         if isinstance(rv, int) and not isinstance(rv, bool) and rv == 130:
             return _interrupted()
     except RecauditError as exc:
         if _STATE["debug"]:
             raise
-        print(f"error: {exc.one_line()}", file=sys.stderr)
+        print(f"error: {_failed(exc)}", file=sys.stderr)
         return 2
     except (typer.Exit, SystemExit) as exc:  # --help, explicit exits
         code = getattr(exc, "exit_code", getattr(exc, "code", 0))
@@ -148,6 +254,13 @@ def _main(argv: list[str] | None) -> int:
             raise
         print(f"error: {_usage_message(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        if _STATE["debug"]:
+            raise
+        # a write the file system refused, outside the places known to write
+        disk = storage_error(exc, writing=False)
+        print(f"error: {_failed(disk or exc)}", file=sys.stderr)
+        return 2 if disk is not None else 1
     return 0
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from recaudit.audit import interval_text as _ci
 from recaudit.audit import p_text as _p
 from recaudit.audit import reading as story
-from recaudit.cli._common import RUNNING
+from recaudit.cli._common import running
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 
@@ -34,11 +34,11 @@ def _progress_runner(config) -> Path:
 
     from recaudit.audit import run_audit
 
-    RUNNING["store"] = Path(config.output)
     err = Console(stderr=True, highlight=False)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                  console=err, transient=False, disable=not err.is_terminal) as bar:
+    with running(config.output), Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err,
+            transient=False, disable=not err.is_terminal) as bar:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):

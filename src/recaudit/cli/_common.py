@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "split_list"]
+__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "running", "split_list"]
 
-#: The store a command is writing (``store``), so that an interrupt can say what is saved.
+#: The store a command is writing (``store``), so that an interrupt or a failed trial can say
+#: what is saved, and the interrupt that stopped it (``interrupt``: typer turns every
+#: ``KeyboardInterrupt`` into exit code 130 and drops it, and with it the number of running
+#: trials abandoned and the signal).
 RUNNING: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def running(store: str | Path) -> Iterator[None]:
+    """While a command runs a study into ``store`` (a store, or a folder of stores): an
+    interruption or an error then says how many finished trials are saved there."""
+    RUNNING["store"] = Path(store)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        RUNNING["interrupt"] = exc
+        raise
 
 
 #: Columns of a console off a terminal: tables take their natural width up to this, so no

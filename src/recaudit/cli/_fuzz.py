@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from recaudit.cli._common import console as _console
-from recaudit.cli._common import RUNNING, dataset_spec, split_list
+from recaudit.cli._common import dataset_spec, running, split_list
 from recaudit.errors import ConfigError
 
 
@@ -83,8 +83,8 @@ def fuzz_cmd(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        RUNNING["store"] = output
-        run_study(study, progress=progress)
+        with running(output):
+            run_study(study, progress=progress)
     results = load_results(output, study)
     sig = significance(results, metric=metric)
     _print(console, "Table 4.5: time (s) to generate a modification set (add heuristics)",

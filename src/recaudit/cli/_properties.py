@@ -10,7 +10,7 @@ import numpy as np
 import typer
 
 from recaudit.cli._common import console as _console
-from recaudit.cli._common import dataset_spec, split_list
+from recaudit.cli._common import dataset_spec, running, split_list
 from recaudit.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def properties_cmd(
                           years=evolving and _has_years(spec), k=k, seed=seed, folds=folds, accuracy=accuracy,
                           workers=workers, output=str(output))
     console = _console(160)
-    with console.status("properties") as status:
+    with running(output), console.status("properties") as status:
         study.run_all(progress=lambda done, total: status.update(
             f"properties: {done}/{total} trials"))
     with Store(output, read_only=True) as store:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import RUNNING
+from recaudit.cli._common import running
 
 _DIR = typer.Option(Path("results/reproduce"), "--dir",
                     help="Where runs keep their stores (large; keep them out of a repository).")
@@ -99,10 +99,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "
                               "trains nothing and records nothing", key="--dry-run")
         return _plan(chosen, scale, root, workers, scope)
-    RUNNING["store"] = root       # what an interruption reports as saved
     for n in chosen:
-        rec = run(n, scale, root, workers=workers, scope=scope,
-                  records=_records(records, root))
+        with running(root):       # what an interruption reports as saved
+            rec = run(n, scale, root, workers=workers, scope=scope,
+                      records=_records(records, root))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import RUNNING
+from recaudit.cli._common import running
 from recaudit.cli._common import console as _console
 from recaudit.errors import ConfigError
 
@@ -103,8 +103,7 @@ def mirror_cmd(
     console = _console(140)
     study = MirrorStudy(cfg, output, workers=workers)
     ids = {t.id for t in study.plan()}
-    RUNNING["store"] = output
-    with console.status("running MIRROR") as status:
+    with running(output), console.status("running MIRROR") as status:
         run_study(study, progress=lambda tid, done, total: status.update(
             f"MIRROR: {done}/{total} seeds"))
     with Store(output, read_only=True) as store:

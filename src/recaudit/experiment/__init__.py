@@ -13,7 +13,11 @@
   trains several together;
   :class:`StudyInfo`: what readers (``status``, ``results``, the report) need of a study;
 - executors: :func:`execute` (in-process, process pool with devices, Ray), and
-  :func:`run_pending` (run what a store does not hold yet, write as results arrive);
+  :func:`run_pending` (run what a store does not hold yet, write as results arrive); Ctrl-C
+  or SIGTERM stops a run at once and quietly (a pool's workers ignore SIGINT; the driver
+  stops them) with :class:`~recaudit.errors.Interrupted`, a failed trial with
+  :class:`~recaudit.errors.TrialError`, a refused write with
+  :class:`~recaudit.errors.StorageError`;
 - the results store: :class:`Store`, holding the tables the studies declare
   (:class:`Table`, :func:`register`) and this layer's own (``meta``, ``plans``);
   :func:`merge_stores` makes stores filled on several machines one, and

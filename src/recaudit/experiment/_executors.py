@@ -13,6 +13,15 @@ instead of waiting for the first job's own work (a perturbed fit, a TracIn refit
 Workers of a pool are limited to ``threads_per_worker`` torch threads and get
 ``ExecutorSpec.devices`` round-robin (:func:`recaudit.models.set_process_device`).
 
+Stopping: Ctrl-C (or SIGTERM, or any error) in the process that iterates over the results
+stops the run at once: a pool's workers, which ignore SIGINT, are stopped by the driver
+(:mod:`recaudit.experiment._stopping`: SIGTERM, a short grace, SIGKILL) and print nothing; the
+executor raises :class:`~recaudit.errors.Interrupted` with the number of running jobs it
+abandoned. A job that raises stops a pool the same way (the in-process executor stops there
+too; Ray lets the others finish) and its error reaches the caller. A ``KeyboardInterrupt``
+that hits the caller while it handles a result should be thrown into the generator
+(``results.throw(exc)``), which then stops the same way.
+
 On Ray (:mod:`recaudit.experiment._ray`) nothing goes through a file system: ``data`` names the
 datasets a job reads, which the driver loads once and ships through Ray's object store, and
 ``share`` makes a group's product (the audit's baseline) once, as a task whose result each job of
@@ -22,13 +31,16 @@ the data and the cached products themselves, on the one machine they share.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from recaudit.errors import Interrupted
 from recaudit.experiment._schedule import Job, split_groups
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
+from recaudit.experiment._stopping import in_job, sigint_ignored, stop_workers, worker_signals
 
 __all__ = ["execute"]
 
@@ -37,14 +49,16 @@ log = logging.getLogger(__name__)
 
 def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
     """Run ``fn(*args)`` in a worker, with ``threads`` torch intra-op threads if given."""
-    if threads is not None:
-        import torch
+    with in_job():
+        if threads is not None:
+            import torch
 
-        torch.set_num_threads(threads)
-    return fn(*args)
+            torch.set_num_threads(threads)
+        return fn(*args)
 
 
 def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
+    worker_signals()                 # the driver alone handles Ctrl-C and stops the workers
     import torch
 
     from recaudit._memory import keep_freed_memory
@@ -68,7 +82,8 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
             group: Callable[[Job], Hashable] | None = None,
             share: Callable[..., Any] | None = None,
             prime: Callable[..., Any] | None = None,
-            data: Callable[[Job], Sequence[DatasetSpec]] | None = None) -> Iterator[Any]:
+            data: Callable[[Job], Sequence[DatasetSpec]] | None = None
+            ) -> Generator[Any, None, None]:
     """Run ``fn(*job)`` for every job and yield the results as they finish.
 
     The order of results depends on the executor (in-process: job order); the results do not.
@@ -98,7 +113,14 @@ def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> I
         set_process_device(spec.devices[0])
     try:
         for job in jobs:  # the caller's process: its thread settings are left alone
-            yield fn(*job)
+            try:
+                outcome = fn(*job)
+            except KeyboardInterrupt as exc:
+                raise Interrupted.of(exc, 1).with_traceback(exc.__traceback__) from None
+            try:
+                yield outcome
+            except KeyboardInterrupt as exc:  # thrown in while the caller handled a result
+                raise Interrupted.of(exc, 0) from None
     finally:
         if spec.devices:
             set_process_device(before)
@@ -146,10 +168,15 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
     remaining = list(enumerate(jobs))
     for attempt in range(spec.retries + 1):
         finished: set[int] = set()
+        once = _pool_once(fn, remaining, spec, group, prime)
         try:
-            for i, outcome in _pool_once(fn, remaining, spec, group, prime):
+            for i, outcome in once:
                 finished.add(i)
-                yield outcome
+                try:
+                    yield outcome
+                except KeyboardInterrupt as stop:  # thrown in: the pool stops, says what it
+                    once.throw(stop)               # abandons (raises Interrupted)
+                    raise
             return
         except BrokenProcessPool as exc:
             remaining = [(i, j) for i, j in remaining if i not in finished]
@@ -162,31 +189,54 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
             warnings.warn(f"a worker process died (killed, or out of memory); the pool was "
                           f"replaced and {len(remaining)} unfinished jobs run again (retry "
                           f"{attempt + 1} of {spec.retries})", RecauditWarning, stacklevel=2)
+        finally:
+            once.close()
 
 
 def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: ExecutorSpec,
                group: Callable[[Job], Hashable] | None,
-               prime: Callable[..., Any] | None) -> Iterator[tuple[int, Any]]:
+               prime: Callable[..., Any] | None) -> Generator[tuple[int, Any], None, None]:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
     counter = ctx.Value("i", 0)    # deals spec.devices to the workers round-robin
     index: dict[Future, int] = {}
-    with ProcessPoolExecutor(spec.workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(spec.threads_per_worker, spec.devices, counter)) as pool:
-        def submit(job: tuple[int, Job]) -> Future:
-            fut = pool.submit(_call, fn, job[1], spec.threads_per_worker)
-            index[fut] = job[0]
-            return fut
+    live: set[Future] = set()      # every job submitted (trials and primes), for the count
+    pool = ProcessPoolExecutor(spec.workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(spec.threads_per_worker, spec.devices, counter))
 
-        def wait_any(fs: set) -> set:
-            return set(wait(fs, return_when=FIRST_COMPLETED)[0])
+    def start(f: Callable[..., Any], job: Job) -> Future:
+        growing = len(getattr(pool, "_processes", None) or ()) < spec.workers
+        # a worker spawned here (the pool spawns one per submit until it is full) inherits
+        # the ignored SIGINT
+        with sigint_ignored() if growing else contextlib.nullcontext():
+            fut = pool.submit(_call, f, job, spec.threads_per_worker)
+        live.add(fut)
+        return fut
 
-        def start_prime(job: tuple[int, Job]) -> Future:
-            assert prime is not None
-            return pool.submit(_call, prime, job[1], spec.threads_per_worker)
+    def submit(job: tuple[int, Job]) -> Future:
+        fut = start(fn, job[1])
+        index[fut] = job[0]
+        return fut
 
-        by_group = None if group is None else (lambda job: group(job[1]))
+    def wait_any(fs: set) -> set:
+        return set(wait(fs, return_when=FIRST_COMPLETED)[0])
+
+    def start_prime(job: tuple[int, Job]) -> Future:
+        assert prime is not None
+        return start(prime, job[1])
+
+    by_group = None if group is None else (lambda job: group(job[1]))
+    try:
         yield from _scheduled(jobs, by_group, submit, wait_any,
                               lambda f: (index.get(f), f.result()),
                               None if prime is None else start_prime)
+    except BaseException as exc:  # Ctrl-C, SIGTERM, a failed job, the caller stopped
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        running = min(sum(f.running() for f in live), len(workers))
+        stop_workers(workers)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted.of(exc, running) from None
+        raise
+    pool.shutdown(wait=True)

@@ -13,8 +13,8 @@ removes the file when the trial ends, however it ends.
 :func:`heartbeats` reads them back for ``recaudit status``, keeping only those whose worker is
 alive (a killed run leaves files that are then ignored, and removed by the next run). The
 remaining time of a phase is estimated from its epochs: ``elapsed / epoch * (epochs -
-epoch)``. A heartbeat that cannot be written (a full or read-only disk) is logged once and
-given up: watching never fails a trial. Ray's workers may run on other machines, so runs on
+epoch)``. A heartbeat that cannot be written (a full or read-only disk) is logged once (at
+INFO: ``recaudit -v``) and given up: watching never fails a trial. Ray's workers may run on other machines, so runs on
 Ray keep none.
 """
 
@@ -76,8 +76,10 @@ class Heartbeat:
             atomic_text(self.path, json.dumps(self.state))
         except OSError as exc:
             self._broken = True
-            log.warning("cannot write the heartbeat %s (%s); the trial goes on without one",
-                        self.path, exc)
+            # info, not a warning: a worker never prints (a full disk would make every
+            # worker say it); the run's own progress file warns once, in the driver
+            log.info("cannot write the heartbeat %s (%s); the trial goes on without one",
+                     self.path, exc)
         self._written = now
 
     def __enter__(self) -> Heartbeat:
@@ -91,8 +93,8 @@ class Heartbeat:
         try:
             self.path.unlink(missing_ok=True)
         except OSError as err:
-            if not self._broken:                # else the warning was given already
-                log.warning("cannot remove the heartbeat %s (%s)", self.path, err)
+            if not self._broken:                # else the message was given already
+                log.info("cannot remove the heartbeat %s (%s)", self.path, err)
 
 
 def _alive(pid: Any) -> bool:

@@ -29,7 +29,8 @@ Failures: a task whose worker process or node dies is run again, up to ``retries
 job itself is not retried: the executor stops nothing that is running, yields every result that
 still arrives (so no finished trial is lost), does not start the held-back rest of a failed
 first job's group, and raises the first error at the end. Closing the generator (the caller stopped) cancels what
-has not finished.
+has not finished; so does Ctrl-C (:class:`~recaudit.errors.Interrupted`, with the number of
+jobs in flight).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
-from recaudit.errors import ConfigError, RecauditError
+from recaudit.errors import ConfigError, Interrupted, RecauditError
 from recaudit.experiment._schedule import Job, split_groups
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
 
@@ -208,6 +209,8 @@ def run_ray(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
         if failures:
             log.error("%d job(s) failed; the results that arrived were kept", len(failures))
             raise failures[0]
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: what was in flight is cancelled
+        raise Interrupted.of(exc, len(pending)) from None
     finally:
         for ref in [*pending, *products.values()] if pending else []:
             try:

@@ -39,7 +39,12 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
-    trial id, so a trial that arrives twice (a retried task) is stored once."""
+    trial id, so a trial that arrives twice (a retried task) is stored once.
+
+    Interrupted (Ctrl-C, SIGTERM: a ``KeyboardInterrupt``), it raises
+    :class:`~recaudit.errors.Interrupted` with the number of running jobs (trials, or stacks
+    of trials) it abandoned, once the executor has stopped them; the finished ones are
+    stored."""
     def ids(key: str | tuple[str, ...]) -> tuple[str, ...]:
         return key if isinstance(key, tuple) else (key,)
 
@@ -51,11 +56,19 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", to_run, total, finished)
-    for result in execute(fn, jobs, executor, group=group, share=share, prime=prime,
-                          data=data):
-        for outcome in (result if isinstance(result, Stacked) else [result]):
-            tid = write(store, outcome)
-            finished += 1
-            if progress:
-                progress(tid, finished, total)
+    results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data)
+    try:
+        for result in results:
+            try:
+                for outcome in (result if isinstance(result, Stacked) else [result]):
+                    tid = write(store, outcome)
+                    finished += 1
+                    if progress:
+                        progress(tid, finished, total)
+            except KeyboardInterrupt as exc:
+                # the executor stops its workers and says how many running trials it abandons
+                results.throw(exc)
+                raise
+    finally:
+        results.close()  # whatever stopped the loop, the workers stop now
     return to_run

@@ -5,7 +5,9 @@ inference, which older DuckDB versions do not understand for pandas 3's string d
 call of :meth:`Store.insert` (or a :meth:`Store.transaction` block) is one transaction, so a
 process killed at any moment (even SIGKILL) leaves either all of it or nothing. DuckDB allows
 one writing process per file: a second one gets :class:`StoreBusyError` (a running study
-publishes its progress beside the store, :func:`recaudit.experiment.read_progress`).
+publishes its progress beside the store, :func:`recaudit.experiment.read_progress`). A write
+the file system refuses (a full disk, a read-only folder) is a
+:class:`~recaudit.errors.StorageError` naming the file, and leaves what was committed before.
 
 The store knows no study: tables are declared by the studies (:mod:`._schema`), created when a
 study first writes them (:meth:`Store.ensure`) and migrated there (columns added with their
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeAlias
 import numpy as np
 import pandas as pd
 
+from recaudit._files import writing
 from recaudit.errors import RecauditError, StoreBusyError
 from recaudit.experiment._schema import META, TABLES, Table
 
@@ -106,9 +109,11 @@ class Store:
             raise RecauditError(f"no results store at {self.path}; run a study first "
                                 "(recaudit run CONFIG, recaudit audit ...)")
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with writing(self.path.parent, action="create the folder"):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            with writing(self.path, action="open the results store"):
+                self.con = duckdb.connect(str(self.path), read_only=read_only)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StoreBusyError(
@@ -123,7 +128,11 @@ class Store:
         self._depth = 0
         self._renamed: dict[tuple[str, str], str] = {}  # (table, name) -> name in this file
         if not read_only:
-            self.ensure(META)
+            try:
+                self.ensure(META)
+            except BaseException:
+                self.con.close()
+                raise
         self._scan_renames()
 
     def __enter__(self) -> Self:
@@ -133,7 +142,8 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.con.close()
+        with writing(self.path):  # closing writes the last changes into the file
+            self.con.close()
 
     # ------------------------------------------------------------------ structure
     def tables(self) -> set[str]:
@@ -153,7 +163,8 @@ class Store:
         present = self.tables()
         for table in tables:
             if table.name not in present:
-                self.con.execute(table.ddl())
+                with writing(self.path):
+                    self.con.execute(table.ddl())
                 continue
             have = self._present(table.name)
             for c in table.columns:
@@ -216,13 +227,17 @@ class Store:
             finally:
                 self._depth -= 1
             return
+        import duckdb
+
         self.con.execute("BEGIN TRANSACTION")
         self._depth = 1
         try:
-            yield
-            self.con.execute("COMMIT")
+            with writing(self.path):
+                yield
+                self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
+                self.con.execute("ROLLBACK")
             raise
         finally:
             self._depth = 0
@@ -346,7 +361,8 @@ class Store:
         if fmt not in ("parquet", "csv"):
             raise RecauditError(f"unknown export format {fmt!r}; use parquet or csv")
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        with writing(directory, action="create the folder"):
+            directory.mkdir(parents=True, exist_ok=True)
         out = []
         order = [n for n in TABLES if n in self.tables()]
         order += sorted(self.tables() - set(order))
@@ -356,6 +372,7 @@ class Store:
             path = directory / f"{name}.{fmt}"
             opts = "(FORMAT PARQUET)" if fmt == "parquet" else "(HEADER, DELIMITER ',')"
             quoted = path.as_posix().replace("'", "''")
-            self.con.execute(f"COPY {name} TO '{quoted}' {opts}")
+            with writing(path):
+                self.con.execute(f"COPY {name} TO '{quoted}' {opts}")
             out.append(path)
         return out

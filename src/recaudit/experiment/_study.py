@@ -38,6 +38,7 @@ import logging
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ from typing import Any, ClassVar, Protocol
 from recaudit import _progress
 from recaudit._files import atomic_text
 from recaudit._ids import spec_id
-from recaudit.errors import RecauditError
+from recaudit.errors import (RecauditError, RecauditWarning, StorageError, TrialError,
+                             storage_error)
 from recaudit.experiment._heartbeat import Heartbeat, clear_heartbeats, heartbeat_dir
 from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import PLANS, Table
@@ -65,12 +67,18 @@ class Trial:
     """One planned trial: ``id`` (its key in the store), ``job`` (what the study's ``run``
     function receives; small and picklable), ``group`` (trials of a group share a product:
     the first runs first, the rest after it), ``datasets`` (what it reads, shipped to Ray
-    workers)."""
+    workers), ``label`` (how messages name it: model, perturbation, seed; default its id)."""
 
     id: str
     job: Any
     group: str | None = None
     datasets: tuple[DatasetSpec, ...] = ()
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        """How messages name the trial: its label, else its id."""
+        return self.label or self.id
 
 
 class Study(Protocol):
@@ -125,20 +133,39 @@ class StudyInfo:
 
 def _call(run: Callable[..., Any], beats: str | None, trial: Trial | list[Trial],
           *product: Any) -> Any:
-    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given); a
-    stack (a list of trials: only ``share``/``prime`` are called on one) stands for its first."""
+    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given); an
+    error it raises becomes a :class:`~recaudit.errors.TrialError` naming the trial (the
+    error its cause). A stack (a list of trials: only ``share``/``prime`` are called on one)
+    stands for its first."""
     if isinstance(trial, list):
         trial = trial[0]
-    if beats is None:
-        return run(trial.job, *product)
-    with Heartbeat(beats, trial.id):
-        return run(trial.job, *product)
+    try:
+        if beats is None:
+            return run(trial.job, *product)
+        with Heartbeat(beats, trial.id):
+            return run(trial.job, *product)
+    except (TrialError, StorageError):  # a full disk is not the trial's fault: say where
+        raise
+    except Exception as exc:
+        raise (storage_error(exc, writing=False) or TrialError(trial.name, exc)) from exc
 
 
 def _call_stack(run_stack: Callable[..., Any], beats: str | None, trials: list[Trial],
                 *product: Any) -> Stacked:
     """A worker runs a stack of trials with ``run_stack`` (one heartbeat per trial: what a
     member reports inside :func:`recaudit._progress.member` reaches its own, the rest all)."""
+    try:
+        return _run_stack(run_stack, beats, trials, *product)
+    except (TrialError, StorageError):
+        raise
+    except Exception as exc:
+        name = f"{trials[0].name} (in a stack of {len(trials)})" if len(trials) > 1 \
+            else trials[0].name
+        raise (storage_error(exc, writing=False) or TrialError(name, exc)) from exc
+
+
+def _run_stack(run_stack: Callable[..., Any], beats: str | None, trials: list[Trial],
+               *product: Any) -> Stacked:
     if beats is None:
         return Stacked(run_stack([t.job for t in trials], *product))
     with ExitStack() as stack:
@@ -225,8 +252,18 @@ def read_progress(store: str | Path) -> dict[str, Any] | None:
 
 
 def _publish(store: Path, state: dict[str, Any]) -> None:
+    """Write the run's progress beside the store. Watching never stops a run: a progress file
+    the file system refuses (a full disk, a folder made read-only) is a warning, given once;
+    the results still go to the store, which says itself when it cannot take them."""
     state["updated"] = time.time()
-    atomic_text(progress_path(store), json.dumps(state, indent=1))
+    try:
+        atomic_text(progress_path(store), json.dumps(
+            {k: v for k, v in state.items() if k != "_warned"}, indent=1))
+    except OSError as exc:
+        if not state.get("_warned"):
+            state["_warned"] = True
+            warnings.warn(f"the progress of this run cannot be written ({exc}); `recaudit "
+                          "status` will not show it", RecauditWarning, stacklevel=2)
 
 
 def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
@@ -236,7 +273,10 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
     ``trials``: the study's plan when the caller has made it already. ``progress(trial_id,
     finished, total)`` is called once with ``None`` for the trials already stored, then after
     each trial. Interrupted (Ctrl-C, a kill), the store keeps every trial that had finished;
-    running the same study again resumes.
+    running the same study again resumes (Ctrl-C and SIGTERM raise
+    :class:`~recaudit.errors.Interrupted`, saying how many running trials were abandoned). A
+    trial that fails raises :class:`~recaudit.errors.TrialError`, naming it; the run stops
+    there (on Ray, once the other trials have finished), keeping the finished trials.
     """
     output = Path(study.output)
     trials = list(study.plan() if trials is None else trials)

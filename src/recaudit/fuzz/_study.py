@@ -85,11 +85,11 @@ def _ratings(dataset: DatasetSpec) -> Interactions:
 
 def _fit_rank(model: ModelSpec, train: Interactions, queries: Queries, seed: int, k: int
               ) -> tuple[RankLists, float]:
-    from recaudit.models import create
+    from recaudit.models import checked_fit, checked_rank, create
 
     t0 = time.perf_counter()
-    rec = create(model.name, **model.params).fit(train, seed=seed)
-    return rec.rank(queries, k=k), time.perf_counter() - t0
+    rec = checked_fit(create(model.name, **model.params), train, seed=seed)
+    return checked_rank(rec, queries, k=k), time.perf_counter() - t0
 
 
 @lru_cache(maxsize=4)
@@ -184,7 +184,9 @@ class FuzzStudy(Config):
 
     def plan(self) -> list[Trial]:
         fp = _ratings(self.dataset).fingerprint()
-        return [Trial(t.trial_id(fp), t, datasets=(t.dataset,)) for t in self.trials()]
+        return [Trial(t.trial_id(fp), t, datasets=(t.dataset,),
+                      label=f"{t.model.label} · {t.spec} · set {t.set_index}")
+                for t in self.trials()]
 
     def facts(self) -> dict[str, Any]:
         log = _ratings(self.dataset)

@@ -23,7 +23,8 @@ from recaudit.models._device import (check_device, process_device, resolve_devic
                                      set_process_device)
 from recaudit.models._params import Configurable
 from recaudit.models._presets import PRESETS, Preset, preset
-from recaudit.models._protocol import Recommender, as_queries, top_k_from_scores
+from recaudit.models._protocol import (Recommender, as_queries, checked_fit, checked_rank,
+                                       top_k_from_scores)
 from recaudit.models._registry import available, create, model_class, parameters, register
 from recaudit.models._scratch import scratch_dir
 from recaudit.models.sequential import (BERT4Rec, GRU4Rec, JODIE, LSTM, LatentCross, SASRec,
@@ -33,7 +34,7 @@ __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD"
            "ItemKNN", "JODIE", "LSTM", "LatentCross", "LightFM", "PRESETS", "Preset",
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
-           "available", "check_device", "create", "model_class", "parameters", "preset",
+           "available", "checked_fit", "checked_rank", "check_device", "create", "model_class", "parameters", "preset",
            "process_device",
            "register", "resolve_device", "scratch_dir", "set_process_device",
            "top_k_from_scores"]

@@ -7,8 +7,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from recaudit.data import Interactions, Queries, RankLists
+from recaudit.errors import ModelError
 
-__all__ = ["Recommender", "as_queries"]
+__all__ = ["Recommender", "as_queries", "checked_fit", "checked_rank"]
 
 
 @runtime_checkable
@@ -26,6 +27,47 @@ class Recommender(Protocol):
     def fit(self, train: Interactions, *, seed: int) -> Recommender: ...
 
     def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists: ...
+
+
+def checked_fit(model: Recommender, train: Interactions, **fit_args: object) -> Recommender:
+    """``model.fit(train, **fit_args)``, held to the contract: ``fit`` returns the model
+    (``self``); anything else is a :class:`~recaudit.errors.ModelError`."""
+    out = model.fit(train, **fit_args)  # type: ignore[arg-type]
+    if out is not model:
+        raise ModelError(f"{type(model).__name__}.fit must return the model itself (return "
+                         f"self), got {_kind(out)}")
+    return out
+
+
+def checked_rank(model: Recommender, queries: Queries | Interactions,
+                 k: int | None = None) -> RankLists:
+    """``model.rank(queries, k=k)``, held to the contract: a
+    :class:`~recaudit.data.RankLists` with one list per query (when ``queries`` is a
+    :class:`~recaudit.data.Queries` batch), at most ``k`` items long, of item codes in
+    ``[0, n_items)``. Anything else is a :class:`~recaudit.errors.ModelError` saying what
+    came back, instead of an ``AttributeError`` deep inside the metrics."""
+    out = model.rank(queries, k=k)
+    name = f"{type(model).__name__}.rank"
+    if not isinstance(out, RankLists):
+        raise ModelError(f"{name} must return RankLists (got {_kind(out)}); return "
+                         "recaudit.data.RankLists(items[, scores]), one row per query")
+    if isinstance(queries, Queries) and len(out) != len(queries):
+        raise ModelError(f"{name} returned {len(out)} rank list{'s' if len(out) != 1 else ''} "
+                         f"for {len(queries)} queries; it must return one list per query, in "
+                         "their order")
+    if k is not None and out.depth > k:
+        raise ModelError(f"{name}(queries, k={k}) returned lists of {out.depth} items; at "
+                         "most k")
+    n_items = queries.n_items
+    if out.items.size and (out.items.min() < 0 or out.items.max() >= n_items):
+        bad = out.items[(out.items < 0) | (out.items >= n_items)][0]
+        raise ModelError(f"{name} returned item code {int(bad)}, outside the catalogue's "
+                         f"[0, {n_items}); codes are the training data's dense item codes")
+    return out
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else type(value).__name__
 
 
 def as_queries(queries: Queries | Interactions, max_len: int = 200) -> Queries:

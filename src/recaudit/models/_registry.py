@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from recaudit.errors import ConfigError, did_you_mean
+from recaudit.errors import ConfigError, ModelError, RecauditError, did_you_mean
 
 __all__ = ["register", "create", "available", "model_class", "parameters"]
 
@@ -57,9 +57,26 @@ def _import(target: str, name: str) -> type:
     missing = [m for m in ("fit", "rank") if not callable(getattr(cls, m, None))]
     if missing:
         raise ConfigError(f"model {name!r}: class {attr} has no {' or '.join(missing)} "
-                          "method", hint="a model needs fit(train, *, seed) and "
-                                         "rank(queries, k)")
+                          "method", hint=_PROTOCOL)
+    for method, argument in (("fit", "seed"), ("rank", "k")):
+        if not _takes(getattr(cls, method), argument):
+            raise ConfigError(f"model {name!r}: {attr}.{method} takes no argument "
+                              f"{argument!r}", hint=_PROTOCOL)
     return cls
+
+
+_PROTOCOL = "a model needs fit(self, train, *, seed) and rank(self, queries, k=None)"
+
+
+def _takes(method: Any, argument: str) -> bool:
+    """Whether ``method`` can be called with keyword ``argument`` (unknown: yes)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a builtin or C method: cannot tell
+        return True
+    return argument in params and params[argument].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL) or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _entry_point(name: str) -> str | None:
@@ -96,14 +113,31 @@ def create(name: str, **params: Any) -> Any:
     """Instantiate the model registered as ``name`` with ``params`` (validated by its
     constructor: unknown or ill-typed parameters are a :class:`ConfigError`).
 
-    ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``.
+    ``name`` may be a preset ``model@paper``: its parameters, overridden by ``params``. A
+    constructor of a class named ``package.module:Class`` (or offered by a package) that
+    rejects the parameters is a :class:`ConfigError`; one that fails otherwise a
+    :class:`~recaudit.errors.ModelError` (its exception the cause).
     """
     if "@" in name:
         from recaudit.models._presets import preset
 
         p = preset(name)
         return create(p.model, **{**p.params, **params})
-    return model_class(name)(**params)
+    cls = model_class(name)
+    try:
+        return cls(**params)
+    except RecauditError:
+        raise
+    except TypeError as exc:
+        if name in _REGISTRY:
+            raise
+        raise ConfigError(f"model {name!r}: {exc}", hint=f"its parameters: "
+                          f"{cls.__name__}{inspect.signature(cls)}") from exc
+    except Exception as exc:
+        if name in _REGISTRY:
+            raise
+        raise ModelError(f"model {name!r} could not be built: {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())}") from exc
 
 
 def parameters(name: str) -> list[tuple[str, str, str]]:

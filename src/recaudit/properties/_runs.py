@@ -196,7 +196,8 @@ class PropertyStudy(Config):
 
     def plan(self) -> list[Trial]:
         fp = load_dataset(self.dataset).fingerprint()
-        return [Trial(spec_id(t.to_dict(), fp), t, datasets=(t.dataset,))
+        return [Trial(spec_id(t.to_dict(), fp), t, datasets=(t.dataset,),
+                      label=f"{t.model.label} · fraction {t.fraction:g}")
                 for t in self.trials()]
 
     def facts(self) -> dict[str, Any]:

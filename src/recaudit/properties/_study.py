@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.data import Interactions
+from recaudit.models import checked_rank
 from recaudit.properties._templates import instantiate
 from recaudit.properties._universe import Universe
 from recaudit.seeds import make_rng
@@ -88,7 +89,7 @@ def recommend_all(model: Any, users: np.ndarray, k: int, n_items: int,
     q = Queries(users, np.zeros(len(users) + 1, dtype=np.int64), np.zeros(0, np.int32),
                 np.zeros(0), np.full(len(users), -1), np.zeros(len(users)), n_items,
                 int(users.max(initial=-1)) + 1)
-    items = model.rank(q, k=k).items
+    items = checked_rank(model, q, k=k).items
     out = np.full((len(users), k), -1, dtype=np.int32)
     out[:, :items.shape[1]] = items
     return out

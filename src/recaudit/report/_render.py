@@ -109,11 +109,15 @@ def render_latex(report: Report) -> str:
 def write_csv(report: Report, directory: Path) -> list[Path]:
     """Write every table to ``directory/<table key>.csv`` (numbers as numbers, with
     ``std``/``mark``/``p`` columns where a table has them)."""
+    from recaudit._files import writing
+
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    with writing(directory, action="create the folder"):
+        directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for t in report.tables:
         path = directory / f"{t.key}.csv"
-        t.to_frame().to_csv(path, index=False)
+        with writing(path):
+            t.to_frame().to_csv(path, index=False)
         paths.append(path)
     return paths

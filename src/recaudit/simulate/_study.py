@@ -46,7 +46,8 @@ class MirrorStudy:
         return [dataclasses.replace(self.config, seeds=(s,)) for s in self.config.seeds]
 
     def plan(self) -> list[Trial]:
-        return [Trial(spec_id(c.to_dict()), c) for c in self.seed_configs()]
+        return [Trial(spec_id(c.to_dict()), c, label=f"MIRROR · seed {c.seeds[0]}")
+                for c in self.seed_configs()]
 
     def facts(self) -> dict[str, Any]:
         return {"mirror.config": self.config.to_dict()}

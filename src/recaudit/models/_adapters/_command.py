@@ -191,12 +191,14 @@ class CommandModel(Configurable):
         try:
             out, err = proc.communicate(timeout=self.config.timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):  # it may have just ended
-                os.killpg(proc.pid, signal.SIGKILL)  # the whole process group it started
+            _kill(proc)
             out, err = proc.communicate()
             raise CommandError(f"{where} timed out after {self.config.timeout:g} s and was "
                                f"killed ({files})\n  hint: raise timeout=... or make the "
                                "command faster") from None
+        except BaseException:  # Ctrl-C, or the run stopping this worker: the program goes too
+            _kill(proc)
+            raise
         if proc.returncode != 0:
             raise CommandError(f"{where} failed with exit code {proc.returncode} ({files})\n"
                                f"  its output ends with:\n{_tail(err or out) or '    (nothing)'}")
@@ -267,3 +269,12 @@ class CommandModel(Configurable):
             self._finalizer()
         self._workspace = None
         self._finalizer = None
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill the process group a command started (it runs in a session of its own, so no
+    signal of the terminal's reaches it), and reap it."""
+    with contextlib.suppress(ProcessLookupError):  # it may have just ended
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)

@@ -1,4 +1,7 @@
-"""The checks of the conformance kit: each raises ``AssertionError`` saying what broke."""
+"""The checks of the conformance kit: each raises ``AssertionError`` saying what broke, or
+:class:`~recaudit.errors.ModelError` when the model breaks the protocol itself (``fit`` not
+returning the model, ``rank`` not returning one :class:`~recaudit.data.RankLists` row per
+query: :func:`recaudit.models.checked_rank`)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import numpy as np
 
 from recaudit.data import Interactions, Queries, RankLists, holdout_last
 from recaudit.metrics import mrr_batch
+from recaudit.models import checked_fit as _fit
+from recaudit.models import checked_rank as _rank
 
 __all__ = ["planted_log", "leave_last_out", "next_item_mrr", "popularity_ranklists",
            "check_rank_shapes", "check_topk_consistent", "check_determinism",
@@ -61,8 +66,8 @@ def popularity_ranklists(train: Interactions, n_queries: int) -> RankLists:
 # ---------------------------------------------------------------------------------- checks
 def check_rank_shapes(model, train: Interactions, queries: Queries, k: int = 5) -> None:
     """Shapes, id ranges, distinct rows, non-increasing scores; ``Interactions`` queries."""
-    full = model.rank(queries)
-    top = model.rank(queries, k=k)
+    full = _rank(model, queries)
+    top = _rank(model, queries, k=k)
     n, m = len(queries), train.n_items
     assert full.items.shape[0] == n, f"full ranking has {full.items.shape[0]} rows, expected {n}"
     assert 1 <= full.depth <= m, f"full ranking depth {full.depth} not in [1, {m}]"
@@ -75,7 +80,7 @@ def check_rank_shapes(model, train: Interactions, queries: Queries, k: int = 5) 
         assert not (srt[:, 1:] == srt[:, :-1]).any(), "an item appears twice in one list"
         if lists.scores is not None:
             assert (np.diff(lists.scores, axis=1) <= 0).all(), "scores increase along a list"
-    by_log = model.rank(train, k=k)
+    by_log = _rank(model, train, k=k)
     n_active = int((train.user_counts() > 0).sum())
     assert by_log.items.shape == (n_active, min(k, full.depth)), \
         f"rank(Interactions) gave {by_log.items.shape}, expected one row per active user"
@@ -83,9 +88,9 @@ def check_rank_shapes(model, train: Interactions, queries: Queries, k: int = 5) 
 
 def check_topk_consistent(model, queries: Queries, ks=(1, 3, 7)) -> None:
     """The top-k list is the first k positions of the full list."""
-    full = model.rank(queries)
+    full = _rank(model, queries)
     for k in ks:
-        top = model.rank(queries, k=k)
+        top = _rank(model, queries, k=k)
         kk = min(k, full.depth)
         assert np.array_equal(top.items, full.items[:, :kk]), f"top-{k} != full[:, :{k}]"
 
@@ -101,28 +106,28 @@ def check_determinism(make_model: ModelFactory, train: Interactions, queries: Qu
                       seed: int = 0) -> RankLists:
     """Two fits with the same data and seed: bit-identical parameters (when exposed as
     ``network_``) and bit-identical rank lists (items and scores)."""
-    a, b = make_model().fit(train, seed=seed), make_model().fit(train, seed=seed)
+    a, b = _fit(make_model(), train, seed=seed), _fit(make_model(), train, seed=seed)
     pa, pb = _param_bytes(a), _param_bytes(b)
     assert pa == pb, "parameters differ between two fits with the same seed"
-    la, lb = a.rank(queries), b.rank(queries)
+    la, lb = _rank(a, queries), _rank(b, queries)
     assert la.equals(lb), "rank lists differ between two fits with the same seed"
     return la
 
 
 def check_seed_changes(make_model: ModelFactory, train: Interactions, queries: Queries) -> None:
     """A different seed gives different rank lists (the seed controls the randomness)."""
-    a = make_model().fit(train, seed=0).rank(queries)
-    b = make_model().fit(train, seed=1).rank(queries)
+    a = _rank(_fit(make_model(), train, seed=0), queries)
+    b = _rank(_fit(make_model(), train, seed=1), queries)
     assert not a.equals(b), "seeds 0 and 1 give identical rank lists: is the seed used?"
 
 
 def check_deletion_changes(make_model: ModelFactory, train: Interactions, queries: Queries,
                            seed: int = 0) -> None:
     """Deleting one training interaction changes the rank lists (same seed)."""
-    a = make_model().fit(train, seed=seed).rank(queries)
+    a = _rank(_fit(make_model(), train, seed=seed), queries)
     drop = np.ones(len(train), dtype=bool)
     drop[len(train) // 3] = False
-    b = make_model().fit(train.take(drop), seed=seed).rank(queries)
+    b = _rank(_fit(make_model(), train.take(drop), seed=seed), queries)
     assert not np.array_equal(a.items, b.items), \
         "deleting a training interaction left every rank list unchanged"
 
@@ -139,10 +144,10 @@ def check_inputs_not_mutated(make_model: ModelFactory, train: Interactions,
                              queries: Queries) -> None:
     """fit and rank leave the content and the writeable flags of their inputs unchanged."""
     before_t, before_q, fp = _snapshot(train), _snapshot(queries), train.fingerprint()
-    model = make_model().fit(train, seed=0)
-    model.rank(queries)
-    model.rank(queries, k=2)
-    model.rank(train, k=2)
+    model = _fit(make_model(), train, seed=0)
+    _rank(model, queries)
+    _rank(model, queries, k=2)
+    _rank(model, train, k=2)
     assert _snapshot(train) == before_t, "fit/rank modified the training log"
     assert _snapshot(queries) == before_q, "rank modified the queries"
     assert train.replace().fingerprint() == fp, "training log content changed"
@@ -152,24 +157,24 @@ def check_targets_not_read(make_model: ModelFactory, train: Interactions,
                            queries: Queries) -> None:
     """Ranking never looks at the queries' ground truth: scrambled or hidden targets give the
     same lists."""
-    model = make_model().fit(train, seed=0)
-    ref = model.rank(queries)
+    model = _fit(make_model(), train, seed=0)
+    ref = _rank(model, queries)
     rng = np.random.default_rng(0)
     for target in (rng.permutation(queries.target), np.full(len(queries), -1)):
         q2 = Queries(queries.user, queries.context_indptr, queries.context_item,
                      queries.context_time, target, queries.timestamp, queries.n_items,
                      queries.n_users)
-        assert model.rank(q2).equals(ref), "rank lists depend on the queries' targets"
+        assert _rank(model, q2).equals(ref), "rank lists depend on the queries' targets"
 
 
 def check_query_independence(make_model: ModelFactory, train: Interactions,
                              queries: Queries) -> None:
     """Each query's answer depends on that query only: ranking a reversed subset gives the
     same rows (scores compared with a float tolerance, as batch shapes change summations)."""
-    model = make_model().fit(train, seed=0)
-    ref = model.rank(queries)
+    model = _fit(make_model(), train, seed=0)
+    ref = _rank(model, queries)
     rows = np.arange(len(queries))[::-2].copy()
-    sub = model.rank(queries.subset(rows))
+    sub = _rank(model, queries.subset(rows))
     if ref.scores is not None and sub.scores is not None:
         a = np.take_along_axis(ref.scores[rows], np.argsort(ref.items[rows], 1), 1)
         b = np.take_along_axis(sub.scores, np.argsort(sub.items, 1), 1)
@@ -191,7 +196,7 @@ def check_global_rng_untouched(make_model: ModelFactory, train: Interactions,
 
     np_state = np.random.get_state(legacy=False)
     t_state = torch.random.get_rng_state()
-    make_model().fit(train, seed=0).rank(queries)
+    _rank(_fit(make_model(), train, seed=0), queries)
     assert same(np_state, np.random.get_state(legacy=False)), \
         "numpy's global random state changed"
     assert torch.equal(t_state, torch.random.get_rng_state()), \
@@ -229,15 +234,15 @@ def check_pickling(make_model: ModelFactory, train: Interactions, queries: Queri
     """Unfitted and fitted models survive pickling; a fitted copy ranks identically (models
     travel to worker processes)."""
     pickle.loads(pickle.dumps(make_model()))
-    model = make_model().fit(train, seed=0)
+    model = _fit(make_model(), train, seed=0)
     copy = pickle.loads(pickle.dumps(model))
-    assert copy.rank(queries).equals(model.rank(queries)), "an unpickled model ranks otherwise"
+    assert _rank(copy, queries).equals(_rank(model, queries)), "an unpickled model ranks otherwise"
 
 
 def check_numpy_seed(make_model: ModelFactory, train: Interactions, queries: Queries) -> None:
     """``fit(seed=np.int64(s))`` trains the same model as ``fit(seed=s)``."""
-    a = make_model().fit(train, seed=3).rank(queries)
-    b = make_model().fit(train, seed=np.int64(3)).rank(queries)
+    a = _rank(_fit(make_model(), train, seed=3), queries)
+    b = _rank(_fit(make_model(), train, seed=np.int64(3)), queries)
     assert a.equals(b), "a numpy integer seed trains another model than the same Python int"
 
 
@@ -246,7 +251,7 @@ def check_learns(make_model: ModelFactory, log: Interactions | None = None, seed
     """Next-item MRR on a planted-pattern log beats popularity by a factor ``margin``."""
     log = planted_log() if log is None else log
     train, queries = leave_last_out(log)
-    mrr = next_item_mrr(make_model().fit(train, seed=seed).rank(queries), queries.target)
+    mrr = next_item_mrr(_rank(_fit(make_model(), train, seed=seed), queries), queries.target)
     pop = next_item_mrr(popularity_ranklists(train, len(queries)), queries.target)
     assert mrr > margin * pop, f"model MRR {mrr:.3f} does not beat popularity {pop:.3f}"
     return mrr, pop

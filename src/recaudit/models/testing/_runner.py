@@ -6,7 +6,8 @@ sequential, rating-based and command models can all be checked), timed, with its
 
 - ``pass``;
 - ``FAIL`` -- the model breaks a property every audited model needs (an ``AssertionError``
-  from the check, or any other exception the model raised);
+  from the check, a :class:`~recaudit.errors.ModelError` -- ``rank`` returned no
+  ``RankLists``, ``fit`` not the model -- or any other exception the model raised);
 - ``warn`` -- a property that some models legitimately lack: a seed that changes nothing
   (closed-form models such as kNN) or no gain over popularity on the planted pattern
   (a model that ignores sequence order).
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from recaudit.data import Interactions
+from recaudit.errors import RecauditError
+from recaudit.models import checked_fit, checked_rank
 from recaudit.models.testing import _checks as T
 
 __all__ = ["CheckResult", "CHECKS", "conformance_log", "run_conformance"]
@@ -36,15 +39,16 @@ class CheckResult:
 
 
 def _shapes(make, train, queries):
-    T.check_rank_shapes(make().fit(train, seed=0), train, queries)
+    T.check_rank_shapes(checked_fit(make(), train, seed=0), train, queries)
 
 
 def _topk(make, train, queries):
-    T.check_topk_consistent(make().fit(train, seed=0), queries)
+    T.check_topk_consistent(checked_fit(make(), train, seed=0), queries)
 
 
 def _learns(make, train, queries):
-    mrr = T.next_item_mrr(make().fit(train, seed=0).rank(queries), queries.target)
+    mrr = T.next_item_mrr(checked_rank(checked_fit(make(), train, seed=0), queries),
+                          queries.target)
     pop = T.next_item_mrr(T.popularity_ranklists(train, len(queries)), queries.target)
     assert mrr > 1.2 * pop, f"next-item MRR {mrr:.3f} vs popularity {pop:.3f}"
 
@@ -110,6 +114,8 @@ def run_conformance(make_model: Callable[[], object], log: Interactions | None =
             status, detail = "pass", ""
         except AssertionError as exc:
             status, detail = on_fail, str(exc) or "assertion failed"
+        except RecauditError as exc:  # the model breaks the protocol itself (ModelError)
+            status, detail = "FAIL", exc.one_line()
         except Exception as exc:  # the model crashed: report it as this check's failure
             status, detail = "FAIL", f"{type(exc).__name__}: {exc}"
         out.append(CheckResult(name, what, status, time.perf_counter() - tic, detail))

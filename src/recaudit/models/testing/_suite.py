@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recaudit.data import Interactions, Queries
+from recaudit.models import checked_fit
 from recaudit.models.testing._checks import (check_deletion_changes, check_determinism,
                                              check_global_rng_untouched,
                                              check_inputs_not_mutated, check_numpy_seed,
@@ -35,11 +36,11 @@ class RecommenderConformance:
 
     def test_rank_shapes(self) -> None:
         train, queries = self._data()
-        check_rank_shapes(self.make_model().fit(train, seed=0), train, queries)
+        check_rank_shapes(checked_fit(self.make_model(), train, seed=0), train, queries)
 
     def test_topk_consistent(self) -> None:
         train, queries = self._data()
-        check_topk_consistent(self.make_model().fit(train, seed=0), queries)
+        check_topk_consistent(checked_fit(self.make_model(), train, seed=0), queries)
 
     def test_determinism(self) -> None:
         check_determinism(self.make_model, *self._data())
