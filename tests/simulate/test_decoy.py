@@ -120,3 +120,30 @@ def test_config_round_trips_and_rejects_unknown_keys():
         MirrorConfig.from_dict({**d, "mix_ratio": 0.3})
     with pytest.raises(ConfigError, match="epoch"):
         MirrorConfig.from_dict({**d, "train": {"epoch": 3}})
+
+
+def test_two_configurations_in_one_store_keep_their_own_rows(tmp_path):
+    """Zhu et al. 2023's decoy and greedy figures share a store: the same algorithms, mixes and
+    seeds, other training data. Each study reads back exactly the rows it computed (the second
+    once replaced the first's, which then read as not measured)."""
+    import pandas as pd
+
+    from recaudit.experiment import Store, run_study
+    from recaudit.simulate import MirrorStudy, read_results
+
+    store = tmp_path / "mirror.duckdb"
+    decoy = MirrorStudy(_tiny(algorithms=("DeepFM",)), store)
+    greedy = MirrorStudy(_tiny(algorithms=("DeepFM",), manipulative="greedy"), store)
+    run_study(decoy)
+    run_study(greedy)
+    with Store(store, read_only=True) as s:
+        rows = read_results(s)
+    for study in (decoy, greedy):
+        ids = {t.id for t in study.plan()}
+        mine = rows[rows.trial_id.isin(ids)].drop(columns=["trial_id"])
+        alone = pd.DataFrame(run_mirror(study.config))
+        assert len(mine) == len(alone)
+        assert set(mine.algorithm) == set(alone.algorithm) >= {"DeepFM"}
+        got = mine.sort_values(["algorithm", "mix", "metric"]).value.to_numpy()
+        want = alone.sort_values(["algorithm", "mix", "metric"]).value.to_numpy()
+        assert (pd.isna(got) == pd.isna(want)).all()

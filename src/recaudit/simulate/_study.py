@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recaudit.experiment import ExecutorSpec, Store, Table, Trial, canonical_json, spec_id
-from recaudit.simulate._results import MIRROR_RESULTS, MIRROR_TRIALS, RESULT_KEY, ROW
+from recaudit.simulate._results import MIRROR_RESULTS, MIRROR_TRIALS, ROW
 from recaudit.simulate._runner import MirrorConfig, run_mirror
 
 __all__ = ["MirrorStudy"]
@@ -59,7 +59,10 @@ class MirrorStudy:
         tid = spec_id(cfg.to_dict())
         df = pd.DataFrame(outcome["rows"], columns=ROW).assign(trial_id=tid)
         with store.transaction():
-            store.replace_rows(MIRROR_RESULTS, df, RESULT_KEY)
+            # a trial's rows are its own: replaced by its id, never by (scenario, algorithm,
+            # mix, seed), which two configurations sharing a store (Zhu et al. 2023's decoy
+            # and greedy figures: the same algorithms, mixes and seeds) would both write
+            store.replace_rows(MIRROR_RESULTS, df, ("trial_id",))
             store.insert(MIRROR_TRIALS, [{
                 "trial_id": tid, "scenario": cfg.scenario, "seed": cfg.seeds[0],
                 "config": canonical_json(cfg.to_dict()), "n_rows": len(df),
