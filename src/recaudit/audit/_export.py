@@ -99,7 +99,8 @@ def export_rank_lists(store: str | Path, directory: str | Path, fmt: str = "csv"
         if "trials" not in s.tables() or not s.count("trials"):
             raise RecauditError(f"{store} holds no audit trials: no rank lists to export")
         trials = s.trials()
-        kept = s.sql("SELECT count(*) AS n FROM query_results WHERE top_base IS NOT NULL").n[0]
+        kept = "top_base" in s._present("query_results") and s.sql(
+            "SELECT count(*) AS n FROM query_results WHERE top_base IS NOT NULL").n[0]
         if not kept:
             raise RecauditError(f"{store} keeps no rank lists (written by a recaudit older than "
                                 "the top_base and top_pert columns); run the audit again into "

@@ -40,6 +40,8 @@ def _has_lists(data: ReportData) -> bool:
     from recaudit.audit import AuditStore
 
     with AuditStore(data.path, read_only=True) as s:
+        if not {"top_base", "top_pert"} <= s._present("query_results"):
+            return False        # a store written before the lists were kept
         got = s.sql("SELECT count(*) AS n FROM (SELECT 1 FROM query_results "
                     "WHERE top_base IS NOT NULL AND top_pert IS NOT NULL LIMIT 1)")
     return bool(got.n.iloc[0])
