@@ -24,7 +24,7 @@ import numpy as np
 
 from recaudit.audit import (AuditConfig, DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec,
                             run_audit, trial_summary)
-from recaudit.audit._engine import AuditStudy
+from recaudit.audit._study import AuditStudy
 
 PERTURBATIONS = ("random-delete", "earliest-random-delete", "latest-random-delete",
                  "random-replace-random", "earliest-random-replace-random",

@@ -4,7 +4,7 @@ import numpy as np
 
 from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ExecutorSpec, MetricSpec,
                             ModelSpec, run_audit, trial_summary)
-from recaudit.audit._engine import AuditStudy, plan
+from recaudit.audit._study import AuditStudy, plan
 from recaudit.audit._runner import prime_baseline, run_trial
 from recaudit.experiment import ArrayCache
 

@@ -89,7 +89,7 @@ def test_spec_validation():
 def test_example_configs_are_valid(name):
     from pathlib import Path
 
-    from recaudit.audit._engine import validate
+    from recaudit.audit._study import validate
 
     cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / name)
     validate(cfg)  # every model parameter and perturbation name is known

@@ -7,7 +7,7 @@ import pytest
 
 from recaudit.audit import (AuditConfig, DatasetSpec, MetricSpec, ModelSpec, AuditStore, run_audit,
                             trial_summary)
-from recaudit.audit._engine import plan
+from recaudit.audit._study import plan
 from recaudit.errors import ConfigError
 
 TINY_DATA = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
@@ -80,7 +80,7 @@ def test_a_store_written_before_draws_gains_the_column(tmp_path):
 def test_a_resumed_run_does_not_wait_for_a_cached_baseline(tmp_path):
     """Trials of one baseline wait for the group's first (which trains it); once the baseline
     is cached, a resumed run gives each trial a group of its own, so all workers start."""
-    from recaudit.audit._engine import AuditStudy
+    from recaudit.audit._study import AuditStudy
 
     cfg = _config(tmp_path, perturbations=("random-delete", "latest-random-delete"),
                   seeds=(0,), draws=2)

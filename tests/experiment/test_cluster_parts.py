@@ -134,7 +134,7 @@ def test_baselines_through_an_fsspec_cache_uri_are_trained_once(tmp_path, monkey
 
 
 def test_a_result_the_audit_did_not_plan_is_refused_before_writing(tmp_path, monkeypatch):
-    import recaudit.audit._engine as engine
+    import recaudit.audit._study as engine
 
     real = engine.run_trial
 

@@ -48,7 +48,7 @@ def _isolate(markers: str):
 
         import ray
 
-        import recaudit.audit._engine as engine
+        import recaudit.audit._study as engine
         import recaudit.audit._runner as runner
         import recaudit.experiment._data as data
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from recaudit.reproduce import Claim, Experiment, Measures, Value, evaluate_claims, verdict
-from recaudit.reproduce import _runs
+from recaudit.reproduce import _recording as recording
 from recaudit.reproduce.rules import (All, AnyOf, Bound, Contrast, Less, Not, Within,
                                       among_lowest, decide, ordered)
 
@@ -215,9 +215,9 @@ def test_records_keep_samples_and_the_report_reads_them(tmp_path, monkeypatch):
     frames = {"a": _frame(base - 0.01 + 0.001 * rng.standard_normal(120)),
               "b": _frame(base)}
     exp = _sampled_exp(frames)
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
-    rec = _runs.run(exp.name, "small", tmp_path / "stores", records=tmp_path / "records")
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
+    rec = recording.run(exp.name, "small", tmp_path / "stores", records=tmp_path / "records")
     folder = tmp_path / "records" / exp.name / "small"
     assert (folder / "record.json").exists() and (folder / "samples.parquet").exists()
     assert not (tmp_path / "stores" / exp.name / "small" / "record.json").exists()
@@ -230,7 +230,7 @@ def test_records_keep_samples_and_the_report_reads_them(tmp_path, monkeypatch):
     assert low < frames["a"].value.mean() < high
     assert rec["values"][0]["match"] == (low <= 0.5 <= high)
     on_disk = json.loads((folder / "record.json").read_text())
-    loaded = _runs.load_measures(tmp_path / "records", on_disk)
+    loaded = recording.load_measures(tmp_path / "records", on_disk)
     assert evaluate_claims(exp, loaded)[0]["tests"][0]["test"] in ("paired-t", "wilcoxon")
     from recaudit.reproduce import render_report
     page = render_report(tmp_path / "records")

@@ -89,7 +89,7 @@ def test_scope_device_is_checked_and_shown():
 
 
 def test_experiments_that_are_not_audits_refuse_a_device(tmp_path):
-    from recaudit.reproduce._runs import run
+    from recaudit.reproduce._recording import run
 
     with pytest.raises(ConfigError, match="--device"):
         run("zhu2023-figure7", "small", tmp_path, scope=Scope(device="auto"))

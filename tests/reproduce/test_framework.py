@@ -9,7 +9,7 @@ import pytest
 from recaudit.errors import ConfigError
 from recaudit.reproduce import Claim, Experiment, Value, available, verdict
 from recaudit.reproduce.rules import Less
-from recaudit.reproduce import _runs
+from recaudit.reproduce import _recording as recording
 from recaudit.reproduce._report import render_report
 
 
@@ -36,9 +36,9 @@ def test_verdicts(measures, expected):
 
 def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
     exp = _exp()
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
-    rec = _runs.run("fake-exp", "small", tmp_path)
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
+    rec = recording.run("fake-exp", "small", tmp_path)
     on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
     assert on_disk["verdict"] == rec["verdict"] == "direction reproduced"
     assert on_disk["measures"] == {"a/average_overlap": 0.5, "b/average_overlap": 0.8}
@@ -56,24 +56,24 @@ def test_run_writes_a_record_and_the_report_shows_it(tmp_path, monkeypatch):
     assert "- holds: a below b (§1)" in page
     assert "point values (no samples)" in page
     assert on_disk["invocations"][0]["command"] == on_disk["command"]
-    again = _runs.run("fake-exp", "small", tmp_path)  # a resumed run adds its invocation
+    again = recording.run("fake-exp", "small", tmp_path)  # a resumed run adds its invocation
     assert len(again["invocations"]) == 2
     assert again["wall_seconds"] == pytest.approx(
         sum(i["wall_seconds"] for i in again["invocations"]), abs=0.11)
     with pytest.raises(ConfigError, match="no scale"):
-        _runs.run("fake-exp", "huge", tmp_path)
+        recording.run("fake-exp", "huge", tmp_path)
     with pytest.raises(ConfigError, match="fake-exp"):
-        _runs.get("fake-ex")
+        recording.get("fake-ex")
 
 
 def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path, monkeypatch):
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": _exp()})
-    _runs.run("fake-exp", "small", tmp_path)  # b: ours 0.80, paper 0.70 -> no
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {"fake-exp": _exp()})
+    recording.run("fake-exp", "small", tmp_path)  # b: ours 0.80, paper 0.70 -> no
     fixed = _exp(runner=lambda w, s, n: pytest.fail("the report must not re-run"))
     fixed = dataclasses.replace(fixed, values=(
         fixed.values[0], Value("b/average_overlap", "b", 0.78, "Table 9 (the right panel)", tol=0.05)))
-    monkeypatch.setattr(_runs, "_EXTRA", {"fake-exp": fixed})
+    monkeypatch.setattr(recording, "_EXTRA", {"fake-exp": fixed})
     page = render_report(tmp_path)
     assert "| b | Table 9 (the right panel) | 0.7800 | 0.8000 | yes |" in page
     assert "| small | exact values (no samples) | reproduced |" in page
@@ -83,10 +83,10 @@ def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path,
 
 def test_unavailable_experiments_refuse_to_run(tmp_path, monkeypatch):
     exp = _exp(unavailable="needs LastFM")
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
     with pytest.raises(ConfigError, match="needs LastFM"):
-        _runs.run("fake-exp", "small", tmp_path)
+        recording.run("fake-exp", "small", tmp_path)
     assert "**Not run**: needs LastFM" in render_report(tmp_path)
 
 
@@ -249,13 +249,13 @@ def test_a_claim_stated_on_other_data_differs_without_contradicting():
 
 def test_the_page_counts_other_data_apart_and_names_the_download(tmp_path, monkeypatch):
     exp = _exp(substitute={"small": "tiny-data for ML-20M"}, downloads={"paper": ("ml-20m",)})
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
     monkeypatch.setenv("RECAUDIT_MIRROR", str(tmp_path / "mirror"))
     monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path / "cache"))
-    _runs.run("fake-exp", "small", tmp_path)
+    recording.run("fake-exp", "small", tmp_path)
     with pytest.raises(ConfigError, match="ml-20m, which is not on this machine") as err:
-        _runs.run("fake-exp", "paper", tmp_path)
+        recording.run("fake-exp", "paper", tmp_path)
     assert "recaudit datasets fetch ml-20m" in err.value.hint
     assert not (tmp_path / "fake-exp" / "paper").exists()
     page = render_report(tmp_path)

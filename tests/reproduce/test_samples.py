@@ -139,12 +139,12 @@ def test_a_large_record_is_written_in_parts_within_the_limit(tmp_path):
 
 
 def test_records_of_the_long_layout_are_migrated_once(tmp_path, monkeypatch):
-    from recaudit.reproduce import _runs
+    from recaudit.reproduce import _recording as recording
 
     frames = _fixture()
     exp = _exp(frames)
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
     folder = tmp_path / exp.name / "small"
     folder.mkdir(parents=True)
     long = pd.concat([f.assign(key=k) for k, f in frames.items()], ignore_index=True)
@@ -177,17 +177,17 @@ def test_the_migration_command_rewrites_a_records_folder(tmp_path, capsys):
 
 
 def test_a_record_written_by_a_run_is_compact_and_judged_as_stored(tmp_path, monkeypatch):
-    from recaudit.reproduce import _runs, render_report
+    from recaudit.reproduce import _recording as recording, render_report
 
     frames = _fixture()
     exp = _exp(frames)
-    monkeypatch.setattr(_runs, "PAPERS", ())
-    monkeypatch.setattr(_runs, "_EXTRA", {exp.name: exp})
-    rec = _runs.run(exp.name, "small", tmp_path)
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
+    rec = recording.run(exp.name, "small", tmp_path)
     stored = pd.read_parquet(tmp_path / exp.name / "small" / "samples.parquet")
     assert "key" not in stored and "m/random/rbo" not in stored
     on_disk = json.loads((tmp_path / exp.name / "small" / "record.json").read_text())
-    again = evaluate_claims(exp, _runs.load_measures(tmp_path, on_disk), "small")
+    again = evaluate_claims(exp, recording.load_measures(tmp_path, on_disk), "small")
     assert [c["tests"] for c in again] == json.loads(json.dumps(
         [c["tests"] for c in rec["claims"]], default=float))   # the record is the page's
     assert f"**{rec['verdict']}**" in render_report(tmp_path)

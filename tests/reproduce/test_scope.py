@@ -7,7 +7,7 @@ import pytest
 
 from recaudit.errors import ConfigError
 from recaudit.reproduce import Scope, _oh2022
-from recaudit.reproduce._runs import run
+from recaudit.reproduce._recording import run
 
 
 def test_scope_takes_the_first_seeds_and_fewer_draws():

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from recaudit.reproduce import _runs, available, verdict
+from recaudit.reproduce import _recording as recording, available, verdict
 from recaudit.reproduce import _shriver2018 as paper
 from recaudit.reproduce._shriver2018 import _chapter3 as ch3
 from recaudit.reproduce._shriver2018 import _chapter4 as ch4
@@ -26,7 +26,7 @@ def _exp(name):
 
 # ------------------------------------------------------------------ definitions
 def test_experiments_are_listed_in_order_and_well_formed():
-    assert "_shriver2018" in _runs.PAPERS
+    assert "_shriver2018" in recording.PAPERS
     assert [e.name for e in paper.EXPERIMENTS] == list(NAMES)
     assert ch4.EXPERIMENTS == paper.EXPERIMENTS[2:]
     names = [e.name for e in available() if e.paper == "Shriver 2018"]

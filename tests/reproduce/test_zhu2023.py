@@ -167,11 +167,11 @@ def test_experiments_are_registered_and_well_formed():
 
 def test_reduced_table3_run_resumes_from_its_store(tmp_path, monkeypatch):
     from recaudit.experiment import Store
-    from recaudit.reproduce import _runs
+    from recaudit.reproduce import _recording as recording
     from recaudit.simulate import MIRROR_TRIALS
 
     monkeypatch.setitem(zs.SCALES, "small", dict(zs.SCALES["small"], seeds=2, users=40))
-    rec = _runs.run("zhu2023-table3", "small", tmp_path)
+    rec = recording.run("zhu2023-table3", "small", tmp_path)
     assert rec["verdict"] in VERDICTS and rec["verdict"] != "not run"
     m = rec["measures"]
     assert {"dnn/mix0.5/ctr", "gru/mix0.5/auc", "planner/round20/ps", "crossing_round",
@@ -185,10 +185,10 @@ def test_reduced_table3_run_resumes_from_its_store(tmp_path, monkeypatch):
     first = trials()
     assert first["seed"].tolist() == [0, 1]
     assert [json.loads(c)["n_eval"] for c in first["config"]] == [40, 40]
-    assert _runs.run("zhu2023-table3", "small", tmp_path)["measures"] == m
+    assert recording.run("zhu2023-table3", "small", tmp_path)["measures"] == m
     assert trials()["finished"].tolist() == first["finished"].tolist()  # not run again
     monkeypatch.setitem(zs.SCALES, "small", dict(zs.SCALES["small"], seeds=2, users=30))
-    again = _runs.run("zhu2023-table3", "small", tmp_path)   # another config: new trials
+    again = recording.run("zhu2023-table3", "small", tmp_path)   # another config: new trials
     assert len(trials()) == 4 and again["measures"] != m
 
 

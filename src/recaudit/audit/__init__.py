@@ -24,7 +24,7 @@ from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, flo
                                     most_destabilising, summary)
 from recaudit.audit._dryrun import DryRun, dry_run
 from recaudit.audit._exposure import Exposure, exposure
-from recaudit.audit._engine import AuditJob, AuditStudy, plan, run_audit, validate
+from recaudit.audit._study import AuditJob, AuditStudy, plan, run_audit, validate
 from recaudit.audit._export import export_rank_lists
 from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
 from recaudit.audit._context import close_context, perturb_context

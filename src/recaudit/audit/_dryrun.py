@@ -162,7 +162,7 @@ def _store_seconds(output: Path, ids: set[str]) -> float | None:
 def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
     time estimate, power only from the store)."""
-    from recaudit.audit._engine import _cache, plan
+    from recaudit.audit._study import _cache, plan
     from recaudit.audit._store import AuditStore
     from recaudit.metrics import rbo_batch
 

@@ -12,8 +12,9 @@ _DIR = typer.Option(Path("results/reproduce"), "--dir",
                     help="Where runs keep their stores (large; keep them out of a repository).")
 _RECORDS = typer.Option(None, "--records",
                         help="Where the records (record.json, samples.parquet) are written "
-                             "and read. Default: docs/reproduction/records when that folder "
-                             "exists here (a recaudit checkout), else the --dir folder.")
+                             "and read. Default: docs/reproduction/records of the recaudit "
+                             "checkout that runs (wherever the command is started), else the "
+                             "--dir folder.")
 
 
 def _records(records: Path | None, root: Path) -> Path:

@@ -29,7 +29,7 @@ Example::
         fixed_rel=">=", params=("k", "n")))
 """
 
-from recaudit.properties._study import (
+from recaudit.properties._tables import (
     STUDY_PROPERTIES,
     StudyProperty,
     cross_validate,
@@ -39,7 +39,7 @@ from recaudit.properties._study import (
     recommend_all,
     step,
 )
-from recaudit.properties._runs import (
+from recaudit.properties._study import (
     PROPERTY_TRIALS,
     PROPERTY_VALUES,
     STUDY,

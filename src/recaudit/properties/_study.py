@@ -1,230 +1,292 @@
-"""The study of Shriver 2018 §3.4: properties next to precision/recall, and an evolving dataset.
+"""The property-template study on the experiment layer (Shriver 2018 §3.4-3.5).
 
-- :func:`cross_validate` — precision and recall at ``k`` with five-fold cross-validation
-  partitioned on users: the users are split into 5 folds; a test user keeps a random 80 % of
-  their ratings in training and the other 20 % (at least one) are their relevant items; every
-  other user's ratings train the model. Per user (§3.4.1.3)
+A :class:`PropertyStudy` is a :class:`~recaudit.experiment.Study`: one trial per (model, step)
+where a step is the earliest ``fraction`` of the ratings (1.0: Table 3.4; 0.5, 0.6, ..., 1.0
+with ``years``: Table 3.6, items restricted to those released by the step's last rating). A
+trial trains the model on the step's log, instantiates every property of
+:data:`~recaudit.properties.STUDY_PROPERTIES` (and precision/recall by cross-validation with
+``accuracy``) and stores one row per property in ``property_values`` (numbers in ``value``;
+sets and ordered lists of item labels in ``items``), its setup in ``property_trials``. Runs
+resume, run on any executor, and ``recaudit status/results/report`` read them like any study.
 
-      precision = #(TopK ∩ Relevant) / #TopK,    recall = #(TopK ∩ Relevant) / #Relevant,
-
-  averaged over all users. ``#TopK`` is the number of items actually ranked (a user without
-  any scorable item has precision 0); computed here rather than with
-  :mod:`recaudit.metrics` because those forms divide by ``k`` and reject partial lists.
-- :func:`property_table` — the Table 3.4 rows (properties instantiated on a model trained on
-  the full dataset) plus precision and recall, for several models.
-- :func:`evolving_study` — Table 3.6: the earliest 50, 60, ..., 100 % of ratings by time, items
-  restricted to those released in or before the year of the latest rating (when release
-  years are known), the property values per step and the maximum absolute percentage change
-  ``100 |v_{t+1} - v_t| / |v_t|`` between consecutive steps (0 when both are 0, ``inf`` when
-  only ``v_t`` is), flagged as robust when under 5 %.
+:func:`property_frame` and :func:`evolving_frames` rebuild Table 3.4 and Table 3.6 from a
+store (the same frames :func:`~recaudit.properties.property_table` and
+:func:`~recaudit.properties.evolving_study` compute in memory).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from recaudit.data import Interactions
-from recaudit.models import checked_rank
-from recaudit.properties._templates import instantiate
-from recaudit.properties._universe import Universe
-from recaudit.seeds import make_rng
+from recaudit.config import Config
+from recaudit.errors import DataError
+from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, StudyInfo, Table,
+                                 Trial,
+                                 canonical_json, columns, data_summary, load_dataset, register,
+                                 run_study, spec_id)
+from recaudit.properties._tables import STUDY_PROPERTIES, percent_change, property_table, step
 
-__all__ = ["STUDY_PROPERTIES", "StudyProperty", "cross_validate", "evolving_study",
-           "percent_change", "property_table", "recommend_all", "step"]
+__all__ = ["PROPERTY_TRIALS", "PROPERTY_VALUES", "STUDY", "PropertyStudy", "PropertyTrial",
+           "run_property_trial", "property_frame", "evolving_frames", "release_years",
+           "read_values"]
+
+PROPERTY_TRIALS = Table("property_trials", columns(
+    "trial_id VARCHAR, dataset VARCHAR, model VARCHAR, fraction DOUBLE, years BOOLEAN, "
+    "k BIGINT, seed BIGINT, folds BIGINT, accuracy BOOLEAN, n_ratings BIGINT, n_users BIGINT, "
+    "seconds DOUBLE, spec JSON, data_fingerprint VARCHAR, finished DOUBLE", {
+        "trial_id": "hash of the trial's spec and the data fingerprint",
+        "dataset": "the dataset's label: its name, or `name:path` for a file",
+        "model": "the model's label, `name(k=v,...)` with its parameters",
+        "fraction": "the step: the earliest share of the ratings the model was trained on, "
+                    "in (0, 1]",
+        "years": "true when the step's items were restricted to those released by its last "
+                 "rating",
+        "k": "length of the top-k lists the properties read",
+        "seed": "training and cross-validation fold seed",
+        "folds": "cross-validation folds of precision and recall",
+        "accuracy": "true when precision and recall were computed",
+        "n_ratings": "ratings in the step's log",
+        "n_users": "users with at least one rating in the step's log",
+        "seconds": "wall-clock seconds of the whole trial (loading, training, every property)",
+        "spec": "the trial's canonical spec as JSON",
+        "data_fingerprint": "SHA-256 of the whole ratings log (before the step's cut)",
+        "finished": "when the trial finished, in seconds since the Unix epoch"}),
+    key=("trial_id",),
+    doc="One property-template trial: a model trained on one step of the data.")
+PROPERTY_VALUES = Table("property_values", columns(
+    "trial_id VARCHAR, property VARCHAR, kind VARCHAR, value DOUBLE, items JSON", {
+        "trial_id": "the trial (its row in `property_trials`)",
+        "property": "the property's label, as in Shriver 2018 Table 3.4 (and `Precision`, "
+                    "`Recall`)",
+        "kind": "what the property's value is: `number`, `set` or `list`",
+        "value": "the number, for `kind = 'number'` (NULL when not finite or not a number)",
+        "items": "for `set` and `list`: a JSON array of item labels (a set sorted, a list in "
+                 "its order); NULL for numbers"}),
+    key=("trial_id", "property"),
+    doc="The value of one property instantiated for one trial's model.")
+register(PROPERTY_TRIALS, PROPERTY_VALUES)
+
+
+def release_years(spec: DatasetSpec, log: Any) -> np.ndarray:
+    """Release year per item code of a MovieLens dataset (NaN where unknown), from the movie
+    file next to its ratings (:func:`recaudit.data.read_release_years`)."""
+    from recaudit.data import datasets, read_release_years
+
+    source = Path(spec.path) if spec.path is not None else Path(datasets.fetch(spec.name))
+    return read_release_years(source, log.item_ids)
 
 
 @dataclass(frozen=True)
-class StudyProperty:
-    """A row of Table 3.4: a template with its fixed parameters (``k`` is added)."""
+class PropertyTrial:
+    """One cell: ``model`` on the earliest ``fraction`` of ``dataset`` (items restricted to
+    those released by then with ``years``)."""
 
-    template: str
-    params: tuple[tuple[str, Any], ...] = ()
+    dataset: DatasetSpec
+    model: ModelSpec
+    fraction: float = 1.0
+    years: bool = False
+    k: int = 10
+    seed: int = 0
+    folds: int = 5
+    accuracy: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(canonical_json(self))
+
+
+def _encode(v: Any) -> tuple[str, float | None, str | None]:
+    if isinstance(v, (frozenset, set)):
+        return "set", None, json.dumps(sorted(map(str, v)))
+    if isinstance(v, (tuple, list)):
+        return "list", None, json.dumps([str(x) for x in v])
+    x = float(v)
+    return "number", (x if np.isfinite(x) else None), None
+
+
+def _decode(kind: str, value: Any, items: Any) -> Any:
+    if kind == "set":
+        return frozenset(json.loads(items))
+    if kind == "list":
+        return tuple(json.loads(items))
+    return float("nan") if value is None or pd.isna(value) else float(value)
+
+
+def run_property_trial(trial: PropertyTrial) -> dict[str, Any]:
+    """Run one trial (pure: same trial, same values); returns its rows."""
+    from recaudit.models import create
+
+    t0 = time.perf_counter()
+    log = load_dataset(trial.dataset)
+    if log.rating is None:
+        raise DataError("property templates need ratings; this dataset has none",
+                        source=trial.dataset.label, column="rating",
+                        hint="use a ratings dataset")
+    years = release_years(trial.dataset, log) if trial.years else None
+    sub, candidates = step(log, trial.fraction, years)
+    label = trial.model.label
+    noun = "movies" if trial.dataset.name.startswith("ml-") else "items"
+    table = property_table({label: lambda: create(trial.model.name, **trial.model.params)},
+                           sub, k=trial.k, seed=trial.seed, accuracy=trial.accuracy,
+                           folds=trial.folds, candidates=candidates, item_noun=noun)
+    return {"trial": trial, "fingerprint": log.fingerprint(), "n_ratings": len(sub),
+            "n_users": int(np.count_nonzero(sub.user_counts())),
+            "values": {str(p): table[label][p] for p in table.index},
+            "seconds": time.perf_counter() - t0}
+
+
+@dataclass(frozen=True)
+class PropertyStudy(Config):
+    """Properties next to precision/recall for several models (Shriver 2018 §3.4), at one or
+    several steps of the data (§3.5: ``fractions`` 0.5 .. 1.0 with ``years``).
+
+    dataset: a ratings dataset. models: the models. fractions: the earliest shares of the
+    ratings (in (0, 1]). years: restrict each step's items to those released by its last
+    rating (MovieLens titles). k: length of the top-k lists. seed: training and fold seed.
+    folds: cross-validation folds. accuracy: compute precision/recall. output: the results
+    store. workers: processes (1: in this process).
+    """
+
+    models: tuple[ModelSpec, ...]
+    dataset: DatasetSpec = field(default_factory=lambda: DatasetSpec(
+        "ml-latest-small", min_user_interactions=0))
+    fractions: tuple[float, ...] = (1.0,)
+    years: bool = False
+    k: int = 10
+    seed: int = 0
+    folds: int = 5
+    accuracy: bool = True
+    output: str = "properties.duckdb"
+    workers: int = 1
+
+    kind: ClassVar[str] = "properties"
+    tables: ClassVar[tuple[Table, ...]] = (PROPERTY_TRIALS, PROPERTY_VALUES)
+    run: ClassVar[Callable[..., Any]] = staticmethod(run_property_trial)
+    share: ClassVar[Callable[..., Any] | None] = None
+    prime: ClassVar[Callable[..., Any] | None] = None
+
+    def validate(self) -> None:
+        if not self.models:
+            raise self.invalid("models", "a property study needs at least one model")
+        if not self.fractions or any(not 0 < f <= 1 for f in self.fractions):
+            raise self.invalid("fractions", f"fractions must lie in (0, 1], got "
+                                            f"{list(self.fractions)}")
+        for key in ("k", "workers"):
+            if getattr(self, key) < 1:
+                raise self.invalid(key, f"must be >= 1, got {getattr(self, key)}")
+        if self.folds < 2:
+            raise self.invalid("folds", f"folds must be >= 2, got {self.folds}")
 
     @property
-    def label(self) -> str:
-        p = dict(self.params)
-        if "f" in p:
-            return f"{self.template} ({p['f']}, {p['rel']})"
-        return self.template
+    def executor(self) -> ExecutorSpec:
+        return ExecutorSpec("process" if self.workers > 1 else "inprocess", self.workers)
 
-    @property
-    def numeric(self) -> bool:
-        return self.template not in ("IANR", "IANRLCMP")
+    def trials(self) -> list[PropertyTrial]:
+        """Grid order: model, fraction."""
+        return [PropertyTrial(self.dataset, m, float(f), self.years, self.k, self.seed,
+                              self.folds, self.accuracy)
+                for m in self.models for f in self.fractions]
 
+    def plan(self) -> list[Trial]:
+        fp = load_dataset(self.dataset).fingerprint()
+        return [Trial(spec_id(t.to_dict(), fp), t, datasets=(t.dataset,),
+                      label=f"{t.model.label} · fraction {t.fraction:g}")
+                for t in self.trials()]
 
-def _sp(name: str, f: str | None = None, rel: str | None = None) -> StudyProperty:
-    return StudyProperty(name, (("f", f), ("rel", rel)) if f else ())
+    def facts(self) -> dict[str, Any]:
+        return {"properties.study": self.to_dict(),
+                "properties.data": {"dataset": self.dataset.label,
+                                    **data_summary(load_dataset(self.dataset))}}
 
+    def write(self, store: Store, outcome: dict[str, Any]) -> str:
+        t: PropertyTrial = outcome["trial"]
+        tid = spec_id(t.to_dict(), outcome["fingerprint"])
+        rows = []
+        for prop, v in outcome["values"].items():
+            kind, value, items = _encode(v)
+            rows.append({"trial_id": tid, "property": prop, "kind": kind, "value": value,
+                         "items": items})
+        with store.transaction():
+            store.delete(PROPERTY_VALUES, trial_id=tid)
+            store.insert(PROPERTY_VALUES, rows)
+            store.insert(PROPERTY_TRIALS, [{
+                "trial_id": tid, "dataset": t.dataset.label, "model": t.model.label,
+                "fraction": t.fraction, "years": t.years, "k": t.k, "seed": t.seed,
+                "folds": t.folds, "accuracy": t.accuracy, "n_ratings": outcome["n_ratings"],
+                "n_users": outcome["n_users"], "seconds": outcome["seconds"],
+                "spec": canonical_json(t.to_dict()), "data_fingerprint": outcome["fingerprint"],
+                "finished": time.time()}], replace=True)
+        return tid
 
-#: The rows of Shriver 2018's Table 3.4, in order.
-STUDY_PROPERTIES: tuple[StudyProperty, ...] = (
-    _sp("NRANKS", "min", ">="), _sp("NRI"), _sp("NTRI"), _sp("NRLMU"), _sp("NRL"), _sp("NRS"),
-    _sp("NUPRL", "max", "<="), _sp("NUIR", "max", ">="), _sp("IANRLCMP"),
-    _sp("ARTK", "min", "<="), _sp("ARTK", "median", "="), _sp("ARTK", "max", ">="),
-    _sp("IANR"), _sp("NRTK", "min", "<="), _sp("NRTK", "median", "="), _sp("NRTK", "max", ">="),
-)
-
-ModelFactory = Callable[[], Any]
-
-
-def recommend_all(model: Any, users: np.ndarray, k: int, n_items: int,
-                  candidates: np.ndarray | None = None) -> np.ndarray:
-    """``[len(users), k]`` top-k item codes of a fitted model, ``-1`` where nothing is ranked.
-
-    Uses the model's partial ``recommend`` when it has one, else its protocol ``rank`` (then
-    ``candidates`` cannot be honoured and must be None).
-    """
-    users = np.asarray(users, dtype=np.int64)
-    if hasattr(model, "recommend"):
-        return model.recommend(users, k, candidates=candidates)[0]
-    if candidates is not None:
-        raise ValueError("candidates need a model with recommend(users, k, candidates=...)")
-    from recaudit.data import Queries
-
-    q = Queries(users, np.zeros(len(users) + 1, dtype=np.int64), np.zeros(0, np.int32),
-                np.zeros(0), np.full(len(users), -1), np.zeros(len(users)), n_items,
-                int(users.max(initial=-1)) + 1)
-    items = checked_rank(model, q, k=k).items
-    out = np.full((len(users), k), -1, dtype=np.int32)
-    out[:, :items.shape[1]] = items
-    return out
+    def run_all(self, *, progress: Callable[[int, int], None] | None = None) -> Path:
+        """Run (or resume) the study; returns the store path."""
+        return run_study(self, progress=None if progress is None else
+                         (lambda tid, done, total: progress(done, total)))
 
 
-def _hits(ranked: np.ndarray, rel_indptr: np.ndarray, rel_items: np.ndarray) -> np.ndarray:
-    """Per-row ``#(ranked ∩ relevant)`` without a Python loop over users."""
-    n, k = ranked.shape
-    counts = np.diff(rel_indptr)
-    if n == 0 or counts.max(initial=0) == 0:
-        return np.zeros(n, dtype=np.int64)
-    rel = np.full((n, int(counts.max())), -2, dtype=np.int64)
-    pos = np.arange(len(rel_items)) - np.repeat(rel_indptr[:-1], counts)
-    rel[np.repeat(np.arange(n), counts), pos] = rel_items
-    return (ranked[:, :, None] == rel[:, None, :]).any(axis=2).sum(axis=1)
+def read_values(store: Store, trial_ids: set[str] | None = None) -> pd.DataFrame:
+    """One row per (trial, property): the trial's dataset, model, fraction, years and the
+    property's value as a Python value (number, frozenset or tuple), in stored order."""
+    trials = store.read(PROPERTY_TRIALS)
+    vals = store.read(PROPERTY_VALUES)
+    if trial_ids is not None:
+        trials = trials[trials["trial_id"].isin(trial_ids)]
+    out = vals.merge(trials[["trial_id", "dataset", "model", "fraction", "years"]],
+                     on="trial_id")
+    out["value"] = [_decode(k, v, i) for k, v, i in zip(out["kind"], out["value"],
+                                                        out["items"], strict=True)]
+    return out.drop(columns=["kind", "items"])
 
 
-def cross_validate(make_model: ModelFactory, log: Interactions, *, k: int = 10, folds: int = 5,
-                   test_frac: float = 0.2, seed: int = 0,
-                   candidates: np.ndarray | None = None) -> tuple[float, float]:
-    """Mean precision@k and recall@k over all users (see the module docstring)."""
-    if folds < 2:
-        raise ValueError(f"folds must be >= 2, got {folds}")
-    if not 0 < test_frac < 1:
-        raise ValueError(f"test_frac must be in (0, 1), got {test_frac}")
-    rng = make_rng("properties-cv", seed)
-    users = np.unique(log.user)
-    fold_of = np.empty(log.n_users, dtype=np.int64)
-    fold_of[rng.permutation(users)] = np.arange(len(users)) % folds
-    # random 20 % of every user's rows: rank rows by a random key within the user
-    key = rng.random(len(log))
-    order = np.lexsort((key, log.user))
-    counts = log.user_counts()
-    start = np.concatenate([[0], np.cumsum(counts)])[:-1]
-    within = np.empty(len(log), dtype=np.int64)
-    within[order] = np.arange(len(log)) - np.repeat(start, counts)
-    n_test = np.maximum(1, np.round(counts * test_frac)).astype(np.int64)
-    is_test_row = within < n_test[log.user]
-    precisions, recalls = [], []
-    for f in range(folds):
-        test_user = np.zeros(log.n_users, dtype=bool)
-        test_user[users[fold_of[users] == f]] = True
-        held = is_test_row & test_user[log.user]
-        train = log.take(~held)
-        model = make_model().fit(train, seed=seed + f)
-        tu = np.flatnonzero(test_user)
-        ranked = recommend_all(model, tu, k, log.n_items, candidates)
-        rows = np.flatnonzero(held)
-        rows = rows[np.argsort(log.user[rows], kind="stable")]
-        rel_counts = np.bincount(log.user[rows], minlength=log.n_users)[tu]
-        indptr = np.concatenate([[0], np.cumsum(rel_counts)])
-        hits = _hits(ranked.astype(np.int64), indptr, log.item[rows].astype(np.int64))
-        n_ranked = (ranked >= 0).sum(axis=1)
-        precisions.append(np.divide(hits, n_ranked, out=np.zeros(len(tu)), where=n_ranked > 0))
-        recalls.append(hits / np.maximum(rel_counts, 1))
-    return float(np.concatenate(precisions).mean()), float(np.concatenate(recalls).mean())
+def property_frame(values: pd.DataFrame, fraction: float = 1.0, years: bool = False
+                   ) -> pd.DataFrame:
+    """Table 3.4 from :func:`read_values`: properties x models at one step."""
+    sub = values[(values["fraction"] == fraction) & (values["years"] == years)]
+    order = list(dict.fromkeys(sub["property"]))
+    models = list(dict.fromkeys(sub["model"]))
+    cols = {m: sub[sub["model"] == m].set_index("property")["value"].reindex(order)
+            for m in models}
+    return pd.DataFrame(cols, index=order)
 
 
-def _value_of(prop: StudyProperty, universe: Universe, k: int) -> Any:
-    return instantiate(prop.template, universe, k=k, **dict(prop.params)).value
-
-
-def property_table(models: dict[str, ModelFactory], log: Interactions, *, k: int = 10,
-                   seed: int = 0, properties: Sequence[StudyProperty] = STUDY_PROPERTIES,
-                   accuracy: bool = True, folds: int = 5, item_noun: str = "items",
-                   candidates: np.ndarray | None = None) -> pd.DataFrame:
-    """Table 3.4: rows Precision, Recall and the property values; one column per model.
-
-    The universe's users are the users with at least one rating in ``log``.
-    """
-    rows: dict[str, dict[str, Any]] = {}
-    for name, make in models.items():
-        col: dict[str, Any] = {}
-        if accuracy:
-            col["Precision"], col["Recall"] = cross_validate(make, log, k=k, folds=folds,
-                                                             seed=seed, candidates=candidates)
-        model = make().fit(log, seed=seed)
-        active = np.flatnonzero(log.user_counts() > 0)
-        u = Universe.from_log(log, recommend_all(model, active, k, log.n_items, candidates),
-                              users=active, item_noun=item_noun)
-        for prop in properties:
-            col[prop.label] = _value_of(prop, u, k)
-        rows[name] = col
-    return pd.DataFrame(rows)
-
-
-def percent_change(values: Sequence[float]) -> np.ndarray:
-    """``100 |v_{t+1} - v_t| / |v_t|`` for consecutive pairs (0 for 0 -> 0, inf for 0 -> x)."""
-    v = np.asarray(values, dtype=np.float64)
-    a, b = v[:-1], v[1:]
-    diff = np.abs(b - a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(a == 0, np.where(diff == 0, 0.0, np.inf), 100.0 * diff / np.abs(a))
-    return out
-
-
-def step(log: Interactions, fraction: float, item_years: np.ndarray | None = None
-         ) -> tuple[Interactions, np.ndarray | None]:
-    """One step of the evolving dataset: the earliest ``ceil(fraction * n)`` ratings by time,
-    and (with ``item_years``) the candidate items: those released in or before the year of
-    the step's latest rating (Unix seconds; unknown years are never excluded)."""
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fractions must lie in (0, 1], got {fraction}")
-    sub = log.take(np.arange(int(np.ceil(fraction * len(log)))))
-    if item_years is None:
-        return sub, None
-    last_year = pd.Timestamp(int(sub.timestamp.max()), unit="s").year
-    return sub, ~(np.asarray(item_years, dtype=np.float64) > last_year)
-
-
-def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int = 10,
-                   seed: int = 0, fractions: Sequence[float] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
-                   item_years: np.ndarray | None = None, accuracy: bool = True, folds: int = 5,
-                   threshold: float = 5.0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 3.6. Returns ``(steps, summary)``.
-
-    ``steps``: one row per (model, fraction) with every numeric property (and precision/recall).
-    ``summary``: rows properties, columns models, the maximum absolute percentage change between
-    consecutive steps; ``summary.attrs["robust"]`` is the boolean frame ``summary < threshold``.
-    ``item_years``: release year per item code (``NaN`` = unknown, never excluded); the year
-    of the latest rating is read from the timestamps as Unix seconds (MovieLens).
-    """
-    props = [p for p in STUDY_PROPERTIES if p.numeric]
-    records = []
-    for frac in fractions:
-        sub, cand = step(log, frac, item_years)
-        table = property_table(models, sub, k=k, seed=seed, properties=props, accuracy=accuracy,
-                               folds=folds, candidates=cand)
-        for name in table.columns:
-            records.append({"model": name, "fraction": frac, **table[name].to_dict()})
-    steps = pd.DataFrame(records)
-    labels = (["Precision", "Recall"] if accuracy else []) + [p.label for p in props]
+def evolving_frames(values: pd.DataFrame, threshold: float = 5.0
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Table 3.6 from :func:`read_values` of one evolving study's trials (read them by the
+    study's trial ids): ``(steps, summary)`` as :func:`~recaudit.properties.evolving_study`
+    returns them (numeric properties only)."""
+    numeric = {"Precision", "Recall"} | {p.label for p in STUDY_PROPERTIES if p.numeric}
+    sub = values[values["property"].isin(numeric)]
+    steps = sub.pivot_table(index=["model", "fraction"], columns="property", values="value",
+                            aggfunc="first", sort=False).reset_index()
+    labels = [p for p in ["Precision", "Recall", *(q.label for q in STUDY_PROPERTIES)]
+              if p in steps.columns]
+    steps = steps[["model", "fraction", *labels]]
     summary = pd.DataFrame({
         name: {lab: float(np.max(percent_change(g.sort_values("fraction")[lab].astype(float))))
                for lab in labels}
         for name, g in steps.groupby("model", sort=False)})
     summary.attrs["robust"] = summary < threshold
     return steps, summary
+
+
+def _summary(store: Store) -> pd.DataFrame:
+    """One row per trial: its setup and every numeric property (sets as their sizes)."""
+    values = read_values(store)
+    values["value"] = [len(v) if isinstance(v, (frozenset, tuple)) else v
+                       for v in values["value"]]
+    wide = values.pivot_table(index="trial_id", columns="property", values="value",
+                              aggfunc="first", sort=False)
+    trials = store.read(PROPERTY_TRIALS).drop(columns=["spec"])
+    return trials.merge(wide.reset_index(), on="trial_id", how="left")
+
+
+#: The property study, as the readers of a store see it (``recaudit status / results``).
+STUDY = StudyInfo("properties", "property templates", (PROPERTY_TRIALS, PROPERTY_VALUES),
+                  breakdown=("model", "fraction"), summary=_summary)

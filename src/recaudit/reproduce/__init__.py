@@ -20,7 +20,7 @@ from recaudit.reproduce._experiment import (CLAIM_STATES, OTHER_DATA_STATES,
 from recaudit.reproduce._report import render_report, write_report
 from recaudit.reproduce._samples import read_samples, write_samples
 from recaudit.reproduce._scope import Scope
-from recaudit.reproduce._runs import (DEFAULT_RECORDS, DEFAULT_ROOT, available,
+from recaudit.reproduce._recording import (DEFAULT_RECORDS, DEFAULT_ROOT, available,
                                       compact_records, evaluate, get, load_measures,
                                       load_record, plan, run)
 

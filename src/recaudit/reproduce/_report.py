@@ -21,7 +21,7 @@ from typing import Any
 from recaudit.reproduce._audit import TRIAL_SECONDS
 from recaudit.reproduce._experiment import Experiment
 from recaudit.reproduce._overview import overview, repetitions
-from recaudit.reproduce._runs import available, evaluate, load_measures, load_record
+from recaudit.reproduce._recording import available, evaluate, load_measures, load_record
 from recaudit.reproduce.rules import UNMEASURED
 
 __all__ = ["render_report", "write_report"]

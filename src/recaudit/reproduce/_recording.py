@@ -39,8 +39,11 @@ __all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "compact_records", "e
 
 DEFAULT_ROOT = Path("results/reproduce")
 #: Where the repository keeps the records (``recaudit reproduce run`` writes there when run
-#: from a checkout; ``recaudit reproduce report`` reads there by default).
-DEFAULT_RECORDS = Path("docs/reproduction/records")
+#: from a checkout; ``recaudit reproduce report`` reads there by default):
+#: ``docs/reproduction/records`` of the checkout the package runs from, found from the
+#: package's own location, never from the working directory; an installed package has none
+#: (the command then keeps the records beside the stores).
+DEFAULT_RECORDS = Path(__file__).resolve().parents[3] / "docs" / "reproduction" / "records"
 #: The paper modules, in the order the report shows them; each declares ``EXPERIMENTS``.
 PAPERS = ("_oh2022", "_betello2023", "_zhu2023", "_shriver2018")
 _EXTRA: dict[str, Experiment] = {}
