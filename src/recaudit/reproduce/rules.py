@@ -256,8 +256,10 @@ class Contrast(Rule):
 
         frames = [_frame(samples, k) for k, _ in self.weights]
         c = float(sum(w * means[k] for k, w in self.weights))
-        if any(f is None or len(f) < 2 for f in frames):
+        found_frames = [f for f in frames if f is not None and len(f) >= 2]
+        if len(found_frames) < len(frames):
             return _point(self.text, c)
+        frames = found_frames
         index = [f.set_index(["replicate", "unit"]).value for f in frames]
         pairs_of = [set(ix.index) for ix in index]
         if all(p == pairs_of[0] and len(p) == len(ix) for p, ix in zip(pairs_of, index)):
@@ -271,7 +273,7 @@ class Contrast(Rule):
                  for (_, w), f in zip(self.weights, frames)]
         var = sum(v for v, _ in parts)
         df = var ** 2 / sum(v * v / d for v, d in parts if v > 0) if var > 0 else 1.0
-        est = Estimate(c, ((var, df),), sum(len(f) for f in frames),
+        est = Estimate(c, ((var, df),), int(sum(len(f) for f in frames)),
                        min(len(f) for f in frames), 1, "two-sample" if var > 0 else "constant")
         p = (0.0 if c != 0 else 1.0) if var == 0 else \
             float(2 * sps.t.sf(abs(c) / np.sqrt(var), df))

@@ -28,6 +28,7 @@ whose CTR differences are small.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class PPOOracle:
         cfg, c = self.config, world.config
         users = TopicUsers.sample(world, cfg.batch_users, rng)
         keys = ("feat", "ctx", "act", "logp", "val", "rew", "mask")
-        buf = {k: [] for k in keys}
+        buf: dict[str, list[Any]] = {k: [] for k in keys}
         for _ in range(c.n_rounds):
             cands = recall(world, cfg.batch_users, rng)
             feat, ctx = _features(world, users, cands)

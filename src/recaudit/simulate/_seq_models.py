@@ -129,7 +129,7 @@ class _SeqModel:
 
             def loss_of(idx):
                 h = None
-                if self.recurrent:
+                if hist is not None and lengths is not None:     # recurrent
                     ln = lengths[idx]
                     h = self.module_.encode(hist[idx][:, : max(1, int(ln.max()))], ln)
                 logit = self.module_(xu[idx], xd[idx], h).squeeze(-1)

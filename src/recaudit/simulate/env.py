@@ -61,12 +61,15 @@ class TopicSequentialEnv(gym.Env):
 
     def _obs(self):
         c = self.config
-        hist = np.bincount(self.world.topic[np.asarray(self._users.history[0], dtype=np.int64)],
+        users = self._users
+        if users is None:
+            raise RuntimeError("call reset() before step(): the environment has no user yet")
+        hist = np.bincount(self.world.topic[np.asarray(users.history[0], dtype=np.int64)],
                            minlength=c.n_topics)
-        return {"user": self._users.u0[0].astype(np.float32),
+        return {"user": users.u0[0].astype(np.float32),
                 "candidates": self.world.one_hot(self._cands).astype(np.float32),
                 "history": hist.astype(np.float32),
-                "round": np.array([self._users.round], dtype=np.float32)}
+                "round": np.array([users.round], dtype=np.float32)}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
