@@ -95,3 +95,16 @@ def test_priming_an_existing_baseline_leaves_it_as_it_is(tmp_path):
     prime_baseline(trial, cache)                  # there already: not trained, not rewritten
     again = ArrayCache(cache).get(key)
     assert float(again["fit_seconds"]) == 7.0 and float(again["rank_seconds"]) == 8.0
+
+
+def test_one_rule_counts_a_baselines_seconds():
+    """Trained here: counted, nothing carried; made elsewhere: counted only when charged,
+    and then carried into the trial's total too."""
+    from recaudit.audit._runner import Baseline
+
+    items = np.zeros((1, 1), dtype=np.int32)
+    here = Baseline(items, 3.0, 1.0, trained_here=True)
+    elsewhere = Baseline(items, 3.0, 1.0)
+    assert here.counted(charge=False) == here.counted(charge=True) == (3.0, 1.0, 0.0)
+    assert elsewhere.counted(charge=True) == (3.0, 1.0, 4.0)
+    assert elsewhere.counted(charge=False) == (0.0, 0.0, 0.0)

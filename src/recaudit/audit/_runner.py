@@ -110,12 +110,25 @@ def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
 
 @dataclass(frozen=True)
 class Baseline:
-    """A baseline's rank lists (``items``, as cached) and the seconds it took to train and rank
-    (kept with the cached lists; 0 for an entry cached before they were kept)."""
+    """A baseline's rank lists (``items``, as cached), the seconds it took to train and rank
+    (kept with the cached lists; 0 for an entry cached before they were kept) and whether this
+    process trained it (``trained_here``; a baseline read from the cache or made by another job
+    was not)."""
 
     items: np.ndarray
     fit_seconds: float = 0.0
     rank_seconds: float = 0.0
+    trained_here: bool = False
+
+    def counted(self, charge: bool) -> tuple[float, float, float]:
+        """``(fit, rank, carried)`` seconds a trial counts for this baseline — the one rule:
+        its seconds count in the trial that trained it, else in the trial charged with it
+        (the first pending trial of its group), and a baseline made elsewhere is carried into
+        that trial's total time too (``carried``); every other trial counts none."""
+        if not (self.trained_here or charge):
+            return 0.0, 0.0, 0.0
+        carried = 0.0 if self.trained_here else self.fit_seconds + self.rank_seconds
+        return self.fit_seconds, self.rank_seconds, carried
 
 
 def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | None = None
@@ -127,31 +140,33 @@ def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | No
 
 
 def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
-              cache: str | os.PathLike | None, charge: bool = True
-              ) -> tuple[RankLists, float, float, bool]:
-    """The baseline's lists, the seconds to count for it and whether it was trained here:
-    the seconds it took to train and rank when trained here; when read from ``cache``, those
-    kept with it if ``charge`` (0 for an entry written before the seconds were kept), else 0."""
+              cache: str | os.PathLike | None, given: Baseline | None = None) -> Baseline:
+    """The baseline of ``trial`` from its one source in order: ``given`` (made by another job:
+    Ray's shared task), else the ``cache``, else trained here (and written to the cache)."""
+    if given is not None:
+        if len(given.items) != len(split.queries):
+            raise ValueError(f"baseline has {len(given.items)} rank lists for "
+                             f"{len(split.queries)} queries")
+        return dataclasses.replace(given, trained_here=False)
     key = trial.baseline_key(log_.fingerprint())
     store = None if cache is None else ArrayCache(cache)
     hit = None if store is None else store.get(key)
     if hit is not None:
-        seconds = [float(hit[name]) if charge and name in hit else 0.0
-                   for name in ("fit_seconds", "rank_seconds")]
-        return RankLists(hit["items"]), seconds[0], seconds[1], False
+        fit, rank = (float(hit[name]) if name in hit else 0.0
+                     for name in ("fit_seconds", "rank_seconds"))
+        return Baseline(hit["items"], fit, rank)
     ranks, fit_s, rank_s = train_baseline(trial, split, cache)
     if store is not None:
         store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
                   rank_seconds=np.asarray(rank_s))
-    return ranks, fit_s, rank_s, True
+    return Baseline(ranks.items, fit_s, rank_s, trained_here=True)
 
 
 def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
     """The baseline of ``trial``: read from ``cache`` (a directory or URL), else trained (and
     written there); its seconds are those of the training, kept with the cached lists."""
     data, split = prepare(trial.dataset, trial.split)
-    ranks, fit_s, rank_s, _ = _baseline(trial, data, split, cache)
-    return Baseline(ranks.items, fit_s, rank_s)
+    return _baseline(trial, data, split, cache)
 
 
 def prime_baseline(trial: TrialSpec, cache: str | os.PathLike) -> None:
@@ -269,26 +284,17 @@ def _prepare(trial: TrialSpec, perturbation: Perturbation | None, *,
     progress.report(label=trial.label, phase="loading data")
     data, split = prepare(trial.dataset, trial.split)
     fingerprint = data.fingerprint()
-    if baseline is None:
-        base, base_fit, base_rank, trained = _baseline(trial, data, split, cache_dir,
-                                                       charge_baseline)
-        carried = 0.0 if trained else base_fit + base_rank
-    else:
-        if len(baseline.items) != len(split.queries):
-            raise ValueError(f"baseline has {len(baseline.items)} rank lists for "
-                             f"{len(split.queries)} queries")
-        base = RankLists(baseline.items)
-        base_fit, base_rank = ((baseline.fit_seconds, baseline.rank_seconds) if charge_baseline
-                               else (0.0, 0.0))
-        carried = base_fit + base_rank
+    made = _baseline(trial, data, split, cache_dir, baseline)
+    base = RankLists(made.items)
+    base_fit, base_rank, carried = made.counted(charge_baseline)
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     p0 = time.perf_counter()
     keys: tuple[Any, ...] = ("draw", trial.draw) if trial.draw else ()
     rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation), *keys)
     plain_base = base  # a stabilised model faces the edits chosen for its plain model
     if trial.model.stabilise is not None and spec.needs.recommendations:
-        plain_base = _baseline(dataclasses.replace(trial, model=trial.model.base), data, split,
-                               cache_dir)[0]
+        plain_base = RankLists(_baseline(dataclasses.replace(trial, model=trial.model.base),
+                                         data, split, cache_dir).items)
     progress.report(phase="perturbing")
     context = perturb_context(spec, trial, split, plain_base, cache_dir)
     try:
