@@ -176,3 +176,40 @@ def test_aggregate_f_and_study_filter(csv_path, tmp_path):
     assert (m["jaccard"].to_numpy() >= a["jaccard"].to_numpy()).all()
     assert set(m["topout"]) <= {0.0, 1.0}
     assert a["record"].tolist() == m["record"].tolist()
+
+
+def test_a_baseline_is_trained_once_and_kept_beside_the_store(csv_path, tmp_path, monkeypatch):
+    """Every trial of a (dataset, model, seed, k) reads one baseline: trained by the first,
+    kept in ``<store>.baselines`` for the rest, other workers and later runs."""
+    from recaudit.experiment import ArrayCache
+    from recaudit.fuzz import _study as fz
+
+    fits = []
+    real = fz._fit_rank
+    monkeypatch.setattr(fz, "_fit_rank", lambda *a: fits.append(a[1]) or real(*a))
+    monkeypatch.setattr(fz, "_RECENT", {})
+    out = tmp_path / "b.duckdb"
+    study = _study(csv_path, out, heuristics=("ARAND",), sizes=(1,), sets=3)
+    run_study(study)
+    log = load_dataset(study.dataset)
+    base = [t for t in fits if t.fingerprint() == log.fingerprint()]
+    assert len(base) == 1 and len(fits) == 1 + 3       # one baseline, three modified logs
+    cache = ArrayCache(str(out) + ".baselines")
+    job = study.plan()[0].job
+    queries, lists = fz._baseline(job.trial, job.cache)
+    key = next(iter(fz._RECENT))
+    assert cache.has(key) and (cache.get(key)["items"] == lists.items).all()
+    # a new process (no memo) reads it instead of training
+    monkeypatch.setattr(fz, "_RECENT", {})
+    fits.clear()
+    row = fz.run_fuzz_trial(job.trial, cache=job.cache)
+    assert len(fits) == 1 and row["trial_id"] == study.plan()[0].id
+
+
+def test_a_stabilised_model_is_refused_with_its_key(csv_path, tmp_path):
+    from recaudit.errors import ConfigError
+    from recaudit.experiment import ModelSpec
+
+    with pytest.raises(ConfigError, match=r"models\[0\]\.stabilise"):
+        _study(csv_path, tmp_path / "x.duckdb",
+               models=(ModelSpec("item-item", stabilise={"method": "ensemble", "n": 2}),))

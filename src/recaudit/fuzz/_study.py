@@ -23,7 +23,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,9 +31,10 @@ import pandas as pd
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import DataError, RecauditError
-from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, Table, Trial,
+from recaudit.experiment import (ArrayCache, DatasetSpec, ExecutorSpec, ModelSpec, Store, Table,
+                                 Trial,
                                  canonical_json, data_summary, identity, load_dataset,
-                                 trial_key)
+                                 spec_id, trial_key)
 from recaudit.experiment import run_study as run_study_
 from recaudit.fuzz._oracles import AGGREGATES, DISTANCES, Aggregate, default_delta, distances
 from recaudit.fuzz._schema import FUZZ_TRIALS, read_trials
@@ -85,28 +85,61 @@ def _ratings(dataset: DatasetSpec) -> Interactions:
 
 def _fit_rank(model: ModelSpec, train: Interactions, queries: Queries, seed: int, k: int
               ) -> tuple[RankLists, float]:
-    from recaudit.models import checked_fit, checked_rank, create
+    from recaudit.models import checked_fit, checked_rank
 
     t0 = time.perf_counter()
-    rec = checked_fit(create(model.name, **model.params), train, seed=seed)
+    rec = checked_fit(model.create(), train, seed=seed)
     return checked_rank(rec, queries, k=k), time.perf_counter() - t0
 
 
-@lru_cache(maxsize=4)
-def _baseline(dataset_json: str, model_json: str, seed: int, k: int
-              ) -> tuple[Queries, RankLists]:
-    log = _ratings(DatasetSpec.from_dict(json.loads(dataset_json)))
+#: the baselines this process read or trained last (key -> (queries, lists)), a few at most
+_RECENT: dict[str, tuple[Queries, RankLists]] = {}
+
+
+def _baseline(trial: FuzzTrial, cache: str | None = None) -> tuple[Queries, RankLists]:
+    """The queries (one per user of the whole log) and the baseline's top-k lists of
+    ``trial``: the model trained on the whole log with the trial's seed. Kept in ``cache``
+    (an :class:`~recaudit.experiment.ArrayCache`, ``<store>.baselines`` for a study: every
+    worker and every later run reads it instead of training it again) under the key of
+    ``(dataset, model, seed, k)`` and the data, and in this process for the next trials."""
+    log = _ratings(trial.dataset)
+    key = spec_id({"dataset": identity(trial.dataset), "model": identity(trial.model),
+                   "seed": trial.seed, "k": trial.k}, log.fingerprint())
+    if key in _RECENT:
+        return _RECENT[key]
     queries = Queries.next_item(log)
-    lists, _ = _fit_rank(ModelSpec.from_dict(json.loads(model_json)), log, queries, seed, k)
+    store = None if cache is None else ArrayCache(cache)
+    hit = None if store is None else store.get(key)
+    if hit is not None:
+        lists = RankLists(hit["items"])
+    else:
+        lists, _ = _fit_rank(trial.model, log, queries, trial.seed, trial.k)
+        if store is not None:
+            store.put(key, items=lists.items)
+    if len(_RECENT) >= 4:
+        _RECENT.pop(next(iter(_RECENT)))
+    _RECENT[key] = (queries, lists)
     return queries, lists
 
 
-def run_fuzz_trial(trial: FuzzTrial) -> dict[str, Any]:
-    """Run one trial (pure: same trial, same numbers); returns its ``fuzz_trials`` row."""
+@dataclass(frozen=True)
+class FuzzJob:
+    """What a worker receives: the trial and where the study keeps its baselines."""
+
+    trial: FuzzTrial
+    cache: str | None = None
+
+
+def _run(job: FuzzJob) -> dict[str, Any]:
+    return run_fuzz_trial(job.trial, cache=job.cache)
+
+
+def run_fuzz_trial(trial: FuzzTrial, cache: str | None = None) -> dict[str, Any]:
+    """Run one trial (pure: same trial, same numbers); returns its ``fuzz_trials`` row.
+    ``cache``: where baselines are kept (see :func:`_baseline`)."""
     log = _ratings(trial.dataset)
     fp = log.fingerprint()
-    queries, base = _baseline(canonical_json(trial.dataset), canonical_json(trial.model),
-                              trial.seed, trial.k)
+    queries, base = _baseline(trial, cache)
     spec = FuzzSpec.parse(trial.spec)
     rng = make_rng(trial.seed, fp, spec.name, trial.set_index)
     t0 = time.perf_counter()
@@ -173,18 +206,25 @@ class FuzzStudy(Config):
         for key in ("sets", "k", "workers"):
             if getattr(self, key) < 1:
                 raise self.invalid(key, f"must be >= 1, got {getattr(self, key)}")
+        for i, m in enumerate(self.models):
+            if m.stabilise is not None:
+                raise self.invalid(f"models[{i}].stabilise", "fuzzing compares a model with "
+                                   "itself retrained on modified ratings; a stabilised model "
+                                   "is audited with recaudit audit (leave stabilise out here)")
         self.specs()  # validates heuristic names and parameters
 
     # the study protocol (recaudit.experiment.Study)
     kind: ClassVar[str] = "fuzz"
     tables: ClassVar[tuple[Table, ...]] = (FUZZ_TRIALS,)
-    run: ClassVar[Callable[..., Any]] = staticmethod(run_fuzz_trial)
+    run: ClassVar[Callable[..., Any]] = staticmethod(_run)
     share: ClassVar[Callable[..., Any] | None] = None
     prime: ClassVar[Callable[..., Any] | None] = None
 
     def plan(self) -> list[Trial]:
         fp = _ratings(self.dataset).fingerprint()
-        return [Trial(t.trial_id(fp), t, datasets=(t.dataset,),
+        output = Path(self.output)
+        cache = str(output.with_name(output.name + ".baselines"))
+        return [Trial(t.trial_id(fp), FuzzJob(t, cache), datasets=(t.dataset,),
                       label=f"{t.model.label} · {t.spec} · set {t.set_index}")
                 for t in self.trials()]
 
