@@ -9,14 +9,31 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from recaudit.audit import interval_text as _ci
-from recaudit.audit import p_text as _p
-from recaudit.audit import reading as story
 from recaudit.cli._common import running
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 
 __all__ = ["register"]
+
+
+# the audit (and torch with it) is imported when a command runs, not when the command line is
+# parsed: `recaudit --help` and every command's usage errors answer at once
+def _ci(*args, **kw):
+    from recaudit.audit import interval_text
+
+    return interval_text(*args, **kw)
+
+
+def _p(*args, **kw):
+    from recaudit.audit import p_text
+
+    return p_text(*args, **kw)
+
+
+def story(*args, **kw):
+    from recaudit.audit import reading
+
+    return reading(*args, **kw)
 
 
 def _progress_runner(config) -> Path:
