@@ -39,7 +39,6 @@ import os
 import platform
 import socket
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ import pandas as pd
 
 from recaudit import _progress as progress
 from recaudit.audit._context import _fit, close_context, perturb_context
-from recaudit.audit._spec import TrialSpec, build_model, perturbation_label
+from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
 from recaudit.experiment import ArrayCache, canonical_json, prepare
@@ -57,7 +56,7 @@ from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
-__all__ = ["run_trial", "run_stack", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
+__all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
            "train_baseline", "compare", "versions", "edited_queries"]
 
 log = logging.getLogger(__name__)
@@ -331,68 +330,6 @@ def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: 
     if stored is not None and (own := in_your_ids(stored, split.train)):
         stored["in_your_ids"] = own
     return TrialOutcome(row, queries, stored)
-
-
-def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation | None], *,
-              audit: str = "audit", cache_dir: str | os.PathLike | None = None,
-              baseline: Baseline | None = None, charges: Sequence[bool] | None = None
-              ) -> list[TrialOutcome]:
-    """Run several trials of one baseline group, training their perturbed models together as
-    one stack (:func:`recaudit.models.sequential.fit_stack`) when they can be: the same
-    sequential model configuration, not stabilised. Each outcome is what :func:`run_trial`
-    gives for its trial (the same lists and similarities; a stacked model is bit for bit the
-    model trained alone on the CPU), except its ``fit_seconds``: its share of the stack's
-    training time, and ``versions``, which records the stack's size. ``charges``: whether each
-    trial counts the baseline's seconds (:func:`run_trial`'s ``charge_baseline``)."""
-    from recaudit.models import scratch_dir
-
-    trials = list(trials)
-    charges = [True] * len(trials) if charges is None else list(charges)
-    local = _local(cache_dir)
-    with scratch_dir(None if local is None else local.parent):
-        prepared = []
-        for i, (trial, pert, charge) in enumerate(zip(trials, perturbations, charges,
-                                                      strict=True)):
-            with progress.member(i):
-                prepared.append(_prepare(trial, pert, cache_dir=cache_dir, baseline=baseline,
-                                         charge_baseline=charge))
-        models = _stackable(trials)
-        if models is None:
-            out = []
-            for i, p in enumerate(prepared):
-                with progress.member(i):
-                    lists, fit_s, rank_s = _fit_rank(p.trial, p.train, p.split, p.seed, local,
-                                                     p.inputs)
-                    out.append(_outcome(p, lists, fit_s, rank_s, audit))
-            return out
-        from recaudit.models.sequential import fit_stack
-
-        progress.report(phase="perturbed fit")
-        t0 = time.perf_counter()
-        fit_stack(models, [p.train for p in prepared], [p.seed for p in prepared])
-        share = (time.perf_counter() - t0) / len(models)
-        out = []
-        for i, (p, model) in enumerate(zip(prepared, models, strict=True)):
-            with progress.member(i):
-                progress.report(phase="perturbed ranking")
-                t1 = time.perf_counter()
-                ranks = checked_rank(model, p.split.queries if p.inputs is None else p.inputs,
-                                     k=p.trial.metrics.depth)
-                out.append(_outcome(p, ranks, share, time.perf_counter() - t1, audit,
-                                    stack=len(models)))
-        return out
-
-
-def _stackable(trials: list[TrialSpec]) -> list[Any] | None:
-    """Fresh models for a stack of ``trials``, or ``None`` when they cannot share one (one
-    trial, different model configurations, a stabilised or non-sequential model)."""
-    from recaudit.models.sequential import SequentialRecommender
-
-    if len(trials) < 2 or any(t.model != trials[0].model or t.model.stabilise is not None
-                              for t in trials):
-        return None
-    models = [build_model(t.model) for t in trials]
-    return models if all(isinstance(m, SequentialRecommender) for m in models) else None
 
 
 def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: str,

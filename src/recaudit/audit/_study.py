@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
-                                    run_stack, run_trial)
+                                    run_trial)
+from recaudit.audit._stacking import run_stack
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
