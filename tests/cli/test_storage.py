@@ -137,7 +137,7 @@ def test_a_new_subfolder_in_a_read_only_folder(folder):
 
 
 @pytest.mark.parametrize("command, target, says", [
-    (["report", "{store}", "-o", "{ro}/r.html"], "{ro}/r.html",
+    (["report", "{store}", "-o", "{ro}/r.md"], "{ro}/r.md",
      "cannot write {target}: permission denied; choose another -o/--output"),
     (["report", "{store}", "--format", "csv", "-o", "{ro}/tables"], "{ro}/tables",
      "cannot create the folder {target}: permission denied; choose another -o/--output"),
@@ -201,9 +201,9 @@ def test_export_report_and_audit_on_a_read_only_file_system(store, tmpfs):
     assert proc.returncode == 2
     assert _error(proc) == (f"error: cannot write {tmpfs}/meta.parquet: the file system is "
                             "read-only; choose another DIRECTORY, in a folder you can write to")
-    proc = _run(store.parent, ["report", str(store), "-o", str(tmpfs / "r.html")], _env())
+    proc = _run(store.parent, ["report", str(store), "-o", str(tmpfs / "r.md")], _env())
     assert proc.returncode == 2
-    assert _error(proc) == (f"error: cannot write {tmpfs}/r.html: the file system is "
+    assert _error(proc) == (f"error: cannot write {tmpfs}/r.md: the file system is "
                             "read-only; choose another -o/--output, in a folder you can write "
                             "to")
     proc = _run(store.parent, _audit_args(tmpfs / "a.duckdb"), _env())

@@ -24,8 +24,8 @@ def _nap(folder, key, seconds):
     """A job: sleeps, and leaves ``<key>.started`` while it runs, ``<key>.unwound`` when its
     ``finally`` ran."""
     path = Path(folder)
-    (path / f"{key}.started").write_text(str(os.getpid()))
-    try:
+    try:  # marked started inside the try: an interrupt seen after the mark unwinds the job
+        (path / f"{key}.started").write_text(str(os.getpid()))
         time.sleep(seconds)
     finally:
         (path / f"{key}.unwound").write_text("yes")

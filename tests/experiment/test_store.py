@@ -85,6 +85,22 @@ def test_a_failing_block_rolls_back_every_write_in_it(tmp_path):
         assert st.meta() == {"a": {"x": [3]}}
 
 
+def test_keyed_rows_deleted_and_written_again_in_one_transaction(tmp_path):
+    """What a resumed run does to its plan (and a rewritten trial to its rows): delete the
+    keyed rows, insert the same keys, one transaction. DuckDB before 1.2.2 refused it as a
+    duplicate key (a resume failed on the floors), hence the floor."""
+    from recaudit.experiment import PLANS
+
+    plan = {"kind": ["audit"] * 2, "plan": ["p"] * 2, "trial_id": ["t0", "t1"]}
+    with AuditStore(tmp_path / "s.duckdb") as st:
+        st.insert(PLANS, plan)
+        for _ in range(2):
+            with st.transaction():
+                st.delete("plans", plan="p")
+                st.insert(PLANS, plan)
+        assert sorted(st.plans("audit")["trial_id"]) == ["t0", "t1"]
+
+
 def test_replace_rows_replaces_by_key_including_null_keys(tmp_path):
     def rows(value):
         return pd.DataFrame({"scenario": ["s", "s"], "algorithm": ["algo", "oracle"],

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from recaudit.cli._common import running
+from recaudit.cli._common import progress_bar, running
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 
@@ -39,11 +39,9 @@ def story(*args, **kw):
 def _progress_runner(config) -> Path:
     """Run ``config``; a progress bar on stderr while it is a terminal (never on stdout,
     where the tables go, and nothing in a log file or a pipe)."""
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
@@ -51,11 +49,9 @@ def _progress_runner(config) -> Path:
 
     from recaudit.audit import run_audit
 
-    err = Console(stderr=True, highlight=False)
-    with running(config.output), Progress(
+    with running(config.output), progress_bar(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err,
-            transient=False, disable=not err.is_terminal) as bar:
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()) as bar:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):

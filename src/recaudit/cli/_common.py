@@ -9,7 +9,8 @@ from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "running", "split_list"]
+__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "progress_bar", "running",
+           "split_list"]
 
 #: The store a command is writing (``store``), so that an interrupt or a failed trial can say
 #: what is saved, and the interrupt that stopped it (``interrupt``: typer turns every
@@ -45,6 +46,36 @@ def console(width: int = 140) -> Any:
     out = Console(highlight=False)
     return out if out.is_terminal else Console(highlight=False,
                                                width=max(width, OFF_TERMINAL_WIDTH))
+
+
+class _NoBar:
+    """What :func:`progress_bar` gives off a terminal: the bar's calls, doing nothing."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def progress_bar(*columns: Any, transient: bool = False) -> Any:
+    """A rich progress bar on stderr while stderr is a terminal (never on stdout, where the
+    tables go); off a terminal (a log file, a pipe, a test) nothing at all. Not a disabled
+    ``Progress``: rich 13.0, our floor, still prints an empty line when a disabled bar stops,
+    which put a blank line before the one-line error of a command that failed."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(stderr=True, highlight=False)
+    if not err.is_terminal:
+        return _NoBar()
+    return Progress(*columns, console=err, transient=transient)
 
 
 def split_list(text: str, option: str) -> list[str]:

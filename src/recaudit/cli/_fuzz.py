@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from recaudit.cli._common import console as _console
-from recaudit.cli._common import dataset_spec, running, split_list
+from recaudit.cli._common import dataset_spec, progress_bar, running, split_list
 from recaudit.errors import ConfigError
 
 
@@ -75,9 +75,7 @@ def fuzz_cmd(
         "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
         "output": output, "workers": workers})
     console = _console(160)
-    from rich.progress import Progress
-
-    with Progress(console=console, transient=True) as bar:
+    with progress_bar(transient=True) as bar:
         task = bar.add_task("fuzzing", total=None)
 
         def progress(done: int, total: int) -> None:
