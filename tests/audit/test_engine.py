@@ -72,6 +72,7 @@ def test_process_pool_gives_identical_numbers(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # `make test`: one Ray cluster at a time
 def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     pytest.importorskip("ray")
     import shutil

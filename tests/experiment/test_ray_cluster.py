@@ -22,6 +22,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+pytestmark = pytest.mark.xdist_group("ray")  # `make test`: one Ray cluster at a time
+
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from recaudit.audit import (AuditConfig, DatasetSpec, ExecutorSpec, MetricSpec, ModelSpec,  # noqa: E402

@@ -47,16 +47,18 @@ def repetitions(exp: Experiment, scope: Mapping[str, Any] | None,
     draws: set[int] = set()
     units: set[int] = set()
     for f in frames:
-        rep = f["replicate"].astype(str)
-        if rep.str.contains(":", regex=False).all():
-            parts = rep.str.split(":", n=1)
-            seed, draw = parts.str[0], parts.str[1]
-            seeds.update(seed.unique())
-            draws.add(int(pd.Series(draw.to_numpy()).groupby(seed.to_numpy()).nunique().max()))
+        # the replicates' few distinct names, not their hundreds of thousands of rows
+        codes, names = pd.factorize(f["replicate"].astype(str))
+        if all(":" in n for n in names):
+            by_seed: dict[str, set[str]] = {}
+            for seed, draw in (str(n).split(":", 1) for n in names):
+                by_seed.setdefault(seed, set()).add(draw)
+            seeds.update(by_seed)
+            draws.add(max(len(d) for d in by_seed.values()))
         else:
-            seeds.update(rep.unique())
+            seeds.update(str(n) for n in names)
             draws.add(1)
-        units.update(int(n) for n in f.groupby(rep.to_numpy())["unit"].nunique())
+        units.update(int(n) for n in f.groupby(codes)["unit"].nunique())
     text = _plural(len(seeds), "seeds")
     if max(draws) > 1:
         text += f" × {max(draws)} draws" + (" (1 for a perturbation that draws nothing)"

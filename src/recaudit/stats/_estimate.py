@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 
 __all__ = ["Estimate", "estimate_mean", "welch", "DESIGNS"]
 
@@ -89,7 +89,10 @@ class Estimate:
             return float("nan")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        return float(np.sqrt(sum(stats.t.ppf(1 - alpha, df) ** 2 * v
+        # special.stdtrit is what stats.t.ppf computes (bit for bit, inf at 1 - alpha == 1
+        # included) without the distribution's argument checks: 2 µs instead of 100, and a
+        # p-value inverts this function dozens of times
+        return float(np.sqrt(sum(special.stdtrit(df, 1 - alpha) ** 2 * v
                                  for v, df in self.parts if v > 0)))
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
@@ -173,6 +176,15 @@ def _invert(halfwidth, gap: float) -> float:
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's code in the sorted distinct values (``np.unique``'s inverse). Text (seed
+    and query names, by the hundred thousand) through a hash table and a sort of the few
+    distinct values: the same codes, in a fifth of the time."""
+    if x.dtype.kind in "OUS":
+        import pandas as pd
+
+        codes, uniq = pd.factorize(x, sort=True)
+        if len(codes) and codes.min() >= 0:  # no missing value (np.unique ranks those last)
+            return codes, len(uniq)
     uniq, codes = np.unique(x, return_inverse=True)
     return codes.ravel(), len(uniq)
 
