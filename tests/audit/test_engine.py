@@ -72,9 +72,9 @@ def test_process_pool_gives_identical_numbers(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")  # `make test`: one Ray cluster at a time
-def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
+def test_ray_gives_identical_numbers(tmp_path, monkeypatch, request):
     pytest.importorskip("ray")
+    request.getfixturevalue("one_ray_cluster")  # the machine's only Ray cluster (conftest)
     import shutil
     import tempfile
 

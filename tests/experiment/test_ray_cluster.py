@@ -22,7 +22,6 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.xdist_group("ray")  # `make test`: one Ray cluster at a time
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
@@ -120,6 +119,12 @@ def _end_processes_under(directory: str) -> None:
                 os.kill(int(proc.name), signal.SIGKILL)
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue  # ended meanwhile, or not ours
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _alone(one_ray_cluster):
+    """The module's cluster is the only one on the machine (tests/conftest.py)."""
+    yield
 
 
 @pytest.fixture(scope="module")
