@@ -43,10 +43,11 @@ demo: $(STAMP)
 		--seeds 3 --workers 2 --param epochs=4 --param samples=prefix --param batch_order=temporal \
 		--param max_len=10 --param embedding_dim=64 --param hidden_dim=64 --output results/demo.duckdb
 
-# One pytest worker per core (pytest-xdist); the tests that start a Ray cluster take turns
-# (tests/conftest.py: one_ray_cluster).
+# One pytest worker per core (pytest-xdist), then the tests that start a Ray cluster, alone
+# and one at a time (no two clusters competing for the cores and Ray's start-up timeouts).
 test: $(DEVSTAMP)
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto -m "not ray"
+	$(PY) -m pytest -q -m ray
 
 # The documentation site into build/docs (open build/docs/index.html): every warning is an
 # error, and a command, option, configuration key, model parameter or store column without its

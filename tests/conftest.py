@@ -24,26 +24,6 @@ def _isolated_data_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path_factory.getbasetemp() / "recaudit-data"))
 
 
-@pytest.fixture(scope="module")
-def one_ray_cluster(tmp_path_factory):
-    """Hold, for a module, the machine's only Ray cluster of this test run: `make test` runs
-    pytest-xdist workers side by side, and two Ray clusters started together claim the same
-    default ports and hang (seen: both workers idle for minutes). An exclusive ``flock`` on a
-    file in the folder the workers share; a worker holding it never waits for another, so it
-    cannot deadlock. (xdist's ``--dist loadgroup`` would do this, but pytest 9.2 ignores the
-    group suffix it gives the test ids.)"""
-    import fcntl
-
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    with open(shared / "ray-cluster.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():

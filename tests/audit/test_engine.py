@@ -72,9 +72,11 @@ def test_process_pool_gives_identical_numbers(tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_gives_identical_numbers(tmp_path, monkeypatch, request):
+@pytest.mark.ray  # `make test` runs it alone, after the others
+def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
     pytest.importorskip("ray")
-    request.getfixturevalue("one_ray_cluster")  # the machine's only Ray cluster (conftest)
+    if " " in sys.executable:  # Ray's workers cannot start (recaudit.experiment._ray)
+        pytest.skip("Ray cannot start workers from a Python path with a space")
     import shutil
     import tempfile
 

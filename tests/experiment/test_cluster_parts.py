@@ -148,3 +148,26 @@ def test_a_result_the_audit_did_not_plan_is_refused_before_writing(tmp_path, mon
     with pytest.raises(RecauditError, match="did not plan"):
         run_audit(cfg)
     assert trial_summary(cfg.output).empty
+
+
+def test_a_local_ray_cluster_from_a_python_path_with_a_space_is_refused(monkeypatch):
+    """Ray's node manager starts workers through a shell without quoting the Python's path:
+    from ``/tmp/a b/...`` none starts and the run waits for ever. Said before Ray starts."""
+    from recaudit.experiment._ray import _connect
+
+    class NoRay:  # ray itself is never reached
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            raise AssertionError("Ray was started")
+
+    monkeypatch.setattr("sys.executable", "/tmp/a b/.venv/bin/python")
+    with pytest.raises(ConfigError) as err:
+        _connect(NoRay(), ExecutorSpec("ray", workers=2))
+    assert err.value.key == "executor.kind"
+    assert "contains a space (/tmp/a b/.venv/bin/python)" in str(err.value)
+    assert "another executor" in str(err.value)
+    # a cluster elsewhere starts its workers with its own Python: not refused
+    with pytest.raises(AssertionError, match="Ray was started"):
+        _connect(NoRay(), ExecutorSpec("ray", workers=2, address="ray://cluster:10001"))

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
@@ -114,9 +115,22 @@ def _connect(ray: Any, spec: ExecutorSpec) -> bool:
     if spec.address:
         kwargs["address"] = spec.address
     else:
+        _check_python_path()
         kwargs.update(num_cpus=spec.workers * spec.threads_per_worker, include_dashboard=False)
     ray.init(**kwargs)
     return True
+
+
+def _check_python_path() -> None:
+    """A local Ray cluster starts its workers with this Python; Ray's node manager runs that
+    command through a shell without quoting it, so from a path with a space no worker ever
+    starts and the run waits for ever (seen: ``/tmp/a b/.venv/bin/python`` -> ``/tmp/a: No
+    such file or directory`` in the raylet's log). Said before Ray starts."""
+    if " " in sys.executable:
+        raise ConfigError(f"Ray cannot start its worker processes from a Python whose path "
+                          f"contains a space ({sys.executable}): the run would wait for ever; "
+                          "move the virtual environment to a path without spaces, or use "
+                          "another executor (kind = \"process\")", key="executor.kind")
 
 
 def _check_feasible(ray: Any, spec: ExecutorSpec) -> None:
