@@ -28,7 +28,7 @@ def test_a_models_device_is_not_part_of_a_trial_id(tmp_path):
     assert _ids(base) != _ids(other)        # every other parameter still is
 
 
-def test_plan_on_a_device_places_the_models_and_keeps_the_ids(tmp_path):
+def test_plan_on_a_device_places_the_models_and_keeps_the_ids(tmp_path, shared_data):
     scope = Scope(seeds=1, draws=1, models=("latentcross", "lstm"))
     cpu = plan("oh2022-table3", "paper", tmp_path, workers=2, scope=scope)
     gpu = plan("oh2022-table3", "paper", tmp_path, workers=2,
