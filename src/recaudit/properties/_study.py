@@ -32,7 +32,7 @@ from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, Store, St
                                  Trial,
                                  canonical_json, columns, data_summary, load_dataset, register,
                                  run_study, spec_id)
-from recaudit.properties._tables import STUDY_PROPERTIES, percent_change, property_table, step
+from recaudit.properties._tables import STUDY_PROPERTIES, change_summary, property_table, step
 
 __all__ = ["PROPERTY_TRIALS", "PROPERTY_VALUES", "STUDY", "PropertyStudy", "PropertyTrial",
            "run_property_trial", "property_frame", "evolving_frames", "release_years",
@@ -268,12 +268,7 @@ def evolving_frames(values: pd.DataFrame, threshold: float = 5.0
     labels = [p for p in ["Precision", "Recall", *(q.label for q in STUDY_PROPERTIES)]
               if p in steps.columns]
     steps = steps[["model", "fraction", *labels]]
-    summary = pd.DataFrame({
-        name: {lab: float(np.max(percent_change(g.sort_values("fraction")[lab].astype(float))))
-               for lab in labels}
-        for name, g in steps.groupby("model", sort=False)})
-    summary.attrs["robust"] = summary < threshold
-    return steps, summary
+    return steps, change_summary(steps, labels, threshold)
 
 
 def _summary(store: Store) -> pd.DataFrame:

@@ -222,9 +222,16 @@ def evolving_study(models: dict[str, ModelFactory], log: Interactions, *, k: int
             records.append({"model": name, "fraction": frac, **table[name].to_dict()})
     steps = pd.DataFrame(records)
     labels = (["Precision", "Recall"] if accuracy else []) + [p.label for p in props]
+    return steps, change_summary(steps, labels, threshold)
+
+
+def change_summary(steps: pd.DataFrame, labels: Sequence[str], threshold: float) -> pd.DataFrame:
+    """Table 3.6's summary of ``steps`` (one row per model and fraction): per model and
+    property, the largest percent change between consecutive steps; ``attrs["robust"]`` marks
+    those below ``threshold``."""
     summary = pd.DataFrame({
         name: {lab: float(np.max(percent_change(g.sort_values("fraction")[lab].astype(float))))
                for lab in labels}
         for name, g in steps.groupby("model", sort=False)})
     summary.attrs["robust"] = summary < threshold
-    return steps, summary
+    return summary
