@@ -51,7 +51,7 @@ from recaudit.audit._context import _fit, close_context, perturb_context
 from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
-from recaudit.experiment import ArrayCache, canonical_json, prepare
+from recaudit.experiment import ArrayCache, ModelSpec, canonical_json, prepare
 from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
@@ -62,17 +62,42 @@ __all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "prime_base
 log = logging.getLogger(__name__)
 
 
-def versions() -> dict[str, str]:
-    """Library versions (:func:`recaudit._version.versions`) and the device this process
-    trains ``device="auto"`` models on."""
+def versions(model: ModelSpec) -> dict[str, str]:
+    """Library versions (:func:`recaudit._version.versions`) and, for a model that takes a
+    ``device`` parameter (the torch models), the device it trained on: its ``device``
+    resolved in this process (``"auto"``: the worker's GPU, else CUDA when present, else the
+    CPU), e.g. ``"cuda:0 (NVIDIA H100)"`` or ``"cpu (x86_64)"``.
+
+    A model without one (rating-based, a command, a user's class) records no device: recaudit
+    does not place it, and torch is not imported for it. (Before, every trial recorded where a
+    ``device="auto"`` model would have trained, a GPU for a rating-based model that never used
+    one.)"""
+    from recaudit._version import versions as library_versions
+
+    device = _device_param(model)
+    if device is None:
+        return library_versions()
     import torch
 
-    from recaudit._version import versions as library_versions
     from recaudit.models import resolve_device
 
-    device = resolve_device("auto")
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
-    return {**library_versions(), "device": f"{device} ({name})"}
+    placed = resolve_device(device)
+    name = torch.cuda.get_device_name(placed) if placed.type == "cuda" else platform.machine()
+    return {**library_versions(), "device": f"{placed} ({name})"}
+
+
+def _device_param(model: ModelSpec) -> str | None:
+    """``model``'s ``device`` parameter (given, else its class's default); ``None`` when its
+    class declares none."""
+    from recaudit.models import model_class
+
+    if "device" in model.params:
+        return str(model.params["device"])
+    config = getattr(model_class(model.name), "Config", None)
+    if config is None or not dataclasses.is_dataclass(config):
+        return None
+    default = {f.name: f.default for f in dataclasses.fields(config)}.get("device")
+    return None if default in (None, dataclasses.MISSING) else str(default)
 
 
 def _local(cache: str | os.PathLike | None) -> Path | None:
@@ -312,7 +337,9 @@ def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: 
     model was trained in, recorded in ``versions`` when above 1)."""
     trial, split = p.trial, p.split
     queries = compare(p.base, pert, split, trial.metrics.k, trial.metrics.p)
-    used = versions() if stack == 1 else {**versions(), "stack": str(stack)}
+    used = versions(trial.model)
+    if stack > 1:
+        used["stack"] = str(stack)
     row = {"trial_id": trial.trial_id(p.fingerprint),
            "baseline_key": trial.baseline_key(p.fingerprint),
            "audit": audit, "dataset": trial.dataset.label, "model": trial.model.name,

@@ -17,6 +17,8 @@ gives the parameters back as plain data.
 :mod:`recaudit.models.testing` is the conformance kit every model passes.
 """
 
+from typing import TYPE_CHECKING
+
 from recaudit.models._adapters import CommandError, CommandModel, LightFM, RecBoleModel
 from recaudit.models._cf import FunkSVD, ItemKNN, SlopeOne, UserKNN
 from recaudit.models._device import (check_device, process_device, resolve_device,
@@ -27,14 +29,28 @@ from recaudit.models._protocol import (Recommender, as_queries, checked_fit, che
                                        top_k_from_scores)
 from recaudit.models._registry import available, create, model_class, parameters, register
 from recaudit.models._scratch import scratch_dir
-from recaudit.models.sequential import (BERT4Rec, GRU4Rec, JODIE, LSTM, LatentCross, SASRec,
-                                        SequentialConfig, SequentialRecommender, TiSASRec)
+
+if TYPE_CHECKING:  # at run time reached through __getattr__, below
+    from recaudit.models.sequential import (BERT4Rec, GRU4Rec, JODIE, LSTM, LatentCross, SASRec,
+                                            SequentialConfig, SequentialRecommender, TiSASRec)
+
+#: Names this package offers from :mod:`recaudit.models.sequential`, imported on first use:
+#: importing :mod:`recaudit.models` does not import torch (a rating-based audit never needs it).
+_SEQUENTIAL = ("BERT4Rec", "GRU4Rec", "JODIE", "LSTM", "LatentCross", "SASRec",
+               "SequentialConfig", "SequentialRecommender", "TiSASRec")
+
+
+def __getattr__(name: str) -> object:
+    if name in _SEQUENTIAL:
+        from recaudit.models import sequential
+
+        return getattr(sequential, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD", "GRU4Rec",
            "ItemKNN", "JODIE", "LSTM", "LatentCross", "LightFM", "PRESETS", "Preset",
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
-           "available", "checked_fit", "checked_rank", "check_device", "create", "model_class", "parameters", "preset",
-           "process_device",
-           "register", "resolve_device", "scratch_dir", "set_process_device",
+           "available", "checked_fit", "checked_rank", "check_device", "create", "model_class",
+           "parameters", "preset", "process_device", "register", "resolve_device", "scratch_dir", "set_process_device",
            "top_k_from_scores"]

@@ -6,10 +6,13 @@ An executor deals devices to its workers (:func:`set_process_device`); a model w
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from recaudit._torch import check_device
 from recaudit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["check_device", "process_device", "resolve_device", "set_process_device"]
 
@@ -21,8 +24,11 @@ def set_process_device(device: str | None) -> None:
     audit's process executor for each worker; ``None`` restores the default)."""
     global _PROCESS_DEVICE
     _PROCESS_DEVICE = None if device is None else check_device(device)
-    if device is not None and device.startswith("cuda:") and torch.cuda.is_available():
-        torch.cuda.set_device(torch.device(device))
+    if device is not None and device.startswith("cuda:"):
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_device(torch.device(device))
 
 
 def resolve_device(device: str) -> torch.device:
@@ -32,6 +38,8 @@ def resolve_device(device: str) -> torch.device:
     executor's ``devices``). Results on CUDA are deterministic run to run but not bit-identical
     to CPU results; on a CPU-only host ``auto`` is ``cpu``, so it never changes results there.
     """
+    import torch
+
     check_device(device)
     if device == "cpu":
         return torch.device("cpu")

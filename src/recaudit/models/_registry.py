@@ -14,6 +14,12 @@ __all__ = ["register", "create", "available", "model_class", "parameters"]
 
 _REGISTRY: dict[str, type] = {}
 
+#: Built-in models registered when their module is imported, on first use of the name: the
+#: torch models are not imported with the package (``tests/models/test_registry.py`` checks
+#: that each module registers the name listed here).
+_DEFERRED: dict[str, str] = {name: "recaudit.models.sequential" for name in (
+    "bert4rec", "gru4rec", "jodie", "latentcross", "lstm", "sasrec", "tisasrec")}
+
 
 def register(name: str) -> Callable[[type], type]:
     """Class decorator: make a model creatable by ``name``.
@@ -34,7 +40,16 @@ def register(name: str) -> Callable[[type], type]:
 
 
 def available() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(set(_REGISTRY) | set(_DEFERRED))
+
+
+def _registered(name: str) -> type | None:
+    """The class registered as ``name``, importing its module first if it is deferred."""
+    if name not in _REGISTRY and name in _DEFERRED:
+        import importlib
+
+        importlib.import_module(_DEFERRED[name])
+    return _REGISTRY.get(name)
 
 
 #: The entry-point group through which a package offers models (``name = "pkg.mod:Class"``).
@@ -99,14 +114,15 @@ def model_class(name: str) -> type:
         name = preset(name).model
     if ":" in name:
         return _import(name, name)
-    if name not in _REGISTRY:
+    cls = _registered(name)
+    if cls is None:
         target = _entry_point(name)
         if target is not None:
             return _import(target, name)
         raise ConfigError(f"unknown model {name!r}; available: {', '.join(available())}, "
                           "or a class as 'package.module:Class'."
-                          + did_you_mean(name, _REGISTRY))
-    return _REGISTRY[name]
+                          + did_you_mean(name, available()))
+    return cls
 
 
 def create(name: str, **params: Any) -> Any:
@@ -129,7 +145,7 @@ def create(name: str, **params: Any) -> Any:
     except RecauditError:
         raise
     except TypeError as exc:
-        if name in _REGISTRY:
+        if name in _REGISTRY:  # a built-in model's own error (model_class registered it)
             raise
         raise ConfigError(f"model {name!r}: {exc}", hint=f"its parameters: "
                           f"{cls.__name__}{inspect.signature(cls)}") from exc

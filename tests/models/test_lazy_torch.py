@@ -1,0 +1,55 @@
+"""Importing recaudit's packages does not import torch: the sequential models are registered
+when first named, and a rating-based audit never loads torch (``recaudit.models._registry``)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from recaudit.audit._runner import versions
+from recaudit.experiment import ModelSpec
+from recaudit.models import _registry, available, model_class
+
+
+def _fresh(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_the_packages_import_without_torch_and_a_model_name_brings_it():
+    out = _fresh("import sys, recaudit.models, recaudit.audit, recaudit.report, "
+                 "recaudit.properties, recaudit.fuzz, recaudit.reproduce, recaudit.experiment\n"
+                 "from recaudit.models import available, create\n"
+                 "print('torch' in sys.modules, 'lstm' in available())\n"
+                 "create('item-item')\n"
+                 "print('torch' in sys.modules)\n"
+                 "print(type(create('lstm', epochs=1)).__name__, 'torch' in sys.modules)")
+    assert out.split("\n") == ["False True", "False", "LSTM True"]
+
+
+def test_a_sequential_class_is_reached_as_an_attribute():
+    out = _fresh("import sys, recaudit.models as m\n"
+                 "print('torch' in sys.modules, m.GRU4Rec.registered_name, "
+                 "'torch' in sys.modules)")
+    assert out == "False gru4rec True"
+    import recaudit.models as m
+
+    with pytest.raises(AttributeError, match="no attribute 'GRU4Rek'"):
+        m.GRU4Rek  # noqa: B018 - the attribute access is the test
+
+
+def test_each_deferred_name_is_registered_by_its_module():
+    import recaudit.models.sequential  # noqa: F401 - registers its models
+
+    registered = {name for name, cls in _registry._REGISTRY.items()
+                  if cls.__module__.startswith("recaudit.models.sequential.")}
+    assert registered == set(_registry._DEFERRED)
+    assert all(model_class(name).registered_name == name for name in _registry._DEFERRED)
+    assert set(_registry._DEFERRED) <= set(available())
+
+
+def test_a_trial_records_a_device_only_for_a_model_that_takes_one():
+    assert "device" not in versions(ModelSpec("item-item"))
+    assert versions(ModelSpec("lstm"))["device"].startswith(("cpu (", "cuda"))
+    assert versions(ModelSpec("gru4rec", {"device": "cpu"}))["device"].startswith("cpu (")
+    assert versions(ModelSpec("sasrec@betello2023"))["device"].startswith(("cpu (", "cuda"))
