@@ -3,10 +3,11 @@ data), so a broken example fails the test suite; see ``_blocks`` for the convent
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,24 +42,34 @@ def _runnable_text(block: Block) -> str:
     return "\n".join(commands(block.text)) if block.kind == "console" else block.text
 
 
-def _env(cwd: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join([str(cwd), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["RECAUDIT_DATA"] = str(cwd / ".recaudit-data")  # no download, no shared cache
-    env["COLUMNS"] = "120"
-    return env
-
-
 def _run_console(block: Block, page: Path, cwd: Path) -> None:
+    """Run each ``recaudit ...`` line of ``block`` as the program does (``recaudit.cli.main``:
+    its exit code, its printed error), in this process: a subprocess per line paid the
+    interpreter's start and imports again, most of these tests' time. The console script
+    itself is run by ``tests/cli`` (``python -m recaudit``) and the README's commands."""
+    from recaudit.cli import main
+
     for cmd in commands(block.text):
         argv = shlex.split(cmd)
         assert argv[0] == "recaudit", f"{page.name}:{block.line}: examples run recaudit only"
-        done = subprocess.run(argv, cwd=cwd, env=_env(cwd), capture_output=True, text=True,
-                              timeout=900)
-        assert done.returncode == 0, (
-            f"{page.relative_to(DOCS)}:{block.line}: `{cmd}` exited {done.returncode}\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv[1:])
+        assert code == 0, (
+            f"{page.relative_to(DOCS)}:{block.line}: `{cmd}` exited {code}\n"
+            f"{out.getvalue()[-3000:]}\n{err.getvalue()[-3000:]}")
+
+
+@pytest.fixture
+def own_modules(tmp_path):
+    """The modules a page writes and imports (``mymodels``...) are forgotten after it: another
+    page may write a module of the same name."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        where = getattr(sys.modules[name], "__file__", None) or ""
+        if where.startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 @pytest.fixture
@@ -82,10 +93,16 @@ def registries():
 
 
 @pytest.mark.parametrize("page", list(_params()))
-def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch, registries) -> None:
+def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch, registries,
+                           own_modules) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path / ".recaudit-data"))
+    monkeypatch.setenv("RECAUDIT_DATA", str(tmp_path / ".recaudit-data"))  # no shared cache
+    monkeypatch.setenv("COLUMNS", "120")
+    # programs an example starts (`python train.py`) are this Python, and find its files
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p))
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in blocks(page):
         foreign = foreign_paths(_runnable_text(block), tmp_path)
