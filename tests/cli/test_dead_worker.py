@@ -1,11 +1,14 @@
 """SIGKILL to one process-pool worker (what the OOM killer does) mid-audit: the pool is
-replaced, the unfinished trials run again, the audit finishes with a clean run's numbers."""
+replaced, the unfinished trials run again, the audit finishes with a clean run's numbers.
+
+The model is the user's popularity model (``usermodels:Pop``, each fit a second long under
+``RECAUDIT_TEST_SLEEP``, so a worker is killed inside a trial): the pool's recovery is what is
+tested, and a torch model only made the test a minute long."""
 
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -13,13 +16,13 @@ import pytest
 
 from recaudit.audit import AuditStore
 
-ENTRY = ("import sys; from recaudit.cli import _entry; sys.argv[0] = 'recaudit'; _entry()")
+from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 
 def _audit(store, workers):
-    return [sys.executable, "-c", ENTRY, "audit", "--dataset", "synthetic", "--model",
-            "gru4rec", "-p", "random-delete", "-p", "seed-only", "--seeds", "4",
-            "--param", "epochs=2", "--workers", str(workers), "--output", str(store)]
+    return recaudit_cmd("audit", "--dataset", "synthetic", "--model", "usermodels:Pop",
+                        "-p", "random-delete", "-p", "seed-only", "--seeds", "4",
+                        "--workers", str(workers), "--output", str(store))
 
 
 def _workers(pid):
@@ -41,9 +44,11 @@ def _values(store):
 
 @pytest.mark.slow
 def test_a_killed_worker_is_replaced_and_the_numbers_are_a_clean_runs(tmp_path):
+    (tmp_path / "usermodels.py").write_text(USER_MODELS)
     store = tmp_path / "a.duckdb"
-    proc = subprocess.Popen(_audit(store, 2), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(_audit(store, 2), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=recaudit_env(RECAUDIT_TEST_SLEEP="1"))
     progress = store.with_name(store.name + ".progress.json")
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -59,5 +64,6 @@ def test_a_killed_worker_is_replaced_and_the_numbers_are_a_clean_runs(tmp_path):
     assert proc.returncode == 0, err
     assert "warning: a worker process died" in err and "run again" in err
     clean = tmp_path / "clean.duckdb"
-    subprocess.run(_audit(clean, 1), check=True, capture_output=True)
+    subprocess.run(_audit(clean, 1), cwd=tmp_path, check=True, capture_output=True,
+                   env=recaudit_env())
     assert np.array_equal(_values(store), _values(clean))

@@ -164,8 +164,11 @@ class Estimate:
 def _t_quantile(q: float, df: float) -> float:
     """``stats.t.ppf(q, df)``, the same number: ``special.stdtrit`` is what it computes, without
     the distribution's argument checks (2 µs instead of 100; a p-value inverts this dozens of
-    times). Where stdtrit gives no finite number (``q == 1``, and ``df = inf``, NaN in scipy
-    1.13, our floor) the distribution's own answer."""
+    times). ``q == 1`` (an alpha below 1e-16, where a p-value's search starts) is infinite, as
+    ppf says; where stdtrit gives no other finite number (``df = inf``, NaN in scipy 1.13, our
+    floor) the distribution's own answer."""
+    if q >= 1.0:
+        return float("inf")
     x = float(special.stdtrit(df, q))
     return x if np.isfinite(x) else float(stats.t.ppf(q, df))
 
