@@ -18,6 +18,21 @@ os.environ.setdefault("RECAUDIT_MIRROR", str(SHARED_DATA))
 from tests._who_audit import who_audit  # noqa: E402, F401 - a small real audit, session-wide
 
 
+#: Tests marked ``slow`` by measurement (``tests/_measure_slow.py``, which turns this off with
+#: ``RECAUDIT_SLOW_LIST=0`` to measure them all).
+SLOW = REPO / "tests" / "slow.txt"
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("RECAUDIT_SLOW_LIST") == "0" or not SLOW.is_file():
+        return
+    listed = {line.strip() for line in SLOW.read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_data_dir(tmp_path_factory, monkeypatch):
     """Never write into the real per-user cache from tests."""
