@@ -169,25 +169,3 @@ def test_oversubscribed_executors_warn_but_stay_valid():
         ExecutorSpec("inprocess", threads_per_worker=cpus + 1)  # the caller's own process
         ExecutorSpec("ray", workers=cpus + 1, address="ray://cluster:10001")  # not this host
 
-
-def _threads_seen(use_torch):
-    import os
-    import sys
-
-    before = "torch" in sys.modules
-    if use_torch:
-        import torch
-
-        return before, os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads()
-    return before, os.environ.get("OMP_NUM_THREADS"), None
-
-
-def test_a_pool_worker_imports_torch_only_for_a_job_that_uses_it():
-    """A worker is limited to ``threads_per_worker`` torch threads without importing torch:
-    a job that never uses it does not pay the import, one that does gets the count."""
-    jobs = [(False,), (True,), (True,)]
-    got = list(execute(_threads_seen, jobs, ExecutorSpec("process", workers=1,
-                                                         threads_per_worker=2)))
-    assert got[0] == (False, "2", None)           # no torch in the worker for a plain job
-    assert [g[1:] for g in got[1:]] == [("2", 2), ("2", 2)]  # torch sized from the count
-    assert got[2][0] is True                       # the same worker, torch imported by job 2

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import sys
 from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -53,34 +51,30 @@ def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
     """Run ``fn(*args)`` in a worker, with ``threads`` torch intra-op threads if given."""
     with in_job():
         if threads is not None:
-            _torch_threads(threads)
+            import torch
+
+            torch.set_num_threads(threads)
         return fn(*args)
 
 
-def _torch_threads(threads: int) -> None:
-    """Limit torch to ``threads`` intra-op threads and one inter-op thread in this process,
-    without importing torch: a worker whose jobs never use it (a rating-based model, a
-    command) does not pay its import. Until torch is imported, ``OMP_NUM_THREADS`` carries
-    the count (torch sizes its pool from it when first imported); once it is, the calls set
-    it (before each job, as a job may have changed it)."""
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    torch.set_num_threads(threads)
-    if torch.get_num_interop_threads() != 1:
-        try:
-            torch.set_num_interop_threads(1)
-        except RuntimeError:  # an inter-op pool exists already: it keeps its size
-            log.debug("interop threads already set in this process")
-
-
 def _init_worker(threads: int, devices: tuple[str, ...], counter: Any) -> None:
+    """A pool worker's start: signals, memory, torch's threads and the worker's device.
+
+    Torch is imported here even when no job will use it (a rating-based model): sized before
+    any job, every job of the worker computes with the same thread count (float sums depend
+    on it). ``OMP_NUM_THREADS`` instead would also reach the programs a command model starts.
+    """
     worker_signals()                 # the driver alone handles Ctrl-C and stops the workers
+    import torch
+
     from recaudit._memory import keep_freed_memory
 
     keep_freed_memory()              # a worker of ours: reuse freed blocks (recaudit._memory)
-    _torch_threads(threads)
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        log.debug("interop threads already set in this process")
     if devices:
         from recaudit.models import set_process_device
 
