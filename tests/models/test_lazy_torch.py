@@ -48,6 +48,15 @@ def test_each_deferred_name_is_registered_by_its_module():
     assert set(_registry._DEFERRED) <= set(available())
 
 
+def test_a_deferred_name_survives_a_reset_registry(monkeypatch):
+    """A registry emptied after the module was imported (as the docs tests restore theirs)
+    still finds the built-in class."""
+    import recaudit.models.sequential  # noqa: F401 - imported once, before the reset
+
+    monkeypatch.setattr(_registry, "_REGISTRY", {})
+    assert model_class("lstm").__name__ == "LSTM" and "lstm" in _registry._REGISTRY
+
+
 def test_a_trial_records_a_device_only_for_a_model_that_takes_one():
     assert "device" not in versions(ModelSpec("item-item"))
     assert versions(ModelSpec("lstm"))["device"].startswith(("cpu (", "cuda"))

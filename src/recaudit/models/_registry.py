@@ -14,11 +14,18 @@ __all__ = ["register", "create", "available", "model_class", "parameters"]
 
 _REGISTRY: dict[str, type] = {}
 
-#: Built-in models registered when their module is imported, on first use of the name: the
-#: torch models are not imported with the package (``tests/models/test_registry.py`` checks
-#: that each module registers the name listed here).
-_DEFERRED: dict[str, str] = {name: "recaudit.models.sequential" for name in (
-    "bert4rec", "gru4rec", "jodie", "latentcross", "lstm", "sasrec", "tisasrec")}
+#: Built-in models imported on first use of their name, ``name -> "module:Class"``: the torch
+#: models are not imported with the package (``tests/models/test_lazy_torch.py`` checks that
+#: each class is registered under the name listed here).
+_DEFERRED: dict[str, str] = {
+    "bert4rec": "recaudit.models.sequential:BERT4Rec",
+    "gru4rec": "recaudit.models.sequential:GRU4Rec",
+    "jodie": "recaudit.models.sequential:JODIE",
+    "latentcross": "recaudit.models.sequential:LatentCross",
+    "lstm": "recaudit.models.sequential:LSTM",
+    "sasrec": "recaudit.models.sequential:SASRec",
+    "tisasrec": "recaudit.models.sequential:TiSASRec",
+}
 
 
 def register(name: str) -> Callable[[type], type]:
@@ -44,11 +51,13 @@ def available() -> list[str]:
 
 
 def _registered(name: str) -> type | None:
-    """The class registered as ``name``, importing its module first if it is deferred."""
+    """The class registered as ``name``, importing it first if it is deferred (registered
+    again if a registry was reset after its module was imported)."""
     if name not in _REGISTRY and name in _DEFERRED:
         import importlib
 
-        importlib.import_module(_DEFERRED[name])
+        module, _, attr = _DEFERRED[name].partition(":")
+        _REGISTRY.setdefault(name, getattr(importlib.import_module(module), attr))
     return _REGISTRY.get(name)
 
 
