@@ -169,3 +169,22 @@ def test_oversubscribed_executors_warn_but_stay_valid():
         ExecutorSpec("inprocess", threads_per_worker=cpus + 1)  # the caller's own process
         ExecutorSpec("ray", workers=cpus + 1, address="ray://cluster:10001")  # not this host
 
+
+
+def test_a_files_memoised_log_follows_the_file_and_the_working_folder(tmp_path, monkeypatch):
+    """The same relative path in another folder, or the file written again, is read afresh
+    (before, the first folder's log came back from the per-process memo)."""
+    rows = {"a": "u1,i1,1\nu1,i2,2\nu1,i3,3\nu2,i1,1\nu2,i2,2\n",
+            "b": "u1,i1,1\nu1,i2,2\nu1,i3,3\nu1,i4,4\nu2,i4,1\nu2,i1,2\nu2,i3,3\n"}
+    spec = DatasetSpec("plays", path="plays.csv", min_user_interactions=0)
+    split = SplitSpec("leave-last-out")
+    seen = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "plays.csv").write_text(rows[folder])
+        monkeypatch.chdir(tmp_path / folder)
+        seen.append(len(prepare(spec, split)[0]))
+    assert seen == [5, 7]
+    (tmp_path / "b" / "plays.csv").write_text(rows["a"])
+    assert len(prepare(spec, split)[0]) == 5
+    assert prepare(spec, split)[0] is prepare(spec, split)[0]  # unchanged: memoised

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
 from functools import lru_cache
 
 from recaudit.data import Interactions, Split
@@ -93,8 +94,22 @@ def _say_filtered(spec: DatasetSpec, kept: int, before: int) -> None:
 
 
 @lru_cache(maxsize=4)
-def _load_cached(dataset_json: str) -> Interactions:
+def _load_cached(dataset_json: str, stamp: str) -> Interactions:
     return read_dataset(DatasetSpec.from_dict(json.loads(dataset_json)))
+
+
+def _stamp(spec: DatasetSpec) -> str:
+    """What a file's memoised log is kept under besides its spec: the file's absolute path,
+    size and modification time, so the same relative path read from another working folder,
+    or a file written again, is read afresh (a folder of files: its own entry's times).
+    Empty for registry datasets and what cannot be looked at (``read`` reports it)."""
+    if spec.path is None:
+        return ""
+    try:
+        st = os.stat(spec.path)
+    except (OSError, ValueError):
+        return ""
+    return f"{os.path.abspath(spec.path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
 
 
 #: Logs handed to this process by :func:`install_dataset`, by canonical dataset spec.
@@ -129,11 +144,12 @@ def load_dataset(spec: DatasetSpec) -> Interactions:
     """
     key = canonical_json(spec)
     installed = _INSTALLED.get(key)
-    return installed if installed is not None else _load_cached(key)
+    return installed if installed is not None else _load_cached(key, _stamp(spec))
 
 
 @lru_cache(maxsize=4)
-def _prepare_cached(dataset_json: str, split_json: str) -> tuple[Interactions, Split]:
+def _prepare_cached(dataset_json: str, split_json: str, stamp: str
+                    ) -> tuple[Interactions, Split]:
     from recaudit.data import split as do_split
 
     dataset = DatasetSpec.from_dict(json.loads(dataset_json))
@@ -151,8 +167,9 @@ def _prepare_cached(dataset_json: str, split_json: str) -> tuple[Interactions, S
 
 
 def prepare(dataset: DatasetSpec, split: SplitSpec) -> tuple[Interactions, Split]:
-    """The filtered log of ``dataset`` and its ``split`` (memoised per process)."""
-    return _prepare_cached(canonical_json(dataset), canonical_json(split))
+    """The filtered log of ``dataset`` and its ``split`` (memoised per process; a file's
+    while it is unchanged, :func:`_stamp`)."""
+    return _prepare_cached(canonical_json(dataset), canonical_json(split), _stamp(dataset))
 
 
 def data_summary(data: Interactions, parts: Split | None = None) -> dict[str, object]:
