@@ -52,5 +52,5 @@ __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD"
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
            "available", "checked_fit", "checked_rank", "check_device", "create", "model_class",
-           "parameters", "preset", "process_device", "register", "resolve_device", "scratch_dir", "set_process_device",
-           "top_k_from_scores"]
+           "parameters", "preset", "process_device", "register", "resolve_device",
+           "scratch_dir", "set_process_device", "top_k_from_scores"]
