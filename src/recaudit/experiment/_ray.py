@@ -80,12 +80,11 @@ def task_options(spec: ExecutorSpec) -> dict[str, Any]:
 def _setup(threads: int, gpus: float) -> None:
     """Per task, in the worker: torch threads and the device of ``auto`` models."""
     import ray
-    import torch
 
+    from recaudit.experiment._threads import size_torch
     from recaudit.models import set_process_device
 
-    if torch.get_num_threads() != threads:
-        torch.set_num_threads(threads)
+    size_torch(threads)
     if gpus:
         set_process_device(gpu_device(ray.get_gpu_ids(),
                                       os.environ.get("CUDA_VISIBLE_DEVICES")))
