@@ -186,3 +186,21 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="alternative"):
         estimate_mean([1.0, 2.0, 3.0]).p_value(0, "bigger")
     assert np.isnan(estimate_mean([np.nan]).mean)
+
+
+@pytest.mark.parametrize("values", [
+    np.array(["q10", "q9", "é", "Z", "a", "ä", "q10", "a"], dtype=object),  # code point order
+    np.array(["q10", "q9", "é", "Z", "a", "q10"]),                          # fixed-width str
+    np.array([10, 9, 2, 10, 9], dtype=object),                              # numbers as objects
+    np.array(["b", 3, "a", 3, "b"], dtype=object)[[0, 2, 4]],               # strings again
+    np.array([b"x", b"a", b"x"]),
+])
+def test_group_codes_are_numpys_unique_inverse(values):
+    """The fast codes of text (hash table, then a sort of the distinct values) are those of
+    ``np.unique``: the same groups in the same order, so estimates are unchanged."""
+    from recaudit.stats._estimate import _codes
+
+    codes, n = _codes(values)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    assert n == len(uniq)
+    np.testing.assert_array_equal(codes, inverse.ravel())

@@ -194,8 +194,8 @@ def _read_one(path: Path) -> dict[str, pd.DataFrame]:
         col = table.column(k)
         present = pc.is_valid(col).to_numpy(zero_copy_only=False)
         values = col.to_numpy(zero_copy_only=False).astype(np.float64)
-        out[k] = pd.DataFrame({"replicate": pd.Series(rep[present], dtype=str),
-                               "unit": pd.Series(unit[present], dtype=str),
+        out[k] = pd.DataFrame({"replicate": pd.Series(rep[present], dtype=object),
+                               "unit": pd.Series(unit[present], dtype=object),
                                "value": values[present]})
     return out
 
@@ -203,7 +203,9 @@ def _read_one(path: Path) -> dict[str, pd.DataFrame]:
 def read_samples(path: Path | str) -> dict[str, pd.DataFrame]:
     """key -> frame ``replicate, unit, value`` (float64) of a record's samples, ``path`` its
     first part: compact (in one part or several) or in the long layout of earlier
-    records."""
+    records. ``replicate`` and ``unit`` of the compact layout are numpy arrays of ``str``
+    (object columns, not pandas' Arrow strings): the claims read them as arrays a thousand
+    times per listing, and an Arrow column is copied to numpy at each read."""
     out: dict[str, pd.DataFrame] = {}
     for file in sample_files(path):
         out.update(_read_one(file))

@@ -114,10 +114,20 @@ def _seed(replicates: pd.Series) -> pd.Series:
     return replicates.astype(str).str.split(":", n=1).str[0]
 
 
+def _same_pairs(fa: pd.DataFrame, fb: pd.DataFrame) -> bool:
+    """Both frames list the same (replicate, unit) pairs in the same order."""
+    return len(fa) == len(fb) and all(
+        np.array_equal(fa[c].to_numpy(), fb[c].to_numpy()) for c in ("replicate", "unit"))
+
+
 def _pairs(fa: pd.DataFrame, fb: pd.DataFrame) -> pd.DataFrame | None:
     """``replicate, unit, value_a, value_b`` of two keys measured on the same (replicate,
     unit) pairs; else, for replicates ``"<seed>:<draw>"`` with other draws on each side, on
     the same (seed, unit) pairs, each side's draws averaged within the seed; else None."""
+    if _same_pairs(fa, fb):  # the common case (one record's keys): what the merge would give
+        return pd.DataFrame({"replicate": fa["replicate"], "unit": fa["unit"],
+                             "value_a": fa["value"].to_numpy(),
+                             "value_b": fb["value"].to_numpy()})
     joined = fa.merge(fb, on=["replicate", "unit"], suffixes=("_a", "_b"))
     if len(joined) == len(fa) == len(fb):
         return joined
