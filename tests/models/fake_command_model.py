@@ -5,7 +5,9 @@
 
 It learns item-to-next-item transition counts plus popularity, and adds seeded noise of scale
 ``params["noise"]`` (default 0.5) to the item scores, so the seed, the data and the context all
-matter. MODE makes it misbehave on purpose (see the tests).
+matter. MODE makes it misbehave on purpose (see the tests). It reads and writes Parquet with
+pyarrow alone: the tests start it hundreds of times, and pandas (which pyarrow's ``read_table``
+and ``to_numpy`` import) would double each start.
 """
 
 import json
@@ -15,7 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 def train(train_path, seed, model_dir, params_path, mode="ok"):
@@ -28,13 +31,16 @@ def train(train_path, seed, model_dir, params_path, mode="ok"):
         with open(os.environ["FAKE_MODEL_LOG"], "a") as fh:
             fh.write(model_dir + "\n")
     params = json.loads(Path(params_path).read_text())
-    df = pd.read_parquet(train_path)
-    items = np.sort(df["item"].unique())
-    index = {it: j for j, it in enumerate(items.tolist())}
+    log = pq.ParquetFile(train_path).read()  # (read_table would import pandas)
+    user, item, when = (np.array(log.column(c).to_pylist())  # (to_numpy imports pandas)
+                        for c in ("user", "item", "timestamp"))
+    items, item_code = np.unique(item, return_inverse=True)
+    _, user_code = np.unique(user, return_inverse=True)
     pop = np.zeros(len(items))
     trans = np.zeros((len(items), len(items)))
-    for _, g in df.sort_values("timestamp", kind="stable").groupby("user", sort=True):
-        seq = [index[i] for i in g["item"].tolist()]
+    order = np.lexsort((np.arange(len(user)), when, user_code))  # by user, then time
+    for u in np.unique(user_code):
+        seq = item_code[order[user_code[order] == u]].tolist()
         for a, b in zip(seq, seq[1:]):
             trans[a, b] += 1
         for a in seq:
@@ -55,36 +61,38 @@ def rank(model_dir, queries_path, k, output, mode="ok"):
     m = np.load(Path(model_dir) / "model.npz", allow_pickle=True)
     items, pop, trans = m["items"], m["pop"], m["trans"]
     index = {it: j for j, it in enumerate(items.tolist())}
-    q = pd.read_parquet(queries_path)
+    q = pq.ParquetFile(queries_path).read()
     k = int(k)
-    rows = []
-    for qid, ctx in zip(q["query"], q["context"]):
+    names = items.tolist()  # Python ints or strs
+    out = {"query": [], "rank": [], "item": [], "score": []}
+    for qid, ctx in zip(q.column("query").to_pylist(), q.column("context").to_pylist()):
         s = pop.copy()
         known = [index[c] for c in ctx if c in index]
         if known:
             s = s + 10.0 * trans[known[-1]]
         order = np.lexsort((np.arange(len(items)), -s))[:k]
         for r, j in enumerate(order):
-            rows.append((int(qid), r + 1, items[j], float(s[j])))
-    out = pd.DataFrame(rows, columns=["query", "rank", "item", "score"])
+            for col, v in zip(out, (int(qid), r + 1, names[j], float(s[j]))):
+                out[col].append(v)
     if mode == "scores":
-        out = out.drop(columns="rank").sample(frac=1.0, random_state=0)
+        rows = np.random.default_rng(0).permutation(len(out["query"]))
+        out = {c: [v[i] for i in rows] for c, v in out.items() if c != "rank"}
     elif mode == "ranks":
-        out = out.drop(columns="score")
+        del out["score"]
     elif mode == "unknown-item":
-        out.loc[3, "item"] = "nobody-knows-me" if isinstance(out.loc[0, "item"], str) else 10**9
+        out["item"][3] = "nobody-knows-me" if isinstance(out["item"][0], str) else 10**9
     elif mode == "dup-rank":
-        out.loc[1, "rank"] = 1
+        out["rank"][1] = 1
     elif mode == "dup-item":
-        out.loc[1, "item"] = out.loc[0, "item"]
+        out["item"][1] = out["item"][0]
     elif mode == "missing-query":
-        out = out[out["query"] != 2]
+        keep = [i for i, qid in enumerate(out["query"]) if qid != 2]
+        out = {c: [v[i] for i in keep] for c, v in out.items()}
     elif mode == "extra-query":
-        out.loc[0, "query"] = 999
+        out["query"][0] = 999
     elif mode == "no-item-column":
-        out = out.rename(columns={"item": "movie"})
-    out.to_parquet(output)
-
+        out["movie"] = out.pop("item")
+    pq.write_table(pa.table(out), output)
 
 if __name__ == "__main__":
     {"train": train, "rank": rank}[sys.argv[1]](*sys.argv[2:])
