@@ -21,8 +21,8 @@ from recaudit.models.testing import leave_last_out
 TINY = dict(epochs=3, embedding_dim=16, batch_size=16)
 CONFIGS = {
     "gru4rec": dict(TINY, hidden_dim=16, layers=2),
-    "gru4rec-prefix-temporal": dict(TINY, hidden_dim=16, samples="prefix",
-                                    batch_order="temporal"),
+    "gru4rec-prefix-temporal": dict(TINY, hidden_dim=16, samples="prefix",  # 32 batches
+                                    batch_order="temporal", batch_size=48),
     "lstm": dict(TINY, hidden_dim=16, checkpoint_every=1),
     "lstm-casper": dict(TINY, hidden_dim=16, samples="prefix", pad_left=True,
                         first_samples=True, freeze_embedding=True, init="torch", max_len=8),
