@@ -70,3 +70,23 @@ def test_cli_report(fake_store, tmp_path, capsys):
     assert "--format must be html, markdown, latex or csv" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing.duckdb")]) == 2
     assert "no results store" in capsys.readouterr().err
+
+
+def test_a_report_opens_its_store_twice_and_leaves_it_closed(fake_store, monkeypatch):
+    """Reading the trials (load) and one connection for every question the sections ask:
+    before, each question opened the file again (30 opens for this store). No connection
+    outlives the build: a reader holding the file would block a writer resuming the audit."""
+    import duckdb
+
+    from recaudit.experiment import Store
+    from recaudit.report import build_report
+
+    opened = []
+    init = Store.__init__
+    monkeypatch.setattr(Store, "__init__", lambda self, *a, **k: opened.append(a) or init(
+        self, *a, **k))
+    report = build_report(fake_store, figures=False)
+    assert len(opened) == 2, opened
+    assert report.data._store is None and report.data.source == report.data.path
+    with duckdb.connect(str(fake_store)) as con:  # a writer can open it: nothing holds it
+        con.execute("SELECT 1")

@@ -33,13 +33,14 @@ def build_report(store: str | Path | ReportData, *, figures: bool = True) -> Rep
             f = make()
             return [] if f is None else [FigureItem(key, title, _plots.to_svg(f, key), caption)]
 
-    sections = _audit.sections(data, fig) if data.has_audit else []
-    for study in (_properties, _fuzz, _mirror):
-        sections += study.sections(data, fig)
-    setup = Section("setup", "Setup", "Configuration, data, versions and timings.")
-    setup.tables += _audit.setup_tables(data)
-    table = _fuzz.fuzz_setup_table(data)
-    setup.tables += [table] if table is not None else []
+    with data.kept_open():  # one connection for every question the sections ask
+        sections = _audit.sections(data, fig) if data.has_audit else []
+        for study in (_properties, _fuzz, _mirror):
+            sections += study.sections(data, fig)
+        setup = Section("setup", "Setup", "Configuration, data, versions and timings.")
+        setup.tables += _audit.setup_tables(data)
+        table = _fuzz.fuzz_setup_table(data)
+        setup.tables += [table] if table is not None else []
     if setup.tables:
         sections.append(setup)
     return Report(_title(data), _facts(data), sections, data)

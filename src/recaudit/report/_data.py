@@ -12,9 +12,11 @@ label.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -75,6 +77,30 @@ class ReportData:
     mirror: pd.DataFrame | None = None
     _groups: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _store: Any = field(default=None, repr=False)  # open inside kept_open() only
+
+    @property
+    def source(self) -> Any:
+        """What the per-query views read: the store opened by :meth:`kept_open` while it
+        lasts (one connection for a whole report: opening a store costs some 30 ms, and a
+        report asks it a dozen questions), else its path (each view opens it read-only)."""
+        return self._store if self._store is not None else self.path
+
+    @contextlib.contextmanager
+    def kept_open(self) -> Iterator[None]:
+        """The store open read-only for the block (:attr:`source`), closed after it: no
+        connection outlives the block (a reader holding the file would block a writer)."""
+        if self._store is not None:
+            yield
+            return
+        from recaudit.audit import AuditStore
+
+        with AuditStore(self.path, read_only=True) as s:
+            self._store = s
+            try:
+                yield
+            finally:
+                self._store = None
 
     @property
     def has_audit(self) -> bool:
@@ -175,7 +201,7 @@ class ReportData:
     def distribution(self) -> pd.DataFrame:
         from recaudit.audit import query_distribution
 
-        return query_distribution(self.path, ("rbo", "frbo", "jaccard"))
+        return query_distribution(self.source, ("rbo", "frbo", "jaccard"))
 
     def most_destabilising(self, metric: str, dataset: str) -> pd.DataFrame:
         """:func:`recaudit.audit.most_destabilising` of ``metric`` among the main
@@ -185,7 +211,7 @@ class ReportData:
         key = f"most:{metric}:{dataset}"
         if key not in self._cache:
             perts = [p for p in self.main_perturbations(dataset) if not floor_of(p)]
-            out = most_destabilising(self.path, metric=metric, perturbations=perts)
+            out = most_destabilising(self.source, metric=metric, perturbations=perts)
             self._cache[key] = out[out.dataset == dataset] if len(out) else out
         return self._cache[key]
 
@@ -194,7 +220,7 @@ class ReportData:
         from recaudit.audit import user_groups
 
         if metric not in self._groups:
-            self._groups[metric] = user_groups(self.path, metric)
+            self._groups[metric] = user_groups(self.source, metric)
         return self._groups[metric]
 
 

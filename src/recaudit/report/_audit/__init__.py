@@ -25,7 +25,7 @@ def _reading(data: ReportData) -> list[str]:
     if data.agg is None or not len(data.agg):
         return []
     return reading(data.agg.rename(columns={"model_label": "model"}),
-                   most_destabilising(data.path))
+                   most_destabilising(data.source))
 
 
 def sections(data: ReportData, fig: Any) -> list[Section]:

@@ -34,7 +34,7 @@ def _summary(data: ReportData) -> pd.DataFrame:
     if "stabilisation" not in data._cache:
         from recaudit.audit import stabilisation_summary
 
-        data._cache["stabilisation"] = stabilisation_summary(data.path,
+        data._cache["stabilisation"] = stabilisation_summary(data.source,
                                                              alpha=SIGNIFICANCE_ALPHA)
     return data._cache["stabilisation"]
 

@@ -180,7 +180,7 @@ def position_table(data: ReportData, alpha: float = SIGNIFICANCE_ALPHA) -> Table
     def test(*args: str) -> pd.DataFrame:
         if args not in memo:
             a, metric_a, b, metric_b = args
-            memo[args] = compare_perturbations(data.path, a, b or a, metric=metric_a,
+            memo[args] = compare_perturbations(data.source, a, b or a, metric=metric_a,
                                                metric_b=metric_b, normality=alpha)
         return memo[args]
 
@@ -320,7 +320,7 @@ def method_test_table(data: ReportData, metric: str = "rbo",
                      if not floor_of(p) and p != r.lowest]
             tests = []
             for other in perts:
-                t = compare_perturbations(data.path, r.lowest, other, metric=metric)
+                t = compare_perturbations(data.source, r.lowest, other, metric=metric)
                 t = t[(t.dataset == dataset) & (t.model == r.model)]
                 if len(t):
                     tests.append(t.iloc[0])

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from recaudit.audit import floor_of
+from recaudit.audit import AuditStore, floor_of
 from recaudit.errors import RecauditError, RecauditWarning
 from recaudit.report._data import ReportData
 from recaudit.report._document import Cell, Section, Table, _fmt, _mean_ci, _num, _slug, _text
@@ -37,9 +37,8 @@ _FLOOR_COLOR = "#9ca3af"
 
 
 def _has_lists(data: ReportData) -> bool:
-    from recaudit.audit import AuditStore
-
-    with AuditStore(data.path, read_only=True) as s:
+    with data.kept_open():
+        s = AuditStore.of(data.source)
         if not {"top_base", "top_pert"} <= s._present("query_results"):
             return False        # a store written before the lists were kept
         got = s.sql("SELECT count(*) AS n FROM (SELECT 1 FROM query_results "
@@ -54,9 +53,9 @@ def _slices(data: ReportData) -> tuple[pd.DataFrame, str]:
 
     if "who:slices" not in data._cache:
         try:
-            data._cache["who:slices"] = (slices(data.path, list(KINDS)), "")
+            data._cache["who:slices"] = (slices(data.source, list(KINDS)), "")
         except RecauditError as exc:
-            data._cache["who:slices"] = (slices(data.path, "accuracy"), exc.one_line())
+            data._cache["who:slices"] = (slices(data.source, "accuracy"), exc.one_line())
     return data._cache["who:slices"]
 
 
@@ -136,7 +135,7 @@ def exposure_table(data: ReportData) -> Table | None:
     entered and left, and the change in the Gini coefficient of top-k appearances."""
     from recaudit.audit import exposure
 
-    result = exposure(data.path).summary
+    result = exposure(data.source).summary
     rows = []
     for r in result.itertuples():
         if floor_of(r.perturbation) == "rerun":
@@ -185,10 +184,10 @@ def changed_users_table(data: ReportData) -> Table | None:
             if a.empty:
                 continue
             pert = str(a.sort_values("rbo").perturbation.iloc[0])
-            top = most_changed(data.path, SHOWN_USERS, perturbation=pert, by=())
+            top = most_changed(data.source, SHOWN_USERS, perturbation=pert, by=())
             top = top[(top.dataset == dataset) & (top.model == model)]
             for r in top.itertuples():
-                found = changes(data.path, r.user, perturbation=pert, seed=int(r.seed),
+                found = changes(data.source, r.user, perturbation=pert, seed=int(r.seed),
                                 draw=int(r.draw), model=model, dataset=dataset)
                 c = next(x for x in found if x.query == r.query)
                 rows.append((_text(dataset), _text(model), _text(pert), _text(c.user),
