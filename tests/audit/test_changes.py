@@ -87,6 +87,32 @@ def test_casper_edit_touches_a_user_outside_the_test_set(who_audit):
     assert e.user_descendants == sum(train.user[r] == user for r in reach) > 0
 
 
+def test_the_descendants_of_an_edit_are_counted_once_per_trial(who_audit, monkeypatch):
+    """Every user of a trial shares its edit's descendants: the graph is built once, and
+    each user's count is the one built for them alone."""
+    import recaudit.perturb
+    from recaudit.audit import _changes
+
+    built = []
+    real = recaudit.perturb.casper_descendants
+    monkeypatch.setattr(recaudit.perturb, "casper_descendants",
+                        lambda *a: built.append(a[1]) or real(*a))
+    monkeypatch.setattr(_changes, "_REACH", {})
+    ids = who_audit.user_of_code()
+    users = sorted({ids[c] for c in who_audit.rows.user})[:4]
+    first = [changes(who_audit.store, u, perturbation="casper-delete", seed=1)[0].edit
+             for u in users]
+    assert len(built) == 1
+    monkeypatch.setattr(_changes, "_REACH", {})   # afresh for each user: the same counts
+    again = []
+    for u in users:
+        _changes._REACH.clear()
+        again.append(changes(who_audit.store, u, perturbation="casper-delete", seed=1)[0].edit)
+    assert len(built) == 1 + len(users)
+    assert [(e.descendants, e.user_descendants) for e in first] == \
+        [(e.descendants, e.user_descendants) for e in again]
+
+
 def test_replacement_names_the_new_item_and_its_user(who_audit):
     tid = _trial(who_audit, "random-replace-popular")
     record = who_audit.records[tid]

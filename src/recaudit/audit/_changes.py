@@ -122,11 +122,28 @@ def _diff(base: list[Any], pert: list[Any]) -> tuple[tuple, tuple, tuple]:
             tuple((i, r, rank[i]) for r, i in enumerate(base, 1) if i in in_pert))
 
 
+#: CASPER's descendants of an edit, per (training data, rows, window): the same for every
+#: user of a trial, and a graph over the whole log to build (the last few kept).
+_REACH: dict[tuple[str, tuple[int, ...], int | None], np.ndarray] = {}
+_REACH_KEPT = 8
+
+
+def _descendants(train: Interactions, rows: Sequence[int], max_len: int | None) -> np.ndarray:
+    from recaudit.perturb import casper_descendants
+
+    key = (train.fingerprint(), tuple(rows), max_len)
+    if key not in _REACH:
+        while len(_REACH) >= _REACH_KEPT:
+            _REACH.pop(next(iter(_REACH)))
+        mask = casper_descendants(train, rows, max_len)
+        mask.flags.writeable = False
+        _REACH[key] = mask
+    return _REACH[key]
+
+
 def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> Edit:
     """The :class:`Edit` of a perturbation record (:meth:`PerturbationRecord.to_dict` plus
     ``in_your_ids``) for the user with code ``user``."""
-    from recaudit.perturb import casper_descendants
-
     if record is None:
         return Edit("none")
     own = record.get("in_your_ids", {})
@@ -144,7 +161,7 @@ def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> E
             record.get("source") in (None, "", train.fingerprint()) and \
             all(isinstance(r, int) and 0 <= r < len(train) for r in rows):
         max_len = record.get("params", {}).get("max_len")
-        mask = casper_descendants(train, rows, max_len if isinstance(max_len, int) else None)
+        mask = _descendants(train, rows, max_len if isinstance(max_len, int) else None)
         reach, mine = int(mask.sum()), int((mask & (train.user == user)).sum())
     codes = record.get("users", [])
     return Edit(kind, tuple(listed[:SHOWN_EDITS]), len(listed), users,
