@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # at run time reached through __getattr__, below
 
 #: What reads a finished store (its analysis, statistics and plans: pandas, scipy.stats),
 #: imported on first use: running trials needs none of it, so the ``recaudit`` command and each
-#: worker of a pool start without it (``import recaudit.audit``: 1.4 s -> 0.9 s).
+#: worker of a pool start without it (``import recaudit.audit``: 1.7 s -> 0.9 s).
 _LAZY = {
     "recaudit.audit._analysis": ("METRICS", "query_distribution", "trial_summary",
                                  "user_groups"),

@@ -32,7 +32,6 @@ the data and the cached products themselves, on the one machine they share.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -44,8 +43,6 @@ from recaudit.experiment._stopping import in_job, sigint_ignored, stop_workers, 
 from recaudit.experiment._threads import size_torch
 
 __all__ = ["execute"]
-
-log = logging.getLogger(__name__)
 
 
 def _call(fn: Callable[..., Any], args: Job, threads: int | None) -> Any:
