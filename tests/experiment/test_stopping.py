@@ -21,11 +21,12 @@ from recaudit.experiment._stopping import sigint_ignored, stop_workers
 
 
 def _nap(folder, key, seconds):
-    """A job: sleeps, and leaves ``<key>.started`` while it runs, ``<key>.unwound`` when its
-    ``finally`` ran."""
+    """A job: sleeps, and leaves ``<key>.<pid>.started`` while it runs, ``<key>.unwound`` when
+    its ``finally`` ran. The pid is in the name, so the mark appears whole in one step: a worker
+    stopped while writing a pid into a file left it empty (seen on CI)."""
     path = Path(folder)
     try:  # marked started inside the try: an interrupt seen after the mark unwinds the job
-        (path / f"{key}.started").write_text(str(os.getpid()))
+        (path / f"{key}.{os.getpid()}.started").touch()
         time.sleep(seconds)
     finally:
         (path / f"{key}.unwound").write_text("yes")
@@ -54,7 +55,7 @@ def _alive(pid: int) -> bool:
 
 
 def _worker_pids(folder: Path) -> list[int]:
-    return [int(p.read_text()) for p in folder.glob("*.started")]
+    return [int(p.name.split(".")[1]) for p in folder.glob("*.started")]
 
 
 def test_a_process_spawned_in_the_block_ignores_sigint_and_the_handler_comes_back():
