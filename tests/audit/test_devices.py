@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from recaudit.audit import ExecutorSpec
-from recaudit.experiment._executors import _init_worker
 from recaudit.errors import ConfigError
 from recaudit.models import resolve_device, set_process_device
+from tests.audit._device_probe import report_device
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -22,19 +22,12 @@ def test_bad_devices_are_config_errors(kw, match):
         ExecutorSpec(**kw)
 
 
-def _report_device(devices, counter, queue):
-    from recaudit.models import process_device
-
-    _init_worker(1, devices, counter)
-    queue.put(process_device())
-
-
 def test_devices_are_dealt_to_workers_round_robin():
     ctx = mp.get_context("spawn")
     counter, queue = ctx.Value("i", 0), ctx.Queue()
     got = []
     for _ in range(3):  # one worker after the other: the k-th gets devices[k % 2]
-        p = ctx.Process(target=_report_device, args=(("cpu", "auto"), counter, queue))
+        p = ctx.Process(target=report_device, args=(("cpu", "auto"), counter, queue))
         p.start()
         got.append(queue.get(timeout=120))
         p.join()

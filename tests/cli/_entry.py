@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -32,6 +34,41 @@ def recaudit(*args: str, cwd: Path, env: dict[str, str] | None = None, umask: in
     return subprocess.run(command(*args), cwd=cwd, env=environment(env), capture_output=True,
                           text=True, timeout=timeout,
                           preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+
+
+def recaudit_here(*args: str, cwd: Path, env: dict[str, str] | None = None
+                  ) -> subprocess.CompletedProcess[str]:
+    """``recaudit ARGS`` run in this process, as the console script runs it
+    (``recaudit.cli.main``: its exit code, what it prints), in ``cwd`` with ``cwd`` first on
+    the module path (as ``python -m`` puts it) and ``env`` set; returned as :func:`recaudit`
+    returns a finished process. It spares the new interpreter's start and imports (1.5-2.5 s a
+    call); tests of the process itself (a signal, its exit, the umask, a terminal, a traceback
+    printed by ``--debug``) run :func:`recaudit`. Modules imported from ``cwd`` (a user's
+    ``usermodels.py``) are forgotten afterwards: another test writes one of the same name."""
+    from recaudit.cli import main
+
+    modules, saved = set(sys.modules), {k: os.environ.get(k) for k in (env or {})}
+    here, folder = os.getcwd(), str(cwd)
+    out, err = io.StringIO(), io.StringIO()
+    sys.path.insert(0, folder)
+    try:
+        os.environ.update(env or {})
+        os.chdir(folder)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(here)
+        sys.path.remove(folder)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        for name in set(sys.modules) - modules:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder):
+                del sys.modules[name]
+    return subprocess.CompletedProcess(["recaudit", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def one_error(proc: subprocess.CompletedProcess[str]) -> str:

@@ -1,7 +1,8 @@
-"""Issue 40, item 6: what a newcomer's first ``recaudit audit`` says, through ``python -m
-recaudit``: the noise floor by default, the test-query count and a warning when it is small,
-a repeated ``-p`` run once, ``--workers`` and ``--sample-users`` beyond the audit's size said
-so, progress on stderr only on a terminal, under the model's ``--label``."""
+"""Issue 40, item 6: what a newcomer's first ``recaudit audit`` says, through the command's
+entry (``python -m recaudit`` on a terminal for the progress bar): the noise floor by default,
+the test-query count and a warning when it is small, a repeated ``-p`` run once, ``--workers``
+and ``--sample-users`` beyond the audit's size said so, progress on stderr only on a terminal,
+under the model's ``--label``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import threading
 
 from recaudit.audit import summary
 
-from ._entry import command, environment, recaudit, tiny_log, with_model
+from ._entry import command, environment, recaudit_here, tiny_log, with_model
 
 
 def _table_rows(out: str) -> dict[str, list[str]]:
@@ -46,7 +47,7 @@ def test_the_default_audit_measures_the_noise_floor_and_counts_the_queries(pop_a
 
 def test_an_audit_without_a_floor_says_how_to_get_one(tmp_path):
     tiny_log(tmp_path)
-    proc = recaudit("audit", "--dataset", "tiny.csv", "--model", with_model(tmp_path),
+    proc = recaudit_here("audit", "--dataset", "tiny.csv", "--model", with_model(tmp_path),
                     "--seeds", "1", "--k", "5", "-p", "random-delete", "-o", "a.duckdb",
                     cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -55,7 +56,7 @@ def test_an_audit_without_a_floor_says_how_to_get_one(tmp_path):
 
 def test_sizes_beyond_the_audit_are_said_and_a_repeated_perturbation_runs_once(tmp_path):
     tiny_log(tmp_path)
-    proc = recaudit("audit", "--dataset", "tiny.csv", "--model", with_model(tmp_path),
+    proc = recaudit_here("audit", "--dataset", "tiny.csv", "--model", with_model(tmp_path),
                     "-p", "random-delete", "-p", "random-delete", "-p", "random-delete-k1",
                     "--seeds", "2", "--k", "5", "--workers", "1000", "--sample-users",
                     "100000", "--dry-run", cwd=tmp_path)
@@ -115,14 +116,14 @@ def test_a_store_written_with_path_labels_keeps_them_when_resumed(tmp_path):
     model = with_model(tmp_path)
     args = ("audit", "--dataset", "tiny.csv", "--model", model, "-p", "random-delete",
             "--k", "5", "-o", "old.duckdb")
-    assert recaudit(*args, "--seeds", "1", cwd=tmp_path).returncode == 0
+    assert recaudit_here(*args, "--seeds", "1", cwd=tmp_path).returncode == 0
     with AuditStore(tmp_path / "old.duckdb", read_only=True) as s:
         assert set(s.trials().dataset) == {"tiny.csv"}  # the file's name, not its path
     # what a store written before looked like: `name:path`
     con = duckdb.connect(str(tmp_path / "old.duckdb"))
     con.execute("UPDATE trials SET dataset = 'tiny:tiny.csv'")
     con.close()
-    proc = recaudit(*args, "--seeds", "2", cwd=tmp_path)  # resumed with one seed more
+    proc = recaudit_here(*args, "--seeds", "2", cwd=tmp_path)  # resumed with one seed more
     assert proc.returncode == 0, proc.stderr
     with AuditStore(tmp_path / "old.duckdb", read_only=True) as s:
         trials = s.trials()

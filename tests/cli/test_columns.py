@@ -1,6 +1,6 @@
 """Issue 40, item 4: a text file's header is recognised, and a file whose columns are not
 named after their roles gets one error naming its columns and the ``--column`` flags to add
-(through ``python -m recaudit``, as a user meets it)."""
+(through the command's entry, ``recaudit.cli.main``, as a user meets it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from recaudit.audit import AuditStore
 
-from ._entry import one_error, recaudit, with_model
+from ._entry import one_error, recaudit_here, with_model
 
 
 def _rows(n_users: int = 30, per_user: int = 12, seed: int = 0):
@@ -37,10 +37,10 @@ def folder(tmp_path):
 def test_a_two_column_header_is_not_read_as_an_interaction(folder):
     # before: `customer,product` became the interaction (user customer, item product) and
     # the audit ran on it; now the header is seen and its columns must be named
-    err = one_error(recaudit("audit", "--dataset", "two.csv", "--dry-run", cwd=folder))
+    err = one_error(recaudit_here("audit", "--dataset", "two.csv", "--dry-run", cwd=folder))
     assert "columns: customer, product" in err
     assert "--column user=customer --column item=product on the command line" in err
-    named = recaudit("audit", "--dataset", "two.csv", "--column", "user=customer",
+    named = recaudit_here("audit", "--dataset", "two.csv", "--column", "user=customer",
                      "--column", "item=product", "--model", with_model(folder), "--seeds",
                      "1", "-p", "random-delete", "-o", "two.duckdb", cwd=folder)
     assert named.returncode == 0, named.stderr
@@ -50,7 +50,7 @@ def test_a_two_column_header_is_not_read_as_an_interaction(folder):
 
 
 def test_a_mistyped_column_flag_names_the_files_columns_and_the_fix(folder):
-    err = one_error(recaudit("audit", "--dataset", "two.csv", "--column", "user=custmer",
+    err = one_error(recaudit_here("audit", "--dataset", "two.csv", "--column", "user=custmer",
                              "--column", "item=product", "--dry-run", cwd=folder))
     assert "no header" not in err  # the Python-API wording of before
     assert "no column 'custmer' for the user (did you mean 'customer'?)" in err
@@ -59,11 +59,11 @@ def test_a_mistyped_column_flag_names_the_files_columns_and_the_fix(folder):
 
 def test_a_time_column_under_its_own_name_is_named_not_misread(folder):
     # before: no header was seen, and the error said the timestamp 'ts' is not a number
-    err = one_error(recaudit("audit", "--dataset", "three.csv", "--dry-run", cwd=folder))
+    err = one_error(recaudit_here("audit", "--dataset", "three.csv", "--dry-run", cwd=folder))
     assert "not a number" not in err and "neither a number" not in err
     assert ("--column user=customer --column item=product --column timestamp=ts on the "
             "command line") in err
-    ok = recaudit("audit", "--dataset", "three.csv", "--column", "user=customer", "--column",
+    ok = recaudit_here("audit", "--dataset", "three.csv", "--column", "user=customer", "--column",
                   "item=product", "--column", "timestamp=ts", "--model", with_model(folder),
                   "--seeds", "1", "-p", "random-delete", "-o", "three.duckdb", cwd=folder)
     assert ok.returncode == 0, ok.stderr
@@ -71,7 +71,7 @@ def test_a_time_column_under_its_own_name_is_named_not_misread(folder):
 
 def test_names_given_for_a_headerless_file_say_that_it_has_none(tmp_path):
     (tmp_path / "plain.csv").write_text("".join(f"{u},{i},{t}\n" for u, i, t in _rows()))
-    err = one_error(recaudit("audit", "--dataset", "plain.csv", "--column", "user=customer",
+    err = one_error(recaudit_here("audit", "--dataset", "plain.csv", "--column", "user=customer",
                              "--dry-run", cwd=tmp_path))
     assert "the first line, 'annx," in err and "is data, not a header" in err
     assert "3 as user item timestamp" in err

@@ -10,12 +10,12 @@ import pytest
 
 from recaudit.audit import AuditStore
 
-from ._entry import recaudit
+from ._entry import recaudit_here
 
 
 def test_exported_lists_compare_to_the_stores_numbers(pop_audit):
     folder, store, _ = pop_audit
-    proc = recaudit("export", store.name, "out", "--rank-lists", cwd=folder)
+    proc = recaudit_here("export", store.name, "out", "--rank-lists", cwd=folder)
     assert proc.returncode == 0, proc.stderr
     root = folder / "out" / "rank-lists"
     index = pd.read_csv(root / "index.csv")
@@ -32,7 +32,7 @@ def test_exported_lists_compare_to_the_stores_numbers(pop_audit):
     assert set(base.user) == {"u0", "u1", "u2"}  # the data's own ids, not internal codes
     assert base.item.str.startswith("song").all() and base.target.str.startswith("song").all()
     assert base.groupby("query")["rank"].apply(list).tolist() == [[1, 2, 3, 4, 5]] * 6
-    compared = recaudit("compare", f"out/rank-lists/{row.baseline}",
+    compared = recaudit_here("compare", f"out/rank-lists/{row.baseline}",
                         f"out/rank-lists/{row.perturbed}", "--k", "5", "-o", "rows.csv",
                         cwd=folder)
     assert compared.returncode == 0, compared.stderr

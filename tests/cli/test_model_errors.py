@@ -1,6 +1,7 @@
 """A user's own model that fails (``fit`` raising, ``rank`` returning the wrong thing, a missing
-``k``), run through ``python -m recaudit`` with and without workers: one line naming the
-trial, the exception and its message, what is saved; ``--debug`` for the traceback."""
+``k``), run as ``recaudit`` runs them (in this process, but for ``--debug``'s traceback,
+printed by ``python -m recaudit``) with and without workers: one line naming the trial, the
+exception and its message, what is saved; ``--debug`` for the traceback."""
 
 import subprocess
 
@@ -8,6 +9,7 @@ import pytest
 
 from recaudit.audit import AuditStore
 
+from ._entry import recaudit_here
 from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 #: A model that fails for seed 1 only: seed 0's trials finish first (in-process) and are kept.
@@ -32,9 +34,7 @@ def _audit(folder, model, *extra, workers=1, seeds=1):
     args = ["audit", "--model", f"usermodels:{model}", "-p", "random-delete", "-p",
             "seed-only", "--seeds", str(seeds), "--workers", str(workers), "--output",
             str(store), *extra]
-    proc = subprocess.run(recaudit_cmd(*args), cwd=folder, capture_output=True, text=True,
-                          env=recaudit_env(), timeout=600)
-    return proc, store
+    return recaudit_here(*args, cwd=folder, env={"COLUMNS": "200"}), store
 
 
 def _stored(store):
@@ -122,10 +122,8 @@ class Strict(Pop):
 
 
 def test_models_check_says_what_rank_returned(models):
-    proc = subprocess.run(recaudit_cmd("models", "check", "usermodels:RankArray", "--only",
-                                       "shapes", "--only", "determinism"),
-                          cwd=models, capture_output=True, text=True, env=recaudit_env(),
-                          timeout=600)
+    proc = recaudit_here("models", "check", "usermodels:RankArray", "--only", "shapes",
+                         "--only", "determinism", cwd=models, env={"COLUMNS": "200"})
     assert proc.returncode == 1, proc.stderr
     assert "AttributeError" not in proc.stdout
     assert proc.stdout.count("RankArray.rank must return RankLists (got ndarray)") == 2

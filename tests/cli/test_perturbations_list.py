@@ -1,9 +1,9 @@
 """Issue 40, item 6: ``recaudit perturbations list`` names every perturbation ``-p`` takes,
-with a line in words (through ``python -m recaudit``)."""
+with a line in words (through the command's entry, ``recaudit.cli.main``)."""
 
 from __future__ import annotations
 
-from ._entry import one_error, recaudit
+from ._entry import one_error, recaudit_here
 
 
 def _fresh_available() -> set[str]:
@@ -19,7 +19,7 @@ def _fresh_available() -> set[str]:
 
 
 def test_every_name_is_listed_with_what_it_does(tmp_path):
-    proc = recaudit("perturbations", "list", cwd=tmp_path)
+    proc = recaudit_here("perturbations", "list", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines()
             if line.startswith("│") and line.split("│")[1].strip()}
@@ -31,10 +31,10 @@ def test_every_name_is_listed_with_what_it_does(tmp_path):
 
 
 def test_a_filter_shows_the_matching_names(tmp_path):
-    proc = recaudit("perturbations", "list", "casper", cwd=tmp_path)
+    proc = recaudit_here("perturbations", "list", "casper", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     names = {line.split("│")[1].strip() for line in proc.stdout.splitlines()
              if line.startswith("│") and line.split("│")[1].strip()}
     assert names == {n for n in _fresh_available() if "casper" in n}
-    err = one_error(recaudit("perturbations", "list", "caspr", cwd=tmp_path))
+    err = one_error(recaudit_here("perturbations", "list", "caspr", cwd=tmp_path))
     assert "no perturbation name contains 'caspr'" in err
