@@ -135,7 +135,7 @@ def test_status_shows_each_running_trial_of_a_real_run(tmp_path):
              "sys.exit(_entry())")
     proc = subprocess.Popen(
         [sys.executable, "-c", entry, "audit", "--dataset", "synthetic", "--model", "gru4rec",
-         "-p", "random-delete", "--seeds", "1", "--param", "epochs=5", "--output",
+         "-p", "random-delete", "--seeds", "1", "--param", "epochs=8", "--output",
          str(store)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen, deadline = "", time.monotonic() + 180
     try:
@@ -151,5 +151,5 @@ def test_status_shows_each_running_trial_of_a_real_run(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode == 0, err
-    assert "running gru4rec" in seen and "random-delete" in seen and "/5 for" in seen, seen
+    assert "running gru4rec" in seen and "random-delete" in seen and "/8 for" in seen, seen
     assert not heartbeat_dir(store).exists()
