@@ -27,7 +27,8 @@ CONFIGS = {
     "lstm-casper": dict(TINY, hidden_dim=16, samples="prefix", pad_left=True,
                         first_samples=True, freeze_embedding=True, init="torch", max_len=8),
     "sasrec": dict(TINY, heads=2),
-    "sasrec-prefix-patience": dict(TINY, epochs=4, samples="prefix", patience=1),
+    "sasrec-prefix-patience": dict(TINY, epochs=4, samples="prefix", patience=1,  # members stop
+                                   batch_size=32),                   # after 2, 2 and 4 epochs
     "tisasrec": dict(TINY, time_span=16, checkpoint_every=1),
     "bert4rec": dict(TINY, max_len=10, layers=1),
     "latentcross": dict(TINY, hidden_dim=16),
