@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ._entry import recaudit_here
 from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 
@@ -179,8 +180,7 @@ def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, st
     time.sleep(0.5)
     assert _group(proc.pid) == [], "a worker outlived the command"
 
-    rerun = subprocess.run(recaudit_cmd(*args), cwd=tmp_path, capture_output=True, text=True,
-                           env=recaudit_env(RECAUDIT_TEST_SLEEP=""), timeout=600)
+    rerun = recaudit_here(*args, cwd=tmp_path, env={"RECAUDIT_TEST_SLEEP": ""})  # no signal
     assert rerun.returncode == 0, rerun.stderr
     after = _trials(store)
     assert len(after) == 2 * seeds
