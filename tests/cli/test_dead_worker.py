@@ -16,13 +16,14 @@ import pytest
 
 from recaudit.audit import AuditStore
 
+from ._entry import recaudit_here
 from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 
-def _audit(store, workers):
-    return recaudit_cmd("audit", "--dataset", "synthetic", "--model", "usermodels:Pop",
-                        "-p", "random-delete", "-p", "seed-only", "--seeds", "4",
-                        "--workers", str(workers), "--output", str(store))
+def _args(store, workers):
+    return ["audit", "--dataset", "synthetic", "--model", "usermodels:Pop", "-p",
+            "random-delete", "-p", "seed-only", "--seeds", "4", "--workers", str(workers),
+            "--output", str(store)]
 
 
 def _workers(pid):
@@ -46,7 +47,7 @@ def _values(store):
 def test_a_killed_worker_is_replaced_and_the_numbers_are_a_clean_runs(tmp_path):
     (tmp_path / "usermodels.py").write_text(USER_MODELS)
     store = tmp_path / "a.duckdb"
-    proc = subprocess.Popen(_audit(store, 2), cwd=tmp_path, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(recaudit_cmd(*_args(store, 2)), cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env=recaudit_env(RECAUDIT_TEST_SLEEP="1"))
     progress = store.with_name(store.name + ".progress.json")
@@ -64,6 +65,6 @@ def test_a_killed_worker_is_replaced_and_the_numbers_are_a_clean_runs(tmp_path):
     assert proc.returncode == 0, err
     assert "warning: a worker process died" in err and "run again" in err
     clean = tmp_path / "clean.duckdb"
-    subprocess.run(_audit(clean, 1), cwd=tmp_path, check=True, capture_output=True,
-                   env=recaudit_env())
+    clean_run = recaudit_here(*_args(clean, 1), cwd=tmp_path)  # the reference: no process of
+    assert clean_run.returncode == 0, clean_run.stderr           # its own needed
     assert np.array_equal(_values(store), _values(clean))

@@ -19,6 +19,7 @@ import pytest
 
 from recaudit.audit import AuditStore
 
+from ._entry import recaudit_here
 from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
 REFUSE = str(Path(__file__).with_name("refuse"))
@@ -43,6 +44,12 @@ def _audit_args(store: Path, seeds: int = 2) -> list[str]:
 def _run(folder: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(recaudit_cmd(*args), cwd=folder, capture_output=True, text=True,
                           env=env, timeout=600)
+
+
+def _rerun(folder: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """A run with nothing refused (a finished store to read, a rerun that resumes): in this
+    process, as the command's entry runs it; the refusals need the child's ``sitecustomize``."""
+    return recaudit_here(*args, cwd=folder, env={"COLUMNS": "200"})
 
 
 def _error(proc: subprocess.CompletedProcess) -> str:
@@ -71,7 +78,7 @@ def store(tmp_path_factory):
     folder = tmp_path_factory.mktemp("store")
     (folder / "usermodels.py").write_text(USER_MODELS)
     path = folder / "a.duckdb"
-    proc = _run(folder, _audit_args(path, seeds=1), _env())
+    proc = _rerun(folder, _audit_args(path, seeds=1))
     assert proc.returncode == 0, proc.stderr
     return path
 
@@ -88,7 +95,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_resumes(folder):
                     f"device — 0 finished trials saved in {store}; free space there and run "
                     "the same command again to resume (or choose another -o/--output to start "
                     "afresh)")
-    rerun = _run(folder, _audit_args(store), _env())
+    rerun = _rerun(folder, _audit_args(store))
     assert rerun.returncode == 0, rerun.stderr
     assert len(_trials(store)) == 4
 
@@ -118,7 +125,7 @@ def test_a_folder_made_read_only_mid_run_keeps_the_finished_trials(folder):
             "it writable and run the same command again to resume (or choose another "
             "-o/--output to start afresh)") in line, line
     assert "warning: the progress of this run cannot be written" in err
-    rerun = _run(folder, _audit_args(store, seeds=3), _env())
+    rerun = _rerun(folder, _audit_args(store, seeds=3))
     assert rerun.returncode == 0, rerun.stderr
     after = _trials(store)
     assert len(after) == 6
