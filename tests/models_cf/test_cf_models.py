@@ -99,6 +99,24 @@ def test_user_user_by_hand_and_zero_variance_user():
     assert np.isnan(scores[1]).all()
 
 
+
+@pytest.mark.parametrize("tied", [((5.0, 1.0, 5.0), (5.0, 1.0, 1.0)),
+                                  ((5.0, 1.0, 1.0), (5.0, 1.0, 5.0))])
+def test_user_user_keeps_the_lower_user_of_a_boundary_tie(tied):
+    # u1 and u2 have exactly the same similarity to u0 (centred (4/3, -8/3, 4/3) and
+    # (8/3, -4/3, -4/3): same dot product with u0's (2, -2), same norm) but opposite centred
+    # ratings of item 2; u3 is more similar than both. With two neighbours, u3 and the lower
+    # of the tied users are kept, whichever of them comes first (a heap fed in user order
+    # kept u2 here: u3 replaced its root, u1)
+    m = np.array([[5.0, 1.0, NAN], *tied, [5.0, 1.0, 4.0]])
+    model = create("user-user", max_nbrs=2).fit(log_from_matrix(m), seed=0)
+    sims = (model.unit_ @ model.unit_.T).toarray()
+    assert sims[0, 1] == sims[0, 2] < sims[0, 3]        # the premise: an exact tie
+    c = {v: m[v, 2] - np.nanmean(m[v]) for v in (1, 3)}
+    s1, s3 = sims[0, 1], sims[0, 3]
+    expected = 3 + (s1 * c[1] + s3 * c[3]) / (s1 + s3)
+    np.testing.assert_allclose(model.predict([0], [2]), [expected], rtol=1e-12)
+
 def _user_knn_reference(m, max_nbrs, min_sim=1e-6, negative=False):
     mean = np.nanmean(m, axis=1)
     c = np.nan_to_num(m - mean[:, None])

@@ -43,7 +43,7 @@ def _item_item_gap(model, R, u, i) -> float:
 
 def _user_user_gap(model, R, u, i) -> float:
     sims = (model.unit_[[u]] @ model.unit_.T).toarray()[0]
-    raters = model.csc_[:, [i]].tocoo().row
+    raters = model.centred_[:, [i]].tocoo().row
     cand = np.sort([sims[v] for v in raters if v != u and sims[v] >= 1e-6])[::-1]
     return float(cand[NBRS - 1] - cand[NBRS]) if len(cand) > NBRS else np.inf
 

@@ -41,7 +41,7 @@ SCALES: dict[str, dict[str, Any]] = {
                       "four models and sizes 1, 10, 100"},
     "paper": {"sets": 100, "zero_sets": 2,
               "note": "the thesis' settings: 100 modification sets per configuration, sizes "
-                      "1, 10, 100, all four models (about 6 s per trial on one core: "
+                      "1, 10, 100, all four models (about 2 s per trial on one core: "
                       "use --workers); ZERO 2 sets (retraining is deterministic, so its "
                       "sets agree)"},
 }
