@@ -167,6 +167,54 @@ def test_knn_match_brute_force(max_nbrs, seed, negative):
                                    err_msg=name)
 
 
+@pytest.mark.parametrize("negative", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_item_item_strategies_agree_to_the_bit_and_keep_the_lower_item_of_a_tie(seed,
+                                                                                negative):
+    # every item has a twin with the same ratings, so every similarity ties with the twin's
+    # and the neighbourhood boundary falls between twins again and again
+    from recaudit.models._cf._knn import _item_item_scores
+
+    m = np.repeat(random_ratings(seed, n_users=12, n_items=8, density=0.7), 2, axis=1)
+    model = create("item-item", max_nbrs=3, negative=negative).fit(log_from_matrix(m), seed=0)
+    c, s, r = model.config, model.sim_, model.centred_
+    users = np.arange(m.shape[0], dtype=np.int64)
+
+    def scores(strategy: int) -> np.ndarray:
+        return _item_item_scores(users, r.indptr.astype(np.int64), r.indices.astype(np.int64),
+                                 r.data, s.indptr.astype(np.int64), s.indices.astype(np.int64),
+                                 s.data, model.item_mean_, model.n_items_, c.max_nbrs,
+                                 c.min_nbrs, strategy)
+
+    push, scan = scores(1), scores(2)
+    assert np.array_equal(push, scan, equal_nan=True)      # to the bit, not merely close
+    assert np.array_equal(scores(0), scan, equal_nan=True)
+    uu, ii = np.meshgrid(users, np.arange(m.shape[1]), indexing="ij")
+    got = model.predict(uu.ravel(), ii.ravel()).reshape(m.shape)
+    np.testing.assert_allclose(got, _item_knn_reference(m, 3, negative=negative),
+                               equal_nan=True, rtol=1e-12)
+
+
+@pytest.mark.parametrize("strategy", [1, 2])
+def test_item_item_evicts_the_higher_item_of_a_tie_by_hand(strategy):
+    # target item 0; the user rated items 1 and 2 (both similarity 0.5 to item 0, centred
+    # ratings +1 and -1) and item 3 (0.9, +0.5); two neighbours: items 3 and 1. Pushed in
+    # item order, 1 and 2 fill the buffer and 3 evicts one of them: a heap ranking by
+    # similarity alone evicted item 1 (its root), giving (0.45 - 0.5) / 1.4
+    from recaudit.models._cf._knn import _item_item_scores
+
+    sims = {(0, 1): 0.5, (0, 2): 0.5, (0, 3): 0.9}
+    rows = [sorted(((s, j) for (a, j), s in sims.items() if a == i), key=lambda t: (-t[0], t[1]))
+            if i == 0 else [(sims[(0, i)], 0)] for i in range(4)]
+    s_indptr = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
+    s_nbr = np.array([j for r in rows for _, j in r], dtype=np.int64)
+    s_val = np.array([s for r in rows for s, _ in r])
+    got = _item_item_scores(np.array([0], dtype=np.int64), np.array([0, 3], dtype=np.int64),
+                            np.array([1, 2, 3], dtype=np.int64), np.array([1.0, -1.0, 0.5]),
+                            s_indptr, s_nbr, s_val, np.zeros(4), 4, 2, 1, strategy)
+    assert got[0, 0] == pytest.approx((0.9 * 0.5 + 0.5 * 1.0) / 1.4, rel=1e-12)
+
+
 def test_negative_neighbours_by_hand():
     # LensKit Java's AbsoluteThreshold: a negatively correlated user counts, and a rating
     # below their mean pushes the score up
