@@ -120,3 +120,17 @@ def test_a_store_of_four_studies(stores, capsys, tmp_path):
     html = (tmp_path / "r.html").read_text()
     for section in ("Rank-list sensitivity", "Property templates", "Fuzzing", "MIRROR"):
         assert section in html
+
+
+def test_what_a_stopped_command_says_it_saved_counts_every_studys_trials(stores):
+    # an interrupted `reproduce run` of a fuzzing experiment said "0 finished trials saved":
+    # only the audit's table was counted
+    from recaudit.cli import _saved
+
+    for kind, n in TRIALS.items():
+        assert _saved(stores[kind]).startswith(f"{n} finished trial{'' if n == 1 else 's'} "
+                                               f"saved in {stores[kind]}")
+    everything = sum(TRIALS.values())
+    folder = stores["all"].parent  # the four stores of one study each, and the one of all four
+    assert _saved(folder).startswith(f"{2 * everything} finished trials saved in the stores "
+                                     f"under {folder}")

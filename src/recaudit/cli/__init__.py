@@ -148,6 +148,7 @@ def _saved(store: Any, then: str = "run the same command again to resume") -> st
     from pathlib import Path
 
     from recaudit.experiment import Store
+    from recaudit.studies import present
 
     if store is None or not Path(store).exists():
         return "nothing was saved"
@@ -155,8 +156,8 @@ def _saved(store: Any, then: str = "run the same command again to resume") -> st
     n = 0
     for path in stores:
         try:
-            with Store(path, read_only=True) as s:
-                n += s.count("trials") if "trials" in s.tables() else 0
+            with Store(path, read_only=True) as s:  # every study's trials (fuzz_trials...)
+                n += sum(s.count(info.trials) for info in present(s))
         except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
             return f"{path} could not be read ({exc.one_line()})"
     where = f"the stores under {store}" if Path(store).is_dir() else str(store)
