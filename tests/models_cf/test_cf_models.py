@@ -383,3 +383,27 @@ def test_similarity_rows_are_ordered_as_a_lexsort_would():
     rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
     expected = np.lexsort((m.indices, -m.data, rows))
     assert np.array_equal(_by_similarity(m.indptr.astype(np.int64), m.data), expected)
+
+
+@pytest.mark.parametrize("depth", [1, 5, 30])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_rank_lists_are_ordered_as_the_four_key_lexsort(seed, depth):
+    # scores with ties (few distinct values, -0.0 beside 0.0) and NaN (unscored), some seen,
+    # baselines with ties: the order the rank lists were defined by (scored by score, then
+    # unscored unseen, then unscored seen, by baseline; ties by item code)
+    from recaudit.models._cf._base import _list_order
+
+    rng = np.random.default_rng(seed)
+    s = rng.integers(-2, 3, size=(25, 30)) / 2.0
+    s[s == 0] = rng.choice([0.0, -0.0], size=int((s == 0).sum()))
+    s[rng.random(s.shape) < 0.5] = np.nan
+    s[3] = np.nan                                          # a row without any score
+    seen = np.isnan(s) & (rng.random(s.shape) < 0.3)
+    baseline = rng.integers(0, 4, size=30) / 3.0
+    scored = ~np.isnan(s)
+    expected = np.lexsort((np.broadcast_to(np.arange(30), s.shape),
+                           np.where(scored, 0.0, -baseline),
+                           np.where(scored, -s, 0.0),
+                           np.where(scored, 0, np.where(seen, 2, 1))), axis=-1)[:, :depth]
+    got = _list_order(s, seen, np.argsort(-baseline, kind="stable"), depth)
+    assert np.array_equal(got, expected)
