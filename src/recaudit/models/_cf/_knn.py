@@ -137,7 +137,7 @@ def _user_user_scores(sims, users, indptr, items, cval, umean, n_items, nn, min_
     first, a stable sort); each gives its centred ratings to the items that have fewer than
     ``nn`` neighbours yet. So every item gets its ``nn`` most similar raters, as a bounded
     heap per item would give them, at the cost of one pass over the candidates' ratings
-    (``O(nnz)`` per user, no heap: some 13 times faster on MovieLens-100k), and each score
+    (``O(nnz)`` per user, no heap: 7-11 times faster, ``benchmarks/bench_knn.py``), and each score
     sums its neighbours in that order."""
     nb = sims.shape[0]
     out = np.full((nb, n_items), np.nan)
