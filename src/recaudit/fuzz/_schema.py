@@ -32,8 +32,11 @@ FUZZ_TRIALS = Table("fuzz_trials", columns(
         "n_modifications": "modifications the set actually made",
         "n_ratings": "ratings in the unmodified log (|D|)",
         "n_users": "users whose top-k lists were compared",
-        "gen_seconds": "seconds spent generating and applying the modification set",
-        "fit_seconds": "seconds spent retraining the model on the modified log and ranking",
+        "gen_seconds": "CPU seconds (of the worker process, all its threads) spent generating "
+                       "and applying the modification set: a pause or a busy machine does "
+                       "not inflate them",
+        "fit_seconds": "CPU seconds (of the worker process) spent retraining the model on "
+                       "the modified log and ranking",
         "f": "the aggregate of per-user distances: `avg`, `min`, `max` or `median`",
         "aod": "average overlap distance (Shriver 2018 eq. 4.11) between the top-k lists "
                "before and after, aggregated over users with `f`",
