@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as ss
 
 import recaudit.stats
-from recaudit.stats import (estimate_mean, holm, one_sample_test, paired_test, welch,
+from recaudit.stats import (Estimate, estimate_mean, holm, one_sample_test, paired_test, welch,
                             welch_test)
 
 
@@ -148,17 +148,47 @@ def test_holm_closed_form_and_properties():
     assert holm([]).shape == (0,)
 
 
-def test_detectable_effect_has_the_power_it_claims():
-    rng = np.random.default_rng(9)
-    n, sd = 30, 1.0
-    est = estimate_mean(rng.normal(0, sd, n))
+@pytest.mark.parametrize("n", [3, 5, 30])
+def test_detectable_effect_has_the_power_it_claims(n):
+    rng = np.random.default_rng(9 + n)
+    est = estimate_mean(rng.normal(0, 1.0, n), np.arange(n))
     mde = est.detectable(0.05, 0.8)
     se = est.se
-    assert mde == pytest.approx((ss.t.ppf(0.975, n - 1) + ss.t.ppf(0.8, n - 1)) * se)
+    # the exact power of the t-test is the non-central t law's
+    nc = mde / se
+    crit = ss.t.ppf(0.975, n - 1)
+    exact = ss.nct.sf(crit, n - 1, nc) + ss.nct.cdf(-crit, n - 1, nc)
+    assert exact == pytest.approx(0.8, abs=0.003)
     # simulated power at that effect (true sd = the sample's estimate): about 0.8
-    sims = rng.normal(mde, se * np.sqrt(n), (2000, n))
+    sims = rng.normal(mde, se * np.sqrt(n), (4000, n))
     power = np.mean(ss.ttest_1samp(sims, 0, axis=1).pvalue < 0.05)
-    assert 0.75 < power < 0.85
+    assert 0.77 < power < 0.83
+    # the textbook (t_{1-alpha/2} + t_power) se falls short at few replicates
+    if n == 3:
+        assert (crit + ss.t.ppf(0.8, n - 1)) * se < 0.96 * mde
+
+
+def test_detectable_effect_of_a_two_level_design_has_its_power():
+    # seeds x queries: the audit's test (the paired test's decision) at the plan's effect
+    rng = np.random.default_rng(12)
+    n_seeds, n_queries, sd_seed, sd_query, sd_noise = 4, 300, 0.02, 0.1, 0.05
+    seeds = np.repeat(np.arange(n_seeds), n_queries)
+    queries = np.tile(np.arange(n_queries), n_seeds)
+
+    def draw(effect):
+        return (effect + sd_seed * np.repeat(rng.standard_normal(n_seeds), n_queries)
+                + sd_query * np.tile(rng.standard_normal(n_queries), n_seeds)
+                + sd_noise * rng.standard_normal(n_seeds * n_queries))
+
+    # the true variance parts: E[A] = sd_seed^2 / S + sd_noise^2 / (S Q), E[B] likewise
+    sq = n_seeds * n_queries
+    truth = Estimate(0.0, ((sd_seed ** 2 / n_seeds + sd_noise ** 2 / sq, n_seeds - 1),
+                           (sd_query ** 2 / n_queries + sd_noise ** 2 / sq, n_queries - 1)),
+                     sq, n_seeds, n_queries, "crossed")
+    mde = truth.detectable()
+    power = np.mean([paired_test(draw(mde), np.zeros(sq), seeds, queries).p < 0.05
+                     for _ in range(1000)])
+    assert 0.76 < power < 0.84
 
 
 def test_replicates_needed_to_resolve_an_effect():
@@ -169,7 +199,7 @@ def test_replicates_needed_to_resolve_an_effect():
     assert est.detectable() > 0.01
     need = est.replicates_for(0.01)
     assert need is not None and need > 3
-    assert est._scaled(need).detectable() <= 0.01 < est._scaled(need - 1).detectable()
+    assert est.with_replicates(need).detectable() <= 0.01 < est.with_replicates(need - 1).detectable()
     # larger effects need fewer replicates; one replicate cannot say
     assert est.replicates_for(0.05) <= need
     assert estimate_mean(y[:100]).replicates_for(0.01) is None

@@ -208,16 +208,23 @@ def _or_dash(x: float, fmt: str) -> str:
     return "–" if x is None or x != x else fmt.format(x)
 
 
-def _dry_run(config, console) -> None:
-    """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference."""
+def _dry_run(config, console, like: Path | None = None, detect: float | None = None) -> None:
+    """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference
+    (from both levels of variation; ``--like STORE``, ``--detect D``)."""
+    import sys
+
     from recaudit.audit import dry_run
 
-    plan = dry_run(config)
+    def say(message: str) -> None:  # what the calibration is timing, as it goes (stderr)
+        print(message, file=sys.stderr, flush=True)
+
+    plan = dry_run(config, like=like, detect=detect, progress=say)
     table = Table(title=f"{config.name}: what the audit would train", title_justify="left")
     stacked = plan.stack > 1
+    asked = detect is not None
     for col in ("dataset", "model", "baselines", "perturbed", "stored", "to train", "s/epoch",
                 "epochs", "s/fit", *(("stack ×",) if stacked else ()), "hours",
-                "detectable ΔRBO"):
+                "detectable ΔRBO", *((f"seeds for {detect:g}",) if asked else ())):
         table.add_column(col, justify="left" if col in ("dataset", "model") else "right")
     for f, d in zip(plan.fits.itertuples(), plan.detectable.itertuples()):
         table.add_row(f.dataset, f.model, str(f.baselines), str(f.perturbed),
@@ -225,17 +232,36 @@ def _dry_run(config, console) -> None:
                       _or_dash(f.s_per_epoch, "{:.2f}"), _or_dash(f.epochs, "{:.0f}"),
                       _or_dash(f.s_per_fit, "{:.0f}") + f" ({f.time_basis})",
                       *((_or_dash(f.stack_speedup, "{:.2f}"),) if stacked else ()),
-                      _or_dash(f.hours, "{:.2f}"), f"{d.rbo_difference:.4f} ({d.basis})")
+                      _or_dash(f.hours, "{:.2f}"),
+                      f"{_or_dash(d.rbo_difference, '{:.4f}')} at {d.replicates} ({d.basis})",
+                      *((("–" if d.seeds_for is None else str(d.seeds_for)),) if asked else ()))
     console.print(table)
     stacks = (f" and stacks of up to {plan.stack} (stack ×: the calibrated speed-up of a "
               "stack's perturbed fits)") if stacked else ""
     console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s)"
                   f"{stacks}, about {_or_dash(plan.trials_per_hour, '{:.0f}')} trials/h "
                   "(s/fit: the median own time of the store's finished trials of the model, "
-                  "else a one-epoch calibration on this machine); detectable ΔRBO: the smallest "
-                  "difference in mean RBO between two perturbations that a paired test at 0.05 "
-                  "finds with 80 % power over the test queries (basis: the store's results, or "
-                  "a pessimistic one-epoch calibration). Nothing was trained into the store.")
+                  "else a one-epoch calibration on this machine).")
+    for d in plan.detectable.itertuples():
+        if d.basis == "none":
+            console.print(f"{d.model} on {d.dataset}: no detectable difference (one seed "
+                          "measures no seed-to-seed variation; give --like STORE or let the "
+                          "dry run calibrate).")
+            continue
+        console.print(f"{d.model} on {d.dataset}: detectable ΔRBO {d.rbo_difference:.4f} at "
+                      f"{d.replicates} replicate(s): the smallest difference in mean RBO "
+                      "between two perturbations that the audit's paired test at 0.05 finds "
+                      "with 80 % power, over seeds and test queries; the seeds make "
+                      f"{d.replicate_share:.0%} of its variance. Basis: {d.basis} ({d.source})"
+                      + (" — two one-epoch seeds: a rough figure, off by 2-3x either way; "
+                         "--like STORE reads an earlier audit" if d.basis == "calibration"
+                         else "") + ".")
+        if asked:
+            console.print("  " + (f"--detect {detect:g}: about {d.seeds_for} seeds"
+                                  if d.seeds_for is not None else
+                                  f"--detect {detect:g}: no number of seeds (the test "
+                                  "queries' part alone is larger)"))
+    console.print("Nothing was trained into the store.")
 
 
 def audit(
@@ -275,6 +301,12 @@ def audit(
                                             "never share a store."),
     dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated wall "
                              "time and the detectable difference; train nothing."),
+    like: Path | None = typer.Option(None, "--like", help="With --dry-run: an earlier "
+                                     "audit's store to read the variance between seeds and "
+                                     "between queries from (else a one-epoch calibration)."),
+    detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a difference "
+                                        "in mean RBO to detect; the plan says how many seeds "
+                                        "reach it."),
 ) -> None:
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
     from dataclasses import replace
@@ -292,7 +324,7 @@ def audit(
         config = replace(config, output=str(default_output(config)))
     console = _console(120)
     if dry:
-        return _dry_run(config, console)
+        return _dry_run(config, console, like, detect)
     store = _progress_runner(config)
     _readings(store, f"Rank-list sensitivity (k={k}, p={p})", console)
     console.print(f"results: {store}")
@@ -306,7 +338,13 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
                                            "`output` key."),
         stack: int | None = typer.Option(None, min=1, help="Train up to this many trials of "
                                          "one baseline together as one stacked model; "
-                                         "overrides the config's `executor.stack`.")
+                                         "overrides the config's `executor.stack`."),
+        like: Path | None = typer.Option(None, "--like", help="With --dry-run: an earlier "
+                                         "audit's store to read the variance between seeds "
+                                         "and between queries from."),
+        detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a "
+                                            "difference in mean RBO to detect; the plan says "
+                                            "how many seeds reach it."),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
@@ -318,7 +356,7 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         cfg = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, stack=stack))
     console = _console(120)
     if dry:
-        return _dry_run(cfg, console)
+        return _dry_run(cfg, console, like, detect)
     store = _progress_runner(cfg)
     _readings(store, cfg.name, console)
     console.print(f"results: {store}")

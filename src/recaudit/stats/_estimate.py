@@ -117,40 +117,76 @@ class Estimate:
             return 0.0  # a constant difference: no sampling variation left
         return _invert(self.halfwidth, gap)
 
-    def detectable(self, alpha: float = 0.05, power: float = 0.8) -> float:
-        """Minimum detectable effect: the true difference from the null that a two-sided test
-        at ``alpha`` detects with probability ``power`` (``h(alpha / 2) + h(1 - power)``, the
-        usual ``(t_{1-alpha/2} + t_{power}) se`` for one variance part)."""
+    def power(self, effect: float, alpha: float = 0.05) -> float:
+        """The probability that the two-sided test at ``alpha`` rejects when the true
+        difference is ``effect`` and the variance parts are what this estimate says.
+
+        The test rejects when ``|mean| > sqrt(sum_i t_i^2 v_i')`` (the interval, inverted),
+        with ``mean ~ N(effect, sum_i v_i)`` and each estimated part ``v_i'`` distributed as
+        ``v_i chi2(df_i) / df_i``. The first part (the replicates': few degrees of freedom,
+        where the t quantile and the spread of its estimate matter) is integrated over its
+        chi-square law (256 midpoint nodes in probability); the others (the queries', with
+        thousands) are taken at their values. For one part this is the exact power of the
+        t-test (the non-central t law), which the usual ``(t_{1-alpha/2} + t_power) se``
+        under-states by 20 % at three replicates."""
         if self.design == "empty":
             return float("nan")
-        return self.halfwidth(alpha / 2) + self.halfwidth(1 - power)
+        parts = [(v, df) for v, df in self.parts if v > 0]
+        total = sum(v for v, _ in parts)
+        if total == 0:
+            return 1.0 if effect != 0 else 0.0
+        (v0, df0), *rest = parts
+        fixed = sum(_t_quantile(1 - alpha / 2, df) ** 2 * v for v, df in rest)
+        u = (np.arange(_NODES) + 0.5) / _NODES
+        x = stats.chi2.ppf(u, df0) / df0 if np.isfinite(df0) else np.ones(_NODES)
+        h = np.sqrt(_t_quantile(1 - alpha / 2, df0) ** 2 * v0 * x + fixed)
+        sd = np.sqrt(total)
+        return float(np.mean(special.ndtr((-h - effect) / sd)
+                             + special.ndtr((effect - h) / sd)))
+
+    def detectable(self, alpha: float = 0.05, power: float = 0.8) -> float:
+        """Minimum detectable effect: the true difference from the null that a two-sided test
+        at ``alpha`` detects with probability ``power`` (:meth:`power`, solved for the
+        effect)."""
+        if self.design == "empty":
+            return float("nan")
+        if self.se == 0:
+            return 0.0
+        guess = self.halfwidth(alpha / 2) + self.halfwidth(1 - power)
+        hi = guess
+        while self.power(hi, alpha) < power:
+            hi *= 2
+        return float(optimize.brentq(lambda e: self.power(e, alpha) - power, 0.0, hi,
+                                     xtol=1e-12 * hi, rtol=1e-10))
 
     def replicates_for(self, effect: float, alpha: float = 0.05, power: float = 0.8,
                        most: int = 10_000) -> int | None:
         """The replicates (seeds, draws, sets) with which ``effect`` becomes detectable
         (:meth:`detectable` <= ``|effect|``), the variance of the replicate part shrinking as
-        ``1 / replicates`` and the query part kept; ``None`` if no number up to ``most`` does
-        (the query-level uncertainty alone is larger than the effect, or the effect is 0)."""
+        ``1 / replicates`` and the query part kept (:meth:`with_replicates`); ``None`` if no
+        number up to ``most`` does (the query-level uncertainty alone is larger than the
+        effect, or the effect is 0)."""
         effect = abs(float(effect))
         if not np.isfinite(effect) or effect == 0 or self.design not in (
                 "crossed", "nested", "replicates", "two-sample"):
             return None  # one replicate: the seed-to-seed variance is unknown
         lo = 2
-        if self._scaled(most).detectable(alpha, power) > effect:
+        if self.with_replicates(most).detectable(alpha, power) > effect:
             return None
-        if self._scaled(lo).detectable(alpha, power) <= effect:
+        if self.with_replicates(lo).detectable(alpha, power) <= effect:
             return lo
         hi = most
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self._scaled(mid).detectable(alpha, power) <= effect \
+            lo, hi = (lo, mid) if self.with_replicates(mid).detectable(alpha, power) <= effect \
                 else (mid, hi)
         return hi
 
-    def _scaled(self, m: int) -> Estimate:
-        """This estimate with ``m`` replicates: the replicate part's variance scales as
-        ``1 / m`` (crossed: the query part is kept, conservatively); two samples grow both arms
-        to ``m`` (Welch's df scaled alike)."""
+    def with_replicates(self, m: int) -> Estimate:
+        """This estimate as it would be with ``m`` replicates: the replicate part's variance
+        scales as ``1 / m`` with ``m - 1`` df (crossed: the query part is kept,
+        conservatively); two samples grow both arms to ``m`` (Welch's df scaled alike). What
+        a plan projects from a calibration or an earlier store."""
         r = self.replicates
         (v, df), *rest = self.parts
         parts: tuple[tuple[float, float], ...]
@@ -159,6 +195,10 @@ class Estimate:
         else:
             parts = ((v * r / m, float(m - 1)), *rest)
         return Estimate(self.mean, tuple(parts), self.n, m, self.units, self.design)
+
+
+#: Quadrature nodes of :meth:`Estimate.power` over the replicate part's chi-square law.
+_NODES = 256
 
 
 def _t_quantile(q: float, df: float) -> float:

@@ -42,9 +42,9 @@ A family of ``m`` comparisons runs each at ``alpha / m`` (Bonferroni) and keeps 
 family-wise rate at ``alpha``.
 
 **The next round.** From the current estimate and variance parts (the replicate part
-shrinking as ``1 / replicates``, the query part kept: :meth:`Estimate.replicates_for`'s
-projection), ``need`` is the first rung whose interval would decide the comparison at the
-observed difference (direction, or equivalence within the margin); ``next`` the rung to run
+shrinking as ``1 / replicates``, the query part kept: :meth:`Estimate.with_replicates`),
+``need`` is the first rung whose interval would decide the comparison at the observed
+difference (direction, or equivalence within the margin); ``next`` the rung to run
 to now: ``need``, but at most two rungs (twice the replicates) beyond the current one, so
 that one noisy projection cannot spend the budget at once. A comparison whose ``need`` exceeds
 the plan's cap gets no more replicates: it stops *beyond the cap* ("would need about N").
@@ -243,7 +243,7 @@ def _need(est: Estimate, r: int, plan: SequentialPlan) -> int | None:
     room = plan.margin - gap if plan.margin > 0 else -1.0
     for k in range(_index(r) + 1, _LAST_RUNG + 1):
         m = rung(k)
-        h = plan.halfwidth(est._scaled(m), k)
+        h = plan.halfwidth(est.with_replicates(m), k)
         if h < gap or h < room:
             return m
     return None
