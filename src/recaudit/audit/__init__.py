@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # at run time reached through __getattr__, below
     from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
     from recaudit.audit._changes import Edit, ListChange, changes, most_changed
     from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
-                                        most_destabilising, summary)
+                                        most_destabilising, summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
@@ -63,7 +63,7 @@ _LAZY = {
                                  "user_groups"),
     "recaudit.audit._changes": ("Edit", "ListChange", "changes", "most_changed"),
     "recaudit.audit._decide": ("FLOORS", "MEASURES", "compare_perturbations", "floor_of",
-                               "most_destabilising", "summary"),
+                               "most_destabilising", "summary", "variance_shares"),
     "recaudit.audit._dryrun": ("DryRun", "dry_run"),
     "recaudit.audit._exposure": ("Exposure", "exposure"),
     "recaudit.audit._slices": ("SLICE_KINDS", "slices", "user_values"),
@@ -105,7 +105,8 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "most_destabilising", "p_text", "perturb_context", "close_context",
            "perturbation_label", "plan", "prepare", "query_distribution", "reading",
            "run_audit", "run_trial", "slices", "stabilisation_summary", "stabilised_pairs",
-           "summary", "trial_summary", "user_groups", "user_values", "validate", "write_trial"]
+           "summary", "trial_summary", "user_groups", "user_values", "validate",
+           "variance_shares", "write_trial"]
 
 
 def __dir__() -> list[str]:

@@ -14,6 +14,10 @@ Shapiro-Wilk then paired t or Wilcoxon, combined with it):
 - :func:`compare_perturbations` — two perturbations of one model, paired per query.
 - :func:`most_destabilising` — the perturbation with the lowest similarity, *decided* only
   when it is significantly below every other one (Holm over those comparisons).
+- :func:`variance_shares` — where each perturbation's variation comes from: the shares of
+  seed, draw, query and the rest (:func:`recaudit.stats.variance_parts`), of one measurement
+  and of the mean's sampling variance. A researcher's first question: does the perturbation
+  or the seed move the lists? (The seed-only floor's own shares are its row.)
 
 Pairing: two perturbations of one model share seeds and test queries. When both were run
 with the same draws, (seed, draw, query) is the pair; otherwise (a floor, or any perturbation
@@ -38,10 +42,10 @@ import pandas as pd
 from recaudit.audit._store import AuditStore
 from recaudit.audit._users import groups
 from recaudit.experiment import Store
-from recaudit.stats import Test, estimate_mean, holm, paired_test
+from recaudit.stats import Test, estimate_mean, holm, paired_test, variance_parts
 
-__all__ = ["summary", "compare_perturbations", "most_destabilising", "FLOORS", "MEASURES",
-           "floor_of"]
+__all__ = ["summary", "compare_perturbations", "most_destabilising", "variance_shares",
+           "FLOORS", "MEASURES", "floor_of"]
 
 #: Perturbation labels that are noise floors, and the floor each measures.
 FLOORS = {"seed-only": "seed_only", "rerun": "rerun", "none": "rerun"}
@@ -254,3 +258,30 @@ def most_destabilising(store: Store | str | Path, *, metric: str = "rbo", alpha:
                      "difference": tests[worst].difference, "p": float(adj[worst]),
                      "decided": bool(np.all(adj < alpha)), "compared": len(others)})
     return pd.DataFrame(rows)
+
+
+#: The sources of :func:`variance_shares`, in column order.
+SOURCES = ("seed", "draw", "query", "residual")
+
+
+def variance_shares(store: Store | str | Path, *, on: str = "rbo") -> pd.DataFrame:
+    """One row per (dataset, model, perturbation): ``seeds``, ``draws``, ``queries`` (those
+    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`,
+    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of one
+    measurement's variance) and ``mean_share_X`` (its share of the mean's sampling
+    variance at these counts: what more seeds or draws would shrink). Draws count only for a
+    perturbation that draws at random (module docstring)."""
+    rows = []
+    for dataset, model, q in _groups(store, [on]):
+        for pert, g in q.groupby("perturbation", sort=False):
+            v = variance_parts(_values(g, on), g["seed"].to_numpy(), g["draw"].to_numpy(),
+                               g["query"].to_numpy())
+            row = {"dataset": dataset, "model": model, "perturbation": pert,
+                   "seeds": v.seeds, "draws": v.draws, "queries": v.queries}
+            row.update({f"var_{k}": getattr(v, k) for k in SOURCES})
+            row.update({f"share_{k}": x for k, x in v.shares().items()})
+            row.update({f"mean_share_{k}": x for k, x in v.mean_shares().items()})
+            rows.append(row)
+    cols = ["dataset", "model", "perturbation", "seeds", "draws", "queries",
+            *(f"{p}_{k}" for p in ("var", "share", "mean_share") for k in SOURCES)]
+    return pd.DataFrame(rows, columns=cols)

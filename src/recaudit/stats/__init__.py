@@ -21,13 +21,15 @@ Holm's correction, detectable effects.
 with the two-level interval, :func:`welch_test` the unpaired test, :func:`holm` the
 correction for a table of comparisons, :meth:`Estimate.detectable` the minimum detectable
 effect and :meth:`Estimate.replicates_for` the seeds that would resolve an undecided one.
+:func:`variance_parts` says where a measure's variation comes from (seeds, draws, queries).
 :func:`sequential_test` (and :func:`sequential_welch`, :func:`sequential_decision`) decide a
 comparison that is looked at again after every round of new seeds, with the error rate kept
 under optional stopping (:class:`SequentialPlan`: repeated confidence intervals on a fixed
 ladder of looks).
 """
 
-from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
+from recaudit.stats._estimate import (DESIGNS, Estimate, VarianceParts, estimate_mean,
+                                      variance_parts, welch)
 from recaudit.stats._sequential import (DECISIONS, Sequential, SequentialPlan, rung,
                                         rungs_upto, sequential_decision, sequential_test,
                                         sequential_welch, spent)
@@ -35,5 +37,5 @@ from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welc
 
 __all__ = ["DECISIONS", "DESIGNS", "Estimate", "Sequential", "SequentialPlan", "Test",
            "estimate_mean", "holm", "one_sample_test", "paired_test", "rung", "rungs_upto",
-           "sequential_decision", "sequential_test", "sequential_welch", "spent", "welch",
-           "welch_test"]
+           "sequential_decision", "sequential_test", "sequential_welch", "spent", "VarianceParts",
+           "variance_parts", "welch", "welch_test"]
