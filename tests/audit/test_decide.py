@@ -162,20 +162,20 @@ def test_variance_shares_read_every_perturbation_of_the_store(tmp_path):
 
     rng = np.random.default_rng(4)
     trials, values = [], {}
-    users = 0.15 * rng.standard_normal(30)  # some users' lists move more than others'
-    for pert, sd_seed in (("random-delete", 0.0), ("seed-only", 0.2)):
-        offsets = sd_seed * rng.standard_normal(4)
-        for s in range(4):
-            v = np.clip(0.5 + offsets[s] + users + 0.05 * rng.standard_normal(30), 0, 1)
+    users = 0.05 * rng.standard_normal(30)  # some users' lists move more than others'
+    for pert, sd_seed in (("random-delete", 0.0), ("seed-only", 0.1)):
+        offsets = sd_seed * rng.standard_normal(8)
+        for s in range(8):
+            v = np.clip(0.5 + offsets[s] + users + 0.02 * rng.standard_normal(30), 0, 1)
             values[(pert, s)] = v
             trials.append((pert, s, 0, _queries(v)))
     shares = variance_shares(_store(tmp_path / "v.duckdb", trials)).set_index("perturbation")
     for pert in ("random-delete", "seed-only"):
-        y = np.concatenate([values[(pert, s)] for s in range(4)])
-        v = variance_parts(y, np.repeat(np.arange(4), 30), None, np.tile(np.arange(30), 4))
+        y = np.concatenate([values[(pert, s)] for s in range(8)])
+        v = variance_parts(y, np.repeat(np.arange(8), 30), None, np.tile(np.arange(30), 8))
         assert shares.loc[pert, "var_seed"] == pytest.approx(v.seed)
         assert shares.loc[pert, "share_query"] == pytest.approx(v.shares()["query"])
-        assert (shares.loc[pert, ["seeds", "draws", "queries"]] == [4, 1, 30]).all()
+        assert (shares.loc[pert, ["seeds", "draws", "queries"]] == [8, 1, 30]).all()
     # the seed moves seed-only's lists, not the deletion's
     assert shares.loc["seed-only", "mean_share_seed"] > 0.9
     assert shares.loc["random-delete", "mean_share_seed"] < 0.5
