@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # at run time reached through __getattr__, below
     from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
                                         most_destabilising, summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
+    from recaudit.audit._rounds import Rounds, run_until_decided
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
@@ -65,6 +66,7 @@ _LAZY = {
     "recaudit.audit._decide": ("FLOORS", "MEASURES", "compare_perturbations", "floor_of",
                                "most_destabilising", "summary", "variance_shares"),
     "recaudit.audit._dryrun": ("DryRun", "dry_run"),
+    "recaudit.audit._rounds": ("Rounds", "run_until_decided"),
     "recaudit.audit._exposure": ("Exposure", "exposure"),
     "recaudit.audit._slices": ("SLICE_KINDS", "slices", "user_values"),
     "recaudit.audit._stabilise": ("stabilisation_summary", "stabilised_pairs"),
@@ -98,13 +100,13 @@ def __getattr__(name: str) -> object:
 __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS",
            "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob",
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
-           "Exposure", "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store",
+           "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
            "compare_perturbations", "dry_run", "export_rank_lists", "exposure", "floor_of",
-           "interval_text", "load_config", "load_dataset", "most_changed",
-           "most_destabilising", "p_text", "perturb_context", "close_context",
-           "perturbation_label", "plan", "prepare", "query_distribution", "reading",
-           "run_audit", "run_trial", "slices", "stabilisation_summary", "stabilised_pairs",
+           "interval_text", "load_config", "load_dataset", "most_changed", "most_destabilising",
+           "p_text", "perturb_context", "close_context", "perturbation_label", "plan",
+           "prepare", "query_distribution", "reading", "run_audit", "run_trial",
+           "run_until_decided", "slices", "stabilisation_summary", "stabilised_pairs",
            "summary", "trial_summary", "user_groups", "user_values", "validate",
            "variance_shares", "write_trial"]
 

@@ -264,6 +264,59 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
     console.print("Nothing was trained into the store.")
 
 
+def _plan(max_seeds: int, max_draws: int | None, margin: float):
+    from recaudit.stats import SequentialPlan
+
+    return SequentialPlan(cap=max_draws or max_seeds, margin=margin)
+
+
+def _rounds(config, console, max_seeds: int, max_draws: int | None, budget: str | None,
+            margin: float) -> Path:
+    """``--until-decided``: the audit in rounds (:func:`recaudit.audit.run_until_decided`),
+    each round a run with its progress bar; says why it stopped."""
+    import sys
+
+    from recaudit.audit import run_until_decided
+    from recaudit.cli._common import parse_duration
+
+    seconds = None if budget is None else parse_duration(budget)
+    out = run_until_decided(config, _plan(max_seeds, max_draws, margin),
+                            grow="draws" if max_draws else "seeds", budget=seconds,
+                            run=_progress_runner,
+                            progress=lambda m: print(m, file=sys.stderr, flush=True))
+    _STOPPED["last"] = out
+    return out.store
+
+
+#: the last run's rounds, for :func:`_decisions` (the readings come between them)
+_STOPPED: dict = {}
+
+_WHY = {"decided": "every comparison is decided",
+        "beyond cap": "the undecided comparisons would need more replicates than the cap",
+        "cap": "the cap is spent",
+        "budget": "the next round would not finish within the budget"}
+
+
+def _decisions(config, console, max_seeds: int, max_draws: int | None, margin: float) -> None:
+    """The sequential decisions of an ``--until-decided`` run and why it stopped."""
+    out = _STOPPED.pop("last")
+    grow = "draws" if max_draws else "seeds"
+    table = Table(title=f"Decided in rounds (alpha 0.05 over {len(out.decisions)} "
+                        f"comparison(s), valid under repeated looks)", title_justify="left")
+    for col in ("comparison", "decision", "ΔRBO, interval", grow, "why"):
+        table.add_column(col, justify="right" if col == grow else "left")
+    for r in out.decisions.itertuples():
+        interval = "–" if r.difference != r.difference else \
+            f"{r.difference:+.4f}\n[{r.low:+.4f}, {r.high:+.4f}]"
+        table.add_row(escape(f"{r.a} vs {r.b}") + ("" if len(config.models) == 1 else
+                                                    f"\n{escape(r.model)}"),
+                      r.decision, interval, str(r.look), escape(r.reason))
+    console.print(table)
+    equivalent = f"; equivalent: inside ±{margin:g}" if margin else ""
+    console.print(f"stopped: {_WHY[out.stopped]} ({len(out.rounds)} round(s) this time; "
+                  f"greater/less: the first's mean RBO above/below the second's{equivalent}).")
+
+
 def audit(
     dataset: str = typer.Option("synthetic", help="Registered dataset name or a file path."),
     model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
@@ -307,6 +360,21 @@ def audit(
     detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a difference "
                                         "in mean RBO to detect; the plan says how many seeds "
                                         "reach it."),
+    until_decided: bool = typer.Option(False, "--until-decided", help="Run in rounds of "
+                                       "seeds, each given only to comparisons still undecided "
+                                       "(sequential tests valid under repeated looks), until "
+                                       "all are decided, the cap or the budget is spent."),
+    max_seeds: int = typer.Option(32, "--max-seeds", min=3, help="With --until-decided: the "
+                                  "most seeds a comparison may receive."),
+    max_draws: int | None = typer.Option(None, "--max-draws", min=3, help="With "
+                                         "--until-decided: grow the perturbation draws of each "
+                                         "seed instead of the seeds, up to this many."),
+    budget: str | None = typer.Option(None, "--budget", help="With --until-decided: the time "
+                                      "it may take, e.g. 2h or 90m (a round that would not "
+                                      "finish in what is left does not start)."),
+    margin: float = typer.Option(0.0, "--margin", min=0.0, help="With --until-decided: a "
+                                 "difference in mean RBO below which two conditions count as "
+                                 "equivalent (0: no equivalence decision)."),
 ) -> None:
     """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
     from dataclasses import replace
@@ -325,8 +393,13 @@ def audit(
     console = _console(120)
     if dry:
         return _dry_run(config, console, like, detect)
-    store = _progress_runner(config)
+    if until_decided:
+        store = _rounds(config, console, max_seeds, max_draws, budget, margin)
+    else:
+        store = _progress_runner(config)
     _readings(store, f"Rank-list sensitivity (k={k}, p={p})", console)
+    if until_decided:
+        _decisions(config, console, max_seeds, max_draws, margin)
     console.print(f"results: {store}")
 
 
@@ -345,6 +418,18 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a "
                                             "difference in mean RBO to detect; the plan says "
                                             "how many seeds reach it."),
+        until_decided: bool = typer.Option(False, "--until-decided", help="Run in rounds "
+                                           "until the comparisons are decided (see `recaudit "
+                                           "audit --help`)."),
+        max_seeds: int = typer.Option(32, "--max-seeds", min=3, help="With --until-decided: "
+                                      "the most seeds a comparison may receive."),
+        max_draws: int | None = typer.Option(None, "--max-draws", min=3, help="With "
+                                             "--until-decided: grow draws instead of seeds, "
+                                             "up to this many."),
+        budget: str | None = typer.Option(None, "--budget", help="With --until-decided: the "
+                                          "time it may take, e.g. 2h or 90m."),
+        margin: float = typer.Option(0.0, "--margin", min=0.0, help="With --until-decided: "
+                                     "the equivalence margin in mean RBO (0: none)."),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
@@ -357,8 +442,13 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
     console = _console(120)
     if dry:
         return _dry_run(cfg, console, like, detect)
-    store = _progress_runner(cfg)
+    if until_decided:
+        store = _rounds(cfg, console, max_seeds, max_draws, budget, margin)
+    else:
+        store = _progress_runner(cfg)
     _readings(store, cfg.name, console)
+    if until_decided:
+        _decisions(cfg, console, max_seeds, max_draws, margin)
     console.print(f"results: {store}")
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "progress_bar", "running",
-           "split_list"]
+__all__ = ["RUNNING", "console", "dataset_spec", "parse_duration", "parse_params",
+           "progress_bar", "running", "split_list"]
 
 #: The store a command is writing (``store``), so that an interrupt or a failed trial can say
 #: what is saved, and the interrupt that stopped it (``interrupt``: typer turns every
@@ -116,3 +116,20 @@ def parse_params(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             params[key] = value
     return params
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str = "--budget") -> float:
+    """Seconds of a duration such as ``90m``, ``2h``, ``1h30m``, ``45s`` or ``3600`` (seconds)."""
+    import re
+
+    t = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd])", t)
+    if not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([smhd])", "", t).strip():
+        raise ConfigError(f"{option} {text!r} is not a duration",
+                          hint="write it like 90m, 2h, 1h30m or 45s")
+    return float(sum(float(n) * _UNITS[u] for n, u in parts))
