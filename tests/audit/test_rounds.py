@@ -9,7 +9,6 @@ import zlib
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from recaudit.audit import AuditConfig, AuditStore, DatasetSpec, ModelSpec
 from recaudit.audit._rounds import comparisons, decisions, run_until_decided
