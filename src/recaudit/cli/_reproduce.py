@@ -30,7 +30,8 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from recaudit.reproduce import available, evaluate, load_measures, load_record
+    from recaudit.reproduce import (available, evaluate, load_measures, load_record,
+                                    sequential_plan)
 
     table = Table(title="recaudit reproduce")
     for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
@@ -39,8 +40,9 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     for e in available():
         recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
-        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r), s)['verdict']}"
-                         for s, r in recs if r) or \
+        done = ", ".join(
+            f"{s}: {evaluate(e, load_measures(where, r), s, sequential_plan(r))['verdict']}"
+            for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
     Console(highlight=False, width=160).print(table)

@@ -120,13 +120,25 @@ def load_measures(root: Path, record: dict[str, Any]) -> Measures:
     return Measures(means, read_samples(path))
 
 
-def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None
-             ) -> dict[str, Any]:
+def sequential_plan(record: dict[str, Any] | None) -> Any:
+    """The :class:`~recaudit.stats.SequentialPlan` a record was decided by (its
+    ``sequential`` entry: a run with ``--until-decided``), else None."""
+    seq = (record or {}).get("sequential")
+    if not seq:
+        return None
+    from recaudit.stats import SequentialPlan
+
+    return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0))
+
+
+def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None,
+             plan: Any = None) -> dict[str, Any]:
     """The comparison of ``measures`` (with their samples, where a :class:`Measures`) with
     ``exp``'s published values and claims at ``scale`` (which says whether the claims were
     tested on other data than the paper's): the ``values``, ``claims``, ``alpha`` and
-    ``verdict`` entries of a record."""
-    claims = evaluate_claims(exp, measures, scale)
+    ``verdict`` entries of a record. ``plan``: read the claims sequentially
+    (:func:`sequential_plan` of the record)."""
+    claims = evaluate_claims(exp, measures, scale, plan)
     return {"values": compare_values(exp, measures), "claims": claims, "alpha": exp.alpha,
             "verdict": verdict(exp, measures, claims, scale)}
 

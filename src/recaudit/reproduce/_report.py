@@ -21,7 +21,8 @@ from typing import Any
 from recaudit.reproduce._audit import TRIAL_SECONDS
 from recaudit.reproduce._experiment import Experiment
 from recaudit.reproduce._overview import overview, repetitions
-from recaudit.reproduce._recording import available, evaluate, load_measures, load_record
+from recaudit.reproduce._recording import (available, evaluate, load_measures, load_record,
+                                           sequential_plan)
 from recaudit.reproduce.rules import UNMEASURED
 
 __all__ = ["render_report", "write_report"]
@@ -81,7 +82,7 @@ def _records(exp: Experiment, root: Path) -> list[dict[str, Any]]:
         rec = load_record(root, exp.name, scale)
         if rec is not None:
             measures = load_measures(root, rec)
-            out.append({**rec, **evaluate(exp, measures, scale),
+            out.append({**rec, **evaluate(exp, measures, scale, sequential_plan(rec)),
                         "repetitions": repetitions(exp, rec.get("scope"), measures.samples),
                         "other_data": exp.substitute.get(scale)})
     return out

@@ -72,7 +72,10 @@ class Finding:
     minimum detectable effect at 80 % power and, when undecided, the replicates (seeds or
     draws) that would detect the observed difference (None: more replicates alone would not,
     or one replicate measured no replicate-to-replicate variation). ``tie``: both sides equal
-    without variation (its strict claim undecided, its negation true)."""
+    without variation (its strict claim undecided, its negation true). Read sequentially
+    (test ``sequential``): ``p`` and ``p_adjusted`` are the level spent at the look,
+    ``look`` the replicates it read, ``next`` the next round's, ``equivalent`` a difference
+    inside the plan's margin."""
 
     text: str
     test: str
@@ -87,6 +90,11 @@ class Finding:
     p_adjusted: float = float("nan")
     truth: bool | None = None
     tie: bool = False  # both sides equal without variation (module docstring)
+    # read sequentially (recaudit.reproduce._sequential): the replicates looked at, the
+    # rung the next round runs to, and an equivalence within the plan's margin
+    look: int = 0
+    next: int | None = None
+    equivalent: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
