@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import running
+from recaudit.cli._common import parse_duration, running
 
 _DIR = typer.Option(Path("results/reproduce"), "--dir",
                     help="Where runs keep their stores (large; keep them out of a repository).")
@@ -80,6 +80,25 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                      "train (planned, stored, left), the estimated wall time "
                                      "and the detectable RBO difference; train nothing. "
                                      "Stability-audit experiments only."),
+            until_decided: bool = typer.Option(False, "--until-decided", help="Run in rounds "
+                                               "of seeds or draws (modification sets), each "
+                                               "given only to what undecided claims read, "
+                                               "until they are decided, the cap or the budget "
+                                               "is spent (sequential tests at the paper's "
+                                               "alpha, valid under repeated looks)."),
+            max_seeds: int | None = typer.Option(None, "--max-seeds", min=3, help="With "
+                                                 "--until-decided: the most seeds (experiments "
+                                                 "that grow seeds; default 32)."),
+            max_draws: int | None = typer.Option(None, "--max-draws", min=3, help="With "
+                                                 "--until-decided: the most draws or "
+                                                 "modification sets per cell (experiments "
+                                                 "that grow draws; default 128)."),
+            budget: str | None = typer.Option(None, "--budget", help="With --until-decided: "
+                                              "the time each experiment may take, e.g. 2h."),
+            margin: float = typer.Option(0.0, "--margin", min=0.0, help="With "
+                                         "--until-decided: a difference (in each comparison's "
+                                         "units) below which a comparison counts as "
+                                         "equivalent and stops (0: none)."),
             root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Run (or resume) experiments and print their verdicts. A finished run resumed reads
     its stores (no training) and rewrites its record with the current claims and tests."""
@@ -103,10 +122,42 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                               "trains nothing and records nothing", key="--dry-run")
         return _plan(chosen, scale, root, workers, scope)
     for n in chosen:
+        if budget is not None and not until_decided:
+            raise ConfigError("--budget goes with --until-decided", key="--budget")
+        until = _until(get(n), until_decided, max_seeds, max_draws, margin)
         with running(root):       # what an interruption reports as saved
             rec = run(n, scale, root, workers=workers, scope=scope,
-                      records=_records(records, root))
+                      records=_records(records, root), until=until,
+                      budget=None if budget is None else parse_duration(budget),
+                      progress=lambda m: typer.echo(m, err=True))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
+        if "sequential" in rec:
+            from recaudit.reproduce._recording import STOPPED
+
+            seq = rec["sequential"]
+            typer.echo(f"  until decided: {len(seq['rounds'])} round(s) of {seq['grows']}; "
+                       f"stopped: {STOPPED[seq['stopped']]}")
+            for c in seq["claims"]:
+                typer.echo(f"  - {c['state']} with {c['replicates']} {seq['grows']}: "
+                           f"{c['text']}")
+
+
+def _until(exp, on: bool, max_seeds: int | None, max_draws: int | None, margin: float):
+    """The sequential plan of ``--until-decided`` for ``exp`` (None when not asked)."""
+    from recaudit.errors import ConfigError
+
+    if not on:
+        if max_seeds or max_draws or margin:
+            raise ConfigError("--max-seeds, --max-draws and --margin go with --until-decided",
+                              key="--until-decided")
+        return None
+    if exp.grows is None:
+        raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
+                          "exact (nothing to repeat)", key="--until-decided")
+    from recaudit.stats import SequentialPlan
+
+    cap = (max_seeds or 32) if exp.grows == "seeds" else (max_draws or 128)
+    return SequentialPlan(cap=cap, margin=margin)
 
 
 def _names(value: str | None) -> tuple[str, ...] | None:

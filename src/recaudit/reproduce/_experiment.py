@@ -149,7 +149,11 @@ class Experiment:
     and names the ``recaudit datasets fetch`` that gets them. ``unit``: what the samples'
     units are (``queries``, ``users``, ``sets per cell``...) and ``paper_repetitions`` what
     the paper repeated (``"3 seeds"``; empty where it does not say), for the repetitions the
-    report shows beside each verdict.
+    report shows beside each verdict. ``grows``: what a run that goes on until its claims are
+    decided adds (``seeds`` or ``draws``: modification sets, perturbation draws; ``None``:
+    it cannot, e.g. exact values). ``models``: the model names its ``--models`` takes (the
+    first part of its measure keys), so that such a run grows only the models its undecided
+    claims read.
     """
 
     name: str
@@ -171,6 +175,8 @@ class Experiment:
     downloads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     unit: str = "queries"
     paper_repetitions: str = ""
+    grows: str | None = None
+    models: tuple[str, ...] = ()
 
     def other_data(self, claim: Claim, scale: str | None) -> str | None:
         """What stands in for the paper's data for ``claim`` at ``scale`` (None: the paper's

@@ -121,9 +121,9 @@ def _finding(leaf: Rule, s: Sequential, text: str, plan: SequentialPlan) -> Find
     within = isinstance(leaf, Within)
     if s.look == 0 or est.design == "empty":
         truth = None
-    elif within:
+    elif within:  # the interval inside the tolerance, or wholly outside it
         m = plan.margin
-        truth = True if s.decision == "equivalent" else \
+        truth = True if -m < s.low and s.high < m else \
             False if (s.low > m or s.high < -m) else None
     else:
         truth = {"greater": True, "less": False}.get(s.decision)
