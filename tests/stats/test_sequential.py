@@ -14,10 +14,11 @@ import doctest
 import numpy as np
 import pytest
 from scipy import stats as sps
+from scipy import stats as ss
 
 import recaudit.stats._sequential as seq
-from recaudit.stats import (SequentialPlan, estimate_mean, rung, rungs_upto, sequential_test,
-                            sequential_welch, spent)
+from recaudit.stats import (SequentialPlan, estimate_mean, replicates_estimator, rung,
+                            rungs_upto, sequential_family, sequential_test, sequential_welch)
 
 N_NULL = 2000
 ALPHA = 0.05
@@ -33,25 +34,48 @@ def test_ladder_and_spending():
     assert [rung(k) for k in range(1, 11)] == [3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
     assert rungs_upto(20) == [3, 4, 6, 8, 12, 16]
     assert rungs_upto(2) == []
-    # sum_k alpha / (k (k + 1)) telescopes to alpha (1 - 1 / (K + 1))
-    assert sum(spent(k, ALPHA) for k in range(1, 31)) == pytest.approx(ALPHA * (1 - 1 / 31))
+    plan = SequentialPlan(cap=32)
+    # 90 % over the design's 8 rungs in proportion to sqrt(rung), 10 % beyond, 0.1/(j(j+1))
+    roots = np.sqrt([3, 4, 6, 8, 12, 16, 24, 32])
+    assert [plan.weight(k) for k in range(1, 9)] == pytest.approx(0.9 * roots / roots.sum())
+    assert plan.weight(9) == pytest.approx(0.1 / 2) and plan.weight(10) == pytest.approx(0.1 / 6)
+    assert sum(plan.weight(k) for k in range(1, 400)) == pytest.approx(1 - 0.1 / 392)
+    # a larger cap later keeps the first design: the same weights below it
+    later = SequentialPlan(cap=128, design=32)
+    assert [later.weight(k) for k in range(1, 12)] == [plan.weight(k) for k in range(1, 12)]
     assert SequentialPlan(cap=20).last == 16
-    assert SequentialPlan(comparisons=4).level(6) == pytest.approx(ALPHA / 4 / 12)
+    assert SequentialPlan(comparisons=4).level(6) == pytest.approx(
+        0.05 / 4 * plan.weight(3))
     with pytest.raises(ValueError, match="cap"):
         SequentialPlan(cap=2)
     with pytest.raises(ValueError, match="not a rung"):
         SequentialPlan().level(5)
 
 
-def test_interval_is_the_t_interval_at_the_spent_level():
+def test_repeated_p_is_the_smallest_over_the_looks_of_t_p_values_over_their_weights():
     rng = np.random.default_rng(3)
-    x = 0.3 + rng.standard_normal(13)  # 13 replicates: the look is at rung 12
-    s = sequential_test(x, np.arange(13), plan=SequentialPlan(cap=64))
+    x = 0.3 + rng.standard_normal(13)  # 13 replicates: looks at 3, 4, 6, 8 and 12
+    plan = SequentialPlan(cap=64)
+    s = sequential_test(x, np.arange(13), plan=plan)
     assert s.look == 12 and s.available == 13
-    level = ALPHA / (5 * 6)  # rung 12 is the fifth
-    h = sps.t.ppf(1 - level / 2, 11) * x[:12].std(ddof=1) / np.sqrt(12)
-    assert s.level == pytest.approx(level)
+    by_hand = min(ss.ttest_1samp(x[:r], 0).pvalue / plan.weight(k)
+                  for k, r in enumerate([3, 4, 6, 8, 12], start=1))
+    assert s.p == pytest.approx(min(1.0, by_hand))
+    # the shown interval is the last look's t interval at alpha x w_5
+    h = ss.t.ppf(1 - 0.05 * plan.weight(5) / 2, 11) * x[:12].std(ddof=1) / np.sqrt(12)
     assert (s.low, s.high) == pytest.approx((x[:12].mean() - h, x[:12].mean() + h))
+
+
+def test_holm_across_a_family():
+    # three clear effects and one null: Holm tests the clear ones at 0.05/4, 0.05/3, 0.05/2
+    rng = np.random.default_rng(6)
+    items = [replicates_estimator(m + 0.01 * rng.standard_normal(8), np.arange(8))
+             for m in (1.0, 0.5, -0.5, 0.0)]
+    out = sequential_family(items, SequentialPlan(cap=8))
+    assert [s.decision for s in out] == ["greater", "greater", "less", "undecided"]
+    ps = sorted(s.p for s in out[:3])
+    assert ps[0] <= 0.05 / 4 and ps[1] <= 0.05 / 3 and ps[2] <= 0.05 / 2
+    assert out[3].level == pytest.approx(0.05 / 1 * SequentialPlan(cap=8).weight(4))
 
 
 def test_decisions_and_reasons():
@@ -63,7 +87,7 @@ def test_decisions_and_reasons():
     eq = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(margin=0.01))
     assert eq.decision == "equivalent"
     # the same values without a margin: undecided, and no number of replicates decides 0
-    open_ = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(cap=64))
+    open_ = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(cap=8))
     assert open_.decision == "undecided" and open_.beyond_cap
     assert "would need" in open_.reason()
     few = sequential_test([0.5, 0.6], [0, 1])
@@ -94,7 +118,7 @@ def _run_study(draw, plan):
             (values, reps, units), more))
 
 
-def _crossed(rng, effect, n_queries=200, sd_seed=0.03, sd_query=0.1, sd_noise=0.05):
+def _crossed(rng, effect, n_queries=60, sd_seed=0.03, sd_query=0.1, sd_noise=0.05):
     b = sd_query * rng.standard_normal(n_queries)  # the fixed test set
 
     def draw(first, upto):
@@ -105,6 +129,7 @@ def _crossed(rng, effect, n_queries=200, sd_seed=0.03, sd_query=0.1, sd_noise=0.
     return draw
 
 
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
 def test_false_decisions_under_optional_stopping_stay_below_alpha():
     rng = np.random.default_rng(2026)
     plan = SequentialPlan(alpha=ALPHA, cap=32)
@@ -118,27 +143,35 @@ def test_false_decisions_under_optional_stopping_stay_below_alpha():
 
 def test_every_rung_looked_at_keeps_alpha_where_fixed_tests_do_not():
     # the worst case for the rule: no stop for futility, a look at every rung up to 64, one
-    # value per replicate (no conservative query part); a fixed 0.05 test at every look is
-    # what the ladder replaces
+    # value per replicate (no conservative query part). The repeated p-value of the last
+    # look is the smallest over every rung, so one call reads all eight looks. A fixed 0.05
+    # test at every look is what the ladder replaces.
     rng = np.random.default_rng(4)
     plan = SequentialPlan(alpha=ALPHA, cap=64)
-    wrong = naive = 0
-    for _ in range(N_NULL):
-        x = rng.standard_normal(64)
-        looks = [sequential_test(x[:r], np.arange(r), plan=plan) for r in rungs_upto(64)]
-        wrong += any(s.decision in ("greater", "less") for s in looks)
-        naive += any(estimate_mean(x[:r], np.arange(r)).p_value() < ALPHA
-                     for r in rungs_upto(64))
+    x = rng.standard_normal((N_NULL, 64))
+    wrong = sum(sequential_test(row, np.arange(64), plan=plan).decision in ("greater", "less")
+                for row in x)
+    naive = np.zeros(N_NULL, dtype=bool)
+    for r in rungs_upto(64):
+        naive |= sps.ttest_1samp(x[:, :r], 0, axis=1).pvalue < ALPHA
     assert wrong / N_NULL <= LIMIT
-    assert naive / N_NULL > 2.5 * ALPHA
+    assert naive.mean() > 2.5 * ALPHA
 
 
+def _replicates(rng, effect, sd=0.02):
+    def draw(first, upto):
+        s = np.arange(first, upto)
+        return effect + sd * rng.standard_normal(len(s)), s, np.zeros(len(s), np.int64)
+    return draw
+
+
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
 def test_false_equivalence_stays_below_alpha():
     # a true difference exactly at the margin must not be called equivalent
     rng = np.random.default_rng(7)
     plan = SequentialPlan(alpha=ALPHA, cap=64, margin=0.02)
-    wrong = sum(_run_study(_crossed(rng, 0.02, sd_seed=0.01, sd_query=0.02), plan)[0]
-                .decision == "equivalent" for _ in range(N_NULL))
+    wrong = sum(_run_study(_replicates(rng, 0.02), plan)[0].decision == "equivalent"
+                for _ in range(N_NULL))
     assert wrong / N_NULL <= LIMIT
 
 
@@ -152,6 +185,7 @@ def test_real_effects_and_true_equivalence_are_decided():
     assert np.mean([h.decision == "equivalent" for h in same]) > 0.9
 
 
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
 def test_welch_null_under_optional_stopping():
     rng = np.random.default_rng(9)
     plan = SequentialPlan(alpha=ALPHA, cap=96)

@@ -5,8 +5,8 @@
 1. a first round trains every perturbation at the first rung of the ladder at or above the
    configured seeds (:mod:`recaudit.stats._sequential`: 3, 4, 6, 8, 12, ...);
 2. after each round every comparison of the run is tested with the sequential rule
-   (:func:`recaudit.stats.sequential_test`, Bonferroni over all of them, so the family-wise
-   error rate stays at ``alpha`` however many rounds run): each perturbation against each
+   (:func:`recaudit.stats.sequential_family`: repeated p-values, Holm over all of them, so
+   the family-wise error rate stays at ``alpha`` however many rounds run): each perturbation against each
    noise floor the audit has (``seed-only``, ``rerun``), else every pair of perturbations, and
    the ``pairs`` asked for — on the per-query similarity ``on`` (RBO), paired per (seed,
    query), a seed's draws averaged;
@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._spec import AuditConfig, perturbation_label
-from recaudit.stats import Sequential, SequentialPlan, rung, sequential_test
+from recaudit.stats import (Sequential, SequentialPlan, replicates_estimator, rung,
+                            sequential_family)
 
 __all__ = ["Rounds", "run_until_decided", "decisions", "comparisons"]
 
@@ -99,16 +100,14 @@ def decisions(store: str | Path, config: AuditConfig, plan: SequentialPlan, *,
               ) -> tuple[pd.DataFrame, dict[tuple[str, str, str], Sequential]]:
     """Every comparison of ``config`` decided on what ``store`` holds (module docstring):
     a frame of :data:`COLUMNS` and the :class:`~recaudit.stats.Sequential` of each, keyed by
-    (model label, a, b). ``plan.comparisons`` is set to the run's number of comparisons."""
+    (model label, a, b); the whole run is one family (Holm over its comparisons)."""
     from recaudit.audit._decide import _groups
 
     labels = [perturbation_label(p) for p in config.perturbations]
     pairs_of = comparisons(labels, pairs, grow)
     models = [m.label for m in config.models]
-    family = dataclasses.replace(plan, comparisons=max(1, len(pairs_of) * len(models)
-                                                        * len(config.datasets)))
-    rows, found = [], {}
     groups = {(m, d): q for d, m, q in _groups(store, [on])} if Path(store).exists() else {}
+    keys, items = [], []
     for dataset in config.datasets:
         for model in models:
             q = next((v for (m, d), v in groups.items() if m == model and (
@@ -118,13 +117,16 @@ def decisions(store: str | Path, config: AuditConfig, plan: SequentialPlan, *,
                     d, r, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)
                 else:
                     d, r, u = _paired(q, a, b, on, grow)
-                s = sequential_test(d, r, u, plan=family)
-                found[(model, a, b)] = s
-                rows.append({"dataset": dataset.label, "model": model, "a": a, "b": b,
-                             "decision": s.decision, "difference": s.difference,
-                             "low": s.low, "high": s.high, "look": s.look, "level": s.level,
-                             "need": s.need, "next": s.next, "status": s.status,
-                             "reason": s.reason()})
+                keys.append((dataset.label, model, a, b))
+                items.append(replicates_estimator(d, r, u))
+    rows, found = [], {}
+    for (dataset, model, a, b), s in zip(keys, sequential_family(items, plan)):
+        found[(model, a, b)] = s
+        rows.append({"dataset": dataset, "model": model, "a": a, "b": b,
+                     "decision": s.decision, "difference": s.difference,
+                     "low": s.low, "high": s.high, "look": s.look, "level": s.level,
+                     "need": s.need, "next": s.next, "status": s.status,
+                     "reason": s.reason()})
     return pd.DataFrame(rows, columns=list(COLUMNS)), found
 
 

@@ -4,9 +4,9 @@ The fixed-sample reading (:func:`recaudit.reproduce.rules.decide`: every leaf te
 Holm over the experiment) is right for a grid fixed before the run. A run that adds seeds,
 draws or modification sets until its claims are decided looks at every leaf again after each
 round, so each leaf is instead decided by the sequential rule
-(:func:`recaudit.stats.sequential_decision`: repeated confidence intervals on the ladder
-3, 4, 6, 8, 12, ... replicates, Bonferroni over the experiment's tested leaves), which keeps
-the experiment's error rate at the paper's ``alpha`` under any number of looks.
+(:func:`recaudit.stats.sequential_family`: repeated p-values on the ladder 3, 4, 6, 8, 12,
+... replicates, Holm over the experiment's tested leaves), which keeps the experiment's
+family-wise error rate at the paper's ``alpha`` under any number of looks.
 
 Each leaf's difference is the one the fixed reading tests, in the claim's direction: paired per
 (replicate, unit) where both keys were measured on the same pairs (the replicate — seed, draw —
@@ -22,8 +22,9 @@ replicate), a one-sample difference against a constant, or a contrast. A leaf is
   that matters, which the report says in those words; it is not "contradicted" (that needs the
   opposite direction);
 - for :class:`~recaudit.reproduce.rules.Within` (|a - b| within ``rel x |b|``, the paper's
-  own tolerance as margin): true when the interval lies inside the tolerance, false when
-  outside it;
+  own tolerance as its margin, in a family of its own with its share of alpha): true when
+  decided equivalent; false when the latest look's interval lies wholly outside the tolerance
+  (a reading of that one look at the leaf's Holm level, not a sequential test of its own);
 - undecided otherwise, with the rung that would decide it (``need``) and the next round's.
 
 Ties, constants, exact and point leaves read as in the fixed reading.
@@ -41,7 +42,7 @@ import pandas as pd
 from recaudit.reproduce.rules import (Bound, Contrast, Finding, Less, Rule, Samples, Within,
                                       _frame, _pairs, _unmeasured)
 from recaudit.stats import (Estimate, Sequential, SequentialPlan, estimate_mean,
-                            sequential_decision, welch)
+                            sequential_family, welch)
 
 __all__ = ["decide_sequential", "leaf_estimator"]
 
@@ -121,16 +122,17 @@ def _finding(leaf: Rule, s: Sequential, text: str, plan: SequentialPlan) -> Find
     within = isinstance(leaf, Within)
     if s.look == 0 or est.design == "empty":
         truth = None
-    elif within:  # the interval inside the tolerance, or wholly outside it
+    elif within:  # equivalent within the tolerance, or wholly outside it (module docstring)
         m = plan.margin
-        truth = True if -m < s.low and s.high < m else \
+        truth = True if s.decision == "equivalent" else \
             False if (s.low > m or s.high < -m) else None
     else:
         truth = {"greater": True, "less": False}.get(s.decision)
     tie = est.design == "constant" and est.mean == 0
     if est.design == "constant" and not within:
         truth = None if tie else bool(est.mean > 0)
-    return Finding(text, "sequential", est.mean, s.low, s.high, s.level,
+    return Finding(text, "sequential", est.mean, s.low, s.high,
+                   s.p_equivalent if within or s.decision == "equivalent" else s.p,
                    est.detectable(s.level) if est.design not in ("empty", "constant")
                    else 0.0, s.need if truth is None else None, est.levels,
                    raw_truth=bool(est.mean > 0) if est.mean == est.mean and est.mean != 0
@@ -141,26 +143,32 @@ def _finding(leaf: Rule, s: Sequential, text: str, plan: SequentialPlan) -> Find
 
 def decide_sequential(rules: list[Rule], samples: Samples, means: Mapping[str, float],
                       plan: SequentialPlan) -> tuple[list[bool | None], dict[int, Finding]]:
-    """Every leaf of ``rules`` decided by the sequential rule (module docstring), Bonferroni
-    over the tested leaves; the same return as :func:`recaudit.reproduce.rules.decide`."""
+    """Every leaf of ``rules`` decided by the sequential rule (module docstring), the tested
+    leaves one family (Holm on their repeated p-values; a :class:`Within` leaf's tolerance is
+    its margin); the same return as :func:`recaudit.reproduce.rules.decide`."""
     leaves = {id(leaf): leaf for r in rules for leaf in r.leaves()}
     estimators = {i: leaf_estimator(leaf, samples, means) for i, leaf in leaves.items()
                   if all(k in means for k in leaf._keys())}
-    tested = [i for i, e in estimators.items() if e is not None]
-    family = dataclasses.replace(plan, comparisons=max(1, len(tested)))
     found: dict[int, Finding] = {}
+    family: dict[float, list[int]] = {}   # leaves by margin: one Holm family per margin
     for i, leaf in leaves.items():
         if i not in estimators:
             found[i] = _unmeasured(leaf)
-            continue
-        fixed = leaf.test(samples, means, plan.alpha)
-        if estimators[i] is None:  # no samples: as computed (exact, point)
+        elif estimators[i] is None:  # no samples: as computed (exact, point)
+            fixed = leaf.test(samples, means, plan.alpha)
             truth = fixed.raw_truth if fixed.test in ("exact", "point") else None
             found[i] = dataclasses.replace(fixed, truth=truth, p_adjusted=fixed.p)
-            continue
-        at, available = estimators[i]
-        own = family
-        if isinstance(leaf, Within):
-            own = dataclasses.replace(family, margin=leaf.rel * abs(means[leaf.b]))
-        found[i] = _finding(leaf, sequential_decision(at, available, own), fixed.text, own)
+        else:
+            margin = leaf.rel * abs(means[leaf.b]) if isinstance(leaf, Within) else \
+                plan.margin
+            family.setdefault(margin, []).append(i)
+    tested = sum(len(v) for v in family.values())
+    for margin, ids in family.items():
+        # the families share alpha in proportion to their size (Bonferroni between them)
+        own = dataclasses.replace(plan, margin=margin,
+                                  alpha=plan.alpha * len(ids) / max(1, tested))
+        decided = sequential_family([estimators[i] for i in ids], own)
+        for i, s in zip(ids, decided):
+            text = leaves[i].test(samples, means, plan.alpha).text
+            found[i] = _finding(leaves[i], s, text, own)
     return [r.truth(found) for r in rules], found

@@ -1,79 +1,90 @@
-"""Decisions that survive looking: repeated confidence intervals on a fixed ladder of looks.
+"""Decisions that survive looking: repeated p-values on a fixed ladder of looks, Holm across.
 
-An audit that adds seeds until its comparisons are decided tests them again after every
-round. Read as if the number of rounds had been fixed, those repeated tests reject a true null
-far more often than ``alpha`` (five looks at 0.05 reject about 14 % of true nulls). The rule
-here keeps the error rate at ``alpha`` whatever the data do to the schedule:
+A run that adds seeds until its comparisons are decided tests them again after every round.
+Read as if the number of rounds had been fixed, those repeated tests reject a true null far
+more often than ``alpha`` (a 0.05 test at each of the first eight rungs rejects about 16 % of
+true nulls: ``tests/stats/test_sequential.py``). The rule here keeps the family-wise error
+rate at ``alpha`` whatever the data do to the schedule.
 
-**The ladder.** Looks happen only when the growing count of replicates (seeds, draws,
+**The ladder.** Looks happen when the growing count of replicates (seeds, draws,
 modification sets) reaches a rung of one fixed ladder, ``3, 4, 6, 8, 12, 16, 24, 32, ...``
 (rung ``k`` = ``3 * 2**((k-1)/2)`` for odd ``k``, ``4 * 2**((k-2)/2)`` for even ``k``).
-Look ``k`` spends ``alpha_k = alpha * w_k`` with ``w_k = 1 / (k (k + 1))``, so that
-``sum_k alpha_k = alpha`` over the whole, unbounded ladder (``alpha / 2`` at 3 replicates,
-``alpha / 6`` at 4, ``alpha / 12`` at 6, ...; ``alpha / (K + 1)`` is left after rung ``K``).
 
-**The interval.** At look ``k`` the comparison's interval is a fixed-sample one on the
+**Spending.** Look ``k`` gets the weight ``w_k`` of the comparison's alpha, with
+``sum_k w_k = 1`` over the whole, unbounded ladder: the plan's *design* cap ``D`` (the cap
+of the first run; a later run with a larger cap keeps it) receives 90 % of it, spread over the
+rungs up to ``D`` in proportion to ``sqrt(rung)`` — little at the first looks, which decide
+only large effects, and most where the marginal ones are decided (the shape of the
+spending functions of Lan and DeMets 1983 between Pocock's and O'Brien and Fleming's) — and
+the remaining 10 % goes to the rungs beyond ``D``, ``0.1 / (j (j + 1))`` to the ``j``-th of
+them, so that a run continued past its design still has alpha to spend.
+
+**Repeated p-values.** At look ``k`` a comparison's interval is a fixed-sample one on the
 first ``rung_k`` replicates (:mod:`recaudit.stats._estimate`: the replicates' t interval,
-Welch's for two independent samples) at the two-sided level ``alpha_k``: a *repeated
-confidence interval* (Jennison and Turnbull 1989) with the spending of Lan and DeMets (1983)
-allocated by Bonferroni's inequality instead of the joint law of the looks. By the union
-bound, the probability that *any* look's interval misses the true difference is at most
-``sum_k alpha_k = alpha``: for any dependence between looks, for any rule deciding whether to
-look again (the data, a budget, a cap, a later invocation with a larger cap), as long as looks
-happen at rungs and the ladder and its weights are fixed in advance, as they are here. The
-price of that generality is width: a look at 8 replicates uses ``alpha / 20``.
+Welch's for two independent samples) at the two-sided level ``a w_k``; its *repeated
+p-value* ``p_k`` is the smallest ``a`` for which that interval excludes the null (or, for
+equivalence, lies inside the margin), and the comparison's is ``P = min_k p_k`` over the rungs
+its replicates reach. By the union bound, ``Pr(P <= u) <= sum_k u w_k = u`` under the null
+whatever the looks, the stopping and the dependence between looks: ``P`` is a valid p-value,
+at any time (Jennison and Turnbull 1989's repeated confidence intervals, with a Bonferroni
+instead of the looks' joint law, which few replicates do not give).
 
 **Two levels** (seeds x test queries, the audit's crossed design): the mean difference is
 ``mu + a + b``, with ``a`` the replicates' part (it shrinks as replicates are added) and ``b``
 the test queries' part, *one* draw fixed for the whole run (the test set does not change
-between rounds). So ``b`` is bounded once, at ``query_share x alpha`` (``t(Q - 1)`` times its
-standard error, ``sqrt(MS_B / (S Q))``), and only ``a`` spends along the ladder, at
-``(1 - query_share) alpha_k``; the interval is the estimate plus or minus the *sum* of the two
-half-widths (``|a| <= h_a`` and ``|b| <= h_b`` together imply ``|a + b| <= h_a + h_b``, and
-the union bound adds their error rates). Re-estimating ``b``'s standard error at each look
-from thousands of queries is the one approximation (exact as ``Q`` grows).
+between rounds). So ``b`` is bounded once, at ``query_share`` of the comparison's level,
+and only ``a`` spends along the ladder: the interval is the estimate plus or minus the *sum*
+of the two half-widths (``|a| <= h_a`` and ``|b| <= h_b`` together give ``|a + b| <= h_a +
+h_b``, and the union bound adds their error rates). Re-estimating ``b``'s standard error at
+each look from thousands of queries is the one approximation (exact as ``Q`` grows).
 
-**The decisions.** ``greater`` when the interval lies above the null, ``less`` when below,
-``equivalent`` when it lies inside ``[-margin, margin]`` around the null (a margin given in
-the measure's units; 0 turns equivalence off), ``undecided`` otherwise. Every wrong decision
-(a true null declared different, a difference of at least the margin declared equivalent)
-needs an interval that misses the truth, so each happens with probability at most ``alpha``.
-A family of ``m`` comparisons runs each at ``alpha / m`` (Bonferroni) and keeps the
-family-wise rate at ``alpha``.
+**The family.** The comparisons of a run are decided together by Holm's step-down procedure
+on their repeated p-values (valid for any dependence; a p-value can only fall as looks are
+added, so a decision once made stays): ``greater`` or ``less`` (the sign of the estimate at
+the look that gave ``P``) for a rejected null, ``equivalent`` for a rejected "the difference
+is at least the margin" (two one-sided tests folded into the interval lying inside
+``[-margin, margin]``; with a margin each comparison adds this second hypothesis to the
+family), ``undecided`` otherwise. Every wrong decision needs a true hypothesis rejected, so
+the family-wise error rate of all decisions is at most ``alpha``.
 
-**The next round.** From the current estimate and variance parts (the replicate part
-shrinking as ``1 / replicates``, the query part kept: :meth:`Estimate.with_replicates`),
-``need`` is the first rung whose interval would decide the comparison at the observed
-difference (direction, or equivalence within the margin); ``next`` the rung to run
-to now: ``need``, but at most two rungs (twice the replicates) beyond the current one, so
-that one noisy projection cannot spend the budget at once. A comparison whose ``need`` exceeds
-the plan's cap gets no more replicates: it stops *beyond the cap* ("would need about N").
+**The next round.** From the latest estimate (the replicates' part shrinking as ``1 /
+replicates``, the queries' part kept: :meth:`Estimate.with_replicates`), ``need`` is the first
+rung at which the comparison's projected repeated p-value would pass its current Holm
+threshold (direction or equivalence; projected one standard error in the deciding direction,
+so that a noisy first look does not stop what more replicates would decide); ``next`` the rung to run to now: ``need``, but at most
+two rungs (twice the replicates) up, so that one noisy projection cannot spend the budget at
+once. A comparison whose ``need`` exceeds the cap gets no more replicates: it stops *beyond
+the cap* ("would need about N").
 
-Compared with anytime-valid e-processes for the t-test (the mixture Bayes factor of
-Grünwald, de Heide and Koolen 2024, whose confidence sequence is Lai's 1976), this ladder
-decides earlier at few replicates (the critical value at 3 replicates is 6.2 here, 16.8 for a
-mixture over prior scales 1/64 to 1024; equal from about 24) and handles the two-level design
-with the intervals the fixed-sample reading already uses; e-processes allow looks at every
-replicate, which rounds of trials do not need.
+Anytime-valid e-processes for the t-test (the mixture Bayes factor of Grünwald, de Heide and
+Koolen 2024, whose confidence sequence is Lai's 1976) allow a look at every replicate, which
+rounds of trials do not need; at the few replicates audits have they decide later (the
+mixture's critical value at 8 replicates is 5.0, the ladder's 3.9 for a design cap of 32).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize, special
 
 from recaudit.stats._estimate import Estimate, _codes, _t_quantile, estimate_mean, welch
 
-__all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "spent", "sequential_test",
-           "sequential_welch", "sequential_decision", "DECISIONS"]
+__all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "sequential_test",
+           "sequential_welch", "sequential_decision", "sequential_family", "DECISIONS"]
 
 #: What a sequential comparison can end as (module docstring).
 DECISIONS = ("greater", "less", "equivalent", "undecided")
 
 #: Projections look this far up the ladder (rung 40 = 3,145,728 replicates) before giving up.
 _LAST_RUNG = 40
+#: The share of alpha kept for the rungs beyond the design cap (module docstring).
+TAIL = 0.1
 
 
 def rung(k: int) -> int:
@@ -102,29 +113,27 @@ def _index(r: int) -> int:
     return k
 
 
-def spent(k: int, alpha: float) -> float:
-    """``alpha_k = alpha / (k (k + 1))``: the level spent at look ``k``."""
-    return alpha / (k * (k + 1))
-
-
 @dataclass(frozen=True)
 class SequentialPlan:
     """How a run decides its comparisons (module docstring).
 
-    alpha: the family-wise error rate. comparisons: how many comparisons share it (each runs
-    at ``alpha / comparisons``). margin: the equivalence margin, in the measure's units
+    alpha: the family-wise error rate. margin: the equivalence margin, in the measure's units
     (0: no equivalence decision). cap: the most replicates a comparison may receive (the
-    largest rung at or below it is the last look). null: the difference tested against.
-    query_share: the part of a comparison's alpha spent, once, on the test queries' part of
-    a two-level design (module docstring).
+    largest rung at or below it is the last look). design: the cap the spending was designed
+    for (default ``cap``; a run continued with a larger cap keeps its first design). null:
+    the difference tested against. query_share: the part of a comparison's alpha spent, once,
+    on the test queries' part of a two-level design. comparisons: for
+    :func:`sequential_decision` alone, how many comparisons share ``alpha`` (Bonferroni);
+    :func:`sequential_family` decides a family by Holm instead.
     """
 
     alpha: float = 0.05
-    comparisons: int = 1
     margin: float = 0.0
     cap: int = 32
+    design: int | None = None
     null: float = 0.0
     query_share: float = 0.2
+    comparisons: int = 1
 
     def __post_init__(self) -> None:
         if not 0 < self.alpha < 1:
@@ -135,45 +144,86 @@ class SequentialPlan:
             raise ValueError(f"margin must be >= 0, got {self.margin!r}")
         if not 0 < self.query_share < 1:
             raise ValueError(f"query_share must be in (0, 1), got {self.query_share!r}")
-        if self.cap < rung(1):
-            raise ValueError(f"cap must be at least {rung(1)} replicates (the first look), "
-                             f"got {self.cap!r}")
-
-    @property
-    def per_comparison(self) -> float:
-        return self.alpha / self.comparisons
-
-    def level(self, r: int) -> float:
-        """The two-sided level spent at the look at ``r`` replicates (a rung), queries'
-        part included."""
-        return spent(_index(r), self.per_comparison)
-
-    def halfwidth(self, est: Estimate, k: int) -> float:
-        """The half-width of look ``k``'s interval of ``est`` (module docstring: two levels
-        split between the ladder and one bound on the queries' part)."""
-        level = spent(k, self.per_comparison)
-        if est.design != "crossed":
-            return est.halfwidth(level / 2)
-        (a, df_a), (b, df_b) = est.parts
-        seeds = (1 - self.query_share) * level
-        queries = self.query_share * self.per_comparison
-        return float(_t_quantile(1 - seeds / 2, df_a) * np.sqrt(a)
-                     + _t_quantile(1 - queries / 2, df_b) * np.sqrt(b))
+        for name in ("cap", "design"):
+            v = getattr(self, name)
+            if v is not None and v < rung(1):
+                raise ValueError(f"{name} must be at least {rung(1)} replicates (the first "
+                                 f"look), got {v!r}")
 
     @property
     def last(self) -> int:
         """The last rung the cap allows."""
         return rungs_upto(self.cap)[-1]
 
+    def weight(self, k: int) -> float:
+        """``w_k``, look ``k``'s share of a comparison's alpha (module docstring)."""
+        return _weight(len(rungs_upto(self.design or self.cap)), k)
+
+    def level(self, r: int) -> float:
+        """The two-sided level a single comparison spends at the look at ``r`` replicates
+        (a rung): ``alpha / comparisons x w_k``."""
+        return self.alpha / self.comparisons * self.weight(_index(r))
+
+    def halfwidth(self, est: Estimate, k: int, a: float) -> float:
+        """The half-width of look ``k``'s interval of ``est`` at the comparison level ``a``
+        (module docstring: two levels split between the ladder and one bound on the
+        queries' part)."""
+        w = self.weight(k)
+        if est.design != "crossed":
+            return est.halfwidth(a * w / 2)
+        (va, df_a), (vb, df_b) = est.parts
+        seeds = (1 - self.query_share) * a * w
+        queries = self.query_share * a
+        return float((_t_quantile(1 - seeds / 2, df_a) * np.sqrt(va) if va > 0 else 0.0)
+                     + (_t_quantile(1 - queries / 2, df_b) * np.sqrt(vb) if vb > 0 else 0.0))
+
+
+@functools.lru_cache(maxsize=4096)
+def _weight(design: int, k: int) -> float:
+    """``w_k`` for a design of ``design`` rungs (module docstring)."""
+    if k <= design:
+        total = sum(math.sqrt(rung(j)) for j in range(1, design + 1))
+        return (1 - TAIL) * math.sqrt(rung(k)) / total
+    j = k - design
+    return TAIL / (j * (j + 1))
+
+
+def _repeated_p(est: Estimate, k: int, plan: SequentialPlan, gap: float) -> float:
+    """The smallest comparison level ``a`` at which look ``k``'s half-width is below
+    ``gap`` (1 when none is, 0 for a constant that clears it)."""
+    if not np.isfinite(est.mean) or est.design == "empty" or gap <= 0:
+        return 1.0
+    if est.se == 0:
+        return 0.0
+    w = plan.weight(k)
+    if est.design != "crossed" and len(est.parts) == 1:  # t: in closed form
+        (v, df), = est.parts
+        return float(min(1.0, 2 * special.stdtr(df, -gap / np.sqrt(v)) / w))
+    f = lambda la: plan.halfwidth(est, k, 10.0 ** la) - gap  # noqa: E731
+    if f(0.0) > 0:
+        return 1.0
+    if f(-300.0) < 0:
+        return 0.0
+    return float(10.0 ** optimize.brentq(f, -300.0, 0.0, xtol=1e-8))
+
+
+def _ps(est: Estimate, k: int, plan: SequentialPlan) -> tuple[float, float]:
+    """(direction, equivalence) repeated p-values of look ``k``."""
+    gap = abs(est.mean - plan.null) if np.isfinite(est.mean) else 0.0
+    p_dir = _repeated_p(est, k, plan, gap)
+    p_eq = _repeated_p(est, k, plan, plan.margin - gap) if plan.margin > 0 else 1.0
+    return p_dir, p_eq
+
 
 @dataclass(frozen=True)
 class Sequential:
     """A comparison after its latest look (module docstring).
 
-    decision: one of :data:`DECISIONS`. estimate: the difference at the look (over the
-    look's replicates). look: the rung looked at (replicates used; 0: fewer than the first
-    rung). level: the two-sided error level spent at that look. low, high: its interval.
-    need: the rung the projection says would decide it (None: none up to rung 40).
+    decision: one of :data:`DECISIONS`. estimate: the difference at the latest look. look:
+    that rung (replicates used; 0: fewer than the first rung). level: the two-sided level of
+    the shown interval (the comparison's Holm threshold times ``w_k``). low, high: that
+    interval. p, p_equivalent: the repeated p-values (direction; equivalence, 1 without a
+    margin). need: the rung the projection says would decide it (None: none up to rung 40).
     next: the rung to run to in the next round (None: decided, or beyond the cap).
     available: replicates given.
     """
@@ -188,6 +238,8 @@ class Sequential:
     next: int | None
     available: int
     plan: SequentialPlan
+    p: float = 1.0
+    p_equivalent: float = 1.0
 
     @property
     def difference(self) -> float:
@@ -213,6 +265,9 @@ class Sequential:
             return f"{self.decision} at {self.look} replicates"
         if self.look == 0:
             return f"needs {rung(1)} replicates for a first look ({self.available} so far)"
+        if self.estimate.design == "constant":
+            return (f"every difference equals the null at {self.look} replicates: no "
+                    "variation to test (a margin would call it equivalent)")
         if self.beyond_cap:
             about = "more than 3 million" if self.need is None else f"about {self.need}"
             return (f"would need {about} replicates (cap {self.plan.cap}); undecided at "
@@ -220,59 +275,121 @@ class Sequential:
         return f"undecided at {self.look} replicates; next look at {self.next}"
 
 
-def _decide(est: Estimate, k: int, plan: SequentialPlan) -> tuple[str, float, float]:
-    if est.design == "empty" or not np.isfinite(est.mean):
-        return "undecided", float("nan"), float("nan")
-    h = plan.halfwidth(est, k)
+def _holm(p: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down on ``p``: (rejected, the threshold each was tested at)."""
+    p = np.asarray(p, dtype=np.float64)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    rejected = np.zeros(m, dtype=bool)
+    threshold = np.full(m, alpha / max(1, m))
+    for rank, i in enumerate(order):
+        threshold[i] = alpha / (m - rank)
+        if p[i] <= threshold[i]:
+            rejected[i] = True
+        else:
+            for j in order[rank + 1:]:  # the rest stay at this step's threshold
+                threshold[j] = alpha / (m - rank)
+            break
+    return rejected, threshold
+
+
+def sequential_family(items: Sequence[tuple[Callable[[int], Estimate], int]],
+                      plan: SequentialPlan) -> list[Sequential]:
+    """Decide a family of comparisons together (module docstring: Holm on their repeated
+    p-values). ``items``: per comparison, ``(estimate_at, available)`` — ``estimate_at(r)``
+    the difference over its first ``r`` replicates, ``available`` the replicates so far;
+    each is looked at on every rung up to ``min(available, cap)``."""
+    looks = []
+    for at, available in items:
+        ladder = rungs_upto(min(available, plan.cap))
+        ests = [(_index(r), at(r)) for r in ladder]
+        ps = [_ps(e, k, plan) for k, e in ests]
+        looks.append((ests, ps, available))
+    hyp: list[tuple[int, str, float]] = []
+    for j, (ests, ps, _) in enumerate(looks):
+        hyp.append((j, "dir", min((p for p, _ in ps), default=1.0)))
+        if plan.margin > 0:
+            hyp.append((j, "eq", min((q for _, q in ps), default=1.0)))
+    rejected, threshold = _holm([h[2] for h in hyp], plan.alpha)
+    by_j: dict[int, dict[str, tuple[bool, float]]] = {}
+    for (j, kind, _), rej, thr in zip(hyp, rejected, threshold):
+        by_j.setdefault(j, {})[kind] = (bool(rej), float(thr))
+    open_threshold = float(plan.alpha / max(1, int((~rejected).sum())))
+    return [_one(ests, ps, available, by_j.get(j, {}), open_threshold, plan)
+            for j, (ests, ps, available) in enumerate(looks)]
+
+
+def _one(ests, ps, available: int, tested: dict, open_threshold: float,
+         plan: SequentialPlan) -> Sequential:
+    nan = float("nan")
+    if not ests:
+        est = Estimate(nan, (), 0, 0, 0, "empty")
+        return Sequential("undecided", est, 0, 0.0, nan, nan, rung(1), rung(1), available,
+                          plan)
+    k, est = ests[-1]
+    p_dir, p_eq = min(p for p, _ in ps), min(q for _, q in ps)
+    dir_ok, dir_thr = tested.get("dir", (False, open_threshold))
+    eq_ok, eq_thr = tested.get("eq", (False, open_threshold))
+    decision = "undecided"
+    if dir_ok:
+        best = ests[int(np.argmin([p for p, _ in ps]))][1]
+        decision = "greater" if best.mean > plan.null else "less"
+    elif eq_ok:
+        decision = "equivalent"
+    shown = eq_thr if decision == "equivalent" else dir_thr
+    h = plan.halfwidth(est, k, shown) if est.se == est.se else nan
     low, high = est.mean - h, est.mean + h
-    if low > plan.null:
-        return "greater", low, high
-    if high < plan.null:
-        return "less", low, high
-    if plan.margin > 0 and plan.null - plan.margin < low and high < plan.null + plan.margin:
-        return "equivalent", low, high
-    return "undecided", low, high
+    level = shown * plan.weight(k)
+    if decision != "undecided":
+        return Sequential(decision, est, rung(k), level, low, high, None, None, available,
+                          plan, p_dir, p_eq)
+    need = _need(est, k, plan, open_threshold)
+    nxt = None if need is None or need > plan.cap else min(need, rung(k + 2), plan.last)
+    if nxt is not None and nxt <= rung(k):
+        nxt = None
+    return Sequential(decision, est, rung(k), level, low, high, need, nxt, available, plan,
+                      p_dir, p_eq)
 
 
-def _need(est: Estimate, r: int, plan: SequentialPlan) -> int | None:
-    """The first rung after ``r`` whose projected interval decides at the observed
-    difference (module docstring), or None."""
+def _need(est: Estimate, k: int, plan: SequentialPlan, threshold: float) -> int | None:
+    """The first rung after look ``k`` whose projected repeated p-value passes
+    ``threshold`` (module docstring), or None. The projection is optimistic by one standard
+    error: it assumes the difference one standard error farther from the null (for a
+    direction) or nearer (for equivalence) than estimated, so that the noisy estimates of
+    the first looks do not stop a comparison that more replicates would decide."""
     if est.design not in ("crossed", "nested", "replicates", "two-sample"):
         return None
-    gap = abs(est.mean - plan.null)
-    room = plan.margin - gap if plan.margin > 0 else -1.0
-    for k in range(_index(r) + 1, _LAST_RUNG + 1):
-        m = rung(k)
-        h = plan.halfwidth(est.with_replicates(m), k)
-        if h < gap or h < room:
-            return m
+    gap, se = abs(est.mean - plan.null), est.se
+    direction = dataclasses.replace(est, mean=plan.null + gap + se)
+    equivalence = dataclasses.replace(est, mean=plan.null + max(0.0, gap - se))
+
+    def passes(e: Estimate, j: int) -> bool:
+        p_dir = _ps(e if e is direction else dataclasses.replace(e, mean=direction.mean), j,
+                    plan)[0]
+        p_eq = _ps(dataclasses.replace(e, mean=equivalence.mean), j, plan)[1]
+        return min(p_dir, p_eq) <= threshold
+
+    if est.design == "crossed":  # the queries' part alone already too wide: no rung decides
+        (_, df_a), (vb, df_b) = est.parts
+        if not passes(Estimate(est.mean, ((0.0, df_a), (vb, df_b)), est.n, est.replicates,
+                               est.units, "crossed"), _LAST_RUNG):
+            return None
+    for j in range(k + 1, _LAST_RUNG + 1):
+        if passes(est.with_replicates(rung(j)), j):
+            return rung(j)
     return None
 
 
 def sequential_decision(estimate_at: Callable[[int], Estimate], available: int,
                         plan: SequentialPlan) -> Sequential:
-    """The decision of one comparison whose first ``r`` replicates give
-    ``estimate_at(r)``, with ``available`` replicates so far: looks at the largest rung at or
-    below ``min(available, cap)`` (module docstring). The general form of
-    :func:`sequential_test` and :func:`sequential_welch`, for any design."""
-    usable = rungs_upto(min(available, plan.cap))
-    if not usable:
-        est = estimate_at(available) if available > 0 else Estimate(
-            float("nan"), (), 0, 0, 0, "empty")
-        return Sequential("undecided", est, 0, 0.0, float("nan"), float("nan"), rung(1),
-                          rung(1), available, plan)
-    r = usable[-1]
-    est = estimate_at(r)
-    level = plan.level(r)
-    decision, low, high = _decide(est, _index(r), plan)
-    if decision != "undecided":
-        return Sequential(decision, est, r, level, low, high, None, None, available, plan)
-    need = _need(est, r, plan)
-    k = _index(r)
-    nxt = None if need is None or need > plan.cap else min(need, rung(k + 2), plan.last)
-    if nxt is not None and nxt <= r:
-        nxt = None
-    return Sequential(decision, est, r, level, low, high, need, nxt, available, plan)
+    """One comparison decided alone, at ``plan.alpha / plan.comparisons`` (module
+    docstring): a family of one. The general form of :func:`sequential_test` and
+    :func:`sequential_welch`, for any design."""
+    from dataclasses import replace
+
+    own = replace(plan, alpha=plan.alpha / plan.comparisons, comparisons=1)
+    (s,) = sequential_family([(estimate_at, available)], own)
+    return replace(s, plan=plan)
 
 
 def _first(replicates: np.ndarray, r: int) -> np.ndarray:
@@ -281,9 +398,27 @@ def _first(replicates: np.ndarray, r: int) -> np.ndarray:
     return codes < r
 
 
+def replicates_estimator(values, replicates=None, units=None
+                         ) -> tuple[Callable[[int], Estimate], int]:
+    """``(estimate_at, available)`` of :func:`sequential_family` for per (replicate, unit)
+    values (:func:`~recaudit.stats.estimate_mean`'s arguments): replicates in their sorted
+    order (give integers: seed, draw or set numbers)."""
+    y = np.asarray(values, dtype=np.float64).ravel()
+    rep = np.zeros(len(y), dtype=np.int64) if replicates is None else \
+        np.asarray(replicates).ravel()
+    unit = None if units is None else np.asarray(units).ravel()
+    _, n = _codes(rep) if len(rep) else (None, 0)
+
+    def at(r: int) -> Estimate:
+        keep = _first(rep, r)
+        return estimate_mean(y[keep], rep[keep], None if unit is None else unit[keep])
+
+    return at, n
+
+
 def sequential_test(values, replicates=None, units=None, *,
                     plan: SequentialPlan | None = None) -> Sequential:
-    """Decide ``mean(values) == plan.null`` sequentially (module docstring).
+    """Decide ``mean(values) == plan.null`` sequentially, alone (module docstring).
 
     values, replicates, units: as for :func:`~recaudit.stats.estimate_mean` — the per
     (replicate, unit) differences of a paired comparison, or the values of a one-sample one.
@@ -296,28 +431,18 @@ def sequential_test(values, replicates=None, units=None, *,
     >>> seeds = np.repeat(np.arange(4), 100)
     >>> d = 0.05 + 0.01 * rng.standard_normal(4)[seeds] + 0.02 * rng.standard_normal(400)
     >>> s = sequential_test(d, seeds, np.tile(np.arange(100), 4), plan=SequentialPlan(cap=32))
-    >>> s.decision, s.look, round(s.level, 4)
-    ('greater', 4, 0.0083)
+    >>> s.decision, s.look, round(s.p, 4)
+    ('greater', 4, 0.0012)
     """
-    plan = plan or SequentialPlan()
-    y = np.asarray(values, dtype=np.float64).ravel()
-    rep = np.zeros(len(y), dtype=np.int64) if replicates is None else \
-        np.asarray(replicates).ravel()
-    unit = None if units is None else np.asarray(units).ravel()
-    _, n = _codes(rep) if len(rep) else (None, 0)
-
-    def at(r: int) -> Estimate:
-        keep = _first(rep, r)
-        return estimate_mean(y[keep], rep[keep], None if unit is None else unit[keep])
-
-    return sequential_decision(at, n, plan)
+    at, n = replicates_estimator(values, replicates, units)
+    return sequential_decision(at, n, plan or SequentialPlan())
 
 
 def sequential_welch(a, b, *, plan: SequentialPlan | None = None) -> Sequential:
     """Decide ``mean(a) - mean(b) == plan.null`` for two independent samples, each in the
     order its replicates were drawn (modification set 0, 1, ...): the look at rung ``r``
     reads the first ``r`` of each with Welch's interval (:func:`~recaudit.stats.welch`)."""
-    plan = plan or SequentialPlan()
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
-    return sequential_decision(lambda r: welch(x[:r], y[:r]), min(len(x), len(y)), plan)
+    return sequential_decision(lambda r: welch(x[:r], y[:r]), min(len(x), len(y)),
+                               plan or SequentialPlan())
