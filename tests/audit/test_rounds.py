@@ -112,7 +112,7 @@ def test_a_null_stops_beyond_the_cap_and_a_margin_decides_it(tmp_path):
 
 def test_a_larger_cap_goes_on_and_a_budget_stops_between_rounds(tmp_path):
     perts = ("casper-delete", "seed-only")
-    effects, sd = {"casper-delete": 0.02, "seed-only": 0.0}, {"casper-delete": 0.01,
+    effects, sd = {"casper-delete": 0.01, "seed-only": 0.0}, {"casper-delete": 0.01,
                                                                "seed-only": 0.01}
     cfg = _config(tmp_path, perts)
     run, _ = _runner(effects, sd)

@@ -67,8 +67,9 @@ def test_directions_bounds_contrasts_and_tolerances():
     rules = [rising, falling, below, above, less, inside, outside]
     truths, found = decide_sequential(rules, m.samples, m, SequentialPlan(cap=8))
     assert truths == [True, False, True, False, False, True, False]
-    # seven tested leaves share alpha: the look at 8 replicates spends 0.05 / 7 / 20
-    assert found[id(rising)].p == pytest.approx(0.05 / 7 / 20)
+    # seven tested leaves share alpha (five by Holm, each tolerance a family of its own):
+    # the repeated p-values of the decided ones pass Holm's strictest threshold
+    assert max(found[id(r)].p for r in (rising, falling, below, above, less)) <= 0.05 / 7
 
 
 def test_a_null_with_a_margin_is_equivalent_not_contradicted():

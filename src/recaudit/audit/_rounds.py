@@ -21,7 +21,8 @@
 draw, its value the mean over the seeds): comparisons with a floor, which draws nothing, are
 left out. A round is an ordinary audit run, so a stopped run resumes, and a later call with a
 larger cap goes on where this one stopped: the decisions are pure functions of the store and
-the plan. The rounds run are kept in the store's ``meta`` (``rounds``).
+the plan, whose spending keeps the first call's design cap (:class:`SequentialPlan`). The
+rounds run are kept in the store's ``meta`` (``rounds``, with that design).
 """
 
 from __future__ import annotations
@@ -178,6 +179,9 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     targets = {label: first for label in labels}
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
+    # the spending was designed for the first call's cap: a later call keeps that design
+    design = next((r["design"] for r in earlier if r.get("design")), plan.design or plan.cap)
+    plan = dataclasses.replace(plan, design=design)
     history: list[dict] = []
     while True:
         todo = {label: n for label, n in targets.items()}
@@ -200,7 +204,8 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
                                        perturbations=tuple(labels[x] for x in names))
             runner(part)
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
-        history.append({"call": call, "round": len(history) + 1, "targets": dict(todo),
+        history.append({"call": call, "design": design, "round": len(history) + 1,
+                        "targets": dict(todo),
                         "seconds": time.perf_counter() - t0,
                         "decided": int((frame.status == "decided").sum()),
                         "open": int((frame.status == "running").sum())})

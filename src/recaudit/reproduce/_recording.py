@@ -128,7 +128,8 @@ def sequential_plan(record: dict[str, Any] | None) -> Any:
         return None
     from recaudit.stats import SequentialPlan
 
-    return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0))
+    return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0),
+                          design=seq.get("design"))
 
 
 def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None,
@@ -204,7 +205,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
             measures = exp.run(workdir, scale, workers, scope)
         else:
             measures, sequential, scope = _rounds(exp, workdir, scale, workers, scope, until,
-                                                  budget, progress)
+                                                  budget, progress, records)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
     flags = scope.flags()
@@ -277,7 +278,8 @@ STOPPED = {"decided": "every claim is decided",
 
 
 def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Scope, until: Any,
-            budget: float | None, progress: Any) -> tuple[Measures, dict[str, Any], Scope]:
+            budget: float | None, progress: Any, records: Path | None = None
+            ) -> tuple[Measures, dict[str, Any], Scope]:
     """Run ``exp`` in rounds until its claims are decided (``reproduce run
     --until-decided``): each round grows ``exp.grows`` (seeds or draws) to the next rung the
     undecided comparisons ask for (:mod:`recaudit.reproduce._sequential`), and only for the
@@ -293,6 +295,11 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
         raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
                           "exact (nothing to repeat)")
     plan = dataclasses.replace(until, alpha=exp.alpha)
+    earlier = load_record(records, exp.name, scale) if records is not None else None
+    if earlier and earlier.get("sequential", {}).get("design"):  # a run continued: its design
+        plan = dataclasses.replace(plan, design=earlier["sequential"]["design"])
+    elif plan.design is None:
+        plan = dataclasses.replace(plan, design=plan.cap)
     say = progress or (lambda message: None)
     started = time.perf_counter()
     n = max(rung(1), getattr(scope, exp.grows) or 0)
@@ -334,8 +341,9 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
             set(wanted) <= set(exp.models) else scope.models
         n = nxt
     final = dataclasses.replace(scope, extend=True, **{exp.grows: n})
-    return measures, {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
-                      "grows": exp.grows, "rounds": rounds, "stopped": stopped}, final
+    return measures, {"alpha": plan.alpha, "cap": plan.cap, "design": plan.design,
+                      "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
+                      "stopped": stopped}, final
 
 
 def compact_records(root: Path | str) -> list[tuple[Path, int, int]]:

@@ -124,7 +124,7 @@ def _finding(leaf: Rule, s: Sequential, text: str, plan: SequentialPlan) -> Find
         truth = None
     elif within:  # equivalent within the tolerance, or wholly outside it (module docstring)
         m = plan.margin
-        truth = True if s.decision == "equivalent" else \
+        truth = True if s.within_margin else \
             False if (s.low > m or s.high < -m) else None
     else:
         truth = {"greater": True, "less": False}.get(s.decision)

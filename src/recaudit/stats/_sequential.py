@@ -225,7 +225,9 @@ class Sequential:
     interval. p, p_equivalent: the repeated p-values (direction; equivalence, 1 without a
     margin). need: the rung the projection says would decide it (None: none up to rung 40).
     next: the rung to run to in the next round (None: decided, or beyond the cap).
-    available: replicates given.
+    available: replicates given. within_margin: the equivalence hypothesis was rejected (the
+    difference lies within the margin), also when a direction was decided too (a difference,
+    smaller than the margin: ``decision`` then says the direction).
     """
 
     decision: str
@@ -240,6 +242,7 @@ class Sequential:
     plan: SequentialPlan
     p: float = 1.0
     p_equivalent: float = 1.0
+    within_margin: bool = False
 
     @property
     def difference(self) -> float:
@@ -342,7 +345,7 @@ def _one(ests, ps, available: int, tested: dict, open_threshold: float,
     level = shown * plan.weight(k)
     if decision != "undecided":
         return Sequential(decision, est, rung(k), level, low, high, None, None, available,
-                          plan, p_dir, p_eq)
+                          plan, p_dir, p_eq, eq_ok)
     need = _need(est, k, plan, open_threshold)
     nxt = None if need is None or need > plan.cap else min(need, rung(k + 2), plan.last)
     if nxt is not None and nxt <= rung(k):
