@@ -179,3 +179,22 @@ def test_variance_shares_read_every_perturbation_of_the_store(tmp_path):
     # the seed moves seed-only's lists, not the deletion's
     assert shares.loc["seed-only", "mean_share_seed"] > 0.9
     assert shares.loc["random-delete", "mean_share_seed"] < 0.5
+
+
+def test_results_variance_prints_the_shares(tmp_path, capsys):
+    import io
+
+    from recaudit.audit import variance_shares
+    from recaudit.cli import main
+
+    rng = np.random.default_rng(5)
+    path = _store(tmp_path / "w.duckdb", [(p, s, 0, _queries(rng.uniform(0.4, 0.6, 20)))
+                                           for p in ("random-delete", "seed-only")
+                                           for s in range(3)])
+    assert main(["results", str(path), "--variance", "--format", "csv"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = variance_shares(path)
+    assert list(printed.perturbation) == list(expected.perturbation)
+    np.testing.assert_allclose(printed.share_seed, expected.share_seed)
+    assert main(["results", str(path), "--variance"]) == 0
+    assert "Where the RBO's variation comes from" in capsys.readouterr().out

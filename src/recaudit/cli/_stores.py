@@ -93,6 +93,10 @@ def results(store: Path = _STORE,
                                            "each measure with its 95 % interval over seeds "
                                            "and queries, and p-values against the noise "
                                            "floors present."),
+            variance: bool = typer.Option(False, "--variance", help="Audit stores: where each "
+                                          "perturbation's variation comes from — the shares "
+                                          "of seed, draw, test query and the rest, of one "
+                                          "measurement and of the mean's uncertainty."),
             ) -> None:
     """Per-trial results of a study in the store, as a table, CSV or JSON (``--summary``:
     per condition, with intervals and tests)."""
@@ -101,6 +105,8 @@ def results(store: Path = _STORE,
 
     if format not in ("table", "csv", "json"):
         raise ConfigError(f"--format must be table, csv or json, got {format!r}")
+    if variance:
+        return _variance(store, format)
     if format == "table" and study in (None, "audit") and not decisions:
         from recaudit.cli._audit import trial_table
         from recaudit.experiment import Store
@@ -128,6 +134,34 @@ def results(store: Path = _STORE,
         table = Table(*map(str, frame.columns), title=f"{info.title}: {store}")
         for row in frame.itertuples(index=False):
             table.add_row(*(_cell(v) for v in row))
+        console.print(table)
+
+
+def _variance(store: Path, format: str) -> None:
+    """``results --variance``: :func:`recaudit.audit.variance_shares` of an audit store."""
+    from recaudit.audit import variance_shares
+
+    frame = variance_shares(store)
+    if format == "csv":
+        typer.echo(frame.to_csv(index=False), nl=False)
+        return
+    if format == "json":
+        typer.echo(frame.to_json(orient="records", indent=2))
+        return
+    console = _console(100)
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        table = Table(title=f"Where the RBO's variation comes from: {model} on {dataset}",
+                      title_justify="left",
+                      caption="share of one measurement's variance / of the mean's "
+                              "(what more seeds or draws would shrink)",
+                      caption_justify="left")
+        for col in ("perturbation", "seeds", "seed", "draw", "query", "rest"):
+            table.add_column(col, justify="left" if col == "perturbation" else "right")
+        for r in g.itertuples():
+            table.add_row(str(r.perturbation), f"{r.seeds}×{r.draws}",
+                          *(f"{getattr(r, f'share_{k}'):.0%} / "
+                            f"{getattr(r, f'mean_share_{k}'):.0%}"
+                            for k in ("seed", "draw", "query", "residual")))
         console.print(table)
 
 
