@@ -50,8 +50,10 @@ the family-wise error rate of all decisions is at most ``alpha``.
 **The next round.** From the latest estimate (the replicates' part shrinking as ``1 /
 replicates``, the queries' part kept: :meth:`Estimate.with_replicates`), ``need`` is the first
 rung at which the comparison's projected repeated p-value would pass its current Holm
-threshold (direction or equivalence; projected one standard error in the deciding direction,
-so that a noisy first look does not stop what more replicates would decide); ``next`` the rung to run to now: ``need``, but at most
+threshold (direction or equivalence), at the observed difference (``OPTIMISM`` standard
+errors towards a decision: 0, measured best in trials per decision on the records' own
+variance structure, ``benchmarks/bench_sequential.py``; 1 keeps more comparisons going, at
+twice the trials for a tenth more power); ``next`` the rung to run to now: ``need``, but at most
 two rungs (twice the replicates) up, so that one noisy projection cannot spend the budget at
 once. A comparison whose ``need`` exceeds the cap gets no more replicates: it stops *beyond
 the cap* ("would need about N").
@@ -85,6 +87,10 @@ DECISIONS = ("greater", "less", "equivalent", "undecided")
 _LAST_RUNG = 40
 #: The share of alpha kept for the rungs beyond the design cap (module docstring).
 TAIL = 0.1
+#: How the design's share grows with the rung (``rung ** SHAPE``) and how many standard errors
+#: a projection leans towards a decision (module docstring).
+SHAPE = 0.5
+OPTIMISM = 0.0
 
 
 def rung(k: int) -> int:
@@ -182,8 +188,8 @@ class SequentialPlan:
 def _weight(design: int, k: int) -> float:
     """``w_k`` for a design of ``design`` rungs (module docstring)."""
     if k <= design:
-        total = sum(math.sqrt(rung(j)) for j in range(1, design + 1))
-        return (1 - TAIL) * math.sqrt(rung(k)) / total
+        total = sum(rung(j) ** SHAPE for j in range(1, design + 1))
+        return (1 - TAIL) * rung(k) ** SHAPE / total
     j = k - design
     return TAIL / (j * (j + 1))
 
@@ -356,15 +362,14 @@ def _one(ests, ps, available: int, tested: dict, open_threshold: float,
 
 def _need(est: Estimate, k: int, plan: SequentialPlan, threshold: float) -> int | None:
     """The first rung after look ``k`` whose projected repeated p-value passes
-    ``threshold`` (module docstring), or None. The projection is optimistic by one standard
-    error: it assumes the difference one standard error farther from the null (for a
-    direction) or nearer (for equivalence) than estimated, so that the noisy estimates of
-    the first looks do not stop a comparison that more replicates would decide."""
+    ``threshold`` (module docstring), or None. The projection can lean ``OPTIMISM`` standard
+    errors towards a decision (the difference farther from the null for a direction, nearer
+    for equivalence)."""
     if est.design not in ("crossed", "nested", "replicates", "two-sample"):
         return None
     gap, se = abs(est.mean - plan.null), est.se
-    direction = dataclasses.replace(est, mean=plan.null + gap + se)
-    equivalence = dataclasses.replace(est, mean=plan.null + max(0.0, gap - se))
+    direction = dataclasses.replace(est, mean=plan.null + gap + OPTIMISM * se)
+    equivalence = dataclasses.replace(est, mean=plan.null + max(0.0, gap - OPTIMISM * se))
 
     def passes(e: Estimate, j: int) -> bool:
         p_dir = _ps(e if e is direction else dataclasses.replace(e, mean=direction.mean), j,
