@@ -187,6 +187,33 @@ def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None
             _dry_run(config, out)
 
 
+def queue_cmd(minutes: float = typer.Option(..., "--minutes", help="The time the queue may "
+                                           "take (a GPU machine's lease): it stops 30 s "
+                                           "before, with the stores closed."),
+              out: Path = typer.Option(..., "--dir", help="Where the queue's stores and "
+                                       "records go (a folder brought back from the machine; "
+                                       "given again, the queue goes on)."),
+              device: str | None = typer.Option(None, help="Train on this device, e.g. "
+                                                "cuda:0."),
+              stack: int = typer.Option(1, min=1, help="Trials of one baseline trained "
+                                        "together as one stacked model."),
+              workers: int = typer.Option(1, min=1, help="Parallel trial processes.")
+              ) -> None:
+    """Train the next missing paper-scale trials in priority order within --minutes (Oh et
+    al. 2022 Table 3's second and third seeds for LSTM and TiSASRec, Table 4's draws,
+    Betello et al. 2023 at their settings), then write DIR/queue.json: what each item holds
+    and the `recaudit merge` and `reproduce run --no-train` commands that bring it home."""
+    from recaudit.reproduce._queue import run_queue
+
+    summary = run_queue(out, minutes, device=device, stack=stack, workers=workers,
+                        progress=lambda m: typer.echo(m, err=True))
+    for item in summary["items"]:
+        typer.echo(f"{item['experiment']} ({item['scale']}): {item['state']}")
+    typer.echo(f"wrote {out / 'queue.json'}; merge with:")
+    for line in summary["merge"]:
+        typer.echo(f"  {line}")
+
+
 def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
                output: Path = typer.Option(
                    Path("docs/reproduction.md"), "-o", "--output",
@@ -218,5 +245,6 @@ def register(app: typer.Typer) -> None:
     sub.command("list")(list_cmd)
     sub.command("run")(run_cmd)
     sub.command("report")(report_cmd)
+    sub.command("queue")(queue_cmd)
     sub.command("compact")(compact_cmd)
     app.add_typer(sub, name="reproduce")
