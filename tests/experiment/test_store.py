@@ -74,6 +74,8 @@ def test_a_trial_is_written_whole_or_not_at_all(tmp_path):
 
 
 def test_a_failing_block_rolls_back_every_write_in_it(tmp_path):
+    import recaudit.fuzz  # noqa: F401  declares fuzz_trials, written by name here
+
     with AuditStore(tmp_path / "s.duckdb") as st:
         with pytest.raises(RuntimeError), st.transaction():
             st.set_meta("a", 1)

@@ -23,8 +23,18 @@ correction for a table of comparisons, :meth:`Estimate.detectable` the minimum d
 effect and :meth:`Estimate.replicates_for` the seeds that would resolve an undecided one.
 """
 
-from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
-from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
+    from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+
+__getattr__, __dir__ = exports(__name__, {
+    "._estimate": ("DESIGNS", "Estimate", "estimate_mean", "welch"),
+    "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
+})
 
 __all__ = ["DESIGNS", "Estimate", "Test", "estimate_mean", "holm", "one_sample_test",
            "paired_test", "welch", "welch_test"]
