@@ -181,7 +181,7 @@ def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
     """Shriver 2018's rating-level fuzzing through the audit engine: ZERO changes nothing, so a
     deterministic recommender's lists stay identical; AMU adds exactly M ratings for one
     user, never on a test pair."""
-    import recaudit.fuzz  # noqa: F401  registers fuzz: here (installs find its entry point)
+    import recaudit.fuzz._spec  # noqa: F401  registers fuzz: here (installs find its entry point)
 
     data = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
                                              "mean_length": 14, "seed": 5, "ratings": True})

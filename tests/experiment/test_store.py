@@ -11,7 +11,7 @@ import pytest
 
 from recaudit.errors import RecauditError
 from recaudit.audit import QUERY_METRICS, QUERY_RESULTS, TRIALS, AuditStore
-from recaudit.experiment import TABLES
+from recaudit.experiment import TABLES, merge_stores, shared_trials
 from recaudit.simulate import read_results
 
 
@@ -74,6 +74,8 @@ def test_a_trial_is_written_whole_or_not_at_all(tmp_path):
 
 
 def test_a_failing_block_rolls_back_every_write_in_it(tmp_path):
+    import recaudit.fuzz  # noqa: F401  declares fuzz_trials, written by name here
+
     with AuditStore(tmp_path / "s.duckdb") as st:
         with pytest.raises(RuntimeError), st.transaction():
             st.set_meta("a", 1)
@@ -185,7 +187,7 @@ def test_merge_adds_the_trials_the_other_store_holds_and_this_one_lacks(tmp_path
         st.write_trial(_row("t2", host="gpu"), _queries(1, [0.1]), {"kind": "insert"})
         st.set_meta("config", {"from": "gpu"})
     with AuditStore(a) as st:
-        added = st.merge(b)
+        added = merge_stores(st, b)
         assert added["trials"] == 2 and added["query_results"] == 5
         assert st.finished() == {"t0", "t1", "t2"}
         means = st.trial_means(("rbo",)).set_index("trial_id")["rbo"]
@@ -193,7 +195,7 @@ def test_merge_adds_the_trials_the_other_store_holds_and_this_one_lacks(tmp_path
         assert means["t1"] == pytest.approx(0.75) and means["t2"] == pytest.approx(0.1)
         assert st.records() == {"t0": {"kind": "delete"}, "t2": {"kind": "insert"}}
         assert st.meta()["config"] == {"from": "cpu"}
-        assert set(st.merge(b).values()) == {0}             # nothing new the second time
+        assert set(merge_stores(st, b).values()) == {0}         # nothing new the second time
     assert main(["merge", str(b), str(a)]) == 0             # the other way round, by the CLI
     assert "trials 0" not in capsys.readouterr().out
     with AuditStore(b, read_only=True) as st:
@@ -219,7 +221,7 @@ def test_merge_says_whether_the_trials_both_stores_hold_agree(tmp_path, capsys):
         st.write_trial(_row("ulp"), _queries(2, [nudged, 0.25]), None)
         st.write_trial(_row("theirs"), _queries(1, [0.4]), None)
     with AuditStore(a, read_only=True) as st:
-        agreement, = st.agreement(b)
+        agreement, = shared_trials(st, b)
     assert agreement.table == "query_results" and agreement.shared == 2
     assert agreement.differing == ("ulp",) and agreement.same == 1
     assert main(["merge", str(a), str(b)]) == 0
@@ -227,7 +229,7 @@ def test_merge_says_whether_the_trials_both_stores_hold_agree(tmp_path, capsys):
     assert "query_results 1" in out and "2 trial(s) in both" in err
     assert "different in 1 (ulp)" in err and f"kept {a}'s rows" in err
     with AuditStore(a, read_only=True) as st:
-        assert st.agreement(b)[0].shared == 3  # 'theirs' came across whole
+        assert shared_trials(st, b)[0].shared == 3  # 'theirs' came across whole
         assert st.trial_means(("rbo",)).set_index("trial_id")["rbo"]["ulp"] == 0.375
 
 
@@ -236,9 +238,9 @@ def test_merge_refuses_what_it_cannot_merge(tmp_path):
     with AuditStore(a) as st:
         st.write_trial(_row("t0"), _queries(1, [1.0]), None)
         with pytest.raises(RecauditError, match="no results store"):
-            st.merge(tmp_path / "missing.duckdb")
+            merge_stores(st, tmp_path / "missing.duckdb")
         with pytest.raises(RecauditError, match="into itself"):
-            st.merge(a)
+            merge_stores(st, a)
     import duckdb
 
     other = tmp_path / "other.duckdb"
@@ -247,7 +249,7 @@ def test_merge_refuses_what_it_cannot_merge(tmp_path):
     con.close()
     with AuditStore(a) as st:
         with pytest.raises(RecauditError, match="no study declares: colours"):
-            st.merge(other)
+            merge_stores(st, other)
         assert st.finished() == {"t0"}
     busy = tmp_path / "busy.duckdb"
     holder = AuditStore(busy)
@@ -256,9 +258,9 @@ def test_merge_refuses_what_it_cannot_merge(tmp_path):
         import sys
 
         code = ("import sys; from recaudit.audit import AuditStore\n"
-                "from recaudit.experiment import StoreBusyError\n"
+                "from recaudit.experiment import StoreBusyError, merge_stores\n"
                 f"st = AuditStore({str(a)!r})\n"
-                f"try:\n    st.merge({str(busy)!r})\nexcept StoreBusyError as e:\n"
+                f"try:\n    merge_stores(st, {str(busy)!r})\nexcept StoreBusyError as e:\n"
                 "    print('busy:', e); sys.exit(3)\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 3 and "in use by another process" in out.stdout, out.stderr

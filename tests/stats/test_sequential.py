@@ -17,7 +17,7 @@ from scipy import stats as sps
 from scipy import stats as ss
 
 import recaudit.stats._sequential as seq
-from recaudit.stats import (SequentialPlan, estimate_mean, replicates_estimator, rung,
+from recaudit.stats import (SequentialPlan, replicates_estimator, rung,
                             rungs_upto, sequential_family, sequential_test, sequential_welch)
 
 N_NULL = 2000

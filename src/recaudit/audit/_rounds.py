@@ -121,9 +121,9 @@ def decisions(store: str | Path, config: AuditConfig, plan: SequentialPlan, *,
                 keys.append((dataset.label, model, a, b))
                 items.append(replicates_estimator(d, r, u))
     rows, found = [], {}
-    for (dataset, model, a, b), s in zip(keys, sequential_family(items, plan)):
+    for (label, model, a, b), s in zip(keys, sequential_family(items, plan)):
         found[(model, a, b)] = s
-        rows.append({"dataset": dataset, "model": model, "a": a, "b": b,
+        rows.append({"dataset": label, "model": model, "a": a, "b": b,
                      "decision": s.decision, "difference": s.difference,
                      "low": s.low, "high": s.high, "look": s.look, "level": s.level,
                      "need": s.need, "next": s.next, "status": s.status,

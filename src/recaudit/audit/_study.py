@@ -34,9 +34,10 @@ Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
 def validate(config: AuditConfig) -> None:
-    """Fail fast, before any data is loaded: every model name and parameter must be valid
-    (raises :class:`~recaudit.errors.ConfigError`; perturbations and seeds were checked when
-    the config was built; :func:`plan` checks ``metrics.k`` against each catalogue)."""
+    """Fail before the first fit: every model must build (raises
+    :class:`~recaudit.errors.ConfigError`; model names and parameters, perturbations and seeds
+    were checked when the config was built, without importing any model; :func:`plan` checks
+    ``metrics.k`` against each catalogue before this, which imports what trains each model)."""
     for m in config.models:
         build_model(m)
 
@@ -102,14 +103,14 @@ def _cache(config: AuditConfig) -> str | None:
 
 def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
     """Every trial of ``config`` with its trial id and baseline key (loads the data; checks
-    the models and ``metrics.k`` before the first fit)."""
-    validate(config)
+    ``metrics.k`` and then the models before the first fit)."""
     out = []
     for trial in config.trials():
         log, _ = prepare(trial.dataset, trial.split)
         _check_k(config, trial.dataset, log)
         fp = log.fingerprint()
         out.append((trial, trial.trial_id(fp), trial.baseline_key(fp)))
+    validate(config)  # last: building a model imports what trains it (torch)
     return out
 
 

@@ -6,7 +6,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 
 from recaudit.cli._common import console as _console
@@ -32,6 +31,8 @@ def _has_years(spec: Any) -> bool:
 
 
 def _fmt(v: Any) -> str:
+    import numpy as np  # here: `recaudit --help` imports no numpy
+
     if isinstance(v, (frozenset, set)):
         return "{" + ", ".join(sorted(v)) + "}" if v else "∅"
     if isinstance(v, tuple):

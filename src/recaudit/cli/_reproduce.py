@@ -132,7 +132,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                       progress=lambda m: typer.echo(m, err=True))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
         if "sequential" in rec:
-            from recaudit.reproduce._recording import STOPPED
+            from recaudit.reproduce import STOPPED
 
             seq = rec["sequential"]
             typer.echo(f"  until decided: {len(seq['rounds'])} round(s) of {seq['grows']}; "
@@ -203,7 +203,7 @@ def queue_cmd(minutes: float = typer.Option(..., "--minutes", help="The time the
     al. 2022 Table 3's second and third seeds for LSTM and TiSASRec, Table 4's draws,
     Betello et al. 2023 at their settings), then write DIR/queue.json: what each item holds
     and the `recaudit merge` and `reproduce run --no-train` commands that bring it home."""
-    from recaudit.reproduce._queue import run_queue
+    from recaudit.reproduce import run_queue
 
     summary = run_queue(out, minutes, device=device, stack=stack, workers=workers,
                         progress=lambda m: typer.echo(m, err=True))

@@ -206,12 +206,12 @@ def merge(store: Path = typer.Argument(..., help="The store to add to (.duckdb; 
     command says whether the two stores' per-query results of those trials are identical, and
     names the trials where they are not (machines that compute differently)."""
     import recaudit.studies  # noqa: F401 - declares every study's tables
-    from recaudit.experiment import Store
+    from recaudit.experiment import Store, merge_stores, shared_trials
 
     with Store(store) as s:
         for other in others:
-            agreement = s.agreement(other)
-            added = s.merge(other)
+            agreement = shared_trials(s, other)
+            added = merge_stores(s, other)
             rows = ", ".join(f"{n} {k}" for n, k in added.items() if k) or "nothing new"
             typer.echo(f"{other} -> {store}: {rows}")
             for a in agreement:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recaudit.experiment._executors import execute
-from recaudit.experiment._schedule import Job
-from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
-from recaudit.experiment._store import Store
+if TYPE_CHECKING:
+    from recaudit.experiment._schedule import Job
+    from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
+    from recaudit.experiment._store import Store
 
 __all__ = ["run_pending", "Stacked"]
 
@@ -56,6 +56,8 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", to_run, total, finished)
+    from recaudit.experiment._executors import execute  # not imported by a store's readers
+
     results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data)
     try:
         for result in results:

@@ -162,13 +162,12 @@ class ModelSpec(Config):
     def validate(self) -> None:
         from recaudit.config import Config as _Config
         from recaudit.errors import ConfigError
-        from recaudit.models import model_class
+        from recaudit.models import config_class
 
-        try:
-            cls = model_class(self.name)
+        try:  # the model's options, not the model: a built-in one's without torch
+            config = config_class(self.name)
         except ConfigError as exc:
             raise self.invalid("name", exc.message) from None
-        config = getattr(cls, "Config", None)
         if isinstance(config, type) and issubclass(config, _Config):
             try:
                 config.from_dict(self.params, what=f"model {self.name!r}", noun="parameter")

@@ -24,7 +24,7 @@ import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -32,9 +32,6 @@ import pandas as pd
 from recaudit._files import writing
 from recaudit.errors import RecauditError, StoreBusyError
 from recaudit.experiment._schema import META, TABLES, Table
-
-if TYPE_CHECKING:
-    from recaudit.experiment._merge import Agreement
 
 __all__ = ["Store", "StoreBusyError"]
 
@@ -269,20 +266,6 @@ class Store:
             finally:
                 self.con.unregister("_recaudit_rows")
         return arrow.num_rows
-
-    def merge(self, other: str | Path) -> dict[str, int]:
-        """Copy into this store what ``other`` holds and this one lacks (rows added per table;
-        :func:`recaudit.experiment.merge_stores`)."""
-        from recaudit.experiment._merge import merge_stores
-
-        return merge_stores(self, other)
-
-    def agreement(self, other: str | Path) -> list[Agreement]:
-        """Whether the trials both stores hold have the same rows in both
-        (:func:`recaudit.experiment.shared_trials`)."""
-        from recaudit.experiment._merge import shared_trials
-
-        return shared_trials(self, other)
 
     def delete(self, table: str | Table, **equal: Any) -> None:
         """Delete the rows of ``table`` whose columns equal ``equal`` (``None`` matches NULL)."""

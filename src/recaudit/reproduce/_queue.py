@@ -79,6 +79,14 @@ def _timer(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+def _scope(d: dict[str, Any]) -> Scope:
+    """A :class:`Scope` from its ``to_dict``."""
+    models = d.get("models")
+    perts = d.get("perturbations")
+    return Scope(d.get("seeds"), d.get("draws"), None if models is None else tuple(models),
+                 perturbations=None if perts is None else tuple(perts))
+
+
 def _stores(root: Path) -> list[str]:
     return sorted(str(p) for p in root.glob("*.duckdb"))
 
@@ -131,9 +139,7 @@ def run_queue(root: Path | str, minutes: float, *, device: str | None = None, st
                "stores": stores,
                "merge": [f"recaudit merge results/reproduce/{Path(s).name} {s}" for s in stores],
                "record": [f"recaudit reproduce run {d['experiment']} --scale {d['scale']}"
-                          + Scope(**{k: (tuple(v) if isinstance(v, list) else v)
-                                     for k, v in d["scope"].items()}).flags()
-                          + " --no-train" for d in done if d["state"] != "not started "
-                          "(time up)"]}
+                          + _scope(d["scope"]).flags() + " --no-train"
+                          for d in done if d["state"] != "not started (time up)"]}
     atomic_text(root / "queue.json", json.dumps(summary, indent=1))
     return summary

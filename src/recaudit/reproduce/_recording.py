@@ -309,7 +309,7 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
     rounds: list[dict[str, Any]] = []
     stopped = "decided"
     while True:
-        part = dataclasses.replace(scope, extend=True, models=models, **{exp.grows: n})
+        part = _grown(dataclasses.replace(scope, models=models), exp.grows, n)
         say(f"round {len(rounds) + 1}: {exp.name} to {n} {exp.grows}"
             + (f" ({', '.join(models)})" if models else ""))
         t0 = time.perf_counter()
@@ -328,10 +328,10 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
             stopped = "decided" if not undecided else (
                 "cap" if any(f.look >= plan.last for f in undecided) else "beyond cap")
             break
-        nxt = max(f.next for f, _ in open_)
+        nxt = max(int(f.next or 0) for f, _ in open_)
         if budget is not None:
-            per = rounds[-1]["seconds"] / max(1, n - (rounds[-2][exp.grows] if len(rounds) > 1
-                                                      else 0))
+            before = int(rounds[-2][exp.grows]) if len(rounds) > 1 else 0
+            per = float(rounds[-1]["seconds"]) / max(1, n - before)
             if time.perf_counter() - started + per * (nxt - n) > budget:
                 stopped = "budget"
                 break
@@ -340,10 +340,19 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
         models = tuple(wanted) if scope.models is None and exp.models and \
             set(wanted) <= set(exp.models) else scope.models
         n = nxt
-    final = dataclasses.replace(scope, extend=True, **{exp.grows: n})
+    final = _grown(scope, exp.grows, n)
     return measures, {"alpha": plan.alpha, "cap": plan.cap, "design": plan.design,
                       "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
                       "stopped": stopped}, final
+
+
+def _grown(scope: Scope, grows: str, n: int) -> Scope:
+    """``scope`` extended to ``n`` seeds or draws."""
+    import dataclasses
+
+    if grows == "seeds":
+        return dataclasses.replace(scope, extend=True, seeds=n)
+    return dataclasses.replace(scope, extend=True, draws=n)
 
 
 def compact_records(root: Path | str) -> list[tuple[Path, int, int]]:

@@ -82,8 +82,9 @@ def leaf_estimator(leaf: Rule, samples: Samples, means: Mapping[str, float]):
     (module docstring): ``estimate_at(r)`` is the difference over the first ``r``
     replicates; None for a leaf without samples (compared on its values)."""
     if isinstance(leaf, Contrast):
-        frames = [_frame(samples, k) for k, _ in leaf.weights]
-        if any(f is None for f in frames):
+        found = [_frame(samples, k) for k, _ in leaf.weights]
+        frames = [f for f in found if f is not None]
+        if len(frames) < len(found):
             return None
         index = [f.set_index(["replicate", "unit"]).value for f in frames]
         if not all(set(ix.index) == set(index[0].index) for ix in index):

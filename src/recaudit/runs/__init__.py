@@ -8,9 +8,20 @@
   agree, :func:`compare_pairs` tests per query whether one run is closer to a reference.
 """
 
-from recaudit.runs._compare import (METRICS, compare_many, compare_pairs, compare_runs,
-                                    pairwise_matrix, summarize)
-from recaudit.runs._read import RUN_FORMATS, Run, read_run
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.runs._compare import (METRICS, compare_many, compare_pairs, compare_runs,
+                                        pairwise_matrix, summarize)
+    from recaudit.runs._read import RUN_FORMATS, Run, read_run
+
+__getattr__, __dir__ = exports(__name__, {
+    "._compare": ("METRICS", "compare_many", "compare_pairs", "compare_runs", "pairwise_matrix",
+                  "summarize"),
+    "._read": ("RUN_FORMATS", "Run", "read_run"),
+})
 
 __all__ = ["METRICS", "RUN_FORMATS", "Run", "compare_many", "compare_pairs", "compare_runs",
            "pairwise_matrix", "read_run", "summarize"]

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -284,9 +283,9 @@ class Sequential:
         return f"undecided at {self.look} replicates; next look at {self.next}"
 
 
-def _holm(p: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Holm's step-down on ``p``: (rejected, the threshold each was tested at)."""
-    p = np.asarray(p, dtype=np.float64)
+def _holm(pvalues: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down on ``pvalues``: (rejected, the threshold each was tested at)."""
+    p = np.asarray(pvalues, dtype=np.float64)
     m = len(p)
     order = np.argsort(p, kind="stable")
     rejected = np.zeros(m, dtype=bool)
@@ -315,7 +314,7 @@ def sequential_family(items: Sequence[tuple[Callable[[int], Estimate], int]],
         ps = [_ps(e, k, plan) for k, e in ests]
         looks.append((ests, ps, available))
     hyp: list[tuple[int, str, float]] = []
-    for j, (ests, ps, _) in enumerate(looks):
+    for j, (_, ps, _) in enumerate(looks):
         hyp.append((j, "dir", min((p for p, _ in ps), default=1.0)))
         if plan.margin > 0:
             hyp.append((j, "eq", min((q for _, q in ps), default=1.0)))
