@@ -31,10 +31,10 @@ class DatasetSpec(Config):
     ``path`` (left out: the file's name labels it). path: an interaction file (CSV/TSV,
     Parquet, RecBole, JODIE, MovieLens, ...) instead of a registered dataset. options: for
     the generator (synthetic: see ``recaudit.data.SyntheticConfig``) or the reader (files:
-    ``format``, ``sep``, ``columns``, ...). min_user_interactions: drop users with fewer rows (Oh et al. 2022 §5 and Betello et
-    al. 2023 use 10). k_core: apply an iterated k-core filter instead (None: off).
-    sample_users: then keep a seeded uniform sample of this many users (None: all; for
-    reduced-scale runs, ``recaudit.data.sample_users``).
+    ``format``, ``sep``, ``columns``, ...). min_user_interactions: drop users with fewer
+    rows (Oh et al. 2022 §5 and Betello et al. 2023 use 10). k_core: apply an iterated
+    k-core filter instead (None: off). sample_users: then keep a seeded uniform sample of
+    this many users (None: all; for reduced-scale runs, ``recaudit.data.sample_users``).
     """
 
     _shorthand = "name"
