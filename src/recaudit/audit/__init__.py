@@ -7,6 +7,7 @@ Quick start::
                       perturbations=("random-delete", "seed-only"), seeds=(0, 1, 2),
                       output="a.duckdb")
     summary(run_audit(cfg))  # every measure with its 95 % interval, p against the floors
+    compare_models(store)    # with several models: which is more stable, paired per query
     dry_run(cfg).hours       # before: fits, wall time from a one-epoch calibration, power
 
 Who is affected: :func:`slices` (stability by user activity, popularity, accuracy, recency or
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from recaudit.audit._context import close_context, perturb_context
 from recaudit.audit._export import export_rank_lists
-from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
+from recaudit.audit._reading import FEW_QUERIES, interval_text, model_reading, p_text, reading
 from recaudit.audit._runner import TrialOutcome, compare, run_trial
 from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
                                   perturbation_label)
@@ -45,8 +46,9 @@ from recaudit.experiment import (
 if TYPE_CHECKING:  # at run time reached through __getattr__, below
     from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
     from recaudit.audit._changes import Edit, ListChange, changes, most_changed
-    from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
-                                        most_destabilising, summary)
+    from recaudit.audit._decide import (FLOORS, MEASURES, compare_models,
+                                        compare_perturbations, floor_of, most_destabilising,
+                                        summary)
     from recaudit.audit._dryrun import DryRun, dry_run
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
@@ -62,8 +64,8 @@ _LAZY = {
     "recaudit.audit._analysis": ("METRICS", "query_distribution", "trial_summary",
                                  "user_groups"),
     "recaudit.audit._changes": ("Edit", "ListChange", "changes", "most_changed"),
-    "recaudit.audit._decide": ("FLOORS", "MEASURES", "compare_perturbations", "floor_of",
-                               "most_destabilising", "summary"),
+    "recaudit.audit._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations",
+                               "floor_of", "most_destabilising", "summary"),
     "recaudit.audit._dryrun": ("DryRun", "dry_run"),
     "recaudit.audit._exposure": ("Exposure", "exposure"),
     "recaudit.audit._slices": ("SLICE_KINDS", "slices", "user_values"),
@@ -100,8 +102,9 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_perturbations", "dry_run", "export_rank_lists", "exposure", "floor_of",
-           "interval_text", "load_config", "load_dataset", "most_changed",
+           "compare_models", "compare_perturbations", "dry_run", "export_rank_lists",
+           "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
+           "model_reading", "most_changed",
            "most_destabilising", "p_text", "perturb_context", "close_context",
            "perturbation_label", "plan", "prepare", "query_distribution", "reading",
            "run_audit", "run_trial", "slices", "stabilisation_summary", "stabilised_pairs",

@@ -31,21 +31,14 @@ def running(store: str | Path) -> Iterator[None]:
         raise
 
 
-#: Columns of a console off a terminal: tables take their natural width up to this, so no
-#: number is cut in a log or a file (rich would fall back to 80 columns, or COLUMNS).
-OFF_TERMINAL_WIDTH = 240
-
-
-def console(width: int = 140) -> Any:
-    """A rich console on the current ``sys.stdout``: the terminal's width, or at least
-    ``width`` columns off a terminal (pipes, files, CI logs, tests), wide enough for every
-    table this program prints (:data:`OFF_TERMINAL_WIDTH`), where rich would fall back to 80
-    or ``COLUMNS`` and cut the numbers a user came for."""
+def console() -> Any:
+    """A rich console on the current ``sys.stdout``: the terminal's width; off a terminal
+    (a pipe, a file, a CI log) ``COLUMNS`` when set, else 80 (rich's own rule). Every table
+    the commands print fits 80 columns whole (:mod:`recaudit.cli._tables`); programs read
+    ``--format csv`` or ``json``."""
     from rich.console import Console
 
-    out = Console(highlight=False)
-    return out if out.is_terminal else Console(highlight=False,
-                                               width=max(width, OFF_TERMINAL_WIDTH))
+    return Console(highlight=False)
 
 
 class _NoBar:

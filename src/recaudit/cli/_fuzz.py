@@ -12,18 +12,16 @@ from recaudit.errors import ConfigError
 
 
 def _print(console: Any, title: str, frame: Any) -> None:
-    from rich.table import Table
+    from recaudit.cli._tables import fitted
 
     if frame is None or frame.empty:
         return
-    table = Table(title=title)
-    table.add_column("Recommender,M" if frame.index.name == "config" else "")
-    for col in frame.columns:
-        table.add_column(" ".join(str(c) for c in col) if isinstance(col, tuple) else str(col),
-                         justify="right")
-    for idx, row in frame.iterrows():
-        table.add_row(str(idx), *[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
-    console.print(table)
+    columns = ["Recommender,M" if frame.index.name == "config" else "",
+               *(" ".join(str(c) for c in col) if isinstance(col, tuple) else str(col)
+                 for col in frame.columns)]
+    rows = [[str(idx), *(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row)]
+            for idx, row in frame.iterrows()]
+    console.print(fitted(console, title, columns, rows))
 
 
 def fuzz_cmd(
@@ -74,7 +72,7 @@ def fuzz_cmd(
         "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
         "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
         "output": output, "workers": workers})
-    console = _console(160)
+    console = _console()
     with progress_bar(transient=True) as bar:
         task = bar.add_task("fuzzing", total=None)
 
@@ -95,7 +93,7 @@ def fuzz_cmd(
                instability_table(sig, kind, style=style))
     _print(console, f"Table 4.9: mean {metric} instability of APORTFOLIO",
            portfolio_table(sig, style=style))
-    console.print(f"results: {output} ({len(results)} trials)")
+    console.print(f"results: {output} ({len(results)} trials)", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

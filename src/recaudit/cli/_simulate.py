@@ -85,7 +85,7 @@ def mirror_cmd(
     """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
     import pandas as pd
     from rich.markup import escape
-    from rich.table import Table
+    from recaudit.cli._tables import fitted
 
     from recaudit.experiment import Store, run_study
     from recaudit.simulate import (MirrorConfig, MirrorStudy, TrainConfig, read_results,
@@ -100,7 +100,7 @@ def mirror_cmd(
         "algorithms": algos, "manipulative": manipulative, "n_train": n_train,
         "n_eval": n_eval, "train": TrainConfig(epochs=epochs, patience=patience),
         "explore": explore, "rbo_p": rbo_p, "rbo_variant": rbo_variant})
-    console = _console(140)
+    console = _console()
     study = MirrorStudy(cfg, output, workers=workers)
     ids = {t.id for t in study.plan()}
     with running(output), console.status("running MIRROR") as status:
@@ -116,11 +116,7 @@ def mirror_cmd(
     title = f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)"
     if scenario == "topic-sequential":
         title += escape(f"; PS = 1 - RBO[{rbo_variant}, p={rbo_p:g}]")  # not rich markup
-    table = Table(title=title)
-    table.add_column("algorithm", no_wrap=True)
-    table.add_column("mix", justify="right")
-    for m in metrics:
-        table.add_column(m, justify="right", no_wrap=True)
+    cells_of: list[list[str]] = []
     keys = summ[["algorithm", "mix"]].drop_duplicates()
     for _, key in keys.iterrows():
         same_mix = (summ["mix"] == key["mix"]) | (summ["mix"].isna() & pd.isna(key["mix"]))
@@ -133,10 +129,10 @@ def mirror_cmd(
             else:
                 sd = r["std"].iloc[0]
                 cells.append(f"{r['mean'].iloc[0]:.4f}" + (f" ± {sd:.4f}" if sd == sd else ""))
-        table.add_row(str(key["algorithm"]), "-" if key["mix"] != key["mix"] else f"{key['mix']:g}",
-                      *cells)
-    console.print(table)
-    console.print(f"results: {output}")
+        cells_of.append([str(key["algorithm"]),
+                         "-" if key["mix"] != key["mix"] else f"{key['mix']:g}", *cells])
+    console.print(fitted(console, title, ["algorithm", "mix", *metrics], cells_of))
+    console.print(f"results: {output}", markup=False, soft_wrap=True)
     if figure:
         try:
             from recaudit.report import write_mirror_figures
