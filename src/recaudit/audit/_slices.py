@@ -74,7 +74,7 @@ def slice_kind(by: str) -> tuple[str, str | None]:
     if by in SLICE_KINDS:
         return by, None
     raise ConfigError(f"cannot slice by {by!r}: use one of {', '.join(SLICE_KINDS)} or "
-                      "column:NAME" + did_you_mean(by, SLICE_KINDS))
+                      "column:NAME." + did_you_mean(by, SLICE_KINDS))
 
 
 def _query_users(s: AuditStore, g: Group) -> pd.DataFrame:

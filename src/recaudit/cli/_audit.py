@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from recaudit.cli._common import progress_bar, running
+from recaudit.cli._common import as_flags, progress_bar, running
 from recaudit.cli._tables import (add_columns, check_format, format_option, mean_and_interval,
                                   p_header, result_table)
 from recaudit.cli._common import console as _console
@@ -475,26 +473,6 @@ def _run(config) -> Path:
     if missing is not None:
         typer.echo(f"note: created the folder {missing}{os.sep} for the store", err=True)
     return store
-
-
-@contextlib.contextmanager
-def as_flags(flags: dict[str, str]) -> Iterator[None]:
-    """Errors of a config the command line built worded as its flags: an error at key
-    ``perturbations[1]`` reads ``-p casper-delte: ...``, not as a key of a file the user never
-    wrote (``flags``: key prefix -> the flag that gave it; the longest prefix wins)."""
-    from recaudit.errors import ConfigError
-
-    try:
-        yield
-    except ConfigError as exc:
-        key = exc.key or ""
-        hits = [k for k in flags if key == k or key.startswith((k + ".", k + "["))]
-        if exc.source is not None or not hits:
-            raise
-        hit = max(hits, key=len)
-        rest = key[len(hit):].lstrip(".")
-        raise ConfigError(f"{flags[hit]}{f' ({rest})' if rest else ''}: {exc.message}",
-                          hint=exc.hint) from None
 
 
 def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),

@@ -9,8 +9,8 @@ from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "progress_bar", "running",
-           "split_list"]
+__all__ = ["RUNNING", "as_flags", "console", "dataset_spec", "parse_params", "progress_bar",
+           "running", "split_list"]
 
 #: The store a command is writing (``store``), so that an interrupt or a failed trial can say
 #: what is saved, and the interrupt that stopped it (``interrupt``: typer turns every
@@ -29,6 +29,24 @@ def running(store: str | Path) -> Iterator[None]:
     except KeyboardInterrupt as exc:
         RUNNING["interrupt"] = exc
         raise
+
+
+@contextlib.contextmanager
+def as_flags(flags: dict[str, str]) -> Iterator[None]:
+    """Errors of a config the command line built worded as its flags: an error at key
+    ``perturbations[1]`` reads ``-p casper-delte: ...``, not as a key of a file the user never
+    wrote (``flags``: key prefix -> the flag that gave it; the longest prefix wins)."""
+    try:
+        yield
+    except ConfigError as exc:
+        key = exc.key or ""
+        hits = [k for k in flags if key == k or key.startswith((k + ".", k + "["))]
+        if exc.source is not None or not hits:
+            raise
+        hit = max(hits, key=len)
+        rest = key[len(hit):].lstrip(".")
+        raise ConfigError(f"{flags[hit]}{f' ({rest})' if rest else ''}: {exc.message}",
+                          hint=exc.hint) from None
 
 
 def console() -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from recaudit.cli._common import console as _console
-from recaudit.cli._common import dataset_spec, progress_bar, running, split_list
+from recaudit.cli._common import as_flags, dataset_spec, progress_bar, running, split_list
 from recaudit.errors import ConfigError
 
 
@@ -66,12 +66,19 @@ def fuzz_cmd(
     except ValueError:
         raise ConfigError(f"--sizes must be integers, got {sizes!r}") from None
     spec = dataset_spec(dataset if path is None else path, min_user_interactions=0)
-    study = FuzzStudy.from_dict({
-        "models": tuple(ModelSpec(m) for m in split_list(model, "--model")),
-        "heuristics": tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
-        "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
-        "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
-        "output": output, "workers": workers})
+    flags = {"name": f"--model {model}", "models": f"--model {model}",
+             "heuristic": f"--heuristics {heuristics}", "heuristics": f"--heuristics {heuristics}",
+             "portfolio": f"--portfolio {portfolio}", "sizes": f"--sizes {sizes}",
+             "size": f"--sizes {sizes}", "sets": f"--sets {sets}", "k": f"--k {k}",
+             "f": f"--f {f}", "seed": f"--seed {seed}", "dataset": "--dataset",
+             "workers": f"--workers {workers}"}
+    with as_flags(flags):
+        study = FuzzStudy.from_dict({
+            "models": tuple(ModelSpec(m) for m in split_list(model, "--model")),
+            "heuristics": tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
+            "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
+            "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
+            "output": output, "workers": workers})
     console = _console()
     with progress_bar(transient=True) as bar:
         task = bar.add_task("fuzzing", total=None)

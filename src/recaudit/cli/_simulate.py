@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import running
+from recaudit.cli._common import as_flags, running
 from recaudit.cli._common import console as _console
 from recaudit.errors import ConfigError
 
@@ -83,23 +83,42 @@ def mirror_cmd(
                                     "-mix and -rounds figures next to it when they apply)."),
 ) -> None:
     """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
-    import pandas as pd
-    from rich.markup import escape
-    from recaudit.cli._tables import fitted
-
-    from recaudit.experiment import Store, run_study
-    from recaudit.simulate import (MirrorConfig, MirrorStudy, TrainConfig, read_results,
-                                   summarise)
-
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
     if patience is not None and scenario != "topic-sequential":
         raise ConfigError("--patience: early stopping is available for the sequential scenario "
                           "(DNN, GRU) only")
-    cfg = MirrorConfig.from_dict({
+    flags = {"mixes": f"--mix {mix}", "seeds": f"--seeds {seeds}", "scenario": "--scenario",
+             "algorithms": "--algorithms", "manipulative": "--manipulative",
+             "n_train": "--n-train", "n_eval": "--n-eval", "train.epochs": "--epochs",
+             "train.patience": "--patience", "train": "--epochs/--patience",
+             "explore": "--explore", "rbo_p": "--rbo-p", "rbo_variant": "--rbo-variant"}
+    with as_flags(flags):
+        cfg = _config(scenario, mix, seeds, algos, manipulative, n_train, n_eval, epochs,
+                      patience, explore, rbo_p, rbo_variant)
+    _run(cfg, scenario, rbo_p, rbo_variant, output, workers, figure)
+
+
+def _config(scenario, mix, seeds, algos, manipulative, n_train, n_eval, epochs, patience,
+            explore, rbo_p, rbo_variant):
+    """The :class:`~recaudit.simulate.MirrorConfig` of the command's options."""
+    from recaudit.simulate import MirrorConfig, TrainConfig
+
+    return MirrorConfig.from_dict({
         "scenario": scenario, "mixes": parse_mixes(mix), "seeds": parse_seeds(seeds),
         "algorithms": algos, "manipulative": manipulative, "n_train": n_train,
         "n_eval": n_eval, "train": TrainConfig(epochs=epochs, patience=patience),
         "explore": explore, "rbo_p": rbo_p, "rbo_variant": rbo_variant})
+
+
+def _run(cfg, scenario, rbo_p, rbo_variant, output, workers, figure) -> None:
+    """Run the MIRROR benchmark of ``cfg`` and print its table (and ``figure``)."""
+    import pandas as pd
+    from rich.markup import escape
+
+    from recaudit.cli._tables import fitted
+    from recaudit.experiment import Store, run_study
+    from recaudit.simulate import MirrorStudy, read_results, summarise
+
     console = _console()
     study = MirrorStudy(cfg, output, workers=workers)
     ids = {t.id for t in study.plan()}

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from recaudit.cli._common import as_flags
 from recaudit.cli._common import console as _console
 from recaudit.cli._tables import (add_columns, check_format, emit, fits, format_option,
                                   result_table)
@@ -118,7 +119,8 @@ def results(store: Path = _STORE,
             for table in trial_table(store, str(store)):
                 console.print(table)
             return
-    info, frame = summary(store, study, decisions=decisions)
+    with as_flags({"study": f"--study {study}"}):
+        info, frame = summary(store, study, decisions=decisions)
     if emit(frame, fmt):
         return
     console = _console()
