@@ -68,7 +68,7 @@ def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
 def test_story_reads_each_model_in_one_line_against_the_floors():
     import pandas as pd
 
-    from recaudit.cli._audit import story
+    from recaudit.cli._readings import story
 
     def row(model, pert, rbo, p_seed, p_rerun=0.0, queries=120):
         return {"dataset": "d", "model": model, "perturbation": pert, "rbo": rbo,

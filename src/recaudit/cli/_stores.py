@@ -108,7 +108,7 @@ def results(store: Path = _STORE,
 
     fmt = check_format(format)
     if fmt == "table" and study in (None, "audit") and not decisions:
-        from recaudit.cli._audit import trial_table
+        from recaudit.cli._readings import trial_table
         from recaudit.experiment import Store
         from recaudit.studies import present
 
@@ -125,7 +125,7 @@ def results(store: Path = _STORE,
         return
     console = _console()
     if decisions and info.kind == "audit":
-        from recaudit.cli._audit import decision_tables
+        from recaudit.cli._readings import decision_tables
 
         for t in decision_tables(frame, str(store)):
             console.print(t)
