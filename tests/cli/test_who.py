@@ -59,7 +59,10 @@ def test_slices_table_shows_every_slice(store, capsys):
     text = _out(capsys, "slices", str(store), "--by", "activity", "--edges", "15,25")
     for label in slices(store, "activity", edges=[15, 25]).slice.unique():
         assert label in text
-    assert "p vs seed-only" in text and "p vs rest" in text
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("───"))
+    header = [line.split() for line in lines[rule - 2:rule]]  # two lines above the rule
+    assert header[0][-4:] == ["p", "vs", "p", "vs"] and header[1][-2:] == ["seed-only", "rest"]
 
 
 def test_changes_json_keys_and_lists(store):
@@ -79,12 +82,14 @@ def test_changes_json_keys_and_lists(store):
 
 def test_changes_table_and_worst(store, capsys):
     user = most_changed(store, 1, perturbation="seed-only").user.iloc[0]
-    text = _out(capsys, "changes", str(store), "--user", user, "-p", "seed-only")
+    text = " ".join(_out(capsys, "changes", str(store), "--user", user, "-p",
+                         "seed-only").split())  # prose wraps at the console's width
     c = changes(store, user, perturbation="seed-only")[0]
     assert f"user {user} · seed-only · seed 0" in text
     assert all(i in text for i in c.baseline + c.perturbed)
     assert "edit: none" in text
-    text = _out(capsys, "changes", str(store), "--user", user, "-p", "casper-delete")
+    text = " ".join(_out(capsys, "changes", str(store), "--user", user, "-p",
+                         "casper-delete").split())
     assert "edit: deleted" in text and "in the interaction graph it reaches" in text
     worst = pd.read_csv(io.StringIO(_out(capsys, "changes", str(store), "--worst", "2",
                                          "-f", "csv")))

@@ -7,6 +7,7 @@ Quick start::
                       perturbations=("random-delete", "seed-only"), seeds=(0, 1, 2),
                       output="a.duckdb")
     summary(run_audit(cfg))  # every measure with its 95 % interval, p against the floors
+    compare_models(store)    # with several models: which is more stable, paired per query
     dry_run(cfg).hours       # before: fits, wall time from a one-epoch calibration, power
 
 Who is affected: :func:`slices` (stability by user activity, popularity, accuracy, recency or
@@ -29,13 +30,15 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
     from recaudit.audit._changes import Edit, ListChange, changes, most_changed
     from recaudit.audit._context import close_context, perturb_context
-    from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
-                                        most_destabilising, summary, variance_shares)
+    from recaudit.audit._decide import (FLOORS, MEASURES, compare_models,
+                                        compare_perturbations, floor_of, most_destabilising,
+                                        summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
     from recaudit.audit._export import export_rank_lists
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._info import STUDY
-    from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
+    from recaudit.audit._reading import (FEW_QUERIES, interval_text, model_reading, p_text,
+                                         reading)
     from recaudit.audit._runner import TrialOutcome, compare, run_trial
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
     from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model,
@@ -56,14 +59,14 @@ __getattr__, __dir__ = exports(__name__, {
     "._analysis": ("METRICS", "query_distribution", "trial_summary", "user_groups"),
     "._changes": ("Edit", "ListChange", "changes", "most_changed"),
     "._context": ("close_context", "perturb_context"),
-    "._decide": ("FLOORS", "MEASURES", "compare_perturbations", "floor_of",
+    "._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations", "floor_of",
                  "most_destabilising", "summary", "variance_shares"),
     "._dryrun": ("DryRun", "dry_run"),
     "._rounds": ("Rounds", "run_until_decided"),
     "._export": ("export_rank_lists",),
     "._exposure": ("Exposure", "exposure"),
     "._info": ("STUDY",),
-    "._reading": ("FEW_QUERIES", "interval_text", "p_text", "reading"),
+    "._reading": ("FEW_QUERIES", "interval_text", "model_reading", "p_text", "reading"),
     "._runner": ("TrialOutcome", "compare", "run_trial"),
     "._slices": ("SLICE_KINDS", "slices", "user_values"),
     "._spec": ("AuditConfig", "MetricSpec", "TrialSpec", "build_model", "load_config",
@@ -81,11 +84,11 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_perturbations", "dry_run", "export_rank_lists", "exposure", "floor_of",
-           "interval_text", "load_config", "load_dataset", "most_changed", "most_destabilising",
-           "p_text", "perturb_context", "close_context", "perturbation_label", "plan",
-           "prepare", "query_distribution", "reading", "run_audit", "run_trial",
-           "run_until_decided", "slices", "stabilisation_summary", "stabilised_pairs",
-           "summary", "trial_summary", "user_groups", "user_values", "validate",
-           "variance_shares", "write_trial"]
+           "compare_models", "compare_perturbations", "dry_run", "export_rank_lists",
+           "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
+           "model_reading", "most_changed", "most_destabilising", "p_text",
+           "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
+           "query_distribution", "reading", "run_audit", "run_trial", "run_until_decided",
+           "slices", "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",
+           "user_groups", "user_values", "validate", "variance_shares", "write_trial"]
 

@@ -35,7 +35,7 @@ from recaudit.audit._slices import SLICE_KINDS, _loaded, _values, slice_kind
 from recaudit.audit._store import AuditStore
 from recaudit.audit._users import (Group, audit_data, groups, own_id, own_ids, opened,
                                    user_code)
-from recaudit.data import Interactions
+from recaudit.data import Interactions, date_only, epoch_seconds, time_text
 from recaudit.errors import ConfigError, DataError, RecauditError, did_you_mean
 from recaudit.experiment import Store
 
@@ -52,8 +52,9 @@ class Edit:
 
     kind: ``delete``, ``insert``, ``replace``, ``seed-only``, ``none`` (or another family's
     kind). interactions: the edited interactions in the data's own ids (``edit``: deleted,
-    inserted, replaced or selected; ``user``, ``item``, ``timestamp``; ``new_item`` of a
-    replacement, ``before`` of an insertion), this user's first, at most
+    inserted, replaced or selected; ``user``, ``item``, ``timestamp``; ``time``, the timestamp
+    as an ISO 8601 date where the data's times are dates (:func:`recaudit.data.time_text`);
+    ``new_item`` of a replacement, ``before`` of an insertion), this user's first, at most
     :data:`SHOWN_EDITS`. count: all edited interactions. users: the users whose data changed.
     touches_user: whether this user's own data changed. descendants, user_descendants: the
     edit's reach in the interaction graph (module docstring); ``None`` where the record does
@@ -151,6 +152,10 @@ def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> E
     # `selected` names the rows an edit chose; the edit itself is in the other lists
     kinds = [k for k in ("deleted", "inserted", "replaced") if own.get(k)] or ["selected"]
     listed = [{"edit": key, **x} for key in kinds for x in own.get(key, ())]
+    if epoch_seconds(train.timestamp):  # the data's times are dates: say them as dates
+        dates = date_only(train.timestamp)
+        listed = [{**x, "time": time_text(x["timestamp"], dates)}
+                  if isinstance(x.get("timestamp"), (int, float)) else x for x in listed]
     listed.sort(key=lambda x: x.get("user") != me)  # this user's first (a stable sort)
     users = tuple(own.get("users", ()))
     kind = str(record.get("kind", "none"))
@@ -288,7 +293,8 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
     Columns: ``dataset``, ``model``, ``perturbation``, ``user`` (the data's own id), ``queries``,
     ``rbo``, ``jaccard``, ``frbo`` (means), ``seed``, ``draw``, ``query`` (the user's list that
     moved most) and the user's value of each slice kind in ``by`` (:func:`recaudit.audit.
-    slices`)."""
+    slices`; ``recency`` a ``Timedelta`` where the data's times are dates,
+    :func:`recaudit.data.epoch_seconds`)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigError(f"n must be an integer >= 1, got {n!r}")
     if metric not in _SIMILARITIES:
@@ -325,9 +331,11 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
             codes = top["user_code"].to_numpy(np.int64)
             worst = np.array(top.pop("worst").tolist(), dtype=np.int64).reshape(-1, 3)
             top = top.assign(seed=worst[:, 0], draw=worst[:, 1], query=worst[:, 2])
-            data, _ = _loaded(s, g, cache)
+            data, split = _loaded(s, g, cache)
             for b in by:
                 top[b] = _values(s, g, b, users, cache, data.n_users)[codes]
+                if b == "recency" and epoch_seconds(split.train.timestamp):
+                    top[b] = pd.to_timedelta(top[b], unit="s")  # a duration, not seconds
             top.insert(0, "user", own_ids(data.user_ids, codes))
             top.insert(0, "model", g.model)
             top.insert(0, "dataset", g.name)

@@ -24,7 +24,7 @@ from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
 from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, canonical_json,
-                                 data_summary, prepare, run_study)
+                                 data_summary, identity, prepare, run_study)
 from recaudit.perturb import Perturbation
 
 __all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
@@ -133,17 +133,29 @@ class AuditStudy:
 
     def _stored_labels(self) -> dict[str, str]:
         """Datasets the store names as stores written before :attr:`DatasetSpec.label` named
-        files by their name did (``name:path``): new trials keep that label, so a resumed
-        audit's tables do not split one dataset in two."""
-        moved = {d.label: d.legacy_label for d in self.config.datasets
-                 if d.legacy_label != d.label}
+        files by their name did (``name:path``, or ``synthetic`` for a file given by its path
+        alone): new trials keep that label, so a resumed audit's tables do not split one
+        dataset in two. Where the store keeps each trial's spec, only the label of trials of
+        this very dataset spec is kept."""
+        moved = {d.label: d for d in self.config.datasets if d.legacy_labels}
         if not moved or not self.output.exists():
             return {}
         with AuditStore(self.output, read_only=True) as store:
             if "trials" not in store.tables():
                 return {}
-            held = set(store.sql("SELECT DISTINCT dataset FROM trials").dataset)
-        return {new: old for new, old in moved.items() if old in held and new not in held}
+            spec = ("CAST(json_extract(spec, '$.dataset') AS VARCHAR)"
+                    if "spec" in store._present("trials") else "NULL")
+            held = store.sql(f"SELECT DISTINCT dataset, {spec} AS spec FROM trials")
+        out = {}
+        for new, d in moved.items():
+            mine = canonical_json(identity(d))
+            labels = set(held.dataset[[not isinstance(s, str)
+                                       or canonical_json(json.loads(s)) == mine
+                                       for s in held.spec]])
+            old = [x for x in d.legacy_labels if x in labels]
+            if old and new not in set(held.dataset):
+                out[new] = old[0]
+        return out
 
     def plan(self) -> list[Trial]:
         from recaudit.perturb import parse

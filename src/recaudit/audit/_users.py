@@ -228,7 +228,7 @@ def user_column(s: AuditStore, group: Group, train: Interactions, name: str,
                                    f"and a `{name}` column)")
     if name not in table.columns:
         raise ConfigError(f"{where} has no column {name!r} (columns: "
-                          f"{', '.join(map(str, table.columns))})"
+                          f"{', '.join(map(str, table.columns))})."
                           + did_you_mean(name, [str(c) for c in table.columns]),
                           hint="name a column that holds one value per user")
     pairs = table[["user", name]].dropna().drop_duplicates()

@@ -66,6 +66,24 @@ def _attach() -> None:
     for module in (_datasets, _models, _perturbations, _audit, _stores, _report, _simulate,
                    _properties, _fuzz, _reproduce, _compare, _schema, _who):
         module.register(app)
+    typers = [app]
+    while typers:  # every command, those of groups (`recaudit models list`) too
+        t = typers.pop()
+        typers += [g.typer_instance for g in t.registered_groups if g.typer_instance]
+        for info in t.registered_commands:
+            if info.short_help is None and info.callback is not None:
+                info.short_help = short_help(info.callback.__doc__ or "")
+
+
+def short_help(doc: str) -> str:
+    """A command's line in ``recaudit --help``: the first sentence of its docstring, its
+    lines joined (the list would keep the docstring's line breaks and cut the sentence),
+    ````code```` as ```code```."""
+    import re
+
+    first = " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "`")
+    end = re.search(r"[.!?](\s|$)", first)
+    return first[:end.end()].strip() if end else first
 
 
 _attach()
@@ -78,7 +96,8 @@ def _usage_message(exc: Exception) -> str:
     ctx = getattr(exc, "ctx", None)
     if ctx is not None and message.startswith("No such command"):
         name = message.split("'")[1] if "'" in message else ""
-        message += did_you_mean(name, ctx.command.list_commands(ctx))
+        if "Did you mean" not in message:  # newer click says it itself
+            message += did_you_mean(name, ctx.command.list_commands(ctx))
     path = ctx.command_path if ctx is not None else "recaudit"
     return f"{message} (see `{path} --help`)"
 

@@ -27,25 +27,25 @@ def _records(records: Path | None, root: Path) -> Path:
 
 def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
-    from rich.console import Console
-    from rich.table import Table
-
+    from recaudit.cli._common import console
+    from recaudit.cli._tables import add_columns, result_table
     from recaudit.reproduce import (available, evaluate, load_measures, load_record,
                                     sequential_plan)
 
-    table = Table(title="recaudit reproduce")
-    for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
-        table.add_column(col)
+    table = result_table("recaudit reproduce")
+    add_columns(table, "experiment", "paper: artefacts", "recorded", left=3)
     where = _records(records, root)
-    for e in available():
+    experiments = available()
+    for i, e in enumerate(experiments):
         recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
         done = ", ".join(
             f"{s}: {evaluate(e, load_measures(where, r), s, sequential_plan(r))['verdict']}"
             for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
-        table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
-    Console(highlight=False, width=160).print(table)
+        table.add_row(e.name, f"{e.paper}: {e.artefacts} (scales: {', '.join(e.scales)})",
+                      done.replace(", ", "\n"), end_section=i < len(experiments) - 1)
+    console().print(table)
 
 
 def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit reproduce list`), "
@@ -168,7 +168,7 @@ def _names(value: str | None) -> tuple[str, ...] | None:
 def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None:
     """``--dry-run``: each experiment's audit configs, planned as ``recaudit run CONFIG
     --dry-run`` plans one (stores shared by several experiments show what they hold)."""
-    from recaudit.cli._audit import _dry_run
+    from recaudit.cli._plan import _dry_run
     from recaudit.cli._common import console
     from recaudit.reproduce import get, plan
 

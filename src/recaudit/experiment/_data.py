@@ -42,9 +42,7 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
         seed = int(opts.pop("seed", 0))
         data = synthetic(seed=seed, **opts)
     else:
-        from recaudit.data.datasets import load
-
-        data = load(spec.name, **opts)
+        data = _registered(spec.name, opts)
     before = len(data)
     if spec.k_core is not None:
         data = k_core(data, spec.k_core)
@@ -70,6 +68,23 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     log.info("loaded %s: %d interactions, %d users, %d items", spec.label, len(data),
              data.n_users, data.n_items)
     return data
+
+
+def _registered(name: str, opts: dict) -> Interactions:
+    """A registered dataset; a name no registry knows is an error that also offers the
+    built-in ``synthetic`` and a file (the registry knows neither)."""
+    from recaudit.data.datasets import list_datasets, load
+    from recaudit.errors import DatasetError, did_you_mean
+
+    try:
+        return load(name, **opts)
+    except DatasetError:
+        names = list_datasets()
+        if name in names:
+            raise
+        raise DatasetError(f"unknown dataset {name!r}: neither a file nor a registered name "
+                           f"({', '.join(names)}) nor synthetic (built in)."
+                           + did_you_mean(name, ["synthetic", *names])) from None
 
 
 def _say_in_parent(message: str) -> None:

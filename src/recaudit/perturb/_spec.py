@@ -400,5 +400,5 @@ def from_dict(fields: Any) -> EditSpec | PositionSpec | ReferenceSpec:
     kind = fields.get("kind")
     if kind not in _KINDS:
         raise ConfigError(f"perturbation kind={kind!r} is invalid; expected one of "
-                          f"{', '.join(_KINDS)}" + did_you_mean(str(kind), _KINDS), key="kind")
+                          f"{', '.join(_KINDS)}." + did_you_mean(str(kind), _KINDS), key="kind")
     return _KINDS[kind].from_dict(fields, what="a perturbation spec")  # type: ignore[return-value]

@@ -128,7 +128,7 @@ class Scope:
         for m in self.models:
             if m not in known:
                 raise ConfigError(f"unknown model {m!r} for this experiment; its models are "
-                                  f"{', '.join(known)}" + did_you_mean(m, known), key="models")
+                                  f"{', '.join(known)}." + did_you_mean(m, known), key="models")
         return tuple(m for m in models if m in self.models)
 
     def keep(self, perturbations: tuple[str, ...]) -> tuple[str, ...]:
