@@ -9,6 +9,7 @@ import zlib
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from recaudit.audit import AuditConfig, AuditStore, DatasetSpec, ModelSpec
 from recaudit.audit._rounds import comparisons, decisions, run_until_decided
@@ -150,3 +151,14 @@ def test_cli_until_decided_prints_the_decisions(tmp_path, capsys):
     assert "random-delete vs seed-only" in text and "stopped:" in text
     with AuditStore(out, read_only=True) as st:
         assert st.trials().seed.nunique() >= 3
+    # the store keeps the run's plan: its decisions read back as the run printed them
+    from recaudit.audit import AuditConfig, decisions_of_rounds
+
+    frame, plan, rounds = decisions_of_rounds(out, AuditConfig.from_dict)
+    assert plan.cap == 6 and len(rounds) >= 1
+    assert f"{frame.decision.iloc[0]}" in text
+    # and the report shows them, with where the variation comes from
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "Decided in rounds" in page and "Where the variation comes from" in page

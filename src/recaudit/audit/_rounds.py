@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,7 @@ from recaudit.audit._spec import AuditConfig, perturbation_label
 from recaudit.stats import (Sequential, SequentialPlan, replicates_estimator, rung,
                             sequential_family)
 
-__all__ = ["Rounds", "run_until_decided", "decisions", "comparisons"]
+__all__ = ["Rounds", "run_until_decided", "decisions", "comparisons", "decisions_of_rounds"]
 
 #: the columns of :attr:`Rounds.decisions`
 COLUMNS = ("dataset", "model", "a", "b", "decision", "difference", "low", "high", "look",
@@ -96,7 +97,7 @@ def _paired(q: pd.DataFrame, a: str, b: str, on: str, grow: str
             both["query"].to_numpy(np.int64))
 
 
-def decisions(store: str | Path, config: AuditConfig, plan: SequentialPlan, *,
+def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
               pairs: Sequence[tuple[str, str]] = (), on: str = "rbo", grow: str = "seeds"
               ) -> tuple[pd.DataFrame, dict[tuple[str, str, str], Sequential]]:
     """Every comparison of ``config`` decided on what ``store`` holds (module docstring):
@@ -107,7 +108,10 @@ def decisions(store: str | Path, config: AuditConfig, plan: SequentialPlan, *,
     labels = [perturbation_label(p) for p in config.perturbations]
     pairs_of = comparisons(labels, pairs, grow)
     models = [m.label for m in config.models]
-    groups = {(m, d): q for d, m, q in _groups(store, [on])} if Path(store).exists() else {}
+    from recaudit.experiment import Store
+
+    held = isinstance(store, Store) or Path(store).exists()
+    groups = {(m, d): q for d, m, q in _groups(store, [on])} if held else {}
     keys, items = [], []
     for dataset in config.datasets:
         for model in models:
@@ -205,6 +209,8 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
             runner(part)
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
         history.append({"call": call, "design": design, "round": len(history) + 1,
+                        "plan": {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
+                                 "grow": grow, "on": on, "pairs": [list(p) for p in pairs]},
                         "targets": dict(todo),
                         "seconds": time.perf_counter() - t0,
                         "decided": int((frame.status == "decided").sum()),
@@ -240,3 +246,27 @@ def _keep(store: Path, rounds: list[dict]) -> None:
 
     with Store(store) as s:
         s.set_meta("rounds", rounds)
+
+
+def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
+    """The decisions of the last ``--until-decided`` run kept in ``store`` (its ``rounds``
+    and its config, read with ``config_of``), as ``(frame, plan, rounds)``; None when the
+    store was not run until decided."""
+    from recaudit.experiment import Store
+
+    if isinstance(store, Store):
+        meta = store.meta()
+    else:
+        with Store(store, read_only=True) as s:
+            meta = s.meta()
+    rounds = [r for r in meta.get("rounds", []) if r.get("plan")]
+    if not rounds or "config" not in meta:
+        return None
+    last = rounds[-1]
+    p = last["plan"]
+    plan = SequentialPlan(alpha=p["alpha"], cap=p["cap"], margin=p["margin"],
+                          design=last.get("design"))
+    config = config_of(meta["config"])
+    frame, _ = decisions(store, config, plan, pairs=[tuple(x) for x in p.get("pairs", [])],
+                         on=p.get("on", "rbo"), grow=p.get("grow", "seeds"))
+    return frame, plan, [r for r in rounds if r["call"] == last["call"]]

@@ -12,6 +12,7 @@ from recaudit.report._audit import _models as M
 from recaudit.report._audit import _setup as S
 from recaudit.report._audit import _stabilise as ST
 from recaudit.report._audit import _tables as T
+from recaudit.report._audit import _variance as V
 from recaudit.report._audit import _who as W
 from recaudit.report._data import ReportData
 from recaudit.report._document import Section, Table, _slug
@@ -38,8 +39,8 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
                   tables=T.rls_tables(data))
     table = T.method_test_table(data)
     rls.tables += [table] if table else []
-    table = M.model_table(data)
-    rls.tables += [table] if table else []
+    for table in (M.model_table(data), V.rounds_table(data), V.variance_table(data)):
+        rls.tables += [table] if table else []
     rls.reading = _reading(data) + M.model_lines(data)
     for d in data.datasets:
         rls.figures += fig(f"dist-{_slug(d)}", f"Per-query RLS distributions on {d}",
