@@ -278,7 +278,8 @@ def exposure_tables(result: Any, title: str, top: int) -> list[tuple[str, Table]
             "lists changed: share of top-k lists that changed; items entered: per list; "
             "popularity: mean training interactions of the items that entered / left a "
             "list (shift > 0: toward popular items); Gini of top-k appearances over the "
-            "catalogue; [ ] = 95 % interval over seeds (and lists)."))
+            "catalogue; [ ] = 95 % interval over seeds and lists (ΔGini: and users), "
+            "inside the possible range."))
         add_columns(table, "perturbation", "measure", "mean", "95 % interval", left=2)
         for i, (_, r) in enumerate(g.iterrows()):
             for j, (name, cell) in enumerate(_EXPOSURE):
@@ -306,7 +307,8 @@ def exposure(store: Path = _STORE,
              ) -> None:
     """Item exposure: per item, how many users' top-k it entered and left under each
     perturbation; the mean training popularity of entered against left items; the change in
-    the Gini coefficient of top-k appearances, with 95 % intervals over seeds."""
+    the Gini coefficient of top-k appearances, with 95 % intervals over seeds and users that
+    stay inside the possible range."""
     from recaudit.audit import exposure as compute
 
     fmt = check_format(format)
