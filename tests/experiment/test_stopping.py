@@ -17,7 +17,7 @@ import pytest
 
 from recaudit.errors import Interrupted, TrialError
 from recaudit.experiment import ExecutorSpec, execute
-from recaudit.experiment._stopping import sigint_ignored, stop_workers
+from recaudit.experiment._stopping import deferred_signals, sigint_ignored, stop_workers
 
 
 def _nap(folder, key, seconds):
@@ -136,3 +136,89 @@ def test_in_process_ctrl_c_reports_the_running_trial(tmp_path):
         list(execute(_nap, [(str(tmp_path), "only", 30)], ExecutorSpec("inprocess")))
     assert info.value.abandoned == 1
     assert (tmp_path / "only.unwound").exists()
+
+
+# ------------------------------------------------------------- finished work, written whole
+def test_a_signal_during_a_deferred_block_acts_when_it_ends():
+    order = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_signals():
+            signal.raise_signal(signal.SIGINT)   # held: the block goes on
+            order.append("after the signal")
+        order.append("not reached")
+    assert order == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_an_ignored_signal_stays_ignored_in_a_deferred_block():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with deferred_signals():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            signal.raise_signal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _interrupting_savez(monkeypatch, signum=signal.SIGINT):
+    """``np.savez`` (what the cache writes an entry with) that receives ``signum`` when half
+    its arrays are written: the moment a Ctrl-C lost a trained baseline."""
+    import numpy as np
+
+    real = np.savez
+
+    def savez(file, **arrays):
+        signal.raise_signal(signum)
+        return real(file, **arrays)
+
+    monkeypatch.setattr(np, "savez", savez)
+
+
+def test_ctrl_c_while_a_baseline_is_cached_keeps_the_entry_then_interrupts(tmp_path,
+                                                                           monkeypatch):
+    import numpy as np
+
+    from recaudit.experiment import ArrayCache
+
+    cache = ArrayCache(tmp_path / "a.duckdb.baselines")
+    items = np.arange(60, dtype=np.int64).reshape(6, 10)
+    _interrupting_savez(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        cache.put("key", items=items, fit_seconds=np.asarray(12.5))
+    monkeypatch.undo()
+    got = cache.get("key")  # whole and verified (a damaged entry warns and reads as None)
+    assert got is not None and np.array_equal(got["items"], items)
+    assert not list((tmp_path / "a.duckdb.baselines").glob(".*.part"))
+
+
+_WORKER_PUT = """
+import signal, sys
+import numpy as np
+from recaudit.experiment import ArrayCache
+from recaudit.experiment._stopping import in_job, worker_signals
+real = np.savez
+def savez(file, **arrays):
+    signal.raise_signal(signal.SIGTERM)   # the driver stops its workers now
+    return real(file, **arrays)
+np.savez = savez
+worker_signals()
+with in_job():
+    ArrayCache(sys.argv[1]).put("key", items=np.arange(12).reshape(3, 4))
+    print("the job went on after SIGTERM", flush=True)
+"""
+
+
+def test_a_stopped_worker_writes_the_baseline_it_finished_before_it_exits(tmp_path):
+    """A pool's worker gets SIGTERM when the run stops; writing a baseline then, it finishes
+    the write and exits as a stopped worker does (143), without going on with its job."""
+    import numpy as np
+
+    from recaudit.experiment import ArrayCache
+
+    run = subprocess.run([sys.executable, "-c", _WORKER_PUT, str(tmp_path / "cache")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr
+    assert "went on" not in run.stdout and "Traceback" not in run.stderr
+    got = ArrayCache(tmp_path / "cache").get("key")
+    assert got is not None and np.array_equal(got["items"], np.arange(12).reshape(3, 4))

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit._files import writing
-from recaudit.errors import RecauditError, StoreBusyError
+from recaudit.errors import Interrupted, RecauditError, StoreBusyError
 from recaudit.experiment._schema import META, TABLES, Table
 
 __all__ = ["Store", "StoreBusyError"]
@@ -216,7 +216,9 @@ class Store:
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside the block commit together or not at all (blocks nest)."""
+        """All writes inside the block commit together or not at all (blocks nest). A signal
+        that DuckDB turned into its own error during a query (``Query interrupted``) rolls
+        back and leaves as the :class:`~recaudit.errors.Interrupted` it was."""
         if self._depth:
             self._depth += 1
             try:
@@ -232,9 +234,11 @@ class Store:
             with writing(self.path):
                 yield
                 self.con.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
                 self.con.execute("ROLLBACK")
+            if (stop := Interrupted.swallowed(exc)) is not None:
+                raise stop from None
             raise
         finally:
             self._depth = 0
