@@ -68,7 +68,8 @@ import pyarrow as pa
 
 from recaudit.audit._decide import _replicates
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import Group, audit_data, groups, opened, own_ids
+from recaudit.audit._data import DataPaths, StoreData
+from recaudit.audit._users import Group, groups, opened, own_ids
 from recaudit.data import Interactions
 from recaudit.errors import RecauditError
 from recaudit.experiment import Store
@@ -286,19 +287,22 @@ def _group(s: AuditStore, g: Group, data: Interactions, train: Interactions, lev
     return summary, items
 
 
-def exposure(store: Store | str | Path, *, level: float = 0.95) -> Exposure:
+def exposure(store: Store | str | Path, *, level: float = 0.95,
+             data: DataPaths = None) -> Exposure:
     """Item exposure under each perturbation (module docstring): per (dataset, model,
     perturbation) a ``summary`` row, and the ``items`` that entered or left a list, most moved
-    (largest ``|net|``, then ``entered + left``) first."""
+    (largest ``|net|``, then ``entered + left``) first. ``data``: the audit's file(s) where
+    they are now, for a store that keeps no copy of its data (:mod:`recaudit.audit._data`)."""
     summary, items = [], []
     with opened(store) as s:
         s.con.register(_KEYS, pa.table({"key": pa.array([], pa.string()),
                                          "code": pa.array([], pa.int32())}))
         try:
+            found = StoreData(s, data, groups(s))
             for g in groups(s):
-                data, split = audit_data(s, g.dataset, g.fingerprint)
-                s.con.register(_KEYS, _keys(data.item_ids))
-                rows, frames = _group(s, g, data, split.train, level)
+                log, split = found(g)
+                s.con.register(_KEYS, _keys(log.item_ids))
+                rows, frames = _group(s, g, log, split.train, level)
                 summary += rows
                 items += frames
         finally:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from recaudit.audit._data import DATASETS, keep_data, kept_fingerprints
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
 from recaudit.audit._stacking import run_stack
@@ -121,7 +122,7 @@ class AuditStudy:
     """The stability audit of ``config`` as a :class:`~recaudit.experiment.Study`."""
 
     kind: ClassVar[str] = "audit"
-    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
+    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS, DATASETS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run)
     run_stack: ClassVar[Callable[..., Any]] = staticmethod(_run_stack)
     share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
@@ -133,6 +134,7 @@ class AuditStudy:
         self.executor: ExecutorSpec = config.executor
         self._done: set[str] | None = None
         self._labels = self._stored_labels()
+        self._kept: set[str] | None = None  # the logs the store keeps (read at first write)
         #: after :meth:`plan`: the baselines the pending trials need, and those of them
         #: cached (a resumed run reuses them: finished work)
         self.baselines: tuple[int, int] = (0, 0)
@@ -226,10 +228,20 @@ class AuditStudy:
                          for d in cfg.datasets}}
 
     def write(self, store: Store, outcome: TrialOutcome) -> str:
+        """The trial's rows; with the first trial of a log, the log too (in the same
+        transaction: :func:`recaudit.audit._data.keep_data`)."""
         row = outcome.row
         if row["dataset"] in self._labels:
             row = {**row, "dataset": self._labels[row["dataset"]]}
         write_trial(store, row, outcome.queries, outcome.record)
+        if self._kept is None:
+            self._kept = kept_fingerprints(store)
+        if row["data_fingerprint"] not in self._kept:
+            trial = TrialSpec.from_identity(json.loads(row["spec"]))
+            data, _ = prepare(trial.dataset, trial.split)  # the driver's, memoised
+            if data.fingerprint() == row["data_fingerprint"]:
+                keep_data(store, str(row["dataset"]), trial.dataset, data)
+                self._kept.add(row["data_fingerprint"])
         return str(outcome.row["trial_id"])
 
 

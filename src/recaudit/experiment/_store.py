@@ -55,6 +55,8 @@ def _python(v: Any, typ: str) -> Any:
         return bool(v)
     if typ == "JSON" and not isinstance(v, str):
         return json.dumps(v)
+    if typ == "BLOB":
+        return bytes(v)
     return str(v)
 
 
@@ -63,7 +65,7 @@ def _array(values: Any, typ: str) -> Any:
     import pyarrow as pa
 
     patype = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(),
-              "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}[typ]
+              "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "BLOB": pa.binary()}[typ]
     if isinstance(values, pd.Series):
         kind = values.dtype.kind
         if kind == "f" or (kind in "iub" and not values.isna().any()):
