@@ -34,6 +34,7 @@ import logging
 import os
 import tempfile
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,8 +43,8 @@ from typing import Any
 from recaudit.audit._store import AuditStore
 from recaudit.data import Interactions, Split
 from recaudit.errors import DataError, RecauditError, RecauditWarning
-from recaudit.experiment import (DatasetSpec, SplitSpec, Store, Table, columns, prepare,
-                                 register, split_log)
+from recaudit.experiment import (DatasetSpec, SplitSpec, Store, Table, canonical_json, columns,
+                                 prepare, register, split_log)
 
 __all__ = ["DATASETS", "DataPaths", "StoreData", "audit_data", "check_paths", "data_file",
            "keep_data", "kept_fingerprints"]
@@ -196,6 +197,12 @@ def data_file(s: AuditStore, dataset: str, fingerprint: str | None,
     return spec
 
 
+#: Logs read from stores' copies and split, by store, fingerprint and split spec, the last
+#: four (a report asks for them a dozen times): a fingerprint names one log's content, so a
+#: memo cannot go stale.
+_COPIES: OrderedDict[tuple[str, str, str], tuple[Interactions, Split]] = OrderedDict()
+
+
 def _from_copy(row: dict[str, Any]) -> Interactions:
     from recaudit.data import read_parquet
 
@@ -216,11 +223,18 @@ def audit_data(s: AuditStore, dataset: str, fingerprint: str | None,
     named = _named(spec, split, fingerprint, data)
     if named is not None:
         return prepare(named, split)
+    memo = (str(Path(s.path).resolve()), str(fingerprint), canonical_json(split))
+    if memo in _COPIES:
+        _COPIES.move_to_end(memo)
+        return _COPIES[memo]
     kept = _kept(s, fingerprint)
     if kept is not None and kept.get("log") is not None:
         copy = _from_copy(kept)
         if copy.fingerprint() == fingerprint:
-            return copy, split_log(copy, split, dataset)
+            _COPIES[memo] = copy, split_log(copy, split, dataset)
+            while len(_COPIES) > 4:
+                _COPIES.popitem(last=False)
+            return _COPIES[memo]
     found = data_file(s, dataset, fingerprint)
     try:
         got, parts = prepare(found, split)
