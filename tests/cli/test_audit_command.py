@@ -112,7 +112,7 @@ def test_the_progress_bar_goes_to_a_terminal_on_stderr_under_the_label(tmp_path)
                                   "bar.duckdb"), cwd=tmp_path, env=environment(),
                           stdout=subprocess.PIPE, stderr=follower, text=True, timeout=600)
     os.close(follower)
-    reader.join(timeout=10)
+    reader.join(timeout=120)  # the terminal's last output, read after the command ended
     os.close(leader)
     terminal = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
     assert proc.returncode == 0, terminal

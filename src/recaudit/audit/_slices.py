@@ -49,11 +49,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from recaudit.audit._data import DataPaths, StoreData
 from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import (FEATURES, Group, audit_data, groups, own_ids, opened,
-                                   user_column, user_feature)
-from recaudit.data import Interactions, Split, duration_text, epoch_seconds
+from recaudit.audit._users import (FEATURES, Group, groups, own_ids, opened, user_column,
+                                   user_feature)
+from recaudit.data import duration_text, epoch_seconds
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.experiment import Store
 from recaudit.stats import estimate_mean, holm, paired_test, welch_test
@@ -108,25 +109,17 @@ def _accuracy(s: AuditStore, g: Group, n_users: int) -> np.ndarray:
     return out
 
 
-def _loaded(s: AuditStore, g: Group, cache: dict) -> tuple[Interactions, Split]:
-    """The group's data and split, read once per call (``cache``)."""
-    key = (g.dataset, g.fingerprint)
-    if key not in cache:
-        cache[key] = audit_data(s, g.dataset, g.fingerprint)
-    return cache[key]
-
-
 def _values(s: AuditStore, g: Group, by: str, users: pd.DataFrame | str | os.PathLike | None,
-            cache: dict, size: int) -> np.ndarray:
+            found: StoreData, size: int) -> np.ndarray:
     """Per user code (at least ``size`` of them), the value of ``by``; only ``accuracy``
     needs no data."""
     kind, column = slice_kind(by)
     if kind == "accuracy":
         return _accuracy(s, g, size)
-    _, split = _loaded(s, g, cache)
+    _, split = found(g)
     if kind in FEATURES:
         return user_feature(split.train, kind)
-    return user_column(s, g, split.train, str(column), users)
+    return user_column(s, g, split.train, str(column), users, found.data)
 
 
 def _bound(x: float) -> str:
@@ -184,12 +177,12 @@ def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None,
     return idx, labels, lows, highs
 
 
-def _bound_of(s: AuditStore, g: Group, by: str, cache: dict) -> Callable[[float], str]:
+def _bound_of(g: Group, by: str, found: StoreData) -> Callable[[float], str]:
     """How a slice's bounds are written: a recency of a log whose times are dates as a
     duration (``20.4 d``, :func:`recaudit.data.duration_text`), anything else as a number."""
     if by != "recency":
         return _bound
-    _, split = _loaded(s, g, cache)
+    _, split = found(g)
     return duration_text if epoch_seconds(split.train.timestamp) else _bound
 
 
@@ -204,18 +197,20 @@ def _check(bins: int, edges: Sequence[float] | None) -> None:
 
 
 def user_values(store: Store | str | Path, by: str = "activity", *,
-                users: pd.DataFrame | str | os.PathLike | None = None) -> pd.DataFrame:
+                users: pd.DataFrame | str | os.PathLike | None = None,
+                data: DataPaths = None) -> pd.DataFrame:
     """Per (dataset, model) and user with a test query: ``user`` (the data's own id),
     ``user_code``, ``queries`` (the user's test queries) and ``value`` of ``by`` (module
-    docstring)."""
+    docstring). ``data``: the audit's file(s) where they are now, for a store that keeps no
+    copy of its data (:mod:`recaudit.audit._data`)."""
     slice_kind(by)
     parts: list[pd.DataFrame] = []
-    cache: dict = {}
     with opened(store) as s:
+        found = StoreData(s, data, groups(s))
         for g in groups(s):
             qu = _query_users(s, g)
-            data, _ = _loaded(s, g, cache)
-            values, ids = _values(s, g, by, users, cache, data.n_users), data.user_ids
+            log, _ = found(g)
+            values, ids = _values(s, g, by, users, found, log.n_users), log.user_ids
             codes, counts = np.unique(qu["user"].to_numpy(np.int64), return_counts=True)
             parts.append(pd.DataFrame({"dataset": g.name, "model": g.model,
                                        "user": own_ids(ids, codes), "user_code": codes,
@@ -304,7 +299,7 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
            edges: Sequence[float] | None = None,
            users: pd.DataFrame | str | os.PathLike | None = None, on: str = "rbo",
            measures: Sequence[str] = ("rbo", "jaccard", "frbo"), level: float = 0.95,
-           normality: float = 1e-3) -> pd.DataFrame:
+           normality: float = 1e-3, data: DataPaths = None) -> pd.DataFrame:
     """One row per (dataset, model, ``by``, perturbation, slice): the module docstring's
     figures; ``by`` is one kind or several (each slices the queries on its own; the store is
     read once).
@@ -318,25 +313,26 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
 
     ``users``: a table of user attributes (frame or CSV/TSV/Parquet file with a ``user``
     column) for ``by="column:NAME"``. Per-user properties other than ``accuracy`` read the
-    audit's data again: the dataset and split of the trials' specs, checked against the
-    fingerprint of the data they ran on.
+    audit's data: the store's copy of it, else its file (``data``: where the file is now,
+    for a store written before copies were kept), checked against the fingerprint of the data
+    the trials ran on (:mod:`recaudit.audit._data`).
     """
     kinds = [by] if isinstance(by, str) else list(by)
     for b in kinds:
         slice_kind(b)
     _check(bins, edges)
     out: list[dict] = []
-    cache: dict = {}
     with opened(store) as s:
+        found = StoreData(s, data, groups(s))
         for g in groups(s):
             qu = _query_users(s, g)
             codes = np.unique(qu["user"].to_numpy(np.int64))
             q = s.query_values(list(dict.fromkeys([*measures, on])), g.dataset, g.model,
                                g.fingerprint)
             for b in kinds:
-                values = _values(s, g, b, users, cache, int(codes.max()) + 1)
+                values = _values(s, g, b, users, found, int(codes.max()) + 1)
                 idx, labels, lows, highs = _bins(values[codes], bins, edges,
-                                                 _bound_of(s, g, b, cache))
+                                                 _bound_of(g, b, found))
                 slice_of_user = np.full(len(values), -1, dtype=np.int64)
                 slice_of_user[codes] = idx
                 query_slice = np.full(int(qu["query"].max()) + 1, -1, dtype=np.int64)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from recaudit.audit._data import DATASETS, keep_data, kept_fingerprints
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
 from recaudit.audit._stacking import run_stack
@@ -29,7 +30,10 @@ from recaudit.perturb import Perturbation
 
 __all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
 
-#: ``progress(event, trial, done, total)`` with event in {"skip", "done"}.
+#: ``progress(event, trial, done, total)``: ``"baselines"`` (once, before a run with trials to
+#: run, ``trial`` None: ``done`` of the ``total`` baselines those trials need are cached and
+#: reused), ``"skip"`` (once: ``done`` trials of ``total`` already stored), ``"done"`` (after
+#: each trial).
 Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
@@ -118,7 +122,7 @@ class AuditStudy:
     """The stability audit of ``config`` as a :class:`~recaudit.experiment.Study`."""
 
     kind: ClassVar[str] = "audit"
-    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
+    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS, DATASETS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run)
     run_stack: ClassVar[Callable[..., Any]] = staticmethod(_run_stack)
     share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
@@ -130,6 +134,10 @@ class AuditStudy:
         self.executor: ExecutorSpec = config.executor
         self._done: set[str] | None = None
         self._labels = self._stored_labels()
+        self._kept: set[str] | None = None  # the logs the store keeps (read at first write)
+        #: after :meth:`plan`: the baselines the pending trials need, and those of them
+        #: cached (a resumed run reuses them: finished work)
+        self.baselines: tuple[int, int] = (0, 0)
 
     def _stored_labels(self) -> dict[str, str]:
         """Datasets the store names as stores written before :attr:`DatasetSpec.label` named
@@ -166,6 +174,7 @@ class AuditStudy:
         parsed: dict[str, Perturbation] = {}
         charged: set[str] = set()
         cached: dict[str, bool] = {}
+        needed: set[str] = set()
         out = []
         for trial, tid, key in plan(cfg):
             label = repr(trial.perturbation)
@@ -177,12 +186,15 @@ class AuditStudy:
                 charged.add(key)
             if key not in cached:
                 cached[key] = cache is not None and ArrayCache(cache).has(key)
+            if pending:
+                needed.add(key)
             job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
             # a baseline already cached (a resumed run) holds nobody back: each trial is a
             # group of its own, so every worker starts at once instead of waiting for the
             # group's first trial to re-read the baseline
             out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
                              datasets=(trial.dataset,), label=trial.label))
+        self.baselines = (sum(cached[k] for k in needed), len(needed))
         return out
 
     def _finished(self) -> tuple[set[str], set[str]]:
@@ -216,23 +228,37 @@ class AuditStudy:
                          for d in cfg.datasets}}
 
     def write(self, store: Store, outcome: TrialOutcome) -> str:
+        """The trial's rows; with the first trial of a log, the log too (in the same
+        transaction: :func:`recaudit.audit._data.keep_data`)."""
         row = outcome.row
         if row["dataset"] in self._labels:
             row = {**row, "dataset": self._labels[row["dataset"]]}
         write_trial(store, row, outcome.queries, outcome.record)
+        if self._kept is None:
+            self._kept = kept_fingerprints(store)
+        if row["data_fingerprint"] not in self._kept:
+            trial = TrialSpec.from_identity(json.loads(row["spec"]))
+            data, _ = prepare(trial.dataset, trial.split)  # the driver's, memoised
+            if data.fingerprint() == row["data_fingerprint"]:
+                keep_data(store, str(row["dataset"]), trial.dataset, data)
+                self._kept.add(row["data_fingerprint"])
         return str(outcome.row["trial_id"])
 
 
 def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
     """Run every trial of ``config`` not yet in its store; returns the store path.
 
-    Re-running the same config resumes: finished trials (by id) are skipped. Results are
-    written by this process only, one transaction per trial; a result whose id was not planned
-    (a worker saw other data) is refused before anything is written.
+    Re-running the same config resumes: finished trials (by id) are skipped, and the
+    baselines cached for the others are read, not trained (``progress`` hears how many:
+    :data:`Progress`). Results are written by this process only, one transaction per trial; a
+    result whose id was not planned (a worker saw other data) is refused before anything is
+    written.
     """
     study = AuditStudy(config)
     trials = study.plan()
     by_id = {t.id: t.job.trial for t in trials}
+    if progress is not None and study.baselines[1]:
+        progress("baselines", None, *study.baselines)
 
     def report(tid: str | None, done: int, total: int) -> None:
         if progress is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -41,6 +42,11 @@ def _progress_runner(config) -> Path:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):
+            if event == "baselines":
+                if done:  # finished work from an earlier run: say that it is not redone
+                    print(f"reusing {done} cached baseline{'s' if done != 1 else ''}; "
+                          f"{total - done} to train", file=sys.stderr)
+                return
             bar.update(task, total=total, completed=done)
             if trial is not None:
                 bar.update(task, description=f"{escape(trial.model.label)} · "

@@ -22,6 +22,11 @@ from recaudit.errors import ConfigError
 __all__ = ["register"]
 
 _STORE = typer.Argument(..., help="Audit store (.duckdb).")
+#: ``--data``: the audit's file, moved (a store written before it kept a copy of its data).
+_DATA = typer.Option(None, "--data", help="The audit's data file where it is now (moved or "
+                     "renamed), checked against the data the trials ran on; only for a store "
+                     "written before stores kept a copy of their data. Repeat for several "
+                     "datasets.")
 _MEASURES = (("rbo", "RBO"), ("jaccard", "Jaccard@k"), ("frbo", "FRBO@k"))
 
 
@@ -85,6 +90,7 @@ def slices(store: Path = _STORE,
                                              "column and the attribute (default: the "
                                              "dataset's own file)."),
            format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+           data: list[Path] | None = _DATA,
            ) -> None:
     """Stability by user slice: per perturbation and slice of users, RBO, Jaccard@k and FRBO@k
     with their 95 % intervals, the paired test against the noise floor and the test of whether
@@ -92,7 +98,7 @@ def slices(store: Path = _STORE,
     from recaudit.audit import slices as compute
 
     fmt = check_format(format)
-    frame = compute(store, by, bins=bins, edges=_edges(edges), users=users)
+    frame = compute(store, by, bins=bins, edges=_edges(edges), users=users, data=data)
     if emit(frame, fmt):
         return
     console = _console()
@@ -212,6 +218,7 @@ def changes(store: Path = _STORE,
                                              "perturbation, with their slice values."),
             format: str = typer.Option("table", "--format", "-f",
                                        help="table or json (csv too with --worst)"),
+            data: list[Path] | None = _DATA,
             ) -> None:
     """One user's change: the baseline's and the perturbed model's top-k lists side by side in
     the data's own ids, what entered and left, rank moves, RBO and Jaccard@k, and the edit
@@ -224,14 +231,15 @@ def changes(store: Path = _STORE,
                           "whose lists moved most)")
     if worst is not None:
         fmt = check_format(format)
-        frame = most_changed(store, worst, perturbation=perturbation)
+        frame = most_changed(store, worst, perturbation=perturbation, data=data)
         if not emit(frame, fmt):
             console = _console()
             for table in worst_tables(frame, f"{store}: the {worst} most-changed users"):
                 console.print(table)
         return
     fmt = check_format(format, ("table", "json"))
-    found = compute(store, user, perturbation=perturbation, seed=seed, draw=draw, model=model)
+    found = compute(store, user, perturbation=perturbation, seed=seed, draw=draw, model=model,
+                    data=data)
     if fmt == "json":
         typer.echo(json.dumps([c.to_dict() for c in found], indent=2))
         return
@@ -278,7 +286,8 @@ def exposure_tables(result: Any, title: str, top: int) -> list[tuple[str, Table]
             "lists changed: share of top-k lists that changed; items entered: per list; "
             "popularity: mean training interactions of the items that entered / left a "
             "list (shift > 0: toward popular items); Gini of top-k appearances over the "
-            "catalogue; [ ] = 95 % interval over seeds (and lists)."))
+            "catalogue; [ ] = 95 % interval over seeds and lists (ΔGini: and users), "
+            "inside the possible range."))
         add_columns(table, "perturbation", "measure", "mean", "95 % interval", left=2)
         for i, (_, r) in enumerate(g.iterrows()):
             for j, (name, cell) in enumerate(_EXPOSURE):
@@ -303,14 +312,16 @@ def exposure(store: Path = _STORE,
              items: bool = typer.Option(False, "--items", help="With --format csv or json: "
                                         "the per-item table instead of the summary."),
              format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+             data: list[Path] | None = _DATA,
              ) -> None:
     """Item exposure: per item, how many users' top-k it entered and left under each
     perturbation; the mean training popularity of entered against left items; the change in
-    the Gini coefficient of top-k appearances, with 95 % intervals over seeds."""
+    the Gini coefficient of top-k appearances, with 95 % intervals over seeds and users that
+    stay inside the possible range."""
     from recaudit.audit import exposure as compute
 
     fmt = check_format(format)
-    result = compute(store)
+    result = compute(store, data=data)
     shown = result.items if not top else result.items.groupby(
         ["dataset", "model", "perturbation"], sort=False).head(top)
     if emit(shown if items else result.summary, fmt):

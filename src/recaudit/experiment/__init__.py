@@ -34,7 +34,8 @@ from recaudit._lazy import exports
 if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
     from recaudit._ids import canonical_json, spec_id
     from recaudit.experiment._cache import ArrayCache
-    from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
+    from recaudit.experiment._data import (data_summary, load_dataset, prepare, read_dataset,
+                                           split_log)
     from recaudit.experiment._executors import execute
     from recaudit.experiment._heartbeat import Heartbeat, heartbeats
     from recaudit.experiment._identity import (ID_VERSION, identity, migrate_ids,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
 __getattr__, __dir__ = exports(__name__, {
     "recaudit._ids": ("canonical_json", "spec_id"),
     "._cache": ("ArrayCache",),
-    "._data": ("data_summary", "load_dataset", "prepare", "read_dataset"),
+    "._data": ("data_summary", "load_dataset", "prepare", "read_dataset", "split_log"),
     "._executors": ("execute",),
     "._heartbeat": ("Heartbeat", "heartbeats"),
     "._identity": ("ID_VERSION", "identity", "migrate_ids", "store_id_version", "trial_key"),
@@ -70,5 +71,5 @@ __all__ = ["ID_VERSION", "META", "PLANS", "TABLES", "Agreement", "ArrayCache", "
            "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "identity", "load_dataset",
            "merge_stores", "migrate_ids", "prepare", "progress_path", "read_dataset", "read_progress",
-           "register", "run_pending", "run_study", "shared_trials", "spec_id", "stacks",
+           "register", "run_pending", "run_study", "shared_trials", "spec_id", "split_log", "stacks",
            "store_id_version", "trial_key"]

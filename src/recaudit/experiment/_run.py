@@ -6,6 +6,8 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from recaudit.experiment._stopping import deferred_signals
+
 if TYPE_CHECKING:
     from recaudit.experiment._schedule import Job
     from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
@@ -39,7 +41,9 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
-    trial id, so a trial that arrives twice (a retried task) is stored once.
+    trial id, so a trial that arrives twice (a retried task) is stored once. A Ctrl-C or
+    SIGTERM during a write acts once the trial is written (a finished trial is kept:
+    :func:`~recaudit.experiment._stopping.deferred_signals`).
 
     Interrupted (Ctrl-C, SIGTERM: a ``KeyboardInterrupt``), it raises
     :class:`~recaudit.errors.Interrupted` with the number of running jobs (trials, or stacks
@@ -63,7 +67,8 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
         for result in results:
             try:
                 for outcome in (result if isinstance(result, Stacked) else [result]):
-                    tid = write(store, outcome)
+                    with deferred_signals():
+                        tid = write(store, outcome)
                     finished += 1
                     if progress:
                         progress(tid, finished, total)
