@@ -210,7 +210,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     note = exp.scales[scale]
     flags = scope.flags()
     grid = scope.grid.flags()
-    if grid:
+    if grid and sequential is None:  # a run until decided says its rounds instead
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
     # the samples first, in the compact form; the verdict is that of what the page will read
     path = record_path(records, name, scale)
@@ -234,8 +234,9 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
                                                    ("device", scope.device)) if v)
         flags += (f" --until-decided --max-{sequential['grows']} {sequential['cap']}"
                   + (f" --margin {sequential['margin']:g}" if sequential["margin"] else ""))
+        last = sequential["rounds"][-1][sequential["grows"]] if sequential["rounds"] else 0
         note += (f"; run until decided: {len(sequential['rounds'])} round(s) of "
-                 f"{sequential['grows']}, stopped: {sequential['stopped']}")
+                 f"{sequential['grows']}, up to {last}, stopped: {STOPPED[sequential['stopped']]}")
     command = (f"recaudit reproduce run {name} --scale {scale}{flags}"
                + (f" --workers {workers}" if workers > 1 else ""))
     this = {"command": command, "started": time.strftime("%Y-%m-%d %H:%M",
