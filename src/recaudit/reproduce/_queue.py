@@ -8,7 +8,9 @@ A GPU is lent to this project only now and then, for minutes. ``recaudit reprodu
    seeds; the CPU cannot train these at paper scale: about an hour a fit);
 2. Table 4's perturbation draws (the paper's 10);
 3. Betello et al. 2023's ML-100k runs at their settings (up to 300 epochs, patience 50,
-   prefix samples).
+   prefix samples);
+4. Oh et al. 2022 Figure 3's LSTM and TiSASRec at paper scale (JODIE and LatentCross, which a
+   CPU trains in minutes, are left to the CPU).
 
 Each item is an ordinary ``reproduce run`` (stacked with ``--stack``, on ``--device``) into
 the stores of ``OUT``, resumable trial by trial. A timer stops the run ``margin`` seconds
@@ -61,6 +63,9 @@ QUEUE: tuple[QueueItem, ...] = (
     QueueItem("betello2023-removal", "paper", Scope(),
               "Betello et al. 2023 removal (Table 3, Figures 1-2) on ML-100k at the paper's "
               "settings"),
+    QueueItem("oh2022-figure3", "paper", Scope(seeds=1, models=("lstm", "tisasrec")),
+              "Oh et al. 2022 Figure 3: LSTM and TiSASRec on Foursquare and Wikipedia (the "
+              "CPU runs JODIE and LatentCross)"),
 )
 
 
