@@ -15,10 +15,12 @@ from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
 from recaudit.cli import _until as until
 from recaudit.cli._plan import _dry_run
+from recaudit.cli._plan import options as plan_options
 from recaudit.cli._readings import readings
 from recaudit.cli._tables import check_format, format_option
 
 _UNTIL = until.options()
+_PLAN = plan_options()
 
 __all__ = ["register"]
 
@@ -220,12 +222,8 @@ def audit(
                                             "never share a store."),
     dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated wall "
                              "time and the detectable difference; train nothing."),
-    like: Path | None = typer.Option(None, "--like", help="With --dry-run: an earlier "
-                                     "audit's store to read the variance between seeds and "
-                                     "between queries from (else a one-epoch calibration)."),
-    detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a difference "
-                                        "in mean RBO to detect; the plan says how many seeds "
-                                        "reach it."),
+    like: Path | None = _PLAN["like"],
+    detect: float | None = _PLAN["detect"],
     until_decided: bool = _UNTIL["until_decided"],
     max_seeds: int = _UNTIL["max_seeds"],
     max_draws: int | None = _UNTIL["max_draws"],
@@ -263,13 +261,9 @@ def audit(
         console = _console()
         if dry:
             return _dry_run(config, console, like, detect)
-        done = until.rounds(config, _run, max_seeds, max_draws, budget, margin) \
-            if until_decided else None
-        store = _run(config) if done is None else done.store
-    readings(store, f"Rank-list sensitivity (k={k}, p={p})", console, fmt)
-    if done is not None:
-        until.show(done, config, console, fmt, margin, "draws" if max_draws else "seeds")
-    _said(f"results: {store}", fmt, console)
+        done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
+    _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
+          max_draws)
 
 
 def audit_name(config) -> str:
@@ -300,6 +294,25 @@ def _run(config) -> Path:
     return store
 
 
+def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
+        budget: str | None, margin: float):
+    """Run ``config``: in rounds with ``--until-decided`` (its :class:`~recaudit.audit.Rounds`),
+    else at once (its store's path)."""
+    if until_decided:
+        return until.rounds(config, _run, max_seeds, max_draws, budget, margin)
+    return _run(config)
+
+
+def _read(done, config, title: str, console, fmt: str, margin: float,
+          max_draws: int | None) -> None:
+    """The readings of what :func:`_go` did, the decisions of its rounds, where it is."""
+    store = done if isinstance(done, Path) else done.store
+    readings(store, title, console, fmt)
+    if not isinstance(done, Path):
+        until.show(done, config, console, fmt, margin, "draws" if max_draws else "seeds")
+    _said(f"results: {store}", fmt, console)
+
+
 def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated "
                                  "wall time and the detectable difference; train nothing."),
@@ -309,12 +322,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         stack: int | None = typer.Option(None, min=1, help="Train up to this many trials of "
                                          "one baseline together as one stacked model; "
                                          "overrides the config's `executor.stack`."),
-        like: Path | None = typer.Option(None, "--like", help="With --dry-run: an earlier "
-                                         "audit's store to read the variance between seeds "
-                                         "and between queries from."),
-        detect: float | None = typer.Option(None, "--detect", help="With --dry-run: a "
-                                            "difference in mean RBO to detect; the plan says "
-                                            "how many seeds reach it."),
+        like: Path | None = _PLAN["like"],
+        detect: float | None = _PLAN["detect"],
         until_decided: bool = _UNTIL["until_decided"],
         max_seeds: int = _UNTIL["max_seeds"],
         max_draws: int | None = _UNTIL["max_draws"],
@@ -334,13 +343,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
     console = _console()
     if dry:
         return _dry_run(cfg, console, like, detect)
-    done = until.rounds(cfg, _run, max_seeds, max_draws, budget, margin) \
-        if until_decided else None
-    store = _run(cfg) if done is None else done.store
-    readings(store, cfg.name, console, fmt)
-    if done is not None:
-        until.show(done, cfg, console, fmt, margin, "draws" if max_draws else "seeds")
-    _said(f"results: {store}", fmt, console)
+    done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin)
+    _read(done, cfg, cfg.name, console, fmt, margin, max_draws)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,8 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-__all__ = ["wall_time"]
+__all__ = ["options", "wall_time"]
+
+
+def options() -> dict[str, Any]:
+    """``--like`` and ``--detect``, the options of ``--dry-run``'s plan (typer declarations
+    by parameter name, shared by ``audit`` and ``run``)."""
+    import typer
+
+    return {
+        "like": typer.Option(None, "--like", help="With --dry-run: an earlier audit's store "
+                             "to read the variance between seeds and between queries from "
+                             "(else a one-epoch calibration)."),
+        "detect": typer.Option(None, "--detect", help="With --dry-run: a difference in mean "
+                               "RBO to detect; the plan says how many seeds reach it."),
+    }
 
 
 def _or_dash(x: float, fmt: str) -> str:
