@@ -99,10 +99,10 @@ def _paired(q: pd.DataFrame, a: str, b: str, on: str, grow: str
 
 def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
               pairs: Sequence[tuple[str, str]] = (), on: str = "rbo", grow: str = "seeds"
-              ) -> tuple[pd.DataFrame, dict[tuple[str, str, str], Sequential]]:
+              ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], Sequential]]:
     """Every comparison of ``config`` decided on what ``store`` holds (module docstring):
     a frame of :data:`COLUMNS` and the :class:`~recaudit.stats.Sequential` of each, keyed by
-    (model label, a, b); the whole run is one family (Holm over its comparisons)."""
+    (dataset, model label, a, b); the whole run is one family (Holm over its comparisons)."""
     from recaudit.audit._decide import _groups
 
     labels = [perturbation_label(p) for p in config.perturbations]
@@ -126,7 +126,7 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
                 items.append(replicates_estimator(d, r, u))
     rows, found = [], {}
     for (label, model, a, b), s in zip(keys, sequential_family(items, plan)):
-        found[(model, a, b)] = s
+        found[(label, model, a, b)] = s
         rows.append({"dataset": label, "model": model, "a": a, "b": b,
                      "decision": s.decision, "difference": s.difference,
                      "low": s.low, "high": s.high, "look": s.look, "level": s.level,
@@ -178,8 +178,8 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     store = Path(config.output)
     labels = {perturbation_label(p): p for p in config.perturbations}
     have = len(config.seeds) if grow == "seeds" else config.draws
-    first = next(r for r in (rung(k) for k in range(1, 64)) if r >= max(have, rung(1)))
-    first = min(first, plan.last) if plan.cap >= rung(1) else first
+    first = min(next(r for r in (rung(k) for k in range(1, 64)) if r >= max(have, rung(1))),
+                plan.last)
     targets = {label: first for label in labels}
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
@@ -188,7 +188,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     plan = dataclasses.replace(plan, design=design)
     history: list[dict] = []
     while True:
-        todo = {label: n for label, n in targets.items()}
+        todo = dict(targets)
         by_n: dict[int, list[str]] = {}
         for label, n in todo.items():
             by_n.setdefault(n, []).append(label)
@@ -217,7 +217,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
                         "open": int((frame.status == "running").sum())})
         _keep(store, earlier + history)
         grown = dict(targets)
-        for (_, a, b), s in found.items():
+        for (_, _, a, b), s in found.items():
             if s.next is not None:
                 for label in (a, b):
                     grown[label] = max(grown[label], s.next)
