@@ -170,6 +170,5 @@ def decide_sequential(rules: list[Rule], samples: Samples, means: Mapping[str, f
                                   alpha=plan.alpha * len(ids) / max(1, tested))
         decided = sequential_family([estimators[i] for i in ids], own)
         for i, s in zip(ids, decided):
-            text = leaves[i].test(samples, means, plan.alpha).text
-            found[i] = _finding(leaves[i], s, text, own)
+            found[i] = _finding(leaves[i], s, leaves[i].label(), own)
     return [r.truth(found) for r in rules], found
