@@ -27,7 +27,7 @@ def test_markdown_escapes_and_marks(tables_only):
         lines = [ln for ln in block.splitlines() if ln.startswith("| ")]
         widths = {len(re.findall(r"(?<!\\)\|", ln)) for ln in lines}
         assert len(widths) == 1, block[:80]
-    best = re.findall(r"\*\*(\d\.\d{4}) \\\[\d\.\d{4}, \d\.\d{4}\\\]\*\*", md)
+    best = re.findall(r"\*\*(\d\.\d{4}) \\\[\d\.\d{4},\s\d\.\d{4}\\\]\*\*", md)
     assert len(best) == 3 * 2  # one best per model (2) in each of the 3 RLS tables
     assert " ± " not in md  # issue 47: one form of interval, never ± beside [ ]
 
