@@ -8,8 +8,8 @@ from torch import nn
 from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
 from recaudit.models.sequential._jodie import _JODIENet
-from recaudit.models.sequential._jodie_plan import (count_groups, make_plan, previous_rows,
-                                         timespan_groups)
+from recaudit.models.sequential._history import count_groups
+from recaudit.models.sequential._jodie_plan import make_plan, previous_rows, timespan_groups
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models.sequential._nn import materialize
 from recaudit.seeds import make_torch_generator

@@ -85,7 +85,8 @@ def test_a_stacked_member_equals_the_model_alone(key, monkeypatch):
     alone = [_state(_model(key).fit(t, seed=s), t, queries) for t, s in zip(logs, seeds)]
     calls = []
     batched = stack_module._batched
-    monkeypatch.setattr(stack_module, "_batched", lambda m: calls.append(len(m)) or batched(m))
+    monkeypatch.setattr(stack_module, "_batched",
+                        lambda model, m: calls.append(len(m)) or batched(model, m))
     members = fit_stack([_model(key) for _ in logs], logs, seeds)
     history = "history" in key
     assert bool(calls) == (key.split("-")[0] in BATCHED and not history)
@@ -137,19 +138,19 @@ def test_a_stack_too_large_for_the_memory_is_split_with_a_warning():
 def test_a_stack_out_of_gpu_memory_is_trained_again_in_halves(monkeypatch):
     """Simulated: the loop raises CUDA's out-of-memory error for stacks of more than one."""
     from recaudit.errors import RecauditError, RecauditWarning
-    from recaudit.models.sequential import _base
+    from recaudit.models.sequential import _train
 
     logs, queries = _logs()
     key = "lstm"
     alone = [_model(key).fit(t, seed=3).score(queries) for t in logs]
-    real = _base.train_courses
+    real = _train.train
 
     def small_only(courses):
         if len(courses) > 1:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         real(courses)
 
-    monkeypatch.setattr(_base, "train_courses", small_only)
+    monkeypatch.setattr(_train, "train", small_only)
     with pytest.warns(RecauditWarning, match="ran out of memory"):
         members = fit_stack([_model(key) for _ in logs], logs, [3, 3, 3], memory=2**40)
     for a, m in zip(alone, members):
@@ -158,6 +159,6 @@ def test_a_stack_out_of_gpu_memory_is_trained_again_in_halves(monkeypatch):
     def never(courses):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
 
-    monkeypatch.setattr(_base, "train_courses", never)
+    monkeypatch.setattr(_train, "train", never)
     with pytest.raises(RecauditError, match="out of memory on cpu training one lstm model"):
         fit_stack([_model(key)], logs[:1], [3])

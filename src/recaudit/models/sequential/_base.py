@@ -45,8 +45,9 @@ from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._factors import collected, outer
+from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
-from recaudit.models.sequential._train import Course, train as train_courses
+from recaudit.models.sequential._train import train_stack
 
 __all__ = ["SequentialRecommender", "fit_stack"]
 
@@ -109,11 +110,11 @@ class SequentialRecommender(Configurable):
         return nn.functional.cross_entropy(scores, required(batch.sel_targets, "targets")), \
             scores
 
-    @classmethod
-    def standard_loss(cls) -> bool:
-        """Whether the model trains with :meth:`instance_scores` as defined here (a stack of
-        such models may compute its members' losses in one batched pass, ``_stack``)."""
-        return cls.instance_scores is SequentialRecommender.instance_scores
+    def _batches_in_stack(self) -> bool:
+        """Whether a stack of this model computes its members' losses in one batched pass
+        (:mod:`._stack`: the network has ``stacked_forward``, the loss is
+        :meth:`instance_scores` as defined here). The one place that decides it."""
+        return False
 
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
         """Scores ``[B, n_items]`` of the next item after each row's context (``net`` in
@@ -169,21 +170,33 @@ class SequentialRecommender(Configurable):
 
     def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
                 ) -> np.ndarray:
+        """Scores ``[n_queries, n_items]`` (float32) under the fitted network in evaluation
+        mode, ``chunk`` queries at a time (:meth:`_chunk_size` when ``None``)."""
         net = self._fitted()
         net.eval()
-        if chunk is None:  # CPU: small chunks stay in cache (measured: 512 is 3x faster than
-            # 15k at once for TiSASRec); GPU: large chunks, at most ~256 MB of scores each
-            chunk = 512 if device.type == "cpu" else \
-                max(512, min(8192, (64 << 20) // max(self.n_items_, 1)))
+        chunk = chunk or self._chunk_size(device)
         out = np.empty((len(queries), self.n_items_), dtype=np.float32)
         with torch.no_grad():
             for lo in range(0, len(queries), chunk):
                 sub = queries if len(queries) <= chunk else \
                     queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
-                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time,
-                                           pad_left=self.config.pad_left)
-                out[lo:lo + len(sub)] = self.query_scores(net, batch).float().cpu().numpy()
+                out[lo:lo + len(sub)] = self._chunk_scores(net, sub, device).float().cpu().numpy()
         return out
+
+    def _chunk_size(self, device: torch.device) -> int:
+        """Queries scored at a time. CPU: small chunks stay in cache (measured: 512 is 3x
+        faster than 15k at once for TiSASRec); GPU: large chunks, at most ~256 MB of scores
+        each."""
+        if device.type == "cpu":
+            return 512
+        return max(512, min(8192, (64 << 20) // max(self.n_items_, 1)))
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
+        """Scores ``[len(queries), n_items]`` of one chunk of queries (``no_grad``)."""
+        batch = batch_from_queries(queries, self.config.max_len, device, self.uses_time,
+                                   pad_left=self.config.pad_left)
+        return self.query_scores(net, batch)
 
     def score(self, queries: Queries | Interactions) -> np.ndarray:
         """Scores ``[n_queries, n_items]`` (float32) of every catalogue item for each query."""
@@ -320,10 +333,6 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
     their neighbours, so nothing changes but the time); one model alone that does not fit
     raises :class:`~recaudit.errors.RecauditError` with what to change. Returns the models,
     fitted."""
-    import warnings
-
-    from recaudit.errors import RecauditWarning
-
     models, trains, seeds = list(models), list(trains), list(seeds)
     if not (len(models) == len(trains) == len(seeds)):
         raise ValueError(f"fit_stack needs one training log and one seed per model, got "
@@ -341,63 +350,5 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
     if len({id(m) for m in models}) != len(models):
         raise ValueError("fit_stack got the same model object twice; give each member its own")
     seeds = [m._check_fit_args(t, s) for m, t, s in zip(models, trains, seeds, strict=True)]
-    device = resolve_device(first.config.device)
-    members = list(zip(models, trains, seeds, strict=True))
-    size = len(members)
-    if size > 1:
-        need = first._course(trains[0], seeds[0], device).training_bytes()
-        free = available_memory(device) if memory is None else memory
-        if free is not None and size * need > 0.8 * free:
-            size = max(1, int(0.8 * free // need))
-            warnings.warn(f"a stack of {len(members)} {first.registered_name} models needs "
-                          f"about {len(members) * need / 2**30:.2f} GiB ({need / 2**20:.0f} MiB "
-                          f"each) and {device} has {free / 2**30:.2f} GiB free: trained as "
-                          f"{-(-len(members) // size)} stacks of at most {size}",
-                          RecauditWarning, stacklevel=2)
-    for lo in range(0, len(members), size):
-        _train_splitting(members[lo:lo + size], device)
-    return models
-
-
-def _train_splitting(members: list[tuple[SequentialRecommender, Interactions, int]],
-                     device: torch.device) -> None:
-    """Train ``members`` as one stack; out of GPU memory, as two halves (fresh courses)."""
-    import warnings
-
-    from recaudit.errors import RecauditError, RecauditWarning
-
-    courses = [m._course(t, s, device) for m, t, s in members]
-    try:
-        train_courses(courses)
-        return
-    except torch.cuda.OutOfMemoryError:
-        need = courses[0].training_bytes()
-        del courses
-        torch.cuda.empty_cache()
-        name = members[0][0].registered_name
-        if len(members) == 1:
-            raise RecauditError(
-                f"out of memory on {device} training one {name} model (about "
-                f"{need / 2**20:.0f} MiB estimated): lower batch_size or max_len, free the "
-                "GPU (other processes, fewer --workers) or train on another device") from None
-    half = len(members) // 2
-    warnings.warn(f"a stack of {len(members)} {name} models ran out of memory on {device}: "
-                  f"trained again as stacks of {half} and {len(members) - half}",
-                  RecauditWarning, stacklevel=3)
-    _train_splitting(members[:half], device)
-    _train_splitting(members[half:], device)
-
-
-def available_memory(device: torch.device) -> int | None:
-    """Bytes free for training on ``device`` (CUDA: the driver's free memory; CPU: the
-    system's available memory, ``MemAvailable``), ``None`` when unknown."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    return train_stack(list(zip(models, trains, seeds, strict=True)),
+                       resolve_device(first.config.device), memory)

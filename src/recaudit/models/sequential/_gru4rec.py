@@ -59,8 +59,6 @@ class GRU4RecConfig(SequentialConfig):
 
 
 class _GRU4RecNet(SequenceNet):
-    stackable = True
-
     def __init__(self, n_items: int, cfg: GRU4RecConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
@@ -100,3 +98,6 @@ class GRU4Rec(SequentialRecommender):
 
     def _network(self, n_items: int) -> SequenceNet:
         return _GRU4RecNet(n_items, self.config)
+
+    def _batches_in_stack(self) -> bool:
+        return True

@@ -55,6 +55,7 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -64,13 +65,14 @@ from torch import nn
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
-from recaudit.models.sequential._jodie_plan import (Plan, count_groups, group_tensors,
-                                                    make_plan, previous_rows, timespan_groups)
+from recaudit.models.sequential._history import count_groups, train_last_time
+from recaudit.models.sequential._jodie_plan import (Plan, group_tensors, make_plan,
+                                                    previous_rows, timespan_groups)
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models.sequential._nn import (SequenceNet, materialize)
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._train import Course
+from recaudit.models.sequential._course import Course, Objective
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.seeds import make_torch_generator
 
@@ -283,25 +285,27 @@ class JODIE(SequentialRecommender):
 
     def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
                 ) -> np.ndarray:
-        net = cast(_JODIENet, self._fitted())
-        chunk = chunk or 4096
-        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
         if len(queries) and (queries.user.max() >= self.n_users_):
             raise ValueError("queries contain user codes outside the training log's user space")
+        return super()._scores(queries, device, chunk)
+
+    def _chunk_size(self, device: torch.device) -> int:
+        return 4096
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
+        """``-||ĵ(t) - [j ; j̄]||²`` of every item ``j``, expanded as
+        ``||dyn||² - 2 dyn·j + ||j||² + ||stat||² - 2 stat_j + 1``."""
+        net = cast(_JODIENet, net)
         item_dyn = self.item_state_
-        item_sq = (item_dyn ** 2).sum(1)
-        with torch.no_grad():
-            for lo in range(0, len(queries), chunk):
-                sl = slice(lo, lo + chunk)
-                u, p, u_proj, p_dyn = self._query_inputs(net, queries, sl, self.user_state_,
-                                                         item_dyn, device)
-                pred = net.predict(u_proj, u, p_dyn, p)
-                dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
-                # ||pred - [j ; e_j]||^2 = ||dyn||^2 - 2 dyn.j + ||j||^2 + ||stat||^2 - 2 stat_j + 1
-                dist = ((dyn ** 2).sum(1, keepdim=True) - 2 * dyn @ item_dyn.T + item_sq[None]
-                        + (stat ** 2).sum(1, keepdim=True) - 2 * stat + 1.0)
-                out[sl] = (-dist).float().cpu().numpy()
-        return out
+        u, p, u_proj, p_dyn = self._query_inputs(net, queries, slice(None), self.user_state_,
+                                                 item_dyn, device)
+        pred = net.predict(u_proj, u, p_dyn, p)
+        dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
+        dist = ((dyn ** 2).sum(1, keepdim=True) - 2 * dyn @ item_dyn.T
+                + (item_dyn ** 2).sum(1)[None]
+                + (stat ** 2).sum(1, keepdim=True) - 2 * stat + 1.0)
+        return -dist
 
 
 class _JODIECourse(Course):
@@ -336,44 +340,51 @@ class _JODIECourse(Course):
         states = (self.train.n_users + n_items) * d
         return 4 * (4 * rows * (d + n_items) + 16 * rows * d + 2 * states)
 
-    def steps(self, epoch: int):
-        net = cast(_JODIENet, self.net)
-        self.first = True  # the first group reads the initial vectors themselves
-        self.U = self.Ie = net.init_user.new_empty(0, self.config.embedding_dim)
-        return iter(self.groups)
+    def epoch(self, epoch: int) -> tuple[_Trajectories, Iterator[dict]]:
+        """The epoch's state (every user's and item's dynamic embedding, from the initial
+        vectors as they are now; the first group reads the vectors themselves, with their
+        gradient) and the groups in time order."""
+        net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
+        with torch.no_grad():
+            users = net.init_user.detach().expand(train.n_users, d).clone()
+            items = net.init_item.detach().expand(train.n_items, d).clone()
+        return _Trajectories(users, items), iter(self.groups)
 
-    def objective(self, grp: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    def objective(self, state: _Trajectories, grp: dict) -> Objective:
         net, cfg, d = cast(_JODIENet, self.net), self.config, self.config.embedding_dim
-        if self.first:
+        if state.first:
             entry = torch.cat([net.init_user.expand(len(grp["ext_u"]), d),
                                net.init_item.expand(len(grp["ext_i"]), d)])
         else:
-            entry = torch.cat([self.U.index_select(0, grp["ext_u"]),
-                               self.Ie.index_select(0, grp["ext_i"])])
+            entry = torch.cat([state.users.index_select(0, grp["ext_u"]),
+                               state.items.index_select(0, grp["ext_i"])])
         w, b = net.cell_weights()
-        self.buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
-                              self.model._rnn_impl)
-        loss = self.model._group_loss(net, self.buf, grp, cfg.lambda_user, cfg.lambda_item)
+        buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
+                         self.model._rnn_impl)
+        loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item)
         n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
-        return loss / n, loss.detach()
+        return Objective(loss / n, loss.detach(), buf)
 
-    def before_update(self, grp: dict) -> None:
-        if self.first:  # the initial vectors as they were for this epoch
-            net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
-            self.U = net.init_user.detach().expand(train.n_users, d).clone()
-            self.Ie = net.init_item.detach().expand(train.n_items, d).clone()
-            self.first = False
+    def after_update(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
+        """The group's users and items run on from their states after the group."""
+        buf = buf.detach()
+        state.users.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
+        state.items.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
+        state.first = False
 
-    def after_update(self, grp: dict) -> None:
-        buf = self.buf.detach()
-        self.U.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
-        self.Ie.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
-
-    def finish(self) -> None:
-        super().finish()
+    def finish(self, state: _Trajectories) -> None:
+        super().finish(state)
         model, train = self.model, self.train
-        model.user_state_, model.item_state_ = self.U, self.Ie
-        last_t = np.full(train.n_users, np.nan)
-        last_t[train.user] = train.timestamp  # rows are in time order: last write wins
-        model.user_last_time_ = last_t
+        model.user_state_, model.item_state_ = state.users, state.items
+        model.user_last_time_ = train_last_time(train)
         model.plan_stats_ = {"groups": self.plan.n_groups, "t_batches": self.plan.n_levels}
+
+
+@dataclass
+class _Trajectories:
+    """JODIE's epoch state: the dynamic embeddings of every user and item after the groups
+    so far, and whether the next group is the epoch's first (it reads the initial vectors)."""
+
+    users: torch.Tensor
+    items: torch.Tensor
+    first: bool = True

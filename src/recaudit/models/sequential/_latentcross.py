@@ -50,8 +50,8 @@ from torch.nn.utils.rnn import PackedSequence
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import ConfigError, DataError
-from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout, row_gaps,
-                                      train_last_time)
+from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout,
+                                                 row_gaps, train_last_time)
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import (SeededDropout, SequenceNet, deterministic_torch,
                                             init_normal, required,
@@ -60,7 +60,7 @@ from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SequentialConfig
-from recaudit.models.sequential._train import Course
+from recaudit.models.sequential._course import Course, Objective
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -100,8 +100,6 @@ def _np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
 
 
 class _LatentCrossNet(SequenceNet):
-    stackable = True  # window and prefix samples (history samples train in their own course)
-
     def __init__(self, n_items: int, cfg: LatentCrossConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
@@ -197,6 +195,9 @@ class LatentCross(SequentialRecommender):
     def _history(self) -> bool:
         return self.config.samples == "history"
 
+    def _batches_in_stack(self) -> bool:
+        return not self._history  # whole histories train in their own course
+
     # ------------------------------------------------------------------ history samples
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
         return _HistoryCourse(self, train, seed, device) if self._history \
@@ -268,20 +269,15 @@ class LatentCross(SequentialRecommender):
         tau = np.where(np.isnan(tau), 0.0, tau)
         return net.head(h * (1.0 + net.ctx_out(t(_np_buckets(tau, nb)))))
 
-    def _scores(self, queries: Queries, device, chunk: int | None = None) -> np.ndarray:
+    def _chunk_size(self, device: torch.device) -> int:
+        return 4096 if self._history else super()._chunk_size(device)
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
         if not self._history:
-            return super()._scores(queries, device, chunk)
-        net = self._net()
-        net.eval()
-        chunk = chunk or 4096
-        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
-        with torch.no_grad():
-            for lo in range(0, len(queries), chunk):
-                sub = queries if len(queries) <= chunk else \
-                    queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
-                h = self._history_hidden(net, sub, self.user_state_, device)
-                out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
-        return out
+            return super()._chunk_scores(net, queries, device)
+        net = cast(_LatentCrossNet, net)
+        return self._logits(net, self._history_hidden(net, queries, self.user_state_, device))
 
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
                                  chunk_size: int = 4096) -> Iterator[tuple]:
@@ -340,24 +336,27 @@ class _HistoryCourse(Course):
         return 4 * (3 * rows * self.train.n_items + 32 * rows * cfg.hidden_dim
                     + self.train.n_users * cfg.hidden_dim)
 
-    def steps(self, epoch: int):
+    def epoch(self, epoch: int) -> tuple[torch.Tensor, Iterator[_Group]]:
+        """The epoch's state, every user's GRU state (zero: states restart every epoch),
+        and the groups in time order."""
         self.net.train()
-        self.state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
-        return iter(self.groups)
+        state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
+        return state, iter(self.groups)
 
-    def objective(self, grp: _Group) -> tuple[torch.Tensor, torch.Tensor]:
+    def objective(self, state: torch.Tensor, grp: _Group) -> Objective:
         net = cast(_LatentCrossNet, self.net)
-        o, self._final = LatentCross._group_forward(net, grp, self.state)
+        o, final = LatentCross._group_forward(net, grp, state)
         loss = nn.functional.cross_entropy(LatentCross._logits(net, net.head(o)), grp.items)
-        return loss, loss.detach() * len(grp.rows)
+        return Objective(loss, loss.detach() * len(grp.rows), final)
 
-    def after_update(self, grp: _Group) -> None:
-        self.state.index_copy_(0, grp.users, self._final.detach())
+    def after_update(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
+        """The group's users run on from their states after the group (detached)."""
+        state.index_copy_(0, grp.users, final.detach())
 
     def validate(self) -> float:
         self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)
         return super().validate()
 
-    def finish(self) -> None:
+    def finish(self, state: torch.Tensor) -> None:
         set_dropout_generator(self.net, None)
         self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)

@@ -47,8 +47,6 @@ class LSTMConfig(SequentialConfig):
 
 
 class _LSTMNet(SequenceNet):
-    stackable = True
-
     def __init__(self, n_items: int, cfg: LSTMConfig) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_items + 1, cfg.embedding_dim, padding_idx=0,
@@ -88,3 +86,6 @@ class LSTM(SequentialRecommender):
 
     def _network(self, n_items: int) -> SequenceNet:
         return _LSTMNet(n_items, self.config)
+
+    def _batches_in_stack(self) -> bool:
+        return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -37,9 +37,6 @@ class SequenceNet(nn.Module):
     representation, :meth:`output` the output layer; ``embedding`` is the item embedding."""
 
     embedding: nn.Embedding
-    #: whether :meth:`stacked_forward` / :meth:`stacked_head` exist (training in a stack,
-    #: :mod:`recaudit.models.sequential._stack`)
-    stackable: ClassVar[bool] = False
 
     @classmethod
     def stacked_forward(cls, nets: Sequence[SequenceNet], batches: Sequence[Any]

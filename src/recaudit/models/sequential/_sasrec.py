@@ -61,8 +61,6 @@ class SASRecConfig(SequentialConfig):
 
 
 class _SASRecNet(SequenceNet):
-    stackable = True
-
     def __init__(self, n_items: int, cfg: SASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
@@ -156,6 +154,9 @@ class SASRec(SequentialRecommender):
 
     def _network(self, n_items: int) -> SequenceNet:
         return _SASRecNet(n_items, self.config)
+
+    def _batches_in_stack(self) -> bool:
+        return True
 
     def _init_rule(self):
         return _normal_rule()

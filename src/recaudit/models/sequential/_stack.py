@@ -22,24 +22,23 @@ dimension ``K``:
   padded to the largest count was seen to reduce the output layer's gradient in another
   order).
 
-A network without ``stacked_forward`` (BERT4Rec's Cloze loss, the cascade models' histories)
-and a group of one member use the member's own :meth:`Course.objective`.
+Whether a model's stack runs batched is the model's to say (``_batches_in_stack``: BERT4Rec's
+Cloze loss and the cascade models' histories do not); a group of one member runs the member's
+own ``instance_scores``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from recaudit.models.sequential._nn import SeededDropout, required
-
-if TYPE_CHECKING:
-    from recaudit.models.sequential._samples import Batch
-    from recaudit.models.sequential._train import Course
+from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
+from recaudit.models.sequential._samples import Batch
 
 __all__ = ["stacked_objectives", "stack", "embed", "dropout", "linear", "per_member"]
 
@@ -96,27 +95,33 @@ def per_member(fn: Callable[..., torch.Tensor], *args: Sequence[Any] | torch.Ten
     return stack([fn(*parts) for parts in zip(*args, strict=True)])
 
 
-def stacked_objectives(members: Sequence[tuple[Course, Any]]
+def stacked_objectives(model: Any, members: Sequence[tuple[SequenceNet, Batch,
+                                                          np.random.Generator]]
                        ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The ``(objective, tally)`` of each ``(course, batch)``, in order (see the module
-    docstring): groups of members whose batches share a shape run batched."""
+    """``(loss, tally)`` of each member ``(network, mini-batch, loss generator)`` of
+    ``model``'s stack at one step, in order (see the module docstring): groups of members
+    whose batches share a shape run batched; the tally is what the loss adds to the epoch's
+    total."""
     out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(members)
     groups: dict[tuple[int, ...], list[int]] = {}
-    for i, (_, batch) in enumerate(members):
+    for i, (_, batch, _) in enumerate(members):
         groups.setdefault(tuple(batch.items.shape), []).append(i)
     for idx in groups.values():
         if len(idx) == 1:
-            out[idx[0]] = members[idx[0]][0].objective(members[idx[0]][1])
+            net, batch, rng = members[idx[0]]
+            loss = model.instance_scores(net, batch, rng)[0]
+            out[idx[0]] = (loss, loss.detach() * len(batch))
             continue
-        for i, res in zip(idx, _batched([members[i] for i in idx]), strict=True):
+        pairs = [members[i][:2] for i in idx]
+        for i, res in zip(idx, _batched(model, pairs), strict=True):
             out[i] = res
     return [o for o in out if o is not None]
 
 
-def _batched(members: Sequence[tuple[Course, Batch]]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    courses = [c for c, _ in members]
+def _batched(model: Any, members: Sequence[tuple[SequenceNet, Batch]]
+             ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    nets = [n for n, _ in members]
     batches = [b for _, b in members]
-    nets = [c.net for c in courses]
     net_type = type(nets[0])
     trunk = net_type.stacked_forward(nets, batches)             # [K, B, W, D]
     k, b, w, d = trunk.shape
@@ -127,10 +132,10 @@ def _batched(members: Sequence[tuple[Course, Batch]]) -> list[tuple[torch.Tensor
         # pass on its own rows — a batched product over padded rows may reduce (the output
         # layer's gradient) in another order
         out = []
-        for i, (course, bt) in enumerate(members):
+        for i, (net, bt) in enumerate(members):
             h = trunk[i].reshape(b * w, d).index_select(0, sels[i])
-            head = getattr(course.net, "head", None)
-            scores = course.model._logits(course.net, h if head is None else head(h))
+            head = getattr(net, "head", None)
+            scores = model._logits(net, h if head is None else head(h))
             loss = F.cross_entropy(scores, required(bt.sel_targets, "targets"))
             out.append((loss, loss.detach() * len(bt)))
         return out

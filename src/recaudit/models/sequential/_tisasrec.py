@@ -148,8 +148,6 @@ class _TimeAwareBlock(nn.Module):
 
 
 class _TiSASRecNet(SequenceNet):
-    stackable = True
-
     def __init__(self, n_items: int, cfg: TiSASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
@@ -209,6 +207,9 @@ class TiSASRec(SequentialRecommender):
 
     def _network(self, n_items: int) -> SequenceNet:
         return _TiSASRecNet(n_items, self.config)
+
+    def _batches_in_stack(self) -> bool:
+        return True
 
     def _init_rule(self):
         base = _normal_rule()
