@@ -131,15 +131,19 @@ def test_device_batches_equal_plain_construction(layout, opts):
 
 
 def test_dropout_masks_come_from_a_generator_on_the_tensor_device():
-    from recaudit.models.sequential._nn import SeededDropout
+    from recaudit.models.sequential._stack import Dropout, Members
 
-    drop = SeededDropout(0.5)
-    x = torch.ones(2000)
-    drop.generator = torch.Generator().manual_seed(0)
-    a = drop(x)
-    drop.generator = torch.Generator().manual_seed(0)
-    assert torch.equal(a, drop(x))
+    def gen(seed):
+        return torch.Generator().manual_seed(seed)
+
+    drop = Dropout(0.5)
+    x = torch.ones(1, 2000)
+    a = drop(x, Members(None, [gen(0)]))
+    assert torch.equal(a, drop(x, Members(None, [gen(0)])))
     assert set(a.unique().tolist()) == {0.0, 2.0}   # inverted dropout scaling
     assert abs(float((a == 0).float().mean()) - 0.5) < 0.05
+    # in a stack, each member's mask is the one its generator draws alone
+    three = drop(torch.ones(3, 2000), Members(None, [gen(1), gen(0), gen(2)]))
+    assert torch.equal(three[1:2], a) and not torch.equal(three[0:1], a)
     drop.eval()
-    assert torch.equal(drop(x), x)
+    assert torch.equal(drop(x, Members(None, [gen(0)])), x)

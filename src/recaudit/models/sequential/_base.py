@@ -46,18 +46,21 @@ from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._factors import collected, outer
 from recaudit.models.sequential._course import Course
-from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
+from recaudit.models.sequential._samples import (Batch, SequenceData, StackBatch,
+                                                 batch_from_queries)
+from recaudit.models.sequential._stack import Members, bmm_out
 from recaudit.models.sequential._train import train_stack
 
 __all__ = ["SequentialRecommender", "fit_stack"]
 
 
 class SequentialRecommender(Configurable):
-    """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
+    """Base class: subclasses define ``Config`` and ``_network(n_items, k)`` (a network of
+    ``k`` members, built on meta; a model alone is a stack of one, :mod:`._stack`).
 
-    The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
-    (causal: position ``j`` sees positions ``<= j`` only);
-    ``output() -> (W [n_items, D], b | None)``.
+    The network's ``forward(batch, members) -> [K, B, L, D]`` returns each member's
+    representation at every position (causal: position ``j`` sees positions ``<= j`` only);
+    ``output(members) -> (W [K, n_items, D], b [K, n_items] | None)``.
     Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_`` (one
     dict per epoch: loss, wall and process-CPU seconds, valid_mrr with ``patience``).
     """
@@ -80,7 +83,8 @@ class SequentialRecommender(Configurable):
                               "without time features")
 
     # ------------------------------------------------------------------ hooks
-    def _network(self, n_items: int) -> SequenceNet:  # pragma: no cover - abstract
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:  # pragma: no cover
+        """The network of ``k`` members over ``n_items`` items, built on the meta device."""
         raise NotImplementedError
 
     def _make_data(self, train: Interactions) -> SequenceData:
@@ -94,44 +98,81 @@ class SequentialRecommender(Configurable):
 
     def instance_scores(self, net: SequenceNet, batch: Batch, rng: np.random.Generator
                         ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(loss, scores)`` of a training mini-batch: the training loss (mean full-softmax
-        cross-entropy over the batch's targets, ``batch.sel``) and the next-item scores
-        ``[n, n_items]`` of its instances — every target position, in ``batch.sel`` order.
-        ``rng``: the fit's loss generator (for losses that draw, BERT4Rec's Cloze masks).
+        """``(loss, scores)`` of a training mini-batch of a model's network (a stack of one):
+        the training loss (mean full-softmax cross-entropy over the batch's targets,
+        ``batch.sel``) and the next-item scores ``[n, n_items]`` of its instances — every
+        target position, in ``batch.sel`` order. ``rng``: the fit's loss generator (for losses
+        that draw, BERT4Rec's Cloze masks).
 
         The training loop minimises the loss; fine-tuning methods (FINEST,
         :mod:`recaudit.stabilise`) add terms on the scores. A model whose training objective
-        is not next-item prediction overrides this and says which positions are instances.
+        is not next-item prediction overrides :meth:`_objectives` and says which positions
+        are instances.
         """
-        hidden = net(batch)
-        h = _head(net, hidden.reshape(-1, hidden.shape[-1]).index_select(
-            0, required(batch.sel, "target positions")))
-        scores = self._logits(net, h)
-        return nn.functional.cross_entropy(scores, required(batch.sel_targets, "targets")), \
-            scores
+        return self._objectives(net, StackBatch.of([batch]), Members.of(net), [rng])[0]
+
+    def _objectives(self, net: SequenceNet, batch: StackBatch, m: Members,
+                    rngs: Sequence[np.random.Generator]) -> list[tuple[torch.Tensor,
+                                                                        torch.Tensor]]:
+        """``(loss, instance scores)`` of each member of a pass over the stacked mini-batch
+        ``batch`` (members ``m``, their loss generators ``rngs``): the mean full-softmax
+        cross-entropy over each member's own targets."""
+        trunk = net(batch, m)
+        if batch.sel is None or batch.sel_targets is None:
+            raise ValueError("this batch carries no targets; build it with SequenceData")
+        scores = self._member_scores(net, trunk, batch.sel, m)
+        targets = batch.sel_targets
+        return [(nn.functional.cross_entropy(s, t), s)
+                for s, t in zip(scores, targets, strict=True)]
+
+    def _member_scores(self, net: SequenceNet, trunk: torch.Tensor,
+                       sels: Sequence[torch.Tensor], m: Members) -> list[torch.Tensor]:
+        """Each member's scores ``[n_k, n_items]`` at its positions ``sels[k]`` (flat
+        ``b * W + j``) of the trunk ``[K, B, W, D]``. Members with as many positions run
+        their head and output layer as one batched product; members with other counts run
+        apart: rows padded to a common count would enter a member's gradient sums."""
+        k, b, w, d = trunk.shape
+        flat = trunk.reshape(k * b * w, d)
+        out: list[torch.Tensor | None] = [None] * k
+        counts: dict[int, list[int]] = {}
+        for i, s in enumerate(sels):
+            counts.setdefault(len(s), []).append(i)
+        for n, pos in counts.items():
+            sub = m if len(pos) == k else m.sub(pos)
+            idx = torch.cat([sels[p] if p == 0 else sels[p] + p * b * w for p in pos])
+            h = flat.index_select(0, idx).view(len(pos), n, d)
+            scores = self._logits(net, _head(net, h, sub), sub)
+            for j, p in enumerate(pos):
+                out[p] = scores[j]
+        return [o for o in out if o is not None]
 
     def _batches_in_stack(self) -> bool:
         """Whether a stack of this model computes its members' losses in one batched pass
-        (:mod:`._stack`: the network has ``stacked_forward``, the loss is
-        :meth:`instance_scores` as defined here). The one place that decides it."""
-        return False
+        (:meth:`_objectives` over members grouped by mini-batch shape); ``False`` for the
+        models that train on whole histories, member by member. The one place that decides
+        it."""
+        return True
 
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
-        """Scores ``[B, n_items]`` of the next item after each row's context (``net`` in
-        evaluation mode gives what :meth:`rank` ranks by)."""
+        """Scores ``[B, n_items]`` of the next item after each row's context (``net``, a
+        stack of one, in evaluation mode gives what :meth:`rank` ranks by)."""
         return self._logits(net, self._query_hidden(net, batch))
 
     @staticmethod
-    def _logits(net: SequenceNet, h: torch.Tensor) -> torch.Tensor:
-        w, b = net.output()
-        s = h @ w.T
-        return s if b is None else s + b
+    def _logits(net: SequenceNet, h: torch.Tensor, m: Members | None = None) -> torch.Tensor:
+        """Scores ``h W^T (+ b)`` of members ``m`` (``h [K, n, D]``), or of a stack of one's
+        only member (``h [n, D]``)."""
+        if h.dim() == 2:
+            return bmm_out(h.unsqueeze(0), *net.output(Members.of(net)))[0]
+        return bmm_out(h, *net.output(m if m is not None else Members.of(net)))
 
     def _query_hidden(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
-        """Representation ``[B, D]`` that predicts the item after each row's context."""
-        hidden = net(batch)
-        return _head(net, hidden[torch.arange(len(batch), device=hidden.device),
-                                 batch.lengths - 1])
+        """Representation ``[B, D]`` that predicts the item after each row's context (``net``:
+        a stack of one)."""
+        m = Members.of(net)
+        hidden = net(StackBatch.of([batch]), m)[0]
+        h = hidden[torch.arange(len(batch), device=hidden.device), batch.lengths - 1]
+        return _head(net, h.unsqueeze(0), m)[0]
 
     # ------------------------------------------------------------------ fit
     @staticmethod
@@ -256,7 +297,7 @@ class SequentialRecommender(Configurable):
                                             pad_left=self.config.pad_left)
                     f_test = self._factors(net, self._query_hidden(net, qb),
                                            torch.from_numpy(q.target.astype(np.int64)).to(device))
-                yield (lr, f_test, net.output()[1] is not None,
+                yield (lr, f_test, net.output(Members.of(net))[1] is not None,
                        self._prefix_chunks(net, data, rows, chunk_size, device))
 
     def _tracin_inputs(self, queries: Queries) -> tuple[Any, Queries]:
@@ -309,10 +350,11 @@ class SequentialRecommender(Configurable):
         return p.float().cpu().numpy(), h.float().cpu().numpy()
 
 
-def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
-    """The network's per-position head (``net.head``), applied to selected positions only."""
+def _head(net: nn.Module, h: torch.Tensor, m: Members) -> torch.Tensor:
+    """The network's per-position head (``net.head``) of members ``m``, applied to selected
+    positions only (``h [K, n, D]``)."""
     head = getattr(net, "head", None)
-    return h if head is None else head(h)
+    return h if head is None else head(h, m)
 
 
 def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interactions],

@@ -3,7 +3,7 @@
 A :class:`Course` is what :func:`recaudit.models.sequential._train.train` needs of a model: the
 mini-batches of an epoch and the loss of one of them. The base course trains on samples of
 :class:`~recaudit.models.sequential._samples.SequenceData` with the full-softmax loss of the
-model's ``instance_scores``; the cascade models (LatentCross over whole histories, JODIE)
+model's ``_objectives``; the cascade models (LatentCross over whole histories, JODIE)
 subclass it, because their mini-batches are groups of the log in time order and a state runs on
 from one group to the next.
 
@@ -21,14 +21,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch import nn
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
 from recaudit.metrics import score_ranks
 from recaudit.models.sequential._nn import SequenceNet, materialize, set_dropout_generator
+from recaudit.models.sequential._samples import StackBatch
+from recaudit.models.sequential._stack import Members
 
-__all__ = ["Course", "Objective", "state_copy", "valid_metric"]
+__all__ = ["Course", "Objective", "valid_metric"]
 
 
 class Objective(NamedTuple):
@@ -38,11 +39,6 @@ class Objective(NamedTuple):
     loss: torch.Tensor
     tally: torch.Tensor
     carry: Any = None
-
-
-def state_copy(net: nn.Module) -> dict:
-    """A detached copy of ``net``'s state (a checkpoint, or the best epoch's parameters)."""
-    return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
 def valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
@@ -60,13 +56,14 @@ def valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
 class Course:
     """One model's run through the training loop (the base: samples in mini-batches of
     :class:`~recaudit.models.sequential._samples.SequenceData`, the full-softmax loss of the
-    model's ``instance_scores``).
+    model's ``_objectives``).
 
     ``model`` receives the learned state (``network_``, ``history_``, ``checkpoints_``, ...)
     when the course finishes; ``train`` is the training log (its last interaction per user is
-    held out for validation when the model has ``patience``), ``seed`` the training seed.
+    held out for validation when the model has ``patience``), ``seed`` the training seed. The
+    courses of a stack share one network (:meth:`network`), member ``member`` of it each.
     Subclasses (the cascade models' histories) override :meth:`_prepare`, :meth:`epoch`,
-    :meth:`objective` and :meth:`after_update`.
+    :meth:`objectives` and :meth:`after_update`.
     """
 
     #: the dtype of the per-epoch loss total (the mean loss of an epoch is ``total / n``)
@@ -75,6 +72,7 @@ class Course:
     def __init__(self, model: Any, train: Interactions, seed: int,
                  device: torch.device) -> None:
         from recaudit.data import holdout_last
+        from recaudit.seeds import make_rng, make_torch_generator
 
         # model: a SequentialRecommender (not imported: the model module imports this one)
         self.model, self.seed, self.device = model, seed, device
@@ -90,7 +88,10 @@ class Course:
         self.best_state: dict | None = None
         self.stopped = False
         self.n = self._prepare()
-        self.net = self._network()
+        self.dropout = make_torch_generator(seed, self.name, "dropout", device=device)
+        self.loss_rng = make_rng(seed, self.name, "loss")  # losses that draw (Cloze)
+        self.net: SequenceNet | None = None   # the stack's network, once built
+        self.member = 0
 
     # ---------------------------------------------------------------- set up
     def _prepare(self) -> int:
@@ -104,30 +105,36 @@ class Course:
         self.model.n_items_ = self.train.n_items
         return len(self.data)
 
-    def _network(self) -> SequenceNet:
-        """The network, initialised from the seed, with its dropout generator."""
-        from recaudit.seeds import make_rng, make_torch_generator
+    def _meta_network(self, k: int) -> SequenceNet:
+        """The network of ``k`` members like this one, on the meta device."""
+        return self.model._network(self.train.n_items, k)
 
-        cfg, model = self.config, self.model
-        net = materialize(model._network(self.train.n_items),
-                          make_torch_generator(self.seed, self.name, "init"), self.device,
-                          model._init_rule(), style=cfg.init)
+    def _init_rule(self) -> Any:
+        return self.model._init_rule()
+
+    @classmethod
+    def network(cls, courses: Sequence[Course]) -> SequenceNet:
+        """The stack's network: member ``k`` initialised from course ``k``'s seed, with its
+        dropout generator; each course learns its member (``net``, ``member``)."""
+        from recaudit.seeds import make_torch_generator
+
+        first = courses[0]
+        cfg = first.config
+        net = materialize(first._meta_network(len(courses)),
+                          [make_torch_generator(c.seed, c.name, "init") for c in courses],
+                          first.device, first._init_rule(), style=cfg.init)
         if cfg.freeze_embedding:
             net.embedding.weight.requires_grad_(False)
-        self.dropout = make_torch_generator(self.seed, self.name, "dropout", device=self.device)
-        set_dropout_generator(net, self.dropout)
-        self.loss_rng = make_rng(self.seed, self.name, "loss")  # losses that draw (Cloze)
+        set_dropout_generator(net, [c.dropout for c in courses])
+        for k, c in enumerate(courses):
+            c.net, c.member = net, k
         return net
-
-    def parameters(self) -> list[nn.Parameter]:
-        """What the optimiser updates."""
-        return [p for p in self.net.parameters() if p.requires_grad]
 
     def training_bytes(self) -> int:
         """An upper estimate of the memory this member needs while it trains, in bytes: its
         parameters four times (weights, gradients, Adam's two moments) and the largest
         mini-batch's activations (:meth:`_batch_bytes`)."""
-        params = sum(p.numel() * p.element_size() for p in self.net.parameters())
+        params = sum(p.numel() * 4 for p in self._meta_network(1).parameters())
         return 4 * params + self._batch_bytes()
 
     def _batch_bytes(self) -> int:
@@ -143,49 +150,56 @@ class Course:
     # ---------------------------------------------------------------- an epoch
     def epoch(self, epoch: int) -> tuple[Any, Iterator[Any]]:
         """The epoch's state (``None`` here: samples carry nothing from step to step) and its
-        mini-batches, in order; the network is in training mode."""
+        mini-batches, in order."""
         from recaudit.seeds import make_rng
 
         cfg = self.config
-        self.net.train()
         order = self.data.order(cfg.batch_order, make_rng(self.seed, self.name, "order", epoch))
         return None, self.data.epoch_batches(order, cfg.batch_size, self.device,
                                              self.model.uses_time)
 
-    def objective(self, state: Any, step: Any) -> Objective:
-        """The loss of mini-batch ``step`` (``state``: the epoch's, :meth:`epoch`)."""
-        loss = self.model.instance_scores(self.net, step, self.loss_rng)[0]
-        return Objective(loss, loss.detach() * len(step))
+    @classmethod
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]]
+                   ) -> list[Objective]:
+        """The objectives of the members ``(course, state, step)`` that train at one step, in
+        order: members whose mini-batches share a shape as one pass of the stacked network
+        (the model's ``_objectives``), or member by member when the model says it does not
+        batch (its ``_batches_in_stack``)."""
+        model = members[0][0].model
+        groups: dict[Any, list[int]] = {}
+        for i, (_, _, step) in enumerate(members):
+            key = tuple(step.items.shape) if model._batches_in_stack() else i
+            groups.setdefault(key, []).append(i)
+        out: list[Objective | None] = [None] * len(members)
+        for idx in groups.values():
+            m = Members.of(net, [members[i][0].member for i in idx])
+            batch = StackBatch.of([members[i][2] for i in idx])
+            res = model._objectives(net, batch, m, [members[i][0].loss_rng for i in idx])
+            for i, (loss, _) in zip(idx, res, strict=True):
+                out[i] = Objective(loss, loss.detach() * len(members[i][2]))
+        return [o for o in out if o is not None]
 
     def after_update(self, state: Any, step: Any, carry: Any) -> None:
         """After the optimiser step: carry the objective's ``carry`` into ``state``."""
 
-    @classmethod
-    def objectives(cls, members: Sequence[tuple[Course, Any, Any]]) -> list[Objective]:
-        """:meth:`objective` of several members at one step (each ``(course, state,
-        step)``), in order: in one batched pass (:mod:`._stack`, bit-identical to computing
-        them one by one) when the model says it batches in a stack, else one by one."""
-        from recaudit.models.sequential import _stack
-
-        first = members[0][0]
-        if len(members) > 1 and first.model._batches_in_stack():
-            return [Objective(*o) for o in _stack.stacked_objectives(
-                first.model, [(c.net, step, c.loss_rng) for c, _, step in members])]
-        return [c.objective(state, step) for c, state, step in members]
-
     # ---------------------------------------------------------------- epoch end, finish
+    def member_network(self, share: bool = True) -> SequenceNet:
+        """This course's member of the stack as a network of its own (``share``: views)."""
+        assert self.net is not None
+        return self.net.member(self.member, share=share)
+
     def validate(self) -> float:
         """The validation metric of the current parameters (``patience`` only)."""
         cfg = self.config
-        self.model.network_ = self.net
+        self.model.network_ = self.member_network()
         assert self.valid_q is not None
         return valid_metric(self.model._scores(self.valid_q, self.device), self.valid_q.target,
                             cfg.patience_metric)
 
     def finish(self, state: Any) -> None:
         """Hand the learned state to the model (after the best epoch's parameters are back;
-        ``state``: the last epoch's, :meth:`epoch`)."""
-        self.net.eval()
-        set_dropout_generator(self.net, None)
-        self.model.network_ = self.net
+        ``state``: the last epoch's, :meth:`epoch`): its member of the stack, copied."""
+        net = self.member_network(share=False)
+        net.eval()
+        self.model.network_ = net
         self.model.device_ = self.device

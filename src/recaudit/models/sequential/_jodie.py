@@ -55,9 +55,9 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -69,12 +69,13 @@ from recaudit.models.sequential._history import count_groups, train_last_time
 from recaudit.models.sequential._jodie_plan import (Plan, group_tensors, make_plan,
                                                     previous_rows, timespan_groups)
 from recaudit.models.sequential._jodie_rnn import recurrence
-from recaudit.models.sequential._nn import (SequenceNet, materialize)
+from recaudit.models.sequential import _stack as stk
+from recaudit.models.sequential._nn import SequenceNet
+from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
 from recaudit.models.sequential._course import Course, Objective
 from recaudit.models.sequential._config import SequentialConfig
-from recaudit.seeds import make_torch_generator
 
 __all__ = ["JODIE"]
 
@@ -109,37 +110,56 @@ class JODIEConfig(SequentialConfig):
 
 
 class _JODIENet(SequenceNet):
-    def __init__(self, n_users: int, n_items: int, d: int) -> None:
+    """JODIE's parameters for ``k`` members; the methods compute one member (``m``) on rows
+    ``[n, ...]``."""
+
+    def __init__(self, k: int, n_users: int, n_items: int, d: int) -> None:
         super().__init__()
         self.n_items = n_items
-        self.init_user = nn.Parameter(torch.empty(d, device="meta"))
-        self.init_item = nn.Parameter(torch.empty(d, device="meta"))
-        self.user_rnn = nn.Linear(2 * d + 1, d, device="meta")
-        self.item_rnn = nn.Linear(2 * d + 1, d, device="meta")
-        self.project = nn.Linear(1, d, device="meta")
-        self.w_user_dyn = nn.Linear(d, d + n_items, device="meta")
-        self.w_prev_dyn = nn.Linear(d, d + n_items, bias=False, device="meta")
-        self.w_user_static = nn.Embedding(n_users, d + n_items, device="meta")
-        self.w_prev_static = nn.Embedding(n_items + 1, d + n_items, device="meta")  # 0 = none
+        self.init_user = nn.Parameter(torch.empty(k, d, device="meta"))
+        self.init_item = nn.Parameter(torch.empty(k, d, device="meta"))
+        self.user_rnn = stk.Linear(k, 2 * d + 1, d)
+        self.item_rnn = stk.Linear(k, 2 * d + 1, d)
+        self.project = stk.Linear(k, 1, d)
+        self.w_user_dyn = stk.Linear(k, d, d + n_items)
+        self.w_prev_dyn = stk.Linear(k, d, d + n_items, bias=False)
+        self.w_user_static = stk.Embedding(k, n_users, d + n_items)
+        self.w_prev_static = stk.Embedding(k, n_items + 1, d + n_items)  # 0 = none
 
-    def predict(self, u_proj, users, prev_dyn, prev_item):
+    def initial(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """Member ``m``'s initial user and item vectors ``[d]``."""
+        return _one(m.take(self.init_user)), _one(m.take(self.init_item))
+
+    def projection(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
+                   ) -> torch.Tensor:
+        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [n, d]``, ``Δ_u [n, 1]``."""
+        return u_prev * (1.0 + self.project(deltas[None], m)[0])
+
+    def predict(self, u_proj, users, prev_dyn, prev_item, m: stk.Members):
         """Predicted ``[dynamic ; static]`` embedding of the next item (eq. 4). The static
         weights are read with ``index_select`` (backward: one ``index_add`` into the dense
         gradient; ``nn.Embedding``'s CPU backward filled the table about 50 times per step:
         45 % of an epoch on Foursquare's 5,597 items)."""
-        return (self.w_user_dyn(u_proj) + self.w_prev_dyn(prev_dyn)
-                + self.w_user_static.weight.index_select(0, users)
-                + self.w_prev_static.weight.index_select(0, prev_item + 1))
+        return (self.w_user_dyn(u_proj[None], m)[0] + self.w_prev_dyn(prev_dyn[None], m)[0]
+                + _one(m.take(self.w_user_static.weight)).index_select(0, users)
+                + _one(m.take(self.w_prev_static.weight)).index_select(0, prev_item + 1))
 
-    def cell_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def cell_weights(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
         """Both RNN cells as one affine map of ``x = [u(t-), j(t-), Δ_u, Δ_j]``: ``[2d, 2d+2]``
         weights (rows: user cell, item cell) and ``[2d]`` bias."""
-        wu, wi = self.user_rnn.weight, self.item_rnn.weight
+        wu, wi = _one(m.take(self.user_rnn.weight)), _one(m.take(self.item_rnn.weight))
         d = wu.shape[0]
         zero = wu.new_zeros(d, 1)
         w = torch.cat([torch.cat([wu[:, :2 * d], wu[:, 2 * d:], zero], 1),
                        torch.cat([wi[:, d:2 * d], wi[:, :d], zero, wi[:, 2 * d:]], 1)], 0)
-        return w, torch.cat([self.user_rnn.bias, self.item_rnn.bias])
+        bu, bi = self.user_rnn.bias_of(m), self.item_rnn.bias_of(m)
+        assert bu is not None and bi is not None
+        return w, torch.cat([_one(bu), _one(bi)])
+
+
+def _one(t: torch.Tensor) -> torch.Tensor:
+    """The only member's slice of ``t [1, ...]`` (a view; its backward copies nothing)."""
+    return t.squeeze(0)
 
 
 @register("jodie")
@@ -219,7 +239,7 @@ class JODIE(SequentialRecommender):
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
         return _JODIECourse(self, train, seed, device)
 
-    def _group_loss(self, net, buf, grp, lam_u, lam_i) -> torch.Tensor:
+    def _group_loss(self, net, buf, grp, lam_u, lam_i, m: stk.Members) -> torch.Tensor:
         d = buf.shape[1]
         n = grp["deltas"].shape[0]
         base = grp["n_ext"] + 1
@@ -231,8 +251,8 @@ class JODIE(SequentialRecommender):
             u_ref, i_ref = u_prev.detach(), i_prev.detach()
         else:
             u_ref, i_ref = u_prev, i_prev
-        u_proj = u_prev * (1.0 + net.project(grp["deltas"][:, :1]))
-        pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"])
+        u_proj = net.projection(u_prev, grp["deltas"][:, :1], m)
+        pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"], m)
         one_hot = buf.new_zeros(n, net.n_items).scatter_(1, grp["items"][:, None], 1.0)
         target = torch.cat([i_ref, one_hot], 1)  # (F.one_hot checks its input: a device sync)
         if self.config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
@@ -278,7 +298,8 @@ class JODIE(SequentialRecommender):
             return torch.tensor(np.asarray(a), dtype=t, device=device)
 
         u, p = T(user), T(last)
-        u_proj = user_state[u] * (1.0 + net.project(T(dt, torch.float32)[:, None]))
+        u_proj = net.projection(user_state[u], T(dt, torch.float32)[:, None],
+                                stk.Members.of(net))
         p_dyn = torch.where((p >= 0)[:, None], item_state[p.clamp(min=0)],
                             torch.zeros_like(u_proj))
         return u, p, u_proj, p_dyn
@@ -300,7 +321,7 @@ class JODIE(SequentialRecommender):
         item_dyn = self.item_state_
         u, p, u_proj, p_dyn = self._query_inputs(net, queries, slice(None), self.user_state_,
                                                  item_dyn, device)
-        pred = net.predict(u_proj, u, p_dyn, p)
+        pred = net.predict(u_proj, u, p_dyn, p, stk.Members.of(net))
         dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
         dist = ((dyn ** 2).sum(1, keepdim=True) - 2 * dyn @ item_dyn.T
                 + (item_dyn ** 2).sum(1)[None]
@@ -327,12 +348,11 @@ class _JODIECourse(Course):
         model.n_items_, model.n_users_ = train.n_items, train.n_users
         return len(train)
 
-    def _network(self) -> SequenceNet:
-        train = self.train
-        return materialize(_JODIENet(train.n_users, train.n_items, self.config.embedding_dim),
-                           make_torch_generator(self.seed, "jodie", "init"), self.device,
-                           self.model._init_rule(train.n_users, train.n_items),
-                           style=self.config.init)
+    def _meta_network(self, k: int) -> SequenceNet:
+        return _JODIENet(k, self.train.n_users, self.train.n_items, self.config.embedding_dim)
+
+    def _init_rule(self) -> Any:
+        return self.model._init_rule(self.train.n_users, self.train.n_items)
 
     def _batch_bytes(self) -> int:
         d, n_items = self.config.embedding_dim, self.train.n_items
@@ -346,22 +366,32 @@ class _JODIECourse(Course):
         gradient) and the groups in time order."""
         net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
         with torch.no_grad():
-            users = net.init_user.detach().expand(train.n_users, d).clone()
-            items = net.init_item.detach().expand(train.n_items, d).clone()
+            user0, item0 = net.initial(Members.of(net, [self.member]))
+            users = user0.detach().expand(train.n_users, d).clone()
+            items = item0.detach().expand(train.n_items, d).clone()
         return _Trajectories(users, items), iter(self.groups)
 
-    def objective(self, state: _Trajectories, grp: dict) -> Objective:
-        net, cfg, d = cast(_JODIENet, self.net), self.config, self.config.embedding_dim
+    @classmethod
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]]
+                   ) -> list[Objective]:
+        """Member by member: each member's groups have their own t-batch plan."""
+        return [cast(_JODIECourse, c).objective(cast(_JODIENet, net), state, grp)
+                for c, state, grp in members]
+
+    def objective(self, net: _JODIENet, state: _Trajectories, grp: dict) -> Objective:
+        cfg, d = self.config, self.config.embedding_dim
+        m = Members.of(net, [self.member])
         if state.first:
-            entry = torch.cat([net.init_user.expand(len(grp["ext_u"]), d),
-                               net.init_item.expand(len(grp["ext_i"]), d)])
+            user0, item0 = net.initial(m)
+            entry = torch.cat([user0.expand(len(grp["ext_u"]), d),
+                               item0.expand(len(grp["ext_i"]), d)])
         else:
             entry = torch.cat([state.users.index_select(0, grp["ext_u"]),
                                state.items.index_select(0, grp["ext_i"])])
-        w, b = net.cell_weights()
+        w, b = net.cell_weights(m)
         buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
                          self.model._rnn_impl)
-        loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item)
+        loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item, m)
         n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
         return Objective(loss / n, loss.detach(), buf)
 

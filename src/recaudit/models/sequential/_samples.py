@@ -36,13 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from recaudit.data import Interactions, Queries
 
-__all__ = ["Batch", "SequenceData", "batch_from_queries"]
+__all__ = ["Batch", "StackBatch", "SequenceData", "batch_from_queries"]
 
 
 @dataclass
@@ -70,6 +71,46 @@ class Batch:
 
     def __len__(self) -> int:
         return self.items.shape[0]
+
+
+@dataclass
+class StackBatch:
+    """The mini-batches of a stack's members at one step, of one shape, along a leading
+    member dimension: ``items [K, B, W]``, ``lengths [K, B]``, the time features and targets
+    likewise; ``sel`` and ``sel_targets`` per member (a member's number of targets is its
+    own). :meth:`of` stacks :class:`Batch` es; a batch of a model alone is a stack of one."""
+
+    items: torch.Tensor
+    lengths: torch.Tensor
+    targets: torch.Tensor | None
+    users: torch.Tensor
+    times: torch.Tensor | None = None
+    gaps: torch.Tensor | None = None
+    next_gaps: torch.Tensor | None = None
+    sel: list[torch.Tensor] | None = None
+    sel_targets: list[torch.Tensor] | None = None
+    host_lengths: list[np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, batches: list[Batch]) -> StackBatch:
+        """``batches`` (one shape) along a leading member dimension (one batch: views)."""
+        def stack(field: str) -> Any:
+            parts = [getattr(b, field) for b in batches]
+            if parts[0] is None:
+                return None
+            return parts[0].unsqueeze(0) if len(parts) == 1 else torch.stack(parts)
+
+        def listed(field: str) -> list | None:
+            parts = [getattr(b, field) for b in batches]
+            return None if any(p is None for p in parts) else parts
+
+        return cls(stack("items"), stack("lengths"), stack("targets"), stack("users"),
+                   stack("times"), stack("gaps"), stack("next_gaps"), listed("sel"),
+                   listed("sel_targets"), listed("host_lengths"))
+
+    def __len__(self) -> int:
+        """Rows per member."""
+        return self.items.shape[1]
 
 
 def _time_features(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):

@@ -1,154 +1,226 @@
-"""Batched computation of a stack's losses: parameters stacked along a leading member dimension.
+"""Layers over a leading member dimension: every sequential network is a stack of members.
 
-:func:`stacked_objectives` computes the losses of several members of a stack at one training
-step (:mod:`recaudit.models.sequential._train`) as one batched computation where a network
-offers one (``SequenceNet.stacked_forward``). Members whose mini-batches have the same shape
-``[B, W]`` form a group; each group runs as one pass over tensors with a leading member
-dimension ``K``:
+A network of the sequential models holds the parameters of ``K`` members (trials) along a
+leading dimension — an embedding table is ``[K, N, D]``, a linear layer's weight
+``[K, out, in]`` — and computes all of them in one pass over inputs ``[K, ...]``. A model
+trained alone is a stack of one (``K = 1``): there is one forward per model, and the
+arithmetic a trial gets alone is the arithmetic it gets beside others.
 
-- embedding look-ups gather from the members' tables stacked as ``[K, N, D]`` (one gather; the
-  padding item reads a zero row and receives no gradient, as ``nn.Embedding(padding_idx=0)``);
-- matrix products run as batched products of the members' own shapes (``bmm`` / ``baddbmm``:
-  the slice of member ``k`` is the product its unstacked ``mm`` / ``addmm`` computes, bit for bit
-  on the CPU);
-- what must be member-by-member to give a member's own arithmetic runs per member: recurrent
-  layers (each member's own ``nn.GRU`` / ``nn.LSTM``, the fused kernel), layer norms (the fused
-  affine backward reduces differently from a split one), dropout masks (each drawn from the
-  member's generator, in its own shape and order), the cross-entropy over the member's own
-  targets (a mean over its rows);
-- after the trunk, the positions that predict a target are selected per member; when every
-  member of the group has as many (prefix samples: one per sample) the head and the output
-  layer run batched too, else each member's on its own rows (a batched product over rows
-  padded to the largest count was seen to reduce the output layer's gradient in another
-  order).
+A pass computes the members named by a :class:`Members` (all of them, or a group whose
+mini-batches share a shape) with their dropout generators. What a member computes must not
+depend on the other members of its pass, bit for bit (tested on the CPU for every model and
+stack size):
 
-Whether a model's stack runs batched is the model's to say (``_batches_in_stack``: BERT4Rec's
-Cloze loss and the cascade models' histories do not); a group of one member runs the member's
-own ``instance_scores``.
+- embedding look-ups gather from the members' tables as one table ``[K N, D]`` (member ``k``'s
+  rows offset by ``k N``; the padding item reads a zero row and receives no gradient, as
+  ``nn.Embedding(padding_idx=0)``); each member's gradient rows are accumulated in the order
+  of its own look-ups;
+- matrix products are batched products (``bmm`` / ``baddbmm``) whose slice ``k`` is the
+  product of member ``k``'s own shapes;
+- what reduces in another order when it is batched runs member by member: layer norms (the
+  fused affine backward), recurrent layers on the member's own fused kernel (``native``),
+  dropout masks (drawn from the member's generator in the shape and order it draws alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
 import torch
-from torch import nn
+from torch import _VF, nn
 from torch.nn import functional as F
 
-from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
-from recaudit.models.sequential._samples import Batch
-
-__all__ = ["stacked_objectives", "stack", "embed", "dropout", "linear", "per_member"]
+__all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out"]
 
 
-def stack(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The members' tensors along a new leading dimension (differentiable: each member's
-    parameter receives its own slice of the gradient)."""
-    return torch.stack(list(tensors))
+class Members:
+    """The members a pass computes, as positions in the stack (``index``; ``None``: all, in
+    order), and their dropout generators (``None``: no dropout, as in evaluation)."""
+
+    def __init__(self, index: Sequence[int] | None, generators: Sequence[torch.Generator] | None,
+                 device: torch.device | str | None = None) -> None:
+        self.index = None if index is None else list(index)
+        self.generators = None if generators is None else list(generators)
+        self._index_t = None if index is None else torch.tensor(self.index, device=device)
+
+    @classmethod
+    def of(cls, net: nn.Module, index: Sequence[int] | None = None) -> Members:
+        """Members ``index`` of ``net`` (all when ``None``) with the network's dropout
+        generators (``net.generators``, set by ``set_dropout_generator``)."""
+        gens = getattr(net, "generators", None)
+        first = next(net.parameters())
+        if index is not None and list(index) == list(range(first.shape[0])):
+            index = None                                 # all of them, in order
+        if gens is not None and index is not None:
+            gens = [gens[i] for i in index]
+        return cls(index, gens, first.device)
+
+    def sub(self, positions: Sequence[int]) -> Members:
+        """The members at ``positions`` of this pass (a sub-group), as a pass of their own."""
+        index = [self.index[p] for p in positions] if self.index is not None \
+            else list(positions)
+        gens = None if self.generators is None else [self.generators[p] for p in positions]
+        device = self._index_t.device if self._index_t is not None else None
+        return Members(index, gens, device)
+
+    def take(self, p: torch.Tensor) -> torch.Tensor:
+        """Parameter ``p`` ``[K, ...]`` of this pass's members."""
+        return p if self._index_t is None else p.index_select(0, self._index_t.to(p.device))
 
 
-def embed(tables: Sequence[nn.Embedding], idx: torch.Tensor) -> torch.Tensor:
-    """``tables[k](idx[k])`` for every member ``k`` as one gather ``[K, *idx.shape[1:], D]``.
-
-    A table with ``padding_idx`` (0: the padding item) reads zeros there and gives it no
-    gradient, as ``nn.Embedding`` does: padding positions read row 0 of the first table, which
-    is zero and receives no gradient (``F.embedding``'s ``padding_idx``)."""
-    weight = stack([t.weight for t in tables])
-    k, n = weight.shape[:2]
-    offset = (torch.arange(k, device=idx.device) * n).view(-1, *([1] * (idx.dim() - 1)))
-    flat = idx + offset
-    pad = tables[0].padding_idx
-    if pad is not None:
-        flat = torch.where(idx == pad, pad, flat)
-    return F.embedding(flat, weight.reshape(k * n, -1), padding_idx=pad)
+def stacked(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The tensors along a new leading dimension (one tensor: a view)."""
+    return tensors[0].unsqueeze(0) if len(tensors) == 1 else torch.stack(list(tensors))
 
 
-def dropout(x: torch.Tensor, drops: Sequence[SeededDropout]) -> torch.Tensor:
-    """Each member's :class:`SeededDropout` on its slice ``x[k]`` (the mask drawn from the
-    member's generator in the shape it would draw alone)."""
-    first = drops[0]
-    if not first.training or first.p <= 0.0 or any(d.generator is None for d in drops):
-        return x
-    masks = [torch.rand(x.shape[1:], generator=d.generator, device=x.device,
-                        dtype=x.dtype) >= d.p for d in drops]
-    return x * torch.stack(masks) / (1.0 - first.p)
+class Embedding(nn.Module):
+    """``K`` embedding tables ``[K, num_embeddings, embedding_dim]`` (``padding_idx``: a zero
+    row that receives no gradient, 0 for the padding item)."""
+
+    def __init__(self, k: int, num_embeddings: int, embedding_dim: int,
+                 padding_idx: int | None = None, device: torch.device | str = "meta") -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = padding_idx
+        self.weight = nn.Parameter(torch.empty(k, num_embeddings, embedding_dim,
+                                               device=device))
+
+    def forward(self, idx: torch.Tensor, m: Members) -> torch.Tensor:
+        """``table[k][idx[k]]`` for every member ``k``: ``[K, *idx.shape[1:], D]``."""
+        weight = m.take(self.weight)
+        k, n = weight.shape[:2]
+        flat = idx
+        if k > 1:
+            offset = (torch.arange(k, device=idx.device) * n).view(-1, *([1] * (idx.dim() - 1)))
+            flat = idx + offset
+            if self.padding_idx is not None:  # the padding reads row 0 (zero, no gradient)
+                flat = torch.where(idx == self.padding_idx, self.padding_idx, flat)
+        return F.embedding(flat, weight.reshape(k * n, -1), padding_idx=self.padding_idx)
 
 
-def linear(x: torch.Tensor, layers: Sequence[nn.Linear]) -> torch.Tensor:
-    """``layers[k](x[k])`` for ``x`` ``[K, ..., in]`` as one batched product (``baddbmm``
-    over the flattened rows: what ``F.linear`` computes with ``addmm``)."""
-    k, *mid, width = x.shape
-    w = stack([layer.weight for layer in layers]).transpose(1, 2)
-    flat = x.reshape(k, -1, width)
-    if layers[0].bias is None:
-        out = torch.bmm(flat, w)
-    else:
-        out = torch.baddbmm(stack([layer.bias for layer in layers]).unsqueeze(1), flat, w)
-    return out.view(k, *mid, out.shape[-1])
+class Linear(nn.Module):
+    """``K`` affine maps ``x[k] W[k]^T + b[k]`` (``W [K, out, in]``) as one batched product
+    (``baddbmm`` over the flattened rows: what ``F.linear`` computes with ``addmm``)."""
+
+    def __init__(self, k: int, in_features: int, out_features: int, bias: bool = True,
+                 device: torch.device | str = "meta") -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(k, out_features, in_features, device=device))
+        self.bias: nn.Parameter | None = \
+            nn.Parameter(torch.empty(k, out_features, device=device)) if bias else None
+
+    def bias_of(self, m: Members) -> torch.Tensor | None:
+        """The biases ``[K, out]`` of members ``m`` (``None`` without)."""
+        return None if self.bias is None else m.take(self.bias)
+
+    def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
+        k, *mid, width = x.shape
+        w = m.take(self.weight).transpose(1, 2)
+        flat = x.reshape(k, -1, width)
+        if self.bias is None:
+            out = torch.bmm(flat, w)
+        else:
+            out = torch.baddbmm(m.take(self.bias).unsqueeze(1), flat, w)
+        return out.view(k, *mid, out.shape[-1])
 
 
-def per_member(fn: Callable[..., torch.Tensor], *args: Sequence[Any] | torch.Tensor
-               ) -> torch.Tensor:
-    """``stack([fn(a[k], b[k], ...) for k])``: a member-by-member step of a batched pass."""
-    return stack([fn(*parts) for parts in zip(*args, strict=True)])
+def bmm_out(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """Scores ``h[k] W[k]^T (+ b[k])`` of an output layer: ``h [K, n, D]``, ``W [K, N, D]``."""
+    scores = torch.bmm(h, weight.transpose(1, 2))
+    return scores if bias is None else scores + bias.unsqueeze(1)
 
 
-def stacked_objectives(model: Any, members: Sequence[tuple[SequenceNet, Batch,
-                                                          np.random.Generator]]
-                       ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """``(loss, tally)`` of each member ``(network, mini-batch, loss generator)`` of
-    ``model``'s stack at one step, in order (see the module docstring): groups of members
-    whose batches share a shape run batched; the tally is what the loss adds to the epoch's
-    total."""
-    out: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(members)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, (_, batch, _) in enumerate(members):
-        groups.setdefault(tuple(batch.items.shape), []).append(i)
-    for idx in groups.values():
-        if len(idx) == 1:
-            net, batch, rng = members[idx[0]]
-            loss = model.instance_scores(net, batch, rng)[0]
-            out[idx[0]] = (loss, loss.detach() * len(batch))
-            continue
-        pairs = [members[i][:2] for i in idx]
-        for i, res in zip(idx, _batched(model, pairs), strict=True):
-            out[i] = res
-    return [o for o in out if o is not None]
+class LayerNorm(nn.Module):
+    """``K`` layer norms over the last dimension (weights and biases ``[K, D]``), each
+    member's with the fused kernel (its affine backward reduces the member's own rows)."""
+
+    def __init__(self, k: int, dim: int, eps: float = 1e-5,
+                 device: torch.device | str = "meta") -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        self.weight = nn.Parameter(torch.empty(k, dim, device=device))
+        self.bias = nn.Parameter(torch.empty(k, dim, device=device))
+
+    def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
+        w, b = m.take(self.weight), m.take(self.bias)
+        if x.shape[0] == 1:
+            return F.layer_norm(x[0], (self.dim,), w[0], b[0], self.eps).unsqueeze(0)
+        return torch.stack([F.layer_norm(xk, (self.dim,), wk, bk, self.eps)
+                            for xk, wk, bk in zip(x.unbind(0), w.unbind(0), b.unbind(0),
+                                                  strict=True)])
 
 
-def _batched(model: Any, members: Sequence[tuple[SequenceNet, Batch]]
-             ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    nets = [n for n, _ in members]
-    batches = [b for _, b in members]
-    net_type = type(nets[0])
-    trunk = net_type.stacked_forward(nets, batches)             # [K, B, W, D]
-    k, b, w, d = trunk.shape
-    sels = [required(bt.sel, "target positions") for bt in batches]
-    counts = [len(s) for s in sels]
-    if any(c != counts[0] for c in counts):
-        # members with different numbers of targets (window samples): the rest of each one's
-        # pass on its own rows — a batched product over padded rows may reduce (the output
-        # layer's gradient) in another order
-        out = []
-        for i, (net, bt) in enumerate(members):
-            h = trunk[i].reshape(b * w, d).index_select(0, sels[i])
-            head = getattr(net, "head", None)
-            scores = model._logits(net, h if head is None else head(h))
-            loss = F.cross_entropy(scores, required(bt.sel_targets, "targets"))
-            out.append((loss, loss.detach() * len(bt)))
-        return out
-    n = counts[0]
-    idx = torch.stack([s + i * b * w for i, s in enumerate(sels)])
-    h = trunk.reshape(k * b * w, d).index_select(0, idx.view(-1)).view(k, n, d)
-    h = net_type.stacked_head(nets, h)
-    weights, biases = zip(*(net.output() for net in nets), strict=True)
-    scores = torch.bmm(h, stack(weights).transpose(1, 2))
-    if biases[0] is not None:
-        scores = scores + stack(biases).unsqueeze(1)
-    out = []
-    for i, bt in enumerate(batches):
-        loss = F.cross_entropy(scores[i], required(bt.sel_targets, "targets"))
-        out.append((loss, loss.detach() * len(bt)))
-    return out
+class Dropout(nn.Module):
+    """Inverted dropout, each member's mask drawn from its own generator (``Members``): keep
+    ``U(0, 1) >= p``, drawn on the tensor's device in the member's shape ``x.shape[1:]``."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = float(p)
+
+    def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
+        if not self.training or self.p <= 0.0 or m.generators is None:
+            return x
+        keep = stacked([torch.rand(x.shape[1:], generator=g, device=x.device, dtype=x.dtype)
+                        >= self.p for g in m.generators])
+        return x * keep / (1.0 - self.p)
+
+
+class Recurrent(nn.Module):
+    """``K`` GRUs or LSTMs (``mode``), batch first, parameters named as ``nn.GRU`` /
+    ``nn.LSTM`` name theirs (``weight_ih_l0 [K, gates H, in]``, ...); each member runs on its
+    own fused kernel (``torch._VF.gru`` / ``lstm``, what ``nn.GRU`` calls)."""
+
+    def __init__(self, mode: str, k: int, input_size: int, hidden_size: int,
+                 num_layers: int = 1, bias: bool = True,
+                 device: torch.device | str = "meta") -> None:
+        super().__init__()
+        if mode not in ("GRU", "LSTM"):
+            raise ValueError(f"mode must be 'GRU' or 'LSTM', got {mode!r}")
+        self.mode, self.hidden_size, self.num_layers, self.bias = mode, hidden_size, \
+            num_layers, bias
+        self.gates = 3 if mode == "GRU" else 4
+        self._names: list[str] = []
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size
+            shapes: dict[str, tuple[int, ...]] = {
+                f"weight_ih_l{layer}": (self.gates * hidden_size, width),
+                f"weight_hh_l{layer}": (self.gates * hidden_size, hidden_size)}
+            if bias:
+                shapes |= {f"bias_ih_l{layer}": (self.gates * hidden_size,),
+                           f"bias_hh_l{layer}": (self.gates * hidden_size,)}
+            for name, shape in shapes.items():
+                setattr(self, name, nn.Parameter(torch.empty(k, *shape, device=device)))
+                self._names.append(name)
+
+    def weights(self, m: Members) -> list[list[torch.Tensor]]:
+        """Each member's flat weights, in ``nn.GRU``'s order."""
+        per_param = [m.take(getattr(self, n)).unbind(0) for n in self._names]
+        return [list(ws) for ws in zip(*per_param, strict=True)]
+
+    def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
+        """Outputs ``[K, B, L, H]`` of inputs ``x [K, B, L, in]`` from zero states."""
+        outs = []
+        for xk, weights in zip(x.unbind(0), self.weights(m), strict=True):
+            hx = xk.new_zeros(self.num_layers, xk.shape[0], self.hidden_size)
+            if self.mode == "GRU":
+                out = _VF.gru(xk, hx, weights, self.bias, self.num_layers, 0.0, self.training,
+                              False, True)[0]
+            else:
+                out = _VF.lstm(xk, (hx, torch.zeros_like(hx)), weights, self.bias,
+                               self.num_layers, 0.0, self.training, False, True)[0]
+            outs.append(out)
+        return stacked(outs)
+
+    def packed(self, data: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor,
+               m: Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """One member's GRU over a packed sequence (``PackedSequence`` data ``[T, in]``,
+        ``batch_sizes`` on the CPU) from states ``h0 [S, H]``: ``(outputs [T, H], final
+        states [S, H])``; ``m``: that one member."""
+        if self.mode != "GRU":
+            raise NotImplementedError("packed sequences are run by GRUs here")
+        weights, = self.weights(m)
+        out, hn = _VF.gru(data, batch_sizes, h0.unsqueeze(0), weights, self.bias,
+                          self.num_layers, 0.0, self.training, False)
+        return out, hn[0]

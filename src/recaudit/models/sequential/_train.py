@@ -10,28 +10,26 @@ through the loop: its network, data, generators and per-step work); :func:`train
 courses.
 
 **A stack** is several courses trained together by one loop: one trial each (its own
-perturbed data, seed and draw), each with its own network, batches, dropout generator, loss
-generator and Adam state, its own early stopping. At step ``j`` of an epoch every course that
-still has a ``j``-th mini-batch contributes its loss; the losses are summed (the members share
-no parameter, so each one's gradients are exactly those of its own loss) and one optimiser
-step updates every member that had a batch (Adam skips parameters without a gradient: a member
-with fewer batches this epoch, or one that stopped early, is left as it is). A model may
-compute its members' losses in one batched computation (:meth:`Course.objectives`:
-parameters stacked along a leading member dimension, one kernel for what would be one per
-member); the default computes them one after another.
+perturbed data, seed and draw), each with its own batches, dropout generator, loss generator,
+Adam state and early stopping, all members of one network whose parameters have a leading
+member dimension (:mod:`._stack`; a model trained alone is a stack of one, so there is one
+forward per model). At step ``j`` of an epoch every course that still has a ``j``-th
+mini-batch contributes its loss: members whose mini-batches share a shape run as one pass
+(:meth:`Course.objectives`); the losses are summed (the members share no parameter, so each
+one's gradients are exactly those of its own loss) and one optimiser step updates every member
+that had a batch (a member with fewer batches this epoch, or one that stopped early, is left as
+it is).
 
 **A member's numbers never depend on its neighbours**: every member's loss, gradients and Adam
 update are bit-identical to those of the same model trained alone (``stack = 1``), on the CPU
 (tested for every model): the batched computations are arranged so that each member's slice
-uses the arithmetic of its own unstacked computation (matrix products as batched products of
-the same shapes, per-member reductions over its own rows, per-member dropout masks drawn from
-its own generator in the order it would draw them alone).
+uses the arithmetic it has alone (matrix products as batched products of the same shapes,
+per-member reductions over its own rows, per-member dropout masks drawn from its own generator
+in the order it would draw them alone).
 """
 
 from __future__ import annotations
 
-import functools
-import operator
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -40,24 +38,27 @@ import torch
 
 from recaudit import _progress as progress
 from recaudit.data import Interactions
-from recaudit.models.sequential._course import Course, state_copy
-from recaudit.models.sequential._nn import deterministic_torch, make_adam
+from recaudit.models.sequential._course import Course
+from recaudit.models.sequential._nn import StackAdam, deterministic_torch
 
 __all__ = ["train", "train_stack", "available_memory"]
 
 
 def _end_epoch(course: Course, epoch: int, total: torch.Tensor, tic: float, cpu: float) -> None:
     cfg = course.config
+    net = course.net
+    assert net is not None
     record: dict[str, Any] = {"epoch": epoch + 1, "loss": float(total) / course.n,
                               "seconds": time.perf_counter() - tic,
                               "cpu_seconds": time.process_time() - cpu}
     if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
-        course.checkpoints.append((cfg.lr, state_copy(course.net)))
+        course.checkpoints.append((cfg.lr, net.member_state(course.member)))
     if course.valid_q is not None:
         value = course.validate()
         record[f"valid_{cfg.patience_metric}"] = value
         if value > course.best:
-            course.best, course.best_state, course.stale = value, state_copy(course.net), 0
+            course.best, course.best_state, course.stale = value, \
+                net.member_state(course.member), 0
         else:
             course.stale += 1
     course.history.append(record)
@@ -69,10 +70,11 @@ def train(courses: Sequence[Course]) -> None:
     """Train ``courses`` (one, or a stack of several of one model class and configuration)
     for their configured epochs; each gets its history, checkpoints and learned state.
 
-    One Adam (``make_adam``: fused, deterministic) over every member's parameters: each
-    parameter keeps its own moments and step count and is updated only at steps where its
-    member had a batch. Runs under :func:`~recaudit.models.sequential._nn.deterministic_torch`
-    with the members' ``num_threads`` on their device (they share both).
+    One network holds every member (:meth:`Course.network`); one Adam
+    (:class:`~recaudit.models.sequential._nn.StackAdam`) updates, at each step, the members
+    that had a mini-batch, each slice with its own moments and step count. Runs under
+    :func:`~recaudit.models.sequential._nn.deterministic_torch` with the members'
+    ``num_threads`` on their device (they share both).
     """
     if not courses:
         return
@@ -82,8 +84,8 @@ def train(courses: Sequence[Course]) -> None:
            for c in courses):
         raise ValueError("a stack trains courses of one model class, configuration and device")
     with deterministic_torch(cfg.num_threads, first.device):
-        opt = make_adam([p for c in courses for p in c.parameters()], cfg.lr,
-                        cfg.weight_decay)
+        net = type(first).network(courses)
+        opt = StackAdam(net, cfg.lr, cfg.weight_decay)
         last: dict[int, Any] = {}     # each course's last epoch state (what it finishes with)
         for epoch in range(cfg.epochs):
             active = [c for c in courses if not c.stopped]
@@ -92,6 +94,7 @@ def train(courses: Sequence[Course]) -> None:
             tic, cpu = time.perf_counter(), time.process_time()
             totals = {id(c): torch.zeros((), dtype=c.total_dtype, device=c.device)
                       for c in active}
+            net.train()
             epochs = [(c, *c.epoch(epoch)) for c in active]
             for c, state, _ in epochs:
                 last[id(c)] = state
@@ -100,19 +103,21 @@ def train(courses: Sequence[Course]) -> None:
                            if (s := next(it, None)) is not None]
                 if not members:
                     break
-                objectives = type(first).objectives(members)
-                opt.zero_grad(set_to_none=True)
-                functools.reduce(operator.add, [o.loss for o in objectives]).backward()
-                opt.step()
+                objectives = type(first).objectives(net, members)
+                opt.zero_grad()
+                losses = [o.loss for o in objectives]
+                (losses[0] if len(losses) == 1 else torch.stack(losses).sum()).backward()
+                opt.step([c.member for c, _, _ in members])
                 for (c, state, s), o in zip(members, objectives, strict=True):
                     totals[id(c)] += o.tally
                     c.after_update(state, s, o.carry)
             for c in active:
                 _end_epoch(c, epoch, totals[id(c)], tic, cpu)
             progress.epoch(epoch + 1, cfg.epochs)
+        net.eval()
         for c in courses:
             if c.best_state is not None:
-                c.net.load_state_dict(c.best_state)
+                net.load_member_state(c.member, c.best_state)
             c.finish(last.get(id(c)))
             c.model.history_ = c.history
             c.model.checkpoints_ = c.checkpoints
@@ -122,11 +127,19 @@ def train_stack(members: list[tuple[Any, Interactions, int]], device: torch.devi
                 memory: int | None = None) -> list[Any]:
     """Train ``members`` (``(model, training log, seed)``, checked by
     :func:`~recaudit.models.sequential.fit_stack`, which documents the memory rules) on
-    ``device`` as one stack, or as several when they would not fit; returns the models."""
+    ``device`` as one stack, or as several when they would not fit or their logs have
+    catalogues (items, users) of different sizes; returns the models."""
     import warnings
 
     from recaudit.errors import RecauditWarning
 
+    catalogues: dict[tuple[int, int], list[int]] = {}
+    for i, (_, log, _) in enumerate(members):
+        catalogues.setdefault((log.n_items, log.n_users), []).append(i)
+    if len(catalogues) > 1:  # one network holds a stack: members of one catalogue each
+        for idx in catalogues.values():
+            train_stack([members[i] for i in idx], device, memory)
+        return [m for m, _, _ in members]
     first, log, seed = members[0]
     # the first member's course, which trains in the first stack, tells what a member needs
     course = first._course(log, seed, device)
