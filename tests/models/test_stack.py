@@ -31,6 +31,10 @@ CONFIGS = {
     "tisasrec": dict(TINY, time_span=16, checkpoint_every=1),
     "bert4rec": dict(TINY, max_len=10, layers=1),
     "latentcross": dict(TINY, hidden_dim=16),
+    # the GPU's recurrence on the CPU: every member's GRU/LSTM steps as batched products
+    "gru4rec-batched": dict(TINY, hidden_dim=16, layers=2, recurrence="batched"),
+    "lstm-batched": dict(TINY, hidden_dim=16, recurrence="batched", checkpoint_every=1),
+    "latentcross-batched": dict(TINY, hidden_dim=16, recurrence="batched"),
     "latentcross-history": dict(TINY, hidden_dim=16, samples="history", patience=1, epochs=3),
     "jodie": dict(TINY, checkpoint_every=1),
 }

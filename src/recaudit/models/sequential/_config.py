@@ -10,7 +10,7 @@ import numpy as np
 from recaudit.config import Config
 from recaudit.errors import ConfigError
 
-__all__ = ["SequentialConfig"]
+__all__ = ["SequentialConfig", "RecurrentConfig"]
 
 
 @dataclass(frozen=True)
@@ -101,3 +101,24 @@ class SequentialConfig(Config):
             self.patience_metric.startswith("ndcg@") and self.patience_metric[5:].isdigit()
             and int(self.patience_metric[5:]) >= 1)), "patience_metric",
             "must be 'mrr' or 'ndcg@K' (K >= 1)")
+
+
+@dataclass(frozen=True)
+class RecurrentConfig(SequentialConfig):
+    """Options of the models with a recurrence (GRU4Rec, LSTM, LatentCross, JODIE).
+
+    recurrence: how a stack's recurrent layers run — ``"native"`` (each trial's own fused
+    kernel: cuDNN, oneDNN, numba for JODIE), ``"batched"`` (every trial of a stack at once,
+    step by step, as batched products over the trials: what a GPU runs fastest for a stack) or
+    ``"auto"`` (default: batched on CUDA, native on the CPU, where it is the faster for a model
+    alone). Both are exact for each trial whatever the stack; they are different arithmetic,
+    so a model's numbers differ between the two in the last bits.
+    """
+
+    recurrence: Literal["auto", "native", "batched"] = "auto"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.recurrence not in ("auto", "native", "batched"):
+            raise ConfigError(f"{type(self).__qualname__}.recurrence = {self.recurrence!r}: "
+                              "must be 'auto', 'native' or 'batched'", key="recurrence")

@@ -32,13 +32,13 @@ from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import RecurrentConfig
 
 __all__ = ["GRU4Rec"]
 
 
 @dataclass(frozen=True)
-class GRU4RecConfig(SequentialConfig):
+class GRU4RecConfig(RecurrentConfig):
     """GRU4Rec options; see :class:`SequentialConfig` for the shared ones.
 
     hidden_dim: GRU state size (128). layers: stacked GRU layers (1, as the paper's best runs).
@@ -63,7 +63,8 @@ class _GRU4RecNet(SequenceNet):
         d, h = cfg.embedding_dim, cfg.hidden_dim
         self.embedding = stk.Embedding(k, n_items + 1, d, padding_idx=0)
         self.drop = stk.Dropout(cfg.dropout)
-        self.gru = stk.Recurrent("GRU", k, d, h, num_layers=cfg.layers, bias=False)
+        self.gru = stk.Recurrent("GRU", k, d, h, num_layers=cfg.layers, bias=False,
+                                 recurrence=cfg.recurrence)
         self.dense = stk.Linear(k, h, d)
 
     def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:

@@ -57,14 +57,14 @@ from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, in
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import RecurrentConfig
 from recaudit.models.sequential._course import Course, Objective
 
 __all__ = ["LatentCross", "log_buckets"]
 
 
 @dataclass(frozen=True)
-class LatentCrossConfig(SequentialConfig):
+class LatentCrossConfig(RecurrentConfig):
     """LatentCross options (see :class:`SequentialConfig`). hidden_dim: GRU size (128);
     time_buckets: number of log2 time-difference buckets (32). samples: ``"window"``,
     ``"prefix"`` or ``"history"`` (each user's state over the whole history; ``batch_size``
@@ -106,7 +106,7 @@ class _LatentCrossNet(SequenceNet):
         self.ctx_in = stk.Embedding(k, cfg.time_buckets, d)
         self.ctx_out = stk.Embedding(k, cfg.time_buckets, h)
         self.drop = stk.Dropout(cfg.dropout)
-        self.gru = stk.Recurrent("GRU", k, d, h)
+        self.gru = stk.Recurrent("GRU", k, d, h, recurrence=cfg.recurrence)
         self.dense = stk.Linear(k, h, d)
         self.out = stk.Linear(k, d, n_items)
 

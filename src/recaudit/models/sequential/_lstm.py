@@ -24,13 +24,13 @@ from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import RecurrentConfig
 
 __all__ = ["LSTM"]
 
 
 @dataclass(frozen=True)
-class LSTMConfig(SequentialConfig):
+class LSTMConfig(RecurrentConfig):
     """LSTM options (see :class:`SequentialConfig`). hidden_dim: state size (128);
     layers: stacked LSTM layers (1)."""
 
@@ -51,7 +51,7 @@ class _LSTMNet(SequenceNet):
         self.embedding = stk.Embedding(k, n_items + 1, cfg.embedding_dim, padding_idx=0)
         self.drop_in = stk.Dropout(cfg.dropout)
         self.lstm = stk.Recurrent("LSTM", k, cfg.embedding_dim, cfg.hidden_dim,
-                                  num_layers=cfg.layers)
+                                  num_layers=cfg.layers, recurrence=cfg.recurrence)
         self.drop_out = stk.Dropout(cfg.dropout)
         self.out = stk.Linear(k, cfg.hidden_dim, n_items)
 

@@ -30,7 +30,8 @@ import torch
 from torch import _VF, nn
 from torch.nn import functional as F
 
-__all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out"]
+__all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
+           "RECURRENCES", "resolve_recurrence"]
 
 
 class Members:
@@ -167,19 +168,69 @@ class Dropout(nn.Module):
         return x * keep / (1.0 - self.p)
 
 
+#: how a stack's GRUs and LSTMs run (the models' ``recurrence`` parameter)
+RECURRENCES = ("auto", "native", "batched")
+
+
+def resolve_recurrence(recurrence: str, device: torch.device) -> str:
+    """``"native"`` or ``"batched"`` for ``recurrence`` on ``device``: ``"auto"`` is batched on
+    CUDA (one kernel per step for the whole stack instead of a cuDNN call per member) and
+    native on the CPU (the fused kernel: the faster there, measured for a model alone). The
+    choice never depends on the stack's size, so a trial's numbers do not either."""
+    if recurrence == "auto":
+        return "batched" if device.type == "cuda" else "native"
+    return recurrence
+
+
+def _sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """``σ(x) = (tanh(x / 2) + 1) / 2``. torch's CPU ``sigmoid`` (and its backward) computes the
+    elements of a vector's tail with other instructions than the rest, so an element's bits
+    would depend on where it sits in a batched tensor, that is on the stack's size; ``tanh``'s
+    do not (tested), and halving and the affine map are exact."""
+    return (torch.tanh(x * 0.5) + 1.0) * 0.5
+
+
+def _gate_scale(mode: str, hid: int, like: torch.Tensor) -> torch.Tensor:
+    """The LSTM's gate pre-activations' scale before one ``tanh``: ``1/2`` for ``i, f, o``
+    (their σ, :func:`_sigmoid`), 1 for ``g``."""
+    scale = like.new_full((4 * hid,), 0.5)
+    if mode == "LSTM":
+        scale[2 * hid:3 * hid] = 1.0
+    return scale
+
+
 class Recurrent(nn.Module):
     """``K`` GRUs or LSTMs (``mode``), batch first, parameters named as ``nn.GRU`` /
-    ``nn.LSTM`` name theirs (``weight_ih_l0 [K, gates H, in]``, ...); each member runs on its
-    own fused kernel (``torch._VF.gru`` / ``lstm``, what ``nn.GRU`` calls)."""
+    ``nn.LSTM`` name theirs (``weight_ih_l0 [K, gates H, in]``, ...), gates in PyTorch's order
+    (GRU: ``r, z, n``; LSTM: ``i, f, g, o``).
+
+    ``recurrence`` (:func:`resolve_recurrence`): ``"native"`` runs each member on its own fused
+    kernel (``torch._VF.gru`` / ``lstm``, what ``nn.GRU`` calls: cuDNN, oneDNN or ATen's);
+    ``"batched"`` runs every member at once, step by step: the input projections of all steps
+    as one batched product, then per step one batched product ``h W_hh^T`` over the members
+    and the gates elementwise::
+
+        GRU:   r, z = σ(x W_ir + b_ir + h W_hr + b_hr), σ(... z ...)
+               n = tanh(x W_in + b_in + r ⊙ (h W_hn + b_hn));   h' = n + z ⊙ (h - n)
+        LSTM:  i, f, o = σ(...), g = tanh(...);   c' = f ⊙ c + i ⊙ g;   h' = o ⊙ tanh(c')
+
+    with ``σ(x) = (tanh(x/2) + 1)/2`` (:func:`_sigmoid`: what makes an element's bits
+    independent of its place in the batched tensor on the CPU). Both are exact per member (a
+    member's numbers do not depend on its neighbours); they are different arithmetic, so a
+    model's numbers differ between the two in the last bits.
+    """
 
     def __init__(self, mode: str, k: int, input_size: int, hidden_size: int,
-                 num_layers: int = 1, bias: bool = True,
+                 num_layers: int = 1, bias: bool = True, recurrence: str = "auto",
                  device: torch.device | str = "meta") -> None:
         super().__init__()
         if mode not in ("GRU", "LSTM"):
             raise ValueError(f"mode must be 'GRU' or 'LSTM', got {mode!r}")
+        if recurrence not in RECURRENCES:
+            raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
         self.mode, self.hidden_size, self.num_layers, self.bias = mode, hidden_size, \
             num_layers, bias
+        self.recurrence = recurrence
         self.gates = 3 if mode == "GRU" else 4
         self._names: list[str] = []
         for layer in range(num_layers):
@@ -201,6 +252,8 @@ class Recurrent(nn.Module):
 
     def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
         """Outputs ``[K, B, L, H]`` of inputs ``x [K, B, L, in]`` from zero states."""
+        if resolve_recurrence(self.recurrence, x.device) == "batched":
+            return self._batched(x, m)
         outs = []
         for xk, weights in zip(x.unbind(0), self.weights(m), strict=True):
             hx = xk.new_zeros(self.num_layers, xk.shape[0], self.hidden_size)
@@ -212,6 +265,40 @@ class Recurrent(nn.Module):
                                self.num_layers, 0.0, self.training, False, True)[0]
             outs.append(out)
         return stacked(outs)
+
+    def _batched(self, x: torch.Tensor, m: Members) -> torch.Tensor:
+        k, b, length, _ = x.shape
+        hid = self.hidden_size
+        out = x
+        for layer in range(self.num_layers):
+            w_ih = m.take(getattr(self, f"weight_ih_l{layer}")).transpose(1, 2)
+            w_hh = m.take(getattr(self, f"weight_hh_l{layer}")).transpose(1, 2)
+            flat = out.reshape(k, b * length, -1)
+            if self.bias:
+                b_ih = m.take(getattr(self, f"bias_ih_l{layer}")).unsqueeze(1)
+                b_hh = m.take(getattr(self, f"bias_hh_l{layer}")).unsqueeze(1)
+                proj = torch.baddbmm(b_ih, flat, w_ih)
+            else:
+                proj = torch.bmm(flat, w_ih)
+            gi = proj.view(k, b, length, -1).unbind(2)     # each step's input projection
+            h = x.new_zeros(k, b, hid)
+            c = x.new_zeros(k, b, hid)
+            scale = _gate_scale(self.mode, hid, x)
+            steps = []
+            for t in range(length):
+                gh = torch.baddbmm(b_hh, h, w_hh) if self.bias else torch.bmm(h, w_hh)
+                if self.mode == "GRU":
+                    rz = _sigmoid(gi[t][..., :2 * hid] + gh[..., :2 * hid])
+                    n = torch.tanh(gi[t][..., 2 * hid:] + rz[..., :hid] * gh[..., 2 * hid:])
+                    h = n + rz[..., hid:] * (h - n)
+                else:
+                    act = torch.tanh((gi[t] + gh) * scale)   # g's tanh; σ of i, f, o below
+                    gate = (act + 1.0) * 0.5
+                    c = gate[..., hid:2 * hid] * c + gate[..., :hid] * act[..., 2 * hid:3 * hid]
+                    h = gate[..., 3 * hid:] * torch.tanh(c)
+                steps.append(h)
+            out = torch.stack(steps, dim=2)
+        return out
 
     def packed(self, data: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor,
                m: Members) -> tuple[torch.Tensor, torch.Tensor]:
