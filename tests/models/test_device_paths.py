@@ -128,22 +128,3 @@ def test_device_batches_equal_plain_construction(layout, opts):
             np.testing.assert_allclose(b.next_gaps.numpy(), nxt, rtol=1e-6)
             if layout == "window" or not opts:
                 np.testing.assert_allclose(b.times.numpy(), rel)
-
-
-def test_dropout_masks_come_from_a_generator_on_the_tensor_device():
-    from recaudit.models.sequential._stack import Dropout, Members
-
-    def gen(seed):
-        return torch.Generator().manual_seed(seed)
-
-    drop = Dropout(0.5)
-    x = torch.ones(1, 2000)
-    a = drop(x, Members(None, [gen(0)]))
-    assert torch.equal(a, drop(x, Members(None, [gen(0)])))
-    assert set(a.unique().tolist()) == {0.0, 2.0}   # inverted dropout scaling
-    assert abs(float((a == 0).float().mean()) - 0.5) < 0.05
-    # in a stack, each member's mask is the one its generator draws alone
-    three = drop(torch.ones(3, 2000), Members(None, [gen(1), gen(0), gen(2)]))
-    assert torch.equal(three[1:2], a) and not torch.equal(three[0:1], a)
-    drop.eval()
-    assert torch.equal(drop(x, Members(None, [gen(0)])), x)

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from recaudit.audit._context import cache_key
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
 from recaudit.models import checked_rank
@@ -183,7 +184,8 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     for (dataset, label), items in groups.items():
         keys = list(dict.fromkeys(k for _, _, k in items))
         open_keys = {k for _, tid, k in items if tid not in done}
-        cached = sum(1 for k in keys if cache is not None and cache.has(k))
+        cached = sum(1 for k in keys if cache is not None
+                     and cache.has(cache_key(items[0][0], k)))
         perturbed = sum(1 for t, _, _ in items if perturbation_label(t.perturbation) != "none")
         stored = sum(1 for _, tid, _ in items if tid in done)
         remaining_pert = sum(1 for t, tid, _ in items

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from recaudit.audit._context import cache_key
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
 from recaudit.audit._stacking import run_stack
@@ -163,7 +164,7 @@ class AuditStudy:
             if pending:
                 charged.add(key)
             if key not in cached:
-                cached[key] = cache is not None and ArrayCache(cache).has(key)
+                cached[key] = cache is not None and ArrayCache(cache).has(cache_key(trial, key))
             job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
             # a baseline already cached (a resumed run) holds nobody back: each trial is a
             # group of its own, so every worker starts at once instead of waiting for the
@@ -191,8 +192,9 @@ class AuditStudy:
         old = row.get("baseline_key")
         if cache is not None and old and old != key:
             store = ArrayCache(cache)
-            if not store.has(key) and (hit := store.get(str(old))) is not None:
-                store.put(key, **hit)
+            new, was = cache_key(trial, key), cache_key(trial, str(old))
+            if not store.has(new) and (hit := store.get(was)) is not None:
+                store.put(new, **hit)
         return trial.trial_id(fp), {"baseline_key": key,
                                     "spec": canonical_json(trial.to_dict())}
 

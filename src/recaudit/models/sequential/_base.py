@@ -10,16 +10,18 @@ Determinism (same data + same seed => bit-identical parameters and rank lists):
 
 - the network is built on the meta device and initialised from
   ``make_torch_generator(seed, name, "init")`` (on the CPU, so a model starts from the same
-  parameters on every device); dropout masks come from
-  ``make_torch_generator(seed, name, "dropout", device=...)``, a generator on the training
-  device; shuffled batch orders from ``make_rng(seed, name, "order", epoch)``. Torch's global
-  RNG is never read or written.
+  parameters on every device); dropout masks are hashes of counters keyed by
+  ``derive_seed(seed, name, "dropout")``, the epoch and the step (:mod:`._draws`: the same
+  masks on every device); shuffled batch orders from ``make_rng(seed, name, "order",
+  epoch)``. Torch's global RNG is never read or written.
 - ``torch.use_deterministic_algorithms(True)`` and ``num_threads`` intra-op threads (default 1;
   float sums depend on the thread count) hold inside ``fit``/``rank``/``score`` only.
   Results are bit-identical run to run on a given device and thread count; CPU and CUDA
-  results differ in the last bits (and dropout masks differ between devices).
+  results differ in the last bits.
+- a model is a stack of one (:mod:`._stack`): a trial computes the same bits alone and in a
+  stack of any size on the CPU; ``implementation`` names the version of this arithmetic.
 
-Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[B, L, D]``
+Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[K, B, L, D]``
 and, optionally, a ``head(h)`` applied only to the positions that are scored (output dropout,
 final dense layer or layer norm), so prefix samples pay for one position, not ``L``. The
 epoch's samples live on the training device (``SequenceData.epoch_batches``) and the inner
@@ -48,7 +50,7 @@ from recaudit.models.sequential._factors import collected, outer
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._samples import (Batch, SequenceData, StackBatch,
                                                  batch_from_queries)
-from recaudit.models.sequential._stack import Members, bmm_out
+from recaudit.models.sequential._stack import Members, bmm_out, padded
 from recaudit.models.sequential._train import train_stack
 
 __all__ = ["SequentialRecommender", "fit_stack"]
@@ -68,6 +70,12 @@ class SequentialRecommender(Configurable):
     Config: ClassVar[type[SequentialConfig]] = SequentialConfig
     registered_name: ClassVar[str] = "sequential"
     uses_time: ClassVar[bool] = False
+    #: the version of the model's arithmetic: raised when what a trial computes changes in
+    #: its bits (stores record it with every trial, :meth:`implementation_of`, and cache a
+    #: baseline per version). 2: one forward for a model and a stack (dropout masks from the
+    #: counter-based generator, layer norms' affine map apart, targets padded to multiples
+    #: of 64, losses of a stack in one operation).
+    implementation: ClassVar[int] = 2
     # learned state (set by the training loop, :mod:`._train`)
     n_items_: int
     device_: torch.device
@@ -81,6 +89,18 @@ class SequentialRecommender(Configurable):
             raise ConfigError(f"{type(self).__name__} reads time gaps between context items; "
                               "pad_left (a fixed window padded on the left) is for models "
                               "without time features")
+
+    @classmethod
+    def implementation_of(cls, params: dict[str, Any], device: torch.device) -> str:
+        """What a trial of this model with ``params`` computes on ``device``, as its record
+        says it (``versions.implementation``): the version of the arithmetic and, for a model
+        with a recurrence, which one runs (``recurrence = "auto"`` resolved)."""
+        from recaudit.models.sequential._stack import resolve_recurrence
+
+        recurrence = params.get("recurrence", getattr(cls.Config, "recurrence", None))
+        if recurrence is None:
+            return str(cls.implementation)
+        return f"{cls.implementation} (recurrence {resolve_recurrence(recurrence, device)})"
 
     # ------------------------------------------------------------------ hooks
     def _network(self, n_items: int, k: int = 1) -> SequenceNet:  # pragma: no cover
@@ -106,51 +126,45 @@ class SequentialRecommender(Configurable):
 
         The training loop minimises the loss; fine-tuning methods (FINEST,
         :mod:`recaudit.stabilise`) add terms on the scores. A model whose training objective
-        is not next-item prediction overrides :meth:`_objectives` and says which positions
-        are instances.
+        is not next-item prediction overrides :meth:`_objectives` and :meth:`_instances`.
         """
-        return self._objectives(net, StackBatch.of([batch]), Members.of(net), [rng])[0]
+        n = len(required(batch.sel, "targets"))
+        stacked = StackBatch.of([batch], padded(n))
+        losses, scores = self._next_items(net, stacked, Members.of(net))
+        return losses[0], scores[0, :n]
 
     def _objectives(self, net: SequenceNet, batch: StackBatch, m: Members,
-                    rngs: Sequence[np.random.Generator]) -> list[tuple[torch.Tensor,
-                                                                        torch.Tensor]]:
-        """``(loss, instance scores)`` of each member of a pass over the stacked mini-batch
-        ``batch`` (members ``m``, their loss generators ``rngs``): the mean full-softmax
-        cross-entropy over each member's own targets."""
-        trunk = net(batch, m)
+                    rngs: Sequence[np.random.Generator]) -> torch.Tensor:
+        """Each member's loss ``[K]`` in a pass over the stacked mini-batch ``batch`` (members
+        ``m``, their loss generators ``rngs``): the mean full-softmax cross-entropy over its
+        own targets."""
+        return self._next_items(net, batch, m)[0]
+
+    def _next_items(self, net: SequenceNet, batch: StackBatch, m: Members
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
         if batch.sel is None or batch.sel_targets is None:
             raise ValueError("this batch carries no targets; build it with SequenceData")
-        scores = self._member_scores(net, trunk, batch.sel, m)
-        targets = batch.sel_targets
-        return [(nn.functional.cross_entropy(s, t), s)
-                for s, t in zip(scores, targets, strict=True)]
+        return self._scored(net, net(batch, m), batch.sel, batch.sel_targets, m)
 
-    def _member_scores(self, net: SequenceNet, trunk: torch.Tensor,
-                       sels: Sequence[torch.Tensor], m: Members) -> list[torch.Tensor]:
-        """Each member's scores ``[n_k, n_items]`` at its positions ``sels[k]`` (flat
-        ``b * W + j``) of the trunk ``[K, B, W, D]``. Members with as many positions run
-        their head and output layer as one batched product; members with other counts run
-        apart: rows padded to a common count would enter a member's gradient sums."""
+    def _scored(self, net: SequenceNet, trunk: torch.Tensor, sel: torch.Tensor,
+                targets: torch.Tensor, m: Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """Losses ``[K]`` and scores ``[K, R, n_items]`` of the trunk ``[K, B, W, D]`` at each
+        member's positions ``sel [K, R]`` (flat ``b W + j``), targets ``[K, R]`` (``-100``:
+        padding, :func:`._stack.padded`): one batched head and output layer, one
+        cross-entropy, each member's mean over its own rows."""
         k, b, w, d = trunk.shape
-        flat = trunk.reshape(k * b * w, d)
-        out: list[torch.Tensor | None] = [None] * k
-        counts: dict[int, list[int]] = {}
-        for i, s in enumerate(sels):
-            counts.setdefault(len(s), []).append(i)
-        for n, pos in counts.items():
-            sub = m if len(pos) == k else m.sub(pos)
-            idx = torch.cat([sels[p] if p == 0 else sels[p] + p * b * w for p in pos])
-            h = flat.index_select(0, idx).view(len(pos), n, d)
-            scores = self._logits(net, _head(net, h, sub), sub)
-            for j, p in enumerate(pos):
-                out[p] = scores[j]
-        return [o for o in out if o is not None]
+        idx = sel if k == 1 else sel + (torch.arange(k, device=sel.device) * (b * w))[:, None]
+        h = trunk.reshape(k * b * w, d).index_select(0, idx.view(-1)).view(k, -1, d)
+        scores = self._logits(net, _head(net, h, m), m)
+        ce = nn.functional.cross_entropy(scores.view(-1, scores.shape[-1]), targets.view(-1),
+                                         reduction="none").view(k, -1)
+        return ce.sum(1) / (targets >= 0).sum(1), scores
 
     def _batches_in_stack(self) -> bool:
         """Whether a stack of this model computes its members' losses in one batched pass
-        (:meth:`_objectives` over members grouped by mini-batch shape); ``False`` for the
-        models that train on whole histories, member by member. The one place that decides
-        it."""
+        (:meth:`_objectives` over members grouped by mini-batch shape and padded number of
+        targets); ``False`` for the models that train on whole histories, member by member.
+        The one place that decides it."""
         return True
 
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,7 +36,8 @@ from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch
+from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, _pad
+from recaudit.models.sequential._stack import padded
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SequentialConfig
@@ -162,14 +164,22 @@ class BERT4Rec(SequentialRecommender):
         """The Cloze loss over the masked positions of each window *and* of its copy with
         only the last item masked (the next-item prediction), and the scores of those copies:
         the instances are the next-item predictions, not the Cloze positions."""
-        return super().instance_scores(net, batch, rng)
+        losses, scores, counts = self._cloze_pass(net, StackBatch.of([batch]),
+                                                  stk.Members.of(net), [rng])
+        n = counts[0]
+        return losses[0], scores[0][n - len(batch):n]
 
     def _objectives(self, net, batch: StackBatch, m: stk.Members,
-                    rngs: Sequence[np.random.Generator]) -> list[tuple[torch.Tensor,
-                                                                        torch.Tensor]]:
-        """Each member's Cloze loss (see :meth:`instance_scores`): the members' inputs, of one
-        shape, run as one pass; each member's masked positions (its own count) are scored
-        with :meth:`_member_scores`."""
+                    rngs: Sequence[np.random.Generator]) -> torch.Tensor:
+        return self._cloze_pass(net, batch, m, rngs)[0]
+
+    def _cloze_pass(self, net, batch: StackBatch, m: stk.Members,
+                    rngs: Sequence[np.random.Generator]
+                    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
+        """Each member's Cloze loss ``[K]``, scores ``[R, n_items]`` and number of masked
+        positions: the members' inputs, of one shape, run as one pass; their masked positions
+        (each member's own count, padded, :func:`._stack.padded`) are scored in one batched
+        pass per padded count."""
         inputs, positions, targets = [], [], []
         for j, rng in enumerate(rngs):
             pos, full = self._cloze(batch, j, rng)
@@ -180,12 +190,28 @@ class BERT4Rec(SequentialRecommender):
             positions.append(pos)
             targets.append(both.view(-1)[pos] - 1)
         lengths = batch.lengths + 1
-        stacked = StackBatch(stk.stacked(inputs), torch.cat([lengths, lengths], 1), None,
-                             batch.users)
-        scores = self._member_scores(net, net(stacked, m), positions, m)
-        b = len(batch)
-        return [(nn.functional.cross_entropy(s, t), s[-b:])
-                for s, t in zip(scores, targets, strict=True)]
+        trunk = net(StackBatch(stk.stacked(inputs), torch.cat([lengths, lengths], 1), None,
+                               batch.users), m)
+        groups: dict[int, list[int]] = {}
+        for j, pos in enumerate(positions):
+            groups.setdefault(padded(len(pos)), []).append(j)
+        parts: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []
+        for rows, idx in groups.items():
+            whole = len(idx) == len(rngs)
+            part = trunk if whole else trunk.index_select(0, torch.tensor(idx,
+                                                                          device=trunk.device))
+            sel = stk.stacked([_pad(positions[j], rows, 0) for j in idx])
+            tgt = stk.stacked([_pad(targets[j], rows, -100) for j in idx])
+            parts.append((idx, *self._scored(net, part, sel, tgt, m if whole else m.sub(idx))))
+        counts = [len(p) for p in positions]
+        if len(parts) == 1:
+            return parts[0][1], list(parts[0][2]), counts
+        losses: list[Any] = [None] * len(rngs)
+        scores: list[Any] = [None] * len(rngs)
+        for idx, loss, score in parts:
+            for r, j in enumerate(idx):
+                losses[j], scores[j] = loss[r], score[r]
+        return torch.stack(losses), scores, counts
 
     def _cloze(self, batch: StackBatch, j: int, rng: np.random.Generator
                ) -> tuple[torch.Tensor, torch.Tensor]:

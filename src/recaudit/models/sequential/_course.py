@@ -11,13 +11,14 @@ What a course carries from one step of an epoch to the next (a recurrent state, 
 trajectories of JODIE) lives in **one object**, the epoch's state: :meth:`Course.epoch` makes
 it, the loop hands it to :meth:`Course.objective` and :meth:`Course.after_update`, and what an
 objective computes for its update (the states after a group) comes back in
-:attr:`Objective.carry`. Nothing passes between the two through attributes of the course.
+:attr:`StepLosses.carries`. Nothing passes between the two through attributes of the course.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,20 +26,25 @@ import torch
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
 from recaudit.metrics import score_ranks
-from recaudit.models.sequential._nn import SequenceNet, materialize, set_dropout_generator
+from recaudit.models.sequential._draws import fold
+from recaudit.models.sequential._nn import SequenceNet, materialize
 from recaudit.models.sequential._samples import StackBatch
-from recaudit.models.sequential._stack import Members
+from recaudit.models.sequential._stack import Members, padded
 
-__all__ = ["Course", "Objective", "valid_metric"]
+__all__ = ["Course", "StepLosses", "valid_metric"]
 
 
-class Objective(NamedTuple):
-    """One member's work at one step: the loss to differentiate, what it adds to the epoch's
-    loss total, and what :meth:`Course.after_update` needs of it (``carry``)."""
+@dataclass
+class StepLosses:
+    """The members' work at one step: their losses ``[n]`` (summed and differentiated), their
+    stack positions in that order (``members``), what each adds to its epoch's loss total
+    (``tallies [n]``) and what :meth:`Course.after_update` needs of each (``carries``, by
+    stack position)."""
 
-    loss: torch.Tensor
-    tally: torch.Tensor
-    carry: Any = None
+    losses: torch.Tensor
+    members: list[int]
+    tallies: torch.Tensor
+    carries: dict[int, Any] = field(default_factory=dict)
 
 
 def valid_metric(scores: np.ndarray, target: np.ndarray, metric: str) -> float:
@@ -72,7 +78,7 @@ class Course:
     def __init__(self, model: Any, train: Interactions, seed: int,
                  device: torch.device) -> None:
         from recaudit.data import holdout_last
-        from recaudit.seeds import make_rng, make_torch_generator
+        from recaudit.seeds import derive_seed, make_rng
 
         # model: a SequentialRecommender (not imported: the model module imports this one)
         self.model, self.seed, self.device = model, seed, device
@@ -88,7 +94,7 @@ class Course:
         self.best_state: dict | None = None
         self.stopped = False
         self.n = self._prepare()
-        self.dropout = make_torch_generator(seed, self.name, "dropout", device=device)
+        self.dropout_key = fold(derive_seed(seed, self.name, "dropout"))
         self.loss_rng = make_rng(seed, self.name, "loss")  # losses that draw (Cloze)
         self.net: SequenceNet | None = None   # the stack's network, once built
         self.member = 0
@@ -115,7 +121,7 @@ class Course:
     @classmethod
     def network(cls, courses: Sequence[Course]) -> SequenceNet:
         """The stack's network: member ``k`` initialised from course ``k``'s seed, with its
-        dropout generator; each course learns its member (``net``, ``member``)."""
+        dropout key (:mod:`._draws`); each course learns its member (``net``, ``member``)."""
         from recaudit.seeds import make_torch_generator
 
         first = courses[0]
@@ -125,7 +131,8 @@ class Course:
                           first.device, first._init_rule(), style=cfg.init)
         if cfg.freeze_embedding:
             net.embedding.weight.requires_grad_(False)
-        set_dropout_generator(net, [c.dropout for c in courses])
+        net.dropout_keys = torch.tensor([c.dropout_key for c in courses], dtype=torch.int32,
+                                        device=first.device)
         for k, c in enumerate(courses):
             c.net, c.member = net, k
         return net
@@ -159,25 +166,30 @@ class Course:
                                              self.model.uses_time)
 
     @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]]
-                   ) -> list[Objective]:
-        """The objectives of the members ``(course, state, step)`` that train at one step, in
-        order: members whose mini-batches share a shape as one pass of the stacked network
-        (the model's ``_objectives``), or member by member when the model says it does not
-        batch (its ``_batches_in_stack``)."""
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
+                   tag: int) -> StepLosses:
+        """The losses of the members ``(course, state, step)`` that train at one step
+        (``tag``: the step's, for the dropout keys): members whose mini-batches share a shape
+        and a padded number of targets (:func:`._stack.padded`) as one pass of the stacked
+        network (the model's ``_objectives``), or member by member when the model says it
+        does not batch (its ``_batches_in_stack``)."""
         model = members[0][0].model
         groups: dict[Any, list[int]] = {}
         for i, (_, _, step) in enumerate(members):
-            key = tuple(step.items.shape) if model._batches_in_stack() else i
+            key = (tuple(step.items.shape), padded(len(step.sel))) \
+                if model._batches_in_stack() else (None, i)
             groups.setdefault(key, []).append(i)
-        out: list[Objective | None] = [None] * len(members)
-        for idx in groups.values():
-            m = Members.of(net, [members[i][0].member for i in idx])
-            batch = StackBatch.of([members[i][2] for i in idx])
-            res = model._objectives(net, batch, m, [members[i][0].loss_rng for i in idx])
-            for i, (loss, _) in zip(idx, res, strict=True):
-                out[i] = Objective(loss, loss.detach() * len(members[i][2]))
-        return [o for o in out if o is not None]
+        losses, order, tallies = [], [], []
+        for (_, rows), idx in groups.items():
+            positions = [members[i][0].member for i in idx]
+            batch = StackBatch.of([members[i][2] for i in idx], rows)
+            loss = model._objectives(net, batch, Members.step(net, positions, tag),
+                                     [members[i][0].loss_rng for i in idx])
+            losses.append(loss)
+            tallies.append(loss.detach() * len(batch))
+            order += positions
+        cat = (lambda t: t[0]) if len(losses) == 1 else torch.cat
+        return StepLosses(cat(losses), order, cat(tallies))
 
     def after_update(self, state: Any, step: Any, carry: Any) -> None:
         """After the optimiser step: carry the objective's ``carry`` into ``state``."""

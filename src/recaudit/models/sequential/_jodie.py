@@ -74,7 +74,7 @@ from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._course import Course, Objective
+from recaudit.models.sequential._course import Course, StepLosses
 from recaudit.models.sequential._config import SequentialConfig
 
 __all__ = ["JODIE"]
@@ -167,6 +167,7 @@ class JODIE(SequentialRecommender):
     """JODIE coupled user/item RNNs with embedding projection (Kumar et al., KDD 2019)."""
 
     Config = JODIEConfig
+    implementation = 1  # unchanged since the one training loop
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
     _group_ptr: np.ndarray | None = None  # group boundaries of the next fit (tests)
     user_state_: torch.Tensor  # dynamic embeddings at the end of training (set by fit)
@@ -372,13 +373,22 @@ class _JODIECourse(Course):
         return _Trajectories(users, items), iter(self.groups)
 
     @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]]
-                   ) -> list[Objective]:
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
+                   tag: int) -> StepLosses:
         """Member by member: each member's groups have their own t-batch plan."""
-        return [cast(_JODIECourse, c).objective(cast(_JODIENet, net), state, grp)
-                for c, state, grp in members]
+        losses, tallies, carries = [], [], {}
+        for c, state, grp in members:
+            loss, total, buf = cast(_JODIECourse, c).objective(cast(_JODIENet, net), state, grp)
+            losses.append(loss)
+            tallies.append(total)
+            carries[c.member] = buf
+        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
+                          torch.stack(tallies), carries)
 
-    def objective(self, net: _JODIENet, state: _Trajectories, grp: dict) -> Objective:
+    def objective(self, net: _JODIENet, state: _Trajectories, grp: dict
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This member's loss at group ``grp``, what it adds to the epoch's total and the
+        group's state buffer."""
         cfg, d = self.config, self.config.embedding_dim
         m = Members.of(net, [self.member])
         if state.first:
@@ -393,7 +403,7 @@ class _JODIECourse(Course):
                          self.model._rnn_impl)
         loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item, m)
         n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
-        return Objective(loss / n, loss.detach(), buf)
+        return loss / n, loss.detach(), buf
 
     def after_update(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
         """The group's users and items run on from their states after the group."""

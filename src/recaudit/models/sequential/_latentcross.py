@@ -58,7 +58,7 @@ from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import RecurrentConfig
-from recaudit.models.sequential._course import Course, Objective
+from recaudit.models.sequential._course import Course, StepLosses
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -337,18 +337,21 @@ class _HistoryCourse(Course):
         return state, iter(self.groups)
 
     @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]]
-                   ) -> list[Objective]:
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
+                   tag: int) -> StepLosses:
         """Member by member: each group's packed layout is its member's own."""
-        return [cast(_HistoryCourse, c).objective(cast(_LatentCrossNet, net), state, grp)
-                for c, state, grp in members]
-
-    def objective(self, net: _LatentCrossNet, state: torch.Tensor, grp: _Group) -> Objective:
-        m = stk.Members.of(net, [self.member])
-        o, final = LatentCross._group_forward(net, grp, state, m)
-        scores = LatentCross._logits(net, net.head(o.unsqueeze(0), m), m)[0]
-        loss = nn.functional.cross_entropy(scores, grp.items)
-        return Objective(loss, loss.detach() * len(grp.rows), final)
+        losses, tallies, carries = [], [], {}
+        lc = cast(_LatentCrossNet, net)
+        for c, state, grp in members:
+            m = stk.Members.step(lc, [c.member], tag)
+            o, final = LatentCross._group_forward(lc, grp, state, m)
+            scores = LatentCross._logits(lc, lc.head(o.unsqueeze(0), m), m)[0]
+            loss = nn.functional.cross_entropy(scores, grp.items)
+            losses.append(loss)
+            tallies.append(loss.detach() * len(grp.rows))
+            carries[c.member] = final
+        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
+                          torch.stack(tallies), carries)
 
     def after_update(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
         """The group's users run on from their states after the group (detached)."""

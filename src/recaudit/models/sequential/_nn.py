@@ -6,7 +6,9 @@ Nothing here touches torch's global random state:
   generator) with the parameters of ``K`` members along a leading dimension
   (:mod:`recaudit.models.sequential._stack`), then materialised with :func:`materialize`, which
   fills every member's parameters from that member's explicit ``torch.Generator``;
-- dropout masks come from generators held by the network (``set_dropout_generator``);
+- dropout masks are hashes of counters keyed per member (:mod:`._draws`): by the member's seed
+  and step while it trains, by a key drawn from an explicit generator when a fitted model is
+  fine-tuned (``set_dropout_generator``);
 - :func:`deterministic_torch` (from :mod:`recaudit._torch`, shared with MIRROR's algorithms)
   switches on ``torch.use_deterministic_algorithms(True)`` and a fixed intra-op thread count
   for the duration of ``fit``/``rank`` and restores both afterwards.
@@ -41,8 +43,10 @@ class SequenceNet(nn.Module):
     item embedding. A trained model's network is a stack of one."""
 
     embedding: stk.Embedding
-    #: each member's dropout generator (``None``: no dropout), :func:`set_dropout_generator`
+    #: each member's dropout generator (``None``: none), :func:`set_dropout_generator`
     generators: list[torch.Generator] | None = None
+    #: each member's dropout key while it trains in a stack (``None``: none; int32 ``[K]``)
+    dropout_keys: torch.Tensor | None = None
 
     def output(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The output layer of members ``m``: ``(W [K, n_items, D], b [K, n_items] | None)``,
@@ -57,7 +61,7 @@ class SequenceNet(nn.Module):
     def member(self, k: int, *, share: bool = False) -> SequenceNet:
         """Member ``k`` as a network of its own (a stack of one): its parameters copied, or
         with ``share`` views of this network's (for reading: evaluation, validation)."""
-        memo: dict[int, Any] = {id(self.generators): None}
+        memo: dict[int, Any] = {id(self.generators): None, id(self.dropout_keys): None}
         for p in self.parameters():
             part = p.detach()[k:k + 1]
             memo[id(p)] = nn.Parameter(part if share else part.clone(),
@@ -159,7 +163,9 @@ class StackAdam:
 def set_dropout_generator(net: SequenceNet,
                           generator: torch.Generator | Sequence[torch.Generator] | None) -> None:
     """The dropout generators of ``net``'s members: one per member (a single one for a stack
-    of one); ``None``: no dropout."""
+    of one); ``None``: no dropout. Each training pass draws a member's dropout key from its
+    generator (:meth:`._stack.Members.of`); the training loop keys its members by their
+    seeds and steps instead (:meth:`._stack.Members.step`)."""
     gens = None if generator is None else [generator] \
         if isinstance(generator, torch.Generator) else list(generator)
     net.generators = gens

@@ -7,9 +7,9 @@ trained alone is a stack of one (``K = 1``): there is one forward per model, and
 arithmetic a trial gets alone is the arithmetic it gets beside others.
 
 A pass computes the members named by a :class:`Members` (all of them, or a group whose
-mini-batches share a shape) with their dropout generators. What a member computes must not
-depend on the other members of its pass, bit for bit (tested on the CPU for every model and
-stack size):
+mini-batches share a shape) with their dropout keys. What a member computes must not depend on
+the other members of its pass, bit for bit (tested on the CPU, ``num_threads = 1``, for every
+model and stack sizes up to 16):
 
 - embedding look-ups gather from the members' tables as one table ``[K N, D]`` (member ``k``'s
   rows offset by ``k N``; the padding item reads a zero row and receives no gradient, as
@@ -17,9 +17,17 @@ stack size):
   of its own look-ups;
 - matrix products are batched products (``bmm`` / ``baddbmm``) whose slice ``k`` is the
   product of member ``k``'s own shapes;
-- what reduces in another order when it is batched runs member by member: layer norms (the
-  fused affine backward), recurrent layers on the member's own fused kernel (``native``),
-  dropout masks (drawn from the member's generator in the shape and order it draws alone).
+- elementwise operations see a member's elements at the same places whatever the stack, or
+  compute the same bits wherever an element sits (``tanh``, not ``sigmoid``: see
+  :func:`_sigmoid`); a layer norm normalises every row at once and applies each member's
+  affine map apart (its weight gradient reduces the member's own rows);
+- dropout masks of all members are one counter-based draw (:mod:`._draws`);
+- the scored rows of a member (its targets) are padded to a multiple of :data:`ROWS`, a count
+  that depends on the member alone: members with as many padded rows share one output layer
+  product and one cross-entropy, and the padding (ignored targets, zero gradients) adds the
+  same to a member's sums whatever its neighbours;
+- recurrent layers run on each member's fused kernel (``native``) or, batched, step by step
+  over all members (:class:`Recurrent`).
 """
 
 from __future__ import annotations
@@ -30,43 +38,78 @@ import torch
 from torch import _VF, nn
 from torch.nn import functional as F
 
+from recaudit.models.sequential._draws import fmix32, member_bits, threshold
+
 __all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
-           "RECURRENCES", "resolve_recurrence"]
+           "RECURRENCES", "resolve_recurrence", "ROWS", "padded"]
 
 
 class Members:
     """The members a pass computes, as positions in the stack (``index``; ``None``: all, in
-    order), and their dropout generators (``None``: no dropout, as in evaluation)."""
+    order), and their dropout: each member's key for the pass (``keys`` ``[K]`` int32,
+    ``None``: no dropout, as in evaluation) and how many elements the pass has drawn so far
+    (:mod:`._draws`)."""
 
-    def __init__(self, index: Sequence[int] | None, generators: Sequence[torch.Generator] | None,
-                 device: torch.device | str | None = None) -> None:
+    def __init__(self, index: Sequence[int] | None, keys: torch.Tensor | None,
+                 device: torch.device | str | None = None, offset: int = 0) -> None:
         self.index = None if index is None else list(index)
-        self.generators = None if generators is None else list(generators)
+        self.keys = keys
+        self.offset = offset
         self._index_t = None if index is None else torch.tensor(self.index, device=device)
 
     @classmethod
     def of(cls, net: nn.Module, index: Sequence[int] | None = None) -> Members:
-        """Members ``index`` of ``net`` (all when ``None``) with the network's dropout
-        generators (``net.generators``, set by ``set_dropout_generator``)."""
-        gens = getattr(net, "generators", None)
+        """Members ``index`` of ``net`` (all when ``None``); when the network has dropout
+        generators (``set_dropout_generator``: fine-tuning a fitted model), each member's key
+        for the pass is drawn from its generator."""
         first = next(net.parameters())
         if index is not None and list(index) == list(range(first.shape[0])):
             index = None                                 # all of them, in order
-        if gens is not None and index is not None:
-            gens = [gens[i] for i in index]
-        return cls(index, gens, first.device)
+        gens = getattr(net, "generators", None)
+        keys = None
+        if gens is not None:
+            if index is not None:
+                gens = [gens[i] for i in index]
+            keys = torch.cat([torch.randint(0, (1 << 31) - 1, (1,), generator=g,
+                                            device=g.device, dtype=torch.int32) for g in gens])
+        return cls(index, keys, first.device)
+
+    @classmethod
+    def step(cls, net: nn.Module, index: Sequence[int] | None, tag: int) -> Members:
+        """Members ``index`` of ``net`` at a training step: each member's key is its own
+        (``net.dropout_keys``) mixed with the step's ``tag`` (:func:`._draws.step_tag`)."""
+        first = next(net.parameters())
+        if index is not None and list(index) == list(range(first.shape[0])):
+            index = None
+        out = cls(index, None, first.device)
+        member_keys = getattr(net, "dropout_keys", None)
+        if member_keys is not None:
+            out.keys = fmix32(out.take(member_keys) ^ tag)
+        return out
 
     def sub(self, positions: Sequence[int]) -> Members:
-        """The members at ``positions`` of this pass (a sub-group), as a pass of their own."""
+        """The members at ``positions`` of this pass (a sub-group), as a pass of their own
+        that goes on drawing where this one is."""
         index = [self.index[p] for p in positions] if self.index is not None \
             else list(positions)
-        gens = None if self.generators is None else [self.generators[p] for p in positions]
-        device = self._index_t.device if self._index_t is not None else None
-        return Members(index, gens, device)
+        device = self._index_t.device if self._index_t is not None else \
+            (self.keys.device if self.keys is not None else None)
+        out = Members(index, None, device, self.offset)
+        if self.keys is not None:
+            out.keys = self.keys.index_select(0, torch.tensor(list(positions),
+                                                              device=self.keys.device))
+        return out
 
     def take(self, p: torch.Tensor) -> torch.Tensor:
         """Parameter ``p`` ``[K, ...]`` of this pass's members."""
         return p if self._index_t is None else p.index_select(0, self._index_t.to(p.device))
+
+    def draw(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """Each member's next 24-bit draws ``[K, *shape]`` (int32, :func:`._draws.member_bits`)."""
+        assert self.keys is not None
+        bits = member_bits(self.keys, self.offset, shape)
+        self.offset += bits[0].numel()
+        return bits
 
 
 def stacked(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -133,8 +176,9 @@ def bmm_out(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) ->
 
 
 class LayerNorm(nn.Module):
-    """``K`` layer norms over the last dimension (weights and biases ``[K, D]``), each
-    member's with the fused kernel (its affine backward reduces the member's own rows)."""
+    """``K`` layer norms over the last dimension (weights and biases ``[K, D]``): one
+    normalisation of every row, then each member's affine map ``y ⊙ w[k] + b[k]`` (a member's
+    weight gradient reduces its own rows)."""
 
     def __init__(self, k: int, dim: int, eps: float = 1e-5,
                  device: torch.device | str = "meta") -> None:
@@ -144,28 +188,38 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.empty(k, dim, device=device))
 
     def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
-        w, b = m.take(self.weight), m.take(self.bias)
-        if x.shape[0] == 1:
-            return F.layer_norm(x[0], (self.dim,), w[0], b[0], self.eps).unsqueeze(0)
-        return torch.stack([F.layer_norm(xk, (self.dim,), wk, bk, self.eps)
-                            for xk, wk, bk in zip(x.unbind(0), w.unbind(0), b.unbind(0),
-                                                  strict=True)])
+        shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (self.dim,)
+        y = F.layer_norm(x, (self.dim,), None, None, self.eps)
+        return y * m.take(self.weight).view(shape) + m.take(self.bias).view(shape)
 
 
 class Dropout(nn.Module):
-    """Inverted dropout, each member's mask drawn from its own generator (``Members``): keep
-    ``U(0, 1) >= p``, drawn on the tensor's device in the member's shape ``x.shape[1:]``."""
+    """Inverted dropout, every member's mask at once from its counter-based draws
+    (:mod:`._draws`, ``Members.draw``): keep an element when its 24-bit draw is at least
+    ``ceil(p 2^24)``."""
 
     def __init__(self, p: float) -> None:
         super().__init__()
         self.p = float(p)
+        self.cut = threshold(self.p)
 
     def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
-        if not self.training or self.p <= 0.0 or m.generators is None:
+        if not self.training or self.p <= 0.0 or m.keys is None:
             return x
-        keep = stacked([torch.rand(x.shape[1:], generator=g, device=x.device, dtype=x.dtype)
-                        >= self.p for g in m.generators])
+        keep = m.draw(tuple(x.shape[1:])) >= self.cut
         return x * keep / (1.0 - self.p)
+
+
+#: scored rows (targets) of a member are padded to a multiple of this (:func:`padded`)
+ROWS = 64
+
+
+def padded(n: int) -> int:
+    """``n`` scored rows padded to a multiple of :data:`ROWS`: a member's output layer and loss
+    run over this many rows (the padding's targets ignored), a number that depends on the
+    member alone, so members whose counts pad alike run as one batched product, and what
+    the padding adds to a member's sums (zeros) never depends on its neighbours."""
+    return -(-n // ROWS) * ROWS
 
 
 #: how a stack's GRUs and LSTMs run (the models' ``recurrence`` parameter)

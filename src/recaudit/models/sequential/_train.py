@@ -10,7 +10,7 @@ through the loop: its network, data, generators and per-step work); :func:`train
 courses.
 
 **A stack** is several courses trained together by one loop: one trial each (its own
-perturbed data, seed and draw), each with its own batches, dropout generator, loss generator,
+perturbed data, seed and draw), each with its own batches, dropout key, loss generator,
 Adam state and early stopping, all members of one network whose parameters have a leading
 member dimension (:mod:`._stack`; a model trained alone is a stack of one, so there is one
 forward per model). At step ``j`` of an epoch every course that still has a ``j``-th
@@ -24,12 +24,13 @@ it is).
 update are bit-identical to those of the same model trained alone (``stack = 1``), on the CPU
 (tested for every model): the batched computations are arranged so that each member's slice
 uses the arithmetic it has alone (matrix products as batched products of the same shapes,
-per-member reductions over its own rows, per-member dropout masks drawn from its own generator
-in the order it would draw them alone).
+per-member reductions over its own rows, dropout masks from counters keyed by the member's
+seed and step; :mod:`._stack`).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,16 +40,17 @@ import torch
 from recaudit import _progress as progress
 from recaudit.data import Interactions
 from recaudit.models.sequential._course import Course
+from recaudit.models.sequential._draws import step_tag
 from recaudit.models.sequential._nn import StackAdam, deterministic_torch
 
 __all__ = ["train", "train_stack", "available_memory"]
 
 
-def _end_epoch(course: Course, epoch: int, total: torch.Tensor, tic: float, cpu: float) -> None:
+def _end_epoch(course: Course, epoch: int, total: float, tic: float, cpu: float) -> None:
     cfg = course.config
     net = course.net
     assert net is not None
-    record: dict[str, Any] = {"epoch": epoch + 1, "loss": float(total) / course.n,
+    record: dict[str, Any] = {"epoch": epoch + 1, "loss": total / course.n,
                               "seconds": time.perf_counter() - tic,
                               "cpu_seconds": time.process_time() - cpu}
     if cfg.checkpoint_every and (epoch + 1) % cfg.checkpoint_every == 0:
@@ -70,9 +72,11 @@ def train(courses: Sequence[Course]) -> None:
     """Train ``courses`` (one, or a stack of several of one model class and configuration)
     for their configured epochs; each gets its history, checkpoints and learned state.
 
-    One network holds every member (:meth:`Course.network`); one Adam
-    (:class:`~recaudit.models.sequential._nn.StackAdam`) updates, at each step, the members
-    that had a mini-batch, each slice with its own moments and step count. Runs under
+    One network holds every member (:meth:`Course.network`); at each step the members' losses
+    come as one tensor (:meth:`Course.objectives`), one Adam
+    (:class:`~recaudit.models.sequential._nn.StackAdam`) updates the members that had a
+    mini-batch, each slice with its own moments and step count, and each member's loss total
+    of the epoch is a slot of one tensor, read once at the epoch's end. Runs under
     :func:`~recaudit.models.sequential._nn.deterministic_torch` with the members'
     ``num_threads`` on their device (they share both).
     """
@@ -86,33 +90,35 @@ def train(courses: Sequence[Course]) -> None:
     with deterministic_torch(cfg.num_threads, first.device):
         net = type(first).network(courses)
         opt = StackAdam(net, cfg.lr, cfg.weight_decay)
+        positions: dict[tuple[int, ...], torch.Tensor] = {}   # stack positions, on the device
         last: dict[int, Any] = {}     # each course's last epoch state (what it finishes with)
         for epoch in range(cfg.epochs):
             active = [c for c in courses if not c.stopped]
             if not active:
                 break
             tic, cpu = time.perf_counter(), time.process_time()
-            totals = {id(c): torch.zeros((), dtype=c.total_dtype, device=c.device)
-                      for c in active}
+            totals = torch.zeros(len(courses), dtype=first.total_dtype, device=first.device)
             net.train()
             epochs = [(c, *c.epoch(epoch)) for c in active]
             for c, state, _ in epochs:
                 last[id(c)] = state
-            while True:
+            for j in itertools.count():
                 members = [(c, state, s) for c, state, it in epochs
                            if (s := next(it, None)) is not None]
                 if not members:
                     break
-                objectives = type(first).objectives(net, members)
+                step = type(first).objectives(net, members, step_tag(epoch, j))
                 opt.zero_grad()
-                losses = [o.loss for o in objectives]
-                (losses[0] if len(losses) == 1 else torch.stack(losses).sum()).backward()
-                opt.step([c.member for c, _, _ in members])
-                for (c, state, s), o in zip(members, objectives, strict=True):
-                    totals[id(c)] += o.tally
-                    c.after_update(state, s, o.carry)
-            for c in active:
-                _end_epoch(c, epoch, totals[id(c)], tic, cpu)
+                (step.losses.sum() if step.losses.dim() else step.losses).backward()
+                opt.step(step.members)
+                key = tuple(step.members)
+                if key not in positions:
+                    positions[key] = torch.tensor(key, device=first.device)
+                totals.index_add_(0, positions[key], step.tallies.to(totals.dtype))
+                for c, state, s in members:
+                    c.after_update(state, s, step.carries.get(c.member))
+            for c in active:   # the epoch's one read of the device per member
+                _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
             progress.epoch(epoch + 1, cfg.epochs)
         net.eval()
         for c in courses:
