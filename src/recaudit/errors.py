@@ -324,5 +324,23 @@ class Interrupted(KeyboardInterrupt):
         trials."""
         return cls(getattr(exc, "signum", signal.SIGINT), abandoned)
 
+    @classmethod
+    def swallowed(cls, exc: BaseException, signum: int | None = None) -> Interrupted | None:
+        """The interrupt a library reported as an error of its own, or ``None``: DuckDB runs
+        the signal's handler during a query and replaces the ``KeyboardInterrupt`` it raises
+        with ``RuntimeError('Query interrupted')`` (duckdb 2; ``InterruptException`` in 1.x),
+        dropping the original. ``exc`` or an exception it was raised from counts; ``signum``:
+        the signal if known (default Ctrl-C)."""
+        seen: set[int] = set()
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            kind = type(exc)
+            if (kind.__name__ == "InterruptException"
+                    and kind.__module__.lstrip("_").startswith("duckdb")) or (
+                    kind is RuntimeError and str(exc) == "Query interrupted"):
+                return cls(signal.SIGINT if signum is None else signum)
+            exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        return None
+
     def __reduce__(self):
         return (type(self), (self.signum, self.abandoned))

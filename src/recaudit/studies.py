@@ -32,7 +32,7 @@ def get(kind: str) -> StudyInfo:
     """The study called ``kind`` (``audit``, ``properties``, ``fuzz``, ``mirror``)."""
     kinds = {s.kind: s for s in STUDIES}
     if kind not in kinds:
-        raise ConfigError(f"unknown study {kind!r}; studies: {', '.join(kinds)}"
+        raise ConfigError(f"unknown study {kind!r}; studies: {', '.join(kinds)}."
                           + did_you_mean(kind, kinds), key="study")
     return kinds[kind]
 

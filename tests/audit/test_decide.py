@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from scipy import stats as ss
 
-from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ModelSpec, compare_perturbations,
+from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ModelSpec, compare_models,
+                            compare_perturbations,
                             most_destabilising, run_audit, summary)
 from recaudit.stats import estimate_mean, holm, paired_test, welch_test
 
@@ -154,3 +155,122 @@ def test_rerun_floor_measures_nondeterminism(tmp_path, mode, reproducible):
     else:  # an unseeded program: refitting alone changes the lists
         assert rerun.rbo < 0.99 and rerun.rbo_ci_low < rerun.rbo and rerun.identical < 0.5
     assert 0 <= out.loc["random-delete", "p_vs_rerun"] <= 1
+
+
+def test_variance_shares_read_every_perturbation_of_the_store(tmp_path):
+    from recaudit.audit import variance_shares
+    from recaudit.stats import variance_parts
+
+    rng = np.random.default_rng(4)
+    trials, values = [], {}
+    users = 0.05 * rng.standard_normal(30)  # some users' lists move more than others'
+    for pert, sd_seed in (("random-delete", 0.0), ("seed-only", 0.1)):
+        offsets = sd_seed * rng.standard_normal(8)
+        for s in range(8):
+            v = np.clip(0.5 + offsets[s] + users + 0.02 * rng.standard_normal(30), 0, 1)
+            values[(pert, s)] = v
+            trials.append((pert, s, 0, _queries(v)))
+    shares = variance_shares(_store(tmp_path / "v.duckdb", trials)).set_index("perturbation")
+    for pert in ("random-delete", "seed-only"):
+        y = np.concatenate([values[(pert, s)] for s in range(8)])
+        v = variance_parts(y, np.repeat(np.arange(8), 30), None, np.tile(np.arange(30), 8))
+        assert shares.loc[pert, "var_seed"] == pytest.approx(v.seed)
+        assert shares.loc[pert, "share_query"] == pytest.approx(v.shares()["query"])
+        assert (shares.loc[pert, ["seeds", "draws", "queries"]] == [8, 1, 30]).all()
+    # the seed moves seed-only's lists, not the deletion's
+    assert shares.loc["seed-only", "mean_share_seed"] > 0.9
+    assert shares.loc["random-delete", "mean_share_seed"] < 0.5
+
+
+def test_results_variance_prints_the_shares(tmp_path, capsys):
+    import io
+
+    from recaudit.audit import variance_shares
+    from recaudit.cli import main
+
+    rng = np.random.default_rng(5)
+    path = _store(tmp_path / "w.duckdb", [(p, s, 0, _queries(rng.uniform(0.4, 0.6, 20)))
+                                           for p in ("random-delete", "seed-only")
+                                           for s in range(3)])
+    assert main(["results", str(path), "--variance", "--format", "csv"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = variance_shares(path)
+    assert list(printed.perturbation) == list(expected.perturbation)
+    np.testing.assert_allclose(printed.share_seed, expected.share_seed)
+    assert main(["results", str(path), "--variance"]) == 0
+    assert "Where the RBO's variation comes from" in capsys.readouterr().out
+
+
+def _two_models(path, values):
+    """``values``: (model, perturbation, seed, per-query RBO) -> a store of one dataset."""
+    with AuditStore(path) as st:
+        for model, pert, seed, rbo in values:
+            st.write_trial({"trial_id": f"{model}-{pert}-{seed}", "dataset": "d",
+                            "model": model, "model_label": model, "perturbation": pert,
+                            "seed": seed, "draw": 0, "n_queries": len(rbo), "status": "done"},
+                           _queries(rbo), None)
+    return path
+
+
+def test_compare_models_pairs_two_models_per_seed_and_query(tmp_path):
+    """Issue 47, item 2: which model is more stable, paired per (seed, query); the difference,
+    interval and p are the two-level paired test's on those pairs, Holm over the dataset."""
+    rng = np.random.default_rng(3)
+    seeds, q = range(3), 40
+    a = {(p, s): rng.uniform(0.90, 1.0, q) for p in ("random-delete", "seed-only") for s in seeds}
+    b = {k: np.clip(v - rng.uniform(0.0, 0.1, q), 0, 1) for k, v in a.items()}
+    values = [(m, p, s, vals[(p, s)]) for m, vals in (("m1", a), ("m2", b))
+              for p, s in vals] + [("m1", "rerun", s, np.ones(q)) for s in seeds] \
+        + [("m2", "rerun", s, np.ones(q)) for s in seeds]
+    path = _two_models(tmp_path / "m.duckdb", values)
+    out = compare_models(path)
+    assert list(out.perturbation) == ["random-delete", "seed-only"]  # no rerun by default
+    reps, units = np.repeat(np.arange(3), q), np.tile(np.arange(q), 3)
+    ps = []
+    for r in out.itertuples():
+        x = np.concatenate([a[(r.perturbation, s)] for s in seeds])
+        y = np.concatenate([b[(r.perturbation, s)] for s in seeds])
+        t = paired_test(x, y, reps, units)
+        assert (r.a, r.b, r.seeds, r.pairs) == ("m1", "m2", 3, 3 * q)
+        assert r.mean_a == pytest.approx(x.mean()) and r.mean_b == pytest.approx(y.mean())
+        assert r.difference == pytest.approx(x.mean() - y.mean())
+        assert (r.ci_low, r.ci_high) == pytest.approx(t.interval())
+        assert r.p == pytest.approx(t.p) and r.levels == "seeds and queries"
+        ps.append(t.p)
+    assert list(out.p_holm) == pytest.approx(list(holm(ps)))
+    assert list(out.more_stable) == ["m1", "m1"]  # m2 is m1 moved down on every query
+    assert list(compare_models(path, perturbations=["rerun"]).test) == ["constant"]
+    swapped = compare_models(path, "m2", "m1")
+    assert list(swapped.difference) == pytest.approx(list(-out.difference))
+    assert list(swapped.more_stable) == ["m1", "m1"]
+    with pytest.raises(ValueError, match="similarity"):
+        compare_models(path, metric="mrr_change")
+
+
+def test_compare_models_counts_the_seed_to_seed_variation(tmp_path):
+    """A difference the seeds disagree on (+, +, - by seed, the same on every query of a seed)
+    is no decision: the per-query protocol alone would call it one."""
+    rng = np.random.default_rng(4)
+    q = 50
+    base = {s: rng.uniform(0.6, 0.9, q) for s in range(3)}
+    shift = {0: 0.03, 1: 0.02, 2: -0.04}
+    values = [("m1", "random-delete", s, base[s] + shift[s] + rng.normal(0, 1e-3, q))
+              for s in range(3)] + [("m2", "random-delete", s, base[s]) for s in range(3)]
+    path = _two_models(tmp_path / "v.duckdb", values)
+    (row,) = compare_models(path).itertuples()
+    x = np.mean([v for m, _, _, v in values if m == "m1"], axis=0)  # per query, over seeds
+    y = np.mean([v for m, _, _, v in values if m == "m2"], axis=0)
+    assert paired_test(x, y).p < 1e-6  # the queries alone: "decided"
+    assert row.p > 0.05 and row.more_stable == ""  # with the seeds: not told apart
+
+
+def test_compare_models_uses_the_seeds_both_ran(tmp_path):
+    rng = np.random.default_rng(5)
+    q = 20
+    values = [("m1", "seed-only", s, rng.uniform(0, 1, q)) for s in range(3)] \
+        + [("m2", "seed-only", s, rng.uniform(0, 1, q)) for s in (1, 2, 7)]
+    (row,) = compare_models(_two_models(tmp_path / "s.duckdb", values)).itertuples()
+    assert (row.seeds, row.pairs) == (2, 2 * q)
+    x = np.concatenate([values[s][3] for s in (1, 2)])
+    y = np.concatenate([values[3 + i][3] for i in (0, 1)])
+    assert row.difference == pytest.approx(x.mean() - y.mean())

@@ -1,6 +1,7 @@
 """Repeated perturbation draws against one trained baseline (``draws``; Oh et al. 2022 Table 4)."""
 
 import json
+import re
 
 import duckdb
 import pytest
@@ -127,9 +128,12 @@ def test_the_dry_run_counts_one_fit_for_a_fixed_perturbation(tmp_path, capsys):
                     '[[datasets]]\nname = "synthetic"\n[datasets.options]\nn_users = 30\n'
                     'n_items = 20\n[[models]]\nname = "gru4rec"\nparams = {epochs = 1}\n')
     assert main(["run", str(path), "--dry-run"]) == 0
-    row = [line for line in capsys.readouterr().out.splitlines() if "synthetic" in line][0]
-    cells = [c.strip() for c in row.split("│") if c.strip()]
-    assert cells[2:6] == ["2", "10", "0 + 0", "12"]   # baselines, perturbed, stored, to train
+    # at 80 columns the plan is one line per figure: "column   value"
+    lines = capsys.readouterr().out.splitlines()
+    value = {col: next(re.split(r"\s{2,}", line.strip())[-1] for line in lines
+                       if re.search(rf"\s{col}\s{{2,}}", line))
+             for col in ("baselines", "perturbed", "stored", "to train")}
+    assert value == {"baselines": "2", "perturbed": "10", "stored": "0 + 0", "to train": "12"}
     assert not (tmp_path / "b.duckdb").exists()
 
 

@@ -1,8 +1,9 @@
 """dry_run: fits planned and stored, a calibrated time estimate, the detectable difference."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from scipy import stats
 
 from recaudit.audit import AuditConfig, DatasetSpec, ModelSpec, dry_run, run_audit
 from recaudit.cli import main
@@ -30,10 +31,49 @@ def test_plan_counts_fits_and_calibrates_without_writing_the_store(tmp_path):
     from recaudit.experiment import prepare
 
     n = len(prepare(cfg.datasets[0], cfg.split)[1].queries)
-    assert d.basis == "calibration" and d.queries == n
-    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
-    assert d.rbo_difference == pytest.approx(z * d.sd / np.sqrt(n))
+    assert d.basis == "calibration" and d.queries == n and d.replicates == 2
+    assert "random-delete" in d.source       # the calibration pair repeats the first perturbation
+    assert d.rbo_difference > 0 and 0 <= d.replicate_share <= 1
+    assert d.seeds_for is None                # nothing asked
     assert not (tmp_path / "a.duckdb").exists()
+
+
+def test_plan_reads_both_levels_from_a_store_like_it(tmp_path):
+    # an earlier audit with three seeds: its pairs of perturbations give both variance parts
+    earlier = _cfg(tmp_path, perts=("random-delete", "earliest-random-delete", "seed-only"),
+                   seeds=(0, 1, 2))
+    run_audit(earlier)
+    other = tmp_path / "new"
+    other.mkdir()
+    cfg = _cfg(other, perts=("random-delete", "earliest-random-delete", "seed-only"),
+               seeds=(0, 1))
+    plan = dry_run(cfg, calibrate=False, like=tmp_path / "a.duckdb", detect=0.05)
+    d = plan.detectable.iloc[0]
+    assert d.basis == "like" and d.source == "random-delete vs earliest-random-delete"
+    # by hand: the pair's differences over the earlier store's seeds, projected to 2 seeds
+    from recaudit.audit import AuditStore
+    from recaudit.stats import estimate_mean
+
+    with AuditStore(tmp_path / "a.duckdb", read_only=True) as store:
+        q = store.query_values(("rbo",), d.dataset, d.model)
+    a = q[q.perturbation == "random-delete"].sort_values(["seed", "query"])
+    b = q[q.perturbation == "earliest-random-delete"].sort_values(["seed", "query"])
+    est = estimate_mean(a.rbo.to_numpy() - b.rbo.to_numpy(), a.seed.to_numpy(),
+                        a["query"].to_numpy())
+    assert d.rbo_difference == pytest.approx(est.with_replicates(2).detectable())
+    need = est.replicates_for(0.05)
+    assert d.seeds_for == need
+    # more planned seeds detect a smaller difference
+    more = dry_run(replace(cfg, seeds=(0, 1, 2, 3, 4, 5)), calibrate=False,
+                   like=tmp_path / "a.duckdb").detectable.iloc[0]
+    assert more.rbo_difference < d.rbo_difference and more.replicates == 6
+
+
+def test_like_names_a_missing_store(tmp_path):
+    from recaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no such store"):
+        dry_run(_cfg(tmp_path), calibrate=False, like=tmp_path / "nope.duckdb")
 
 
 def test_plan_reads_what_the_store_holds(tmp_path):
@@ -49,7 +89,7 @@ def test_plan_reads_what_the_store_holds(tmp_path):
     assert row.time_basis == "store" and np.isnan(row.s_per_epoch)
     assert row.s_per_fit == pytest.approx(float(np.median(own)))
     assert row.hours == pytest.approx(3 * float(np.median(own)) / 3600)
-    assert plan.detectable.iloc[0].basis == "store"
+    assert plan.detectable.iloc[0].basis == "none"   # one seed: no replicates' variance
 
 
 def test_plan_without_stored_trials_or_calibration_has_no_time(tmp_path):
@@ -93,8 +133,6 @@ def test_a_command_model_has_a_short_default_label():
 
 def test_a_stacked_plan_times_a_stack_and_divides_the_perturbed_fits_by_its_speedup(
         tmp_path, monkeypatch):
-    from dataclasses import replace
-
     from recaudit.audit import _dryrun
     from recaudit.audit import ExecutorSpec
 

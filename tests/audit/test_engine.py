@@ -181,7 +181,7 @@ def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
     """Shriver 2018's rating-level fuzzing through the audit engine: ZERO changes nothing, so a
     deterministic recommender's lists stay identical; AMU adds exactly M ratings for one
     user, never on a test pair."""
-    import recaudit.fuzz  # noqa: F401  registers fuzz: here (installs find its entry point)
+    import recaudit.fuzz._spec  # noqa: F401  registers fuzz: here (installs find its entry point)
 
     data = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
                                              "mean_length": 14, "seed": 5, "ratings": True})
@@ -202,3 +202,33 @@ def test_fuzzing_heuristics_run_as_audit_perturbations(tmp_path):
     _, split = prepare(data, cfg.split)
     test_pairs = set(zip(split.test.user.tolist(), split.test.item.tolist()))
     assert not test_pairs & set(zip(amu["user"], amu["item"]))
+
+
+def test_ctrl_c_while_a_trial_is_written_keeps_it_and_then_stops(tmp_path, monkeypatch):
+    """A finished trial is finished work: a Ctrl-C that lands while the driver writes it to
+    the store (a DuckDB query, which would swallow the interrupt and roll the write back)
+    acts once the trial is written; a resume then reuses its baseline too."""
+    import recaudit.audit._study as study
+    from recaudit.errors import Interrupted
+
+    cfg = _config(tmp_path, seeds=(0,))
+    real = study.write_trial
+
+    def write_trial(store, row, queries, record):
+        signal.raise_signal(signal.SIGINT)      # the user presses Ctrl-C now
+        return real(store, row, queries, record)
+
+    monkeypatch.setattr(study, "write_trial", write_trial)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(Interrupted) as info:
+            run_audit(cfg)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert info.value.exit_code == 130
+    assert len(trial_summary(cfg.output)) == 1     # written whole before the interrupt
+    monkeypatch.undo()
+    events = []
+    run_audit(cfg, progress=lambda e, t, d, n: events.append((e, d, n)))
+    assert events[:2] == [("baselines", 1, 1), ("skip", 1, 2)]  # the cached one, reused
+    assert len(trial_summary(cfg.output)) == 2

@@ -129,6 +129,27 @@ def test_tests_against_the_floor_and_between_slices(who_audit):
         assert g.p_vs_rest.to_numpy() == pytest.approx(holm(welch))
 
 
+def test_each_slice_against_every_query(who_audit):
+    """Issue 47, item 7: the slice's RBO minus the perturbation's overall RBO (summary's),
+    with Welch's interval of the slice against the rest (scipy's) scaled by the rest's share
+    of the queries."""
+    out = slices(who_audit.store, "activity", bins=3)
+    overall = summary(who_audit.store).set_index("perturbation").rbo
+    rows, ids = who_audit.rows, who_audit.user_of_code()
+    slice_of = _bins(_by_hand(who_audit, "activity"), 3)
+    rows = rows.assign(slice=rows.user.map(ids).map(slice_of))
+    for r in out.itertuples():
+        assert r.rbo_vs_all == pytest.approx(r.rbo - overall[r.perturbation], abs=1e-12)
+        per_query = rows[rows.perturbation == r.perturbation].groupby("query").agg(
+            rbo=("rbo", "mean"), slice=("slice", "first"))
+        inside = per_query.slice == r.slice_index
+        test = sps.ttest_ind(per_query.rbo[inside], per_query.rbo[~inside], equal_var=False)
+        low, high = test.confidence_interval(0.95)
+        share = (~inside).mean()
+        assert (r.rbo_vs_all_ci_low, r.rbo_vs_all_ci_high) == pytest.approx(
+            (share * low, share * high))
+
+
 def test_categories_edges_and_users_without_a_value(who_audit, tmp_path):
     plan = slices(who_audit.store, "column:plan")
     assert sorted(set(plan.slice)) == ["free", "paid"] and plan.low.isna().all()

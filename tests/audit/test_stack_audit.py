@@ -9,7 +9,7 @@ import pytest
 
 from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ExecutorSpec, MetricSpec,
                             ModelSpec, run_audit)
-from recaudit.experiment import Stacked, Trial, stacks
+from recaudit.experiment import Stacked, Trial, shared_trials, stacks
 
 DATA = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
                                          "mean_length": 14, "seed": 5})
@@ -167,7 +167,7 @@ def test_a_store_written_before_a_models_numbers_changed_resumes_and_merges(tmp_
     assert any(".v2" in name for name in after - before)  # baselines of this version apart
     fresh = run_audit(_config(tmp_path, "new.duckdb", ExecutorSpec()))
     with AuditStore(fresh, read_only=True) as store:
-        agreement = {a.table: a for a in store.agreement(cfg.output)}["query_results"]
+        agreement = {a.table: a for a in shared_trials(store, cfg.output)}["query_results"]
     assert agreement.shared == len(t)
     # the old trials were trained by the same code here: they agree; a real change of
     # arithmetic would list them as differing, with their versions saying why

@@ -14,7 +14,7 @@ def test_run_status_results_export(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "random-delete" in out and "95 % interval" in out and "RBO" in out
     assert main(["status", str(store)]) == 0
-    assert "2 trials done of 2 planned" in capsys.readouterr().out
+    assert "2 of the 2 planned trials done" in " ".join(capsys.readouterr().out.split())
     assert main(["results", str(store), "--format", "csv"]) == 0
     import io
 
@@ -68,7 +68,7 @@ def test_verbose_logs_each_trial(tmp_path, capsys, caplog):
 def test_story_reads_each_model_in_one_line_against_the_floors():
     import pandas as pd
 
-    from recaudit.cli._audit import story
+    from recaudit.cli._readings import story
 
     def row(model, pert, rbo, p_seed, p_rerun=0.0, queries=120):
         return {"dataset": "d", "model": model, "perturbation": pert, "rbo": rbo,
@@ -93,8 +93,8 @@ def test_story_reads_each_model_in_one_line_against_the_floors():
                  "more destabilising, 1 less, 1 not told apart (of 3); rerun floor at RBO "
                  "1.0000: all 3 perturbations are more destabilising.")
     assert n == ("n on d: undecided (lowest: casper-delete, RBO 0.9800, not told apart from "
-                 "random-delete, p = 0.200); seed-only floor at RBO 0.9850: none of the 2 "
-                 "perturbations is told apart from it; only 6 test queries: too few to trust "
+                 "random-delete, p = 0.200); seed-only floor at RBO 0.9850: neither "
+                 "perturbation is told apart from it; only 6 test queries: too few to trust "
                  "these intervals and p-values.")
     assert o == ("o on d: random-delete left RBO 0.9500; no noise floor measured (add -p "
                  "seed-only to learn what another training seed alone changes).")

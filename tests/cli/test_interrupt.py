@@ -1,6 +1,9 @@
 """Ctrl-C and SIGTERM through the real ``recaudit`` entry point: exit 130 (143), one line saying
-what is saved and how many running trials were abandoned, no traceback, within 5 s, with
-process-pool workers starting, idle or busy; a rerun resumes."""
+what is saved and how many running trials were abandoned, no traceback, with process-pool
+workers starting, idle or busy, without waiting for the running trials (their fits sleep
+120 s: the trials saved are those finished before the signal, and the command ends within
+60 s of it however loaded the machine); a rerun resumes. How long a stop takes is measured
+by ``benchmarks/bench_interrupt.py``, not asserted here."""
 
 import json
 import os
@@ -138,7 +141,9 @@ def _trials(store: Path) -> dict[str, float]:
 def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, state):
     """Ctrl-C (SIGINT to the whole foreground group, as a terminal sends it) or SIGTERM (to
     the command alone, as `kill` does): one line saying what is saved and what was
-    abandoned, exit 130 / 143 within 5 s, no traceback, no worker left; a rerun resumes."""
+    abandoned, exit 130 / 143 without waiting for the running trials (none of them is saved:
+    they would have been, had the command waited for their 120-s fits), no traceback, no
+    worker left; a rerun resumes."""
     (tmp_path / "usermodels.py").write_text(USER_MODELS)
     workers, seeds, sleep, reach = STATES[state]
     store = tmp_path / "a.duckdb"
@@ -149,19 +154,16 @@ def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, st
                             env=recaudit_env(RECAUDIT_TEST_SLEEP=sleep),
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _reach(proc, store, reach, workers)
-    sent = time.monotonic()
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)
     else:
         os.kill(proc.pid, sig)
-    try:
+    try:  # a hang, or a wait for the 120-s fits; a loaded machine stops well within
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail(f"still running 60 s after {sig.name}: {proc.communicate()[1]}")
-    elapsed = time.monotonic() - sent
     assert proc.returncode == 128 + sig, err
-    assert elapsed < 5, f"{elapsed:.1f} s to stop"
     for noise in ("Traceback", "KeyboardInterrupt", "Exception in initializer", "leaked"):
         assert noise not in err, err
     (line,) = [x for x in err.splitlines() if x.startswith("error:")]
@@ -225,3 +227,107 @@ def test_ctrl_c_ends_the_programs_of_a_command_model_too(tmp_path, workers):
         state = Path(f"/proc/{pid}/stat")
         assert not state.exists() or state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
     assert not list(store.parent.glob("recaudit-command-*"))  # no model files left behind
+
+
+# ------------------------------------------------------------ an interrupt in a store query
+def _duckdb_swallows(signum: int):
+    """A store query that receives ``signum`` as DuckDB does (measured with duckdb 2.0.1,
+    ``tests/experiment/test_store.py``): it runs the process's handler (the command's, which
+    raises ``Interrupted``) and raises its own error in place of the handler's."""
+    def query(*args, **kwargs):
+        try:
+            signal.getsignal(signum)(signum, None)
+        except KeyboardInterrupt:
+            pass
+        raise RuntimeError("Query interrupted")
+    return query
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_a_store_query_ends_as_an_interrupt(who_audit, monkeypatch, capsys,
+                                                            sig):
+    """Not "exit 1 ... unexpected RuntimeError: Query interrupted": the interrupt's line and
+    its exit code, whichever command read the store."""
+    from recaudit.audit import AuditStore
+    from recaudit.cli import main
+
+    monkeypatch.setattr(AuditStore, "trial_means", _duckdb_swallows(sig))
+    code = main(["results", str(who_audit.store)])
+    err = capsys.readouterr().err
+    assert code == 128 + sig, err
+    name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    assert err.startswith(f"error: interrupted ({name})"), err
+    assert "RuntimeError" not in err and "a bug" not in err
+
+
+def test_a_signal_while_the_audit_writes_a_trial_keeps_it_and_says_so(tmp_path, monkeypatch,
+                                                                     capsys):
+    """Ctrl-C while the driver writes a finished trial: the trial is written, then the run
+    stops (exit 130) saying what is saved, the trained baseline included; the resume says it
+    reuses that baseline."""
+    import recaudit.audit._study as study
+    from recaudit.cli import main
+
+    real = study.write_trial
+
+    def write_trial(store, row, queries, record):
+        signal.raise_signal(signal.SIGINT)
+        return real(store, row, queries, record)
+
+    monkeypatch.setattr(study, "write_trial", write_trial)
+    monkeypatch.chdir(tmp_path)
+    args = ["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=1",
+            "-p", "random-delete", "-p", "seed-only", "--seeds", "1", "--k", "5",
+            "--output", "a.duckdb"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert "error: interrupted (Ctrl-C) — 1 finished trial and 1 trained baseline saved in " \
+           "a.duckdb; run the same command again to resume" in err, err
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "reusing 1 cached baseline; 0 to train" in err, err
+
+
+@pytest.mark.slow
+def test_ctrl_c_after_a_baseline_is_cached_keeps_it_and_the_resume_reuses_it(tmp_path):
+    """The reported case (issue 47): `--workers 2`, Ctrl-C once the baseline is cached and
+    its trials run. The baseline is finished work: it stays in `<store>.baselines`, the
+    interrupt's line counts it, and the resume says that it reuses it (and trains none)."""
+    from recaudit.seeds import derive_seed
+
+    (tmp_path / "usermodels.py").write_text(USER_MODELS)
+    store = tmp_path / "a.duckdb"
+    args = ["audit", "--model", "usermodels:Pop", "-p", "random-delete", "-p", "seed-only",
+            "--seeds", "1", "--workers", "2", "--output", str(store)]
+    # the seed-only trial's fit (its own seed) takes 120 s; the baseline's and the other's not
+    slow = f"{derive_seed(0, 'seed-only')}:120"
+    proc = subprocess.Popen(recaudit_cmd(*args), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=recaudit_env(RECAUDIT_TEST_SLEEP=slow),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    cache = store.with_name(store.name + ".baselines")
+    progress = store.with_name(store.name + ".progress.json")
+    beats = store.with_name(store.name + ".progress.d")
+    deadline = time.monotonic() + 240
+    while True:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the audit never cached its baseline"
+        done = json.loads(progress.read_text()).get("done", 0) if progress.exists() else 0
+        if (len(list(cache.glob("*.npz"))) == 1 and done == 1
+                and len(list(beats.glob("*.json"))) == 1):
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    (line,) = [x for x in err.splitlines() if x.startswith("error:")]
+    assert line == (f"error: interrupted (Ctrl-C) — 1 finished trial and 1 trained baseline "
+                    f"saved in {store}; 1 running trial abandoned; run the same command "
+                    "again to resume"), line
+    assert len(list(cache.glob("*.npz"))) == 1
+    rerun = recaudit_here(*args, cwd=tmp_path, env={"RECAUDIT_TEST_SLEEP": ""})
+    assert rerun.returncode == 0, rerun.stderr
+    assert "reusing 1 cached baseline; 0 to train" in rerun.stderr, rerun.stderr
+    assert len(_trials(store)) == 2

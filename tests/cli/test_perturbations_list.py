@@ -18,11 +18,30 @@ def _fresh_available() -> set[str]:
     return set(json.loads(out))
 
 
+def _entries(out: str) -> dict[str, str]:
+    """Each name and its text (the lines of its block: what it does, its family and
+    parameters), whitespace joined: the text wraps at the console's width."""
+    lines = out.splitlines()
+    body = lines[next(i for i, x in enumerate(lines) if x.startswith("───")) + 1:]
+    rows: dict[str, str] = {}
+    name = None
+    for line in body:
+        if not line.strip():
+            name = None
+            continue
+        if name is None:
+            if not line[:1].strip():
+                break  # the note under the table
+            name = line.split()[0]
+            rows[name] = ""
+        rows[name] += " " + " ".join(line.split()[1:] if line[:1].strip() else line.split())
+    return {k: " ".join(v.split()) for k, v in rows.items()}
+
+
 def test_every_name_is_listed_with_what_it_does(tmp_path):
     proc = recaudit_here("perturbations", "list", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    rows = {line.split("│")[1].strip(): line for line in proc.stdout.splitlines()
-            if line.startswith("│") and line.split("│")[1].strip()}
+    rows = _entries(proc.stdout)
     assert _fresh_available() <= set(rows)  # fuzz:ZERO:<n> too, not turned into an emoji
     assert "delete the interaction whose change cascades furthest" in rows["casper-delete"]
     assert "max_len" in rows["casper-delete"] and "max_len" not in rows["random-delete"]
@@ -33,8 +52,7 @@ def test_every_name_is_listed_with_what_it_does(tmp_path):
 def test_a_filter_shows_the_matching_names(tmp_path):
     proc = recaudit_here("perturbations", "list", "casper", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    names = {line.split("│")[1].strip() for line in proc.stdout.splitlines()
-             if line.startswith("│") and line.split("│")[1].strip()}
+    names = set(_entries(proc.stdout))
     assert names == {n for n in _fresh_available() if "casper" in n}
     err = one_error(recaudit_here("perturbations", "list", "caspr", cwd=tmp_path))
     assert "no perturbation name contains 'caspr'" in err

@@ -59,7 +59,10 @@ def test_slices_table_shows_every_slice(store, capsys):
     text = _out(capsys, "slices", str(store), "--by", "activity", "--edges", "15,25")
     for label in slices(store, "activity", edges=[15, 25]).slice.unique():
         assert label in text
-    assert "p vs seed-only" in text and "p vs rest" in text
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("───"))
+    header = [line.split() for line in lines[rule - 2:rule]]  # two lines above the rule
+    assert header[0][-4:] == ["p", "vs", "p", "vs"] and header[1][-2:] == ["seed-only", "rest"]
 
 
 def test_changes_json_keys_and_lists(store):
@@ -79,12 +82,14 @@ def test_changes_json_keys_and_lists(store):
 
 def test_changes_table_and_worst(store, capsys):
     user = most_changed(store, 1, perturbation="seed-only").user.iloc[0]
-    text = _out(capsys, "changes", str(store), "--user", user, "-p", "seed-only")
+    text = " ".join(_out(capsys, "changes", str(store), "--user", user, "-p",
+                         "seed-only").split())  # prose wraps at the console's width
     c = changes(store, user, perturbation="seed-only")[0]
     assert f"user {user} · seed-only · seed 0" in text
     assert all(i in text for i in c.baseline + c.perturbed)
     assert "edit: none" in text
-    text = _out(capsys, "changes", str(store), "--user", user, "-p", "casper-delete")
+    text = " ".join(_out(capsys, "changes", str(store), "--user", user, "-p",
+                         "casper-delete").split())
     assert "edit: deleted" in text and "in the interaction graph it reaches" in text
     worst = pd.read_csv(io.StringIO(_out(capsys, "changes", str(store), "--worst", "2",
                                          "-f", "csv")))
@@ -118,3 +123,34 @@ def test_mistakes_are_one_line_errors(store, capsys, args, message):
     assert main([a.format(s=store) for a in args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_data_names_a_moved_file_for_a_store_without_a_copy(store, tmp_path, capsys):
+    """A store written before stores kept their data, its file moved away: `--data PATH`
+    names it (checked against the trials' fingerprint); another file is a one-line error."""
+    import shutil
+
+    import duckdb
+
+    old = tmp_path / "old.duckdb"
+    shutil.copy(store, old)
+    con = duckdb.connect(str(old))
+    con.execute("DROP TABLE datasets")
+    for tid, spec in con.execute("SELECT trial_id, spec FROM trials").fetchall():
+        spec = json.loads(spec)
+        spec["dataset"]["path"] = str(tmp_path / "gone" / "log.csv")  # where it was
+        con.execute("UPDATE trials SET spec = ? WHERE trial_id = ?", [json.dumps(spec), tid])
+    con.close()
+    assert main(["exposure", str(old)]) == 2
+    assert "name the file with --data PATH" in capsys.readouterr().err
+    moved = tmp_path / "moved.csv"
+    shutil.copy(store.parent / "log.csv", moved)
+    want = exposure(store).summary.to_csv(index=False)
+    assert main(["exposure", str(old), "--data", str(moved), "-f", "csv"]) == 0
+    assert capsys.readouterr().out == want
+    pd.read_csv(moved).iloc[2:].to_csv(tmp_path / "other.csv", index=False)
+    assert main(["slices", str(old), "--by", "activity", "--data",
+                 str(tmp_path / "other.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'other.csv'}: holds none of the data the "
+                          "store's trials ran on"), err

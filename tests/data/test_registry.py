@@ -87,7 +87,7 @@ def test_unknown_checksum_is_explained_in_info():
 
 def test_unknown_name_suggests_the_closest():
     with pytest.raises(DatasetError,
-                       match="unknown dataset 'wikipdia' \\(did you mean 'wikipedia'"):
+                       match=r"unknown dataset 'wikipdia'; known: .*\. Did you mean 'wikipedia'\?"):
         datasets.dataset_info("wikipdia")
 
 

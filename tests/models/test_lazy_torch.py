@@ -1,6 +1,7 @@
 """Importing recaudit's packages does not import torch: the sequential models are registered
 when first named, and a rating-based audit never loads torch (``recaudit.models._registry``)."""
 
+import importlib
 import subprocess
 import sys
 
@@ -39,13 +40,34 @@ def test_a_sequential_class_is_reached_as_an_attribute():
 
 
 def test_each_deferred_name_is_registered_by_its_module():
-    import recaudit.models.sequential  # noqa: F401 - registers its models
-
-    registered = {name for name, cls in _registry._REGISTRY.items()
-                  if cls.__module__.startswith("recaudit.models.sequential.")}
-    assert registered == set(_registry._DEFERRED)
-    assert all(model_class(name).registered_name == name for name in _registry._DEFERRED)
+    for name, target in _registry._DEFERRED.items():
+        module, _, attr = target.partition(":")
+        cls = getattr(importlib.import_module(module), attr)  # registers it
+        assert cls.registered_name == name and _registry._REGISTRY[name] is cls
     assert set(_registry._DEFERRED) <= set(available())
+
+
+def test_a_models_options_are_its_class_config_and_read_without_torch():
+    """:func:`config_class` gives each model's ``Config`` (a sequential model's without
+    importing the model); a configuration's model spec is checked with it, so naming a
+    sequential model and its parameters imports no torch."""
+    from recaudit.models import config_class
+
+    assert set(_registry._CONFIGS) <= set(_registry._DEFERRED)
+    for name in available():
+        assert config_class(name) is model_class(name).Config, name
+    assert config_class("lstm@oh2022") is model_class("lstm").Config
+    out = _fresh("import sys\n"
+                 "from recaudit.experiment import ModelSpec\n"
+                 "from recaudit.errors import ConfigError\n"
+                 "for name in ('gru4rec', 'sasrec@betello2023', 'jodie'):\n"
+                 "    ModelSpec(name, {'epochs': 1})\n"
+                 "try:\n"
+                 "    ModelSpec('gru4rec', {'hidden_dim': 0})\n"
+                 "except ConfigError as exc:\n"
+                 "    print(exc.message.split(':')[0])\n"
+                 "print('torch' in sys.modules)")
+    assert out.split("\n") == ["GRU4RecConfig.hidden_dim = 0", "False"]
 
 
 def test_a_deferred_name_survives_a_reset_registry(monkeypatch):

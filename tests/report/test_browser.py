@@ -63,3 +63,39 @@ def test_report_in_headless_chromium(real_report, tmp_path, chromium_dom):
     assert tags.get("table", 0) >= 6
     assert EVIL in text  # shown literally, as text
     assert "Rank-list sensitivity" in text and "Position removal" in text
+
+
+#: Measures the page as laid out (appended to a copy of the report: the report itself has no
+#: script): the page's width, and per table its width against its wrapper's (wider: the table
+#: scrolls, a column is off-screen), per figure likewise.
+PROBE = """<script>
+addEventListener('load', () => {
+  const out = {page: document.documentElement.scrollWidth, view: innerWidth, over: []};
+  for (const w of document.querySelectorAll('.table-wrap, figure .svg')) {
+    const inner = w.firstElementChild;
+    if (inner.scrollWidth > w.clientWidth + 1)
+      out.over.push([inner.dataset.table || w.parentNode.id, inner.scrollWidth, w.clientWidth]);
+  }
+  const p = document.createElement('pre');
+  p.textContent = 'PRO' + 'BE' + JSON.stringify(out) + 'EBO' + 'RP';  // not in this text
+  document.body.appendChild(p);
+});
+</script>"""
+
+
+def test_nothing_is_cut_at_1280_px(real_report, tmp_path, chromium_dom):
+    """Issue 47, item 7: at a 1280-px window every table and figure fits its column (none
+    scrolls sideways: the accuracy table's Δ NDCG, the exposure table, the most-changed users'
+    lists all show), and the "Who is affected" section is one compact table per model."""
+    import json
+    import re
+
+    html = real_report.read_text()
+    assert '<section id="who">' in html
+    assert html.count('data-table="who-slices-') == 1  # one model: one compact table
+    probe = tmp_path / "probe.html"
+    probe.write_text(html.replace("</body>", PROBE + "</body>"))
+    _, text = chromium_dom(probe, "--window-size=1280,900", "--virtual-time-budget=5000")
+    found = json.loads(re.search(r"PROBE(.*?)EBORP", text).group(1))
+    assert found["view"] == 1280 and found["page"] <= 1280
+    assert found["over"] == []  # [table or figure, its width, the width it has]

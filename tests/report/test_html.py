@@ -37,7 +37,7 @@ def test_every_section_table_and_figure_is_there(html, fake_report):
     assert html.count("<svg") == n_figures
     assert html.count("<table") == len(fake_report.tables)
     # the most destabilising perturbation (CASPER, clearly lowest): 3 RLS tables x 2 models
-    assert html.count('<td class="best"') == 6 and 'class="second"' not in html
+    assert html.count('<td class="best ci"') == 6 and 'class="second"' not in html
     assert "†" in html
 
 
@@ -59,8 +59,11 @@ def test_the_report_reads_each_model_in_one_short_line(fake_report, fake_store, 
 
     rls = next(s for s in fake_report.sections if s.key == "rls")
     verdicts = most_destabilising(fake_store)
-    assert len(rls.reading) == len(verdicts) == fake_report.data.agg.groupby(
-        ["dataset", "model_label"]).ngroups
+    # one line per model, then (two models on one dataset: issue 47) one for the pair
+    assert len(rls.reading) - 1 == len(verdicts) == fake_report.data.agg.groupby(
+        ["dataset", "model_label"]).ngroups == 2
+    assert rls.reading[-1].startswith("fsq-<script>alert(1)</script>: ")
+    assert len(rls.reading[-1]) < 330
     for v in verdicts.itertuples():
         (line,) = [x for x in rls.reading if x.startswith(f"{v.model} on {v.dataset}: ")]
         assert (f"{v.lowest} is the most destabilising" in line) is bool(v.decided)

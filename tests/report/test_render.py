@@ -27,8 +27,9 @@ def test_markdown_escapes_and_marks(tables_only):
         lines = [ln for ln in block.splitlines() if ln.startswith("| ")]
         widths = {len(re.findall(r"(?<!\\)\|", ln)) for ln in lines}
         assert len(widths) == 1, block[:80]
-    best = re.findall(r"\*\*(\d\.\d{4}) ± \d\.\d{4}\*\*", md)
+    best = re.findall(r"\*\*(\d\.\d{4}) \\\[\d\.\d{4},\s\d\.\d{4}\\\]\*\*", md)
     assert len(best) == 3 * 2  # one best per model (2) in each of the 3 RLS tables
+    assert " ± " not in md  # issue 47: one form of interval, never ± beside [ ]
 
 
 def test_latex_escapes_specials(tables_only):
@@ -37,7 +38,7 @@ def test_latex_escapes_specials(tables_only):
     assert _tex("50% of $x_1 & {y}#~^\\") == (r"50\% of \$x\_1 \& \{y\}\#\textasciitilde{}"
                                               r"\textasciicircum{}\textbackslash{}")
     assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == len(tables_only.tables)
-    assert r"\textbf{" in tex and r"$\pm$" in tex
+    assert r"\textbf{" in tex and r"$\pm$" not in tex
     assert r"$^\dagger$" in tex  # significance marks of the position table
 
 

@@ -54,7 +54,7 @@ def test_the_record_says_what_part_of_the_grid_ran(tmp_path, monkeypatch):
 
 def test_experiments_without_a_grid_refuse_a_scope(tmp_path):
     with pytest.raises(ConfigError, match="--seeds"):
-        run("zhu2023-figure7", "small", tmp_path, scope=Scope(seeds=1))
+        run("zhu2023-table3", "small", tmp_path, scope=Scope(seeds=1))
 
 
 def test_no_train_records_what_the_store_holds(tmp_path, monkeypatch):

@@ -3,6 +3,9 @@ compare_runs / recaudit compare."""
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -204,7 +207,8 @@ def test_cli_compare_two_runs_and_output(tmp_path, capsys):
                  "--output", str(out)]) == 0
     text = capsys.readouterr().out
     assert "RBO (ext)" in text and "FRBO@5" in text and "Jaccard@5" in text
-    assert "95 % interval" in text and "p (identical)" in text
+    assert "95 % interval" in text and "(identical)" in text
+    assert "a.trec vs b.csv" in text  # two formats: the extensions tell them apart
     rows = pd.read_csv(out)
     assert list(rows.columns) == ["query", "rbo", "average_overlap", "frbo", "jaccard"]
     assert len(rows) == 2 and rows["jaccard"].iloc[0] == pytest.approx(4 / 6)
@@ -217,8 +221,60 @@ def test_cli_compare_three_runs_prints_matrices(tmp_path, capsys):
     assert main(["compare", *(str(tmp_path / n) for n in ("a.csv", "b.csv", "c.csv")),
                  "--k", "2"]) == 0
     text = capsys.readouterr().out
-    assert "mean RBO (ext)" in text and "mean Jaccard@2" in text and "c.csv" in text
+    assert "mean RBO (ext)" in text and "mean Jaccard@2" in text
+    assert [line.split() for line in text.splitlines()[1:2]] == [["a", "b", "c"]]
     assert "closer to one run than to another" in text
+
+
+def test_runs_are_labelled_by_the_short_part_of_their_paths():
+    """Issue 47, item 9: the folders and ends all paths share are dropped, so three runs of
+    one export read seed-0/baseline, seed-0/seed-only, seed-1/baseline (not paths cut to
+    '…gru4rec_epochs=2/se…')."""
+    from recaudit.runs import short_labels
+
+    root = "out/rank-lists/synthetic/gru4rec_epochs=2"
+    assert short_labels([f"{root}/seed-0/baseline.csv", f"{root}/seed-0/seed-only.csv",
+                         f"{root}/seed-1/baseline.csv"]) == [
+        "seed-0/baseline", "seed-0/seed-only", "seed-1/baseline"]
+    # a shared end is dropped too when what is left still tells the runs apart
+    assert short_labels([f"{root}/seed-0/baseline.csv", f"{root}/seed-1/baseline.csv"]) == [
+        "seed-0", "seed-1"]
+    assert short_labels(["a.trec", "b.csv"]) == ["a.trec", "b.csv"]  # no shared extension
+    assert short_labels(["runs/x.csv", "runs/x.csv"]) == ["runs/x.csv", "runs/x.csv (2)"]
+    assert short_labels(["a/run.csv", "b/c/run.csv"]) == ["a", "b/c"]
+    assert short_labels(["/abs/one.trec", "/abs/two.trec"]) == ["one", "two"]
+
+
+def test_cli_compare_labels_runs_as_told_and_prints_csv_and_json(tmp_path, capsys):
+    for folder, order in (("seed-0", "xyz"), ("seed-1", "yxz")):
+        (tmp_path / folder).mkdir()
+        for name in ("baseline", "seed-only"):
+            write(tmp_path / folder / f"{name}.csv", "query,item,rank\n" + "".join(
+                f"{q},{it},{r}\n" for q in (1, 2, 3)
+                for r, it in enumerate(order if name == "baseline" else order[::-1], 1)))
+    runs = [str(tmp_path / "seed-0" / "baseline.csv"), str(tmp_path / "seed-0" / "seed-only.csv"),
+            str(tmp_path / "seed-1" / "baseline.csv")]
+    assert main(["compare", *runs, "--k", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "seed-0/baseline" in text and "seed-0/seed-only" in text and "…" not in text
+    assert main(["compare", *runs, "--k", "2", "--label", "base", "--label", "floor",
+                 "--label", "base 1", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = summarize(compare_many(runs, k=2, labels=["base", "floor", "base 1"]))
+    assert [(r["run_a"], r["run_b"]) for r in got["summary"]] == [
+        ("base", "floor"), ("base", "base 1"), ("floor", "base 1")]
+    for row, (_, w) in zip(got["summary"], want.iterrows(), strict=True):
+        assert row["rbo"] == w["rbo"] and row["jaccard_ci_low"] == w["jaccard_ci_low"]
+    assert {r["run_b"] for r in got["pairs"]} == {"floor"}
+    assert main(["compare", *runs[:2], "--k", "2", "--format", "csv"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert frame.rbo.tolist() == summarize(compare_many(runs[:2], k=2)).rbo.tolist()
+    assert main(["compare", *runs, "--label", "one"]) == 2
+    assert "1 labels for 3 runs" in capsys.readouterr().err
+    assert main(["compare", *runs[:2], "--label", "x", "--label", "x"]) == 2
+    assert "given to two runs" in capsys.readouterr().err
+    assert main(["compare", *runs[:2], "--format", "trec"]) == 2
+    assert "--run-format" in capsys.readouterr().err
 
 
 def test_cli_compare_errors_exit_2(tmp_path, capsys):

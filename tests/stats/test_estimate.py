@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as ss
 
 import recaudit.stats
-from recaudit.stats import (estimate_mean, holm, one_sample_test, paired_test, welch,
+from recaudit.stats import (Estimate, estimate_mean, holm, one_sample_test, paired_test, welch,
                             welch_test)
 
 
@@ -60,11 +60,92 @@ def test_nested_design_uses_the_replicate_means():
     rng = np.random.default_rng(2)
     values = rng.random(7)
     seeds = np.array([0, 0, 0, 1, 1, 2, 2])
-    queries = np.array([1, 2, 3, 1, 4, 5, 6])  # not every query in every seed
+    queries = np.array([1, 2, 3, 0, 4, 5, 6])  # no query in two seeds
     est = estimate_mean(values, seeds, queries)
     means = [values[seeds == s].mean() for s in range(3)]
     assert est.design == "nested" and est.mean == pytest.approx(np.mean(means))
     assert est.interval() == pytest.approx(tuple(ss.ttest_1samp(means, 0).confidence_interval()))
+
+
+def test_missing_cells_by_hand():
+    # 2 seeds x 3 queries, query 2 missing in seed 1: seed means 0.5 and 0.7, mean 0.6;
+    # weights 1/(2*3) in seed 0, 1/(2*2) in seed 1
+    y = np.array([0.4, 0.5, 0.6, 0.6, 0.8])
+    seeds, queries = np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 1])
+    est = estimate_mean(y, seeds, queries)
+    by_query = [(0.4 - 0.6) / 6 + (0.6 - 0.6) / 4, (0.5 - 0.6) / 6 + (0.8 - 0.6) / 4,
+                (0.6 - 0.6) / 6]
+    a = np.var([0.5, 0.7], ddof=1) / 2
+    b = 3 / 2 * sum(x ** 2 for x in by_query)
+    assert est.design == "crossed" and est.mean == pytest.approx(0.6)
+    np.testing.assert_allclose(est.parts, [(a, 1), (b, 2)])
+    # a complete table gives the crossed design's mean squares, whichever branch computes them
+    rng = np.random.default_rng(4)
+    full = rng.random((3, 5))
+    s, q = np.repeat(np.arange(3), 5), np.tile(np.arange(5), 3)
+    crossed = estimate_mean(full.ravel(), s, q)
+    holed = np.append(full.ravel(), np.nan)  # one NaN row more: the incomplete branch's sums
+    again = estimate_mean(holed, np.append(s, 3), np.append(q, 0))
+    np.testing.assert_allclose(again.parts, crossed.parts)
+
+
+def test_bounded_intervals_closed_forms():
+    est = estimate_mean(np.array([77.0, 157.0]), [0, 1], [0, 0])  # two seeds' means
+    m, h = 117.0, est.halfwidth(0.025)
+    assert est.interval()[0] < 0  # the symmetric interval leaves the range
+    assert est.interval(bounds=(0, np.inf)) == pytest.approx((m * np.exp(-h / m),
+                                                              m * np.exp(h / m)))
+    # an upper bound alone mirrors a lower one
+    low, high = estimate_mean(-np.array([77.0, 157.0]), [0, 1], [0, 0]) \
+        .interval(bounds=(-np.inf, 0))
+    assert (low, high) == pytest.approx((-m * np.exp(h / m), -m * np.exp(-h / m)))
+    # two bounds: the logit of the position in the range; on [-1, 1] Fisher's z = 2 atanh
+    d = np.array([0.55, 0.62, 0.58])
+    est = estimate_mean(d, [0, 1, 2], [0, 0, 0])
+    m, h = d.mean(), est.halfwidth(0.025)
+    z, dz = np.arctanh(m), h / (1 - m ** 2)
+    assert est.interval(bounds=(-1, 1)) == pytest.approx((np.tanh(z - dz), np.tanh(z + dz)))
+    p = (m + 1) / 2
+    lg, dl = np.log(p / (1 - p)), h / (2 * p * (1 - p))
+    assert est.interval(bounds=(-1, 1)) == pytest.approx(
+        (2 / (1 + np.exp(-(lg - dl))) - 1, 2 / (1 + np.exp(-(lg + dl))) - 1))
+    # no bounds, or infinite ones: the symmetric interval
+    assert est.interval(bounds=(-np.inf, np.inf)) == pytest.approx(est.interval())
+    # small half-width far from the bounds: the symmetric interval to first order
+    tight = estimate_mean(0.3 + 1e-4 * np.arange(5), np.arange(5), np.zeros(5))
+    assert tight.interval(bounds=(0, 1)) == pytest.approx(tight.interval(), abs=1e-7)
+
+
+@pytest.mark.parametrize("values,bounds", [
+    ([0.999, 0.2, 0.998], (0, 1)),              # a bound-hugging seed and an outlier
+    ([1e-9, 3.0], (0, np.inf)),                 # two seeds, one near zero
+    ([-0.999, 0.999], (-1, 1)),                 # the whole range
+    ([-0.9999, -0.9], (-1, 1)),
+    ([5.0, 5.0 + 1e-12], (5.0, 6.0)),           # on the edge, tiny spread
+    ([1e6, 1.0, 2.0], (0, np.inf)),
+])
+def test_bounded_intervals_stay_inside_on_adversarial_values(values, bounds):
+    est = estimate_mean(np.array(values), np.arange(len(values)), np.zeros(len(values)))
+    for level in (0.5, 0.95, 0.999999):
+        low, high = est.interval(level, bounds=bounds)
+        assert bounds[0] <= low <= est.mean <= high <= bounds[1]
+    plain = est.interval()
+    assert plain[0] < bounds[0] or plain[1] > bounds[1] or values[0] == 5.0
+
+
+def test_bounded_interval_errors_and_edges():
+    const = estimate_mean(np.array([1.0, 1.0, 1.0]), [0, 1, 2], [0, 0, 0])
+    assert const.interval(bounds=(0, 1)) == (1.0, 1.0)          # no variation: the point
+    outside = estimate_mean(np.array([1.2, 1.4]), [0, 1], [0, 0])
+    with pytest.raises(ValueError, match="outside the bounds"):
+        outside.interval(bounds=(0, 1))
+    on_edge = estimate_mean(np.array([-0.5, 0.5]), [0, 1], [0, 0])  # values beyond 0
+    with pytest.raises(ValueError, match="on a bound"):
+        on_edge.interval(bounds=(0, 1))
+    with pytest.raises(ValueError, match="low < high"):
+        on_edge.interval(bounds=(1, 0))
+    empty = estimate_mean(np.array([np.nan]))
+    assert all(np.isnan(empty.interval(bounds=(0, 1))))
 
 
 def test_p_value_inverts_the_interval():
@@ -148,17 +229,47 @@ def test_holm_closed_form_and_properties():
     assert holm([]).shape == (0,)
 
 
-def test_detectable_effect_has_the_power_it_claims():
-    rng = np.random.default_rng(9)
-    n, sd = 30, 1.0
-    est = estimate_mean(rng.normal(0, sd, n))
+@pytest.mark.parametrize("n", [3, 5, 30])
+def test_detectable_effect_has_the_power_it_claims(n):
+    rng = np.random.default_rng(9 + n)
+    est = estimate_mean(rng.normal(0, 1.0, n), np.arange(n))
     mde = est.detectable(0.05, 0.8)
     se = est.se
-    assert mde == pytest.approx((ss.t.ppf(0.975, n - 1) + ss.t.ppf(0.8, n - 1)) * se)
+    # the exact power of the t-test is the non-central t law's
+    nc = mde / se
+    crit = ss.t.ppf(0.975, n - 1)
+    exact = ss.nct.sf(crit, n - 1, nc) + ss.nct.cdf(-crit, n - 1, nc)
+    assert exact == pytest.approx(0.8, abs=0.003)
     # simulated power at that effect (true sd = the sample's estimate): about 0.8
-    sims = rng.normal(mde, se * np.sqrt(n), (2000, n))
+    sims = rng.normal(mde, se * np.sqrt(n), (4000, n))
     power = np.mean(ss.ttest_1samp(sims, 0, axis=1).pvalue < 0.05)
-    assert 0.75 < power < 0.85
+    assert 0.77 < power < 0.83
+    # the textbook (t_{1-alpha/2} + t_power) se falls short at few replicates
+    if n == 3:
+        assert (crit + ss.t.ppf(0.8, n - 1)) * se < 0.96 * mde
+
+
+def test_detectable_effect_of_a_two_level_design_has_its_power():
+    # seeds x queries: the audit's test (the paired test's decision) at the plan's effect
+    rng = np.random.default_rng(12)
+    n_seeds, n_queries, sd_seed, sd_query, sd_noise = 4, 300, 0.02, 0.1, 0.05
+    seeds = np.repeat(np.arange(n_seeds), n_queries)
+    queries = np.tile(np.arange(n_queries), n_seeds)
+
+    def draw(effect):
+        return (effect + sd_seed * np.repeat(rng.standard_normal(n_seeds), n_queries)
+                + sd_query * np.tile(rng.standard_normal(n_queries), n_seeds)
+                + sd_noise * rng.standard_normal(n_seeds * n_queries))
+
+    # the true variance parts: E[A] = sd_seed^2 / S + sd_noise^2 / (S Q), E[B] likewise
+    sq = n_seeds * n_queries
+    truth = Estimate(0.0, ((sd_seed ** 2 / n_seeds + sd_noise ** 2 / sq, n_seeds - 1),
+                           (sd_query ** 2 / n_queries + sd_noise ** 2 / sq, n_queries - 1)),
+                     sq, n_seeds, n_queries, "crossed")
+    mde = truth.detectable()
+    power = np.mean([paired_test(draw(mde), np.zeros(sq), seeds, queries).p < 0.05
+                     for _ in range(1000)])
+    assert 0.76 < power < 0.84
 
 
 def test_replicates_needed_to_resolve_an_effect():
@@ -169,7 +280,7 @@ def test_replicates_needed_to_resolve_an_effect():
     assert est.detectable() > 0.01
     need = est.replicates_for(0.01)
     assert need is not None and need > 3
-    assert est._scaled(need).detectable() <= 0.01 < est._scaled(need - 1).detectable()
+    assert est.with_replicates(need).detectable() <= 0.01 < est.with_replicates(need - 1).detectable()
     # larger effects need fewer replicates; one replicate cannot say
     assert est.replicates_for(0.05) <= need
     assert estimate_mean(y[:100]).replicates_for(0.01) is None

@@ -7,6 +7,7 @@ Quick start::
                       perturbations=("random-delete", "seed-only"), seeds=(0, 1, 2),
                       output="a.duckdb")
     summary(run_audit(cfg))  # every measure with its 95 % interval, p against the floors
+    compare_models(store)    # with several models: which is more stable, paired per query
     dry_run(cfg).hours       # before: fits, wall time from a one-epoch calibration, power
 
 Who is affected: :func:`slices` (stability by user activity, popularity, accuracy, recency or
@@ -22,91 +23,73 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from recaudit.audit._context import close_context, perturb_context
-from recaudit.audit._export import export_rank_lists
-from recaudit.audit._reading import FEW_QUERIES, interval_text, p_text, reading
-from recaudit.audit._runner import TrialOutcome, compare, run_trial
-from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model, load_config,
-                                  perturbation_label)
-from recaudit.audit._store import (PERTURBATIONS, QUERY_METRICS, QUERY_RESULTS, TRIALS,
-                                   AuditStore, write_trial)
-from recaudit.audit._study import AuditJob, AuditStudy, plan, run_audit, validate
-from recaudit.experiment import (
-    DatasetSpec,
-    ExecutorSpec,
-    ModelSpec,
-    SplitSpec,
-    Store,
-    StoreBusyError,
-    load_dataset,
-    prepare,
-)
+from recaudit._lazy import exports
+from recaudit.audit import _store  # noqa: F401 - declares the tables a store reads
 
-if TYPE_CHECKING:  # at run time reached through __getattr__, below
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
     from recaudit.audit._analysis import METRICS, query_distribution, trial_summary, user_groups
     from recaudit.audit._changes import Edit, ListChange, changes, most_changed
-    from recaudit.audit._decide import (FLOORS, MEASURES, compare_perturbations, floor_of,
-                                        most_destabilising, summary)
+    from recaudit.audit._context import close_context, perturb_context
+    from recaudit.audit._decide import (FLOORS, MEASURES, compare_models,
+                                        compare_perturbations, floor_of, most_destabilising,
+                                        summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
+    from recaudit.audit._export import export_rank_lists
     from recaudit.audit._exposure import Exposure, exposure
+    from recaudit.audit._info import STUDY
+    from recaudit.audit._reading import (FEW_QUERIES, interval_text, model_reading, p_text,
+                                         reading)
+    from recaudit.audit._runner import TrialOutcome, compare, run_trial
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
+    from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model,
+                                      load_config, perturbation_label)
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
-    from recaudit.experiment import StudyInfo
+    from recaudit.audit._store import (PERTURBATIONS, QUERY_METRICS, QUERY_RESULTS, TRIALS,
+                                       AuditStore, write_trial)
+    from recaudit.audit._rounds import Rounds, decisions_of_rounds, run_until_decided
+    from recaudit.audit._study import AuditJob, AuditStudy, plan, run_audit, validate
+    from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, Store,
+                                     StoreBusyError, load_dataset, prepare)
 
-    STUDY: StudyInfo  # what recaudit.studies lists for this study
-
-#: What reads a finished store (its analysis, statistics and plans: pandas, scipy.stats),
-#: imported on first use: running trials needs none of it, so the ``recaudit`` command and each
-#: worker of a pool start without it (``import recaudit.audit``: 1.7 s -> 0.9 s).
-_LAZY = {
-    "recaudit.audit._analysis": ("METRICS", "query_distribution", "trial_summary",
-                                 "user_groups"),
-    "recaudit.audit._changes": ("Edit", "ListChange", "changes", "most_changed"),
-    "recaudit.audit._decide": ("FLOORS", "MEASURES", "compare_perturbations", "floor_of",
-                               "most_destabilising", "summary"),
-    "recaudit.audit._dryrun": ("DryRun", "dry_run"),
-    "recaudit.audit._exposure": ("Exposure", "exposure"),
-    "recaudit.audit._slices": ("SLICE_KINDS", "slices", "user_values"),
-    "recaudit.audit._stabilise": ("stabilisation_summary", "stabilised_pairs"),
-}
-_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
-
-
-def _study_info() -> StudyInfo:
-    from recaudit.audit._analysis import trial_summary
-    from recaudit.audit._decide import summary
-    from recaudit.experiment import StudyInfo
-
-    return StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBATIONS),
-                     breakdown=("model_label", "perturbation"), summary=trial_summary,
-                     decisions=summary)
-
-
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name == "STUDY":
-        value: object = _study_info()
-    elif name in _MODULE_OF:
-        value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value  # once: the next access is a plain attribute
-    return value
-
+#: Reading a finished store (its analysis, statistics and plans: pandas, scipy.stats), checking
+#: a config and running trials import different modules: each name is imported when first used,
+#: so ``recaudit status`` and an argument error import none of the rest, and a worker of a pool
+#: what its trials need.
+__getattr__, __dir__ = exports(__name__, {
+    "._analysis": ("METRICS", "query_distribution", "trial_summary", "user_groups"),
+    "._changes": ("Edit", "ListChange", "changes", "most_changed"),
+    "._context": ("close_context", "perturb_context"),
+    "._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations", "floor_of",
+                 "most_destabilising", "summary", "variance_shares"),
+    "._dryrun": ("DryRun", "dry_run"),
+    "._rounds": ("Rounds", "decisions_of_rounds", "run_until_decided"),
+    "._export": ("export_rank_lists",),
+    "._exposure": ("Exposure", "exposure"),
+    "._info": ("STUDY",),
+    "._reading": ("FEW_QUERIES", "interval_text", "model_reading", "p_text", "reading"),
+    "._runner": ("TrialOutcome", "compare", "run_trial"),
+    "._slices": ("SLICE_KINDS", "slices", "user_values"),
+    "._spec": ("AuditConfig", "MetricSpec", "TrialSpec", "build_model", "load_config",
+               "perturbation_label"),
+    "._stabilise": ("stabilisation_summary", "stabilised_pairs"),
+    "._store": ("PERTURBATIONS", "QUERY_METRICS", "QUERY_RESULTS", "TRIALS", "AuditStore",
+                "write_trial"),
+    "._study": ("AuditJob", "AuditStudy", "plan", "run_audit", "validate"),
+    "recaudit.experiment": ("DatasetSpec", "ExecutorSpec", "ModelSpec", "SplitSpec", "Store",
+                            "StoreBusyError", "load_dataset", "prepare"),
+})
 
 __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS",
            "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob",
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
-           "Exposure", "ListChange", "MetricSpec", "ModelSpec", "SplitSpec", "Store",
+           "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_perturbations", "dry_run", "export_rank_lists", "exposure", "floor_of",
-           "interval_text", "load_config", "load_dataset", "most_changed",
-           "most_destabilising", "p_text", "perturb_context", "close_context",
-           "perturbation_label", "plan", "prepare", "query_distribution", "reading",
-           "run_audit", "run_trial", "slices", "stabilisation_summary", "stabilised_pairs",
-           "summary", "trial_summary", "user_groups", "user_values", "validate", "write_trial"]
+           "compare_models", "compare_perturbations", "decisions_of_rounds", "dry_run",
+           "export_rank_lists",
+           "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
+           "model_reading", "most_changed", "most_destabilising", "p_text",
+           "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
+           "query_distribution", "reading", "run_audit", "run_trial", "run_until_decided",
+           "slices", "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",
+           "user_groups", "user_values", "validate", "variance_shares", "write_trial"]
 
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

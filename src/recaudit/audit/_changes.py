@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._decide import FLOORS
-from recaudit.audit._slices import SLICE_KINDS, _loaded, _values, slice_kind
+from recaudit.audit._data import DataPaths, StoreData
+from recaudit.audit._slices import SLICE_KINDS, _values, slice_kind
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import (Group, audit_data, groups, own_id, own_ids, opened,
+from recaudit.audit._users import (Group, groups, own_id, own_ids, opened,
                                    user_code)
-from recaudit.data import Interactions
+from recaudit.data import Interactions, date_only, epoch_seconds, time_text
 from recaudit.errors import ConfigError, DataError, RecauditError, did_you_mean
 from recaudit.experiment import Store
 
@@ -52,8 +53,9 @@ class Edit:
 
     kind: ``delete``, ``insert``, ``replace``, ``seed-only``, ``none`` (or another family's
     kind). interactions: the edited interactions in the data's own ids (``edit``: deleted,
-    inserted, replaced or selected; ``user``, ``item``, ``timestamp``; ``new_item`` of a
-    replacement, ``before`` of an insertion), this user's first, at most
+    inserted, replaced or selected; ``user``, ``item``, ``timestamp``; ``time``, the timestamp
+    as an ISO 8601 date where the data's times are dates (:func:`recaudit.data.time_text`);
+    ``new_item`` of a replacement, ``before`` of an insertion), this user's first, at most
     :data:`SHOWN_EDITS`. count: all edited interactions. users: the users whose data changed.
     touches_user: whether this user's own data changed. descendants, user_descendants: the
     edit's reach in the interaction graph (module docstring); ``None`` where the record does
@@ -151,6 +153,10 @@ def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> E
     # `selected` names the rows an edit chose; the edit itself is in the other lists
     kinds = [k for k in ("deleted", "inserted", "replaced") if own.get(k)] or ["selected"]
     listed = [{"edit": key, **x} for key in kinds for x in own.get(key, ())]
+    if epoch_seconds(train.timestamp):  # the data's times are dates: say them as dates
+        dates = date_only(train.timestamp)
+        listed = [{**x, "time": time_text(x["timestamp"], dates)}
+                  if isinstance(x.get("timestamp"), (int, float)) else x for x in listed]
     listed.sort(key=lambda x: x.get("user") != me)  # this user's first (a stable sort)
     users = tuple(own.get("users", ()))
     kind = str(record.get("kind", "none"))
@@ -219,7 +225,7 @@ def _pick(rows: pd.DataFrame, perturbation: str | None, seed: int | None, draw: 
 
 def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = None,
             seed: int | None = None, draw: int | None = None, model: str | None = None,
-            dataset: str | None = None) -> list[ListChange]:
+            dataset: str | None = None, data: DataPaths = None) -> list[ListChange]:
     """The changes of one user's lists (module docstring): one :class:`ListChange` per trial
     and test query of ``user`` (the data's own id), of ``perturbation`` (default: every one),
     ``seed`` (default: the lowest) and ``draw`` (default: the first), for every model (or
@@ -227,7 +233,8 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
 
     Raises :class:`~recaudit.errors.DataError` for a user the data does not have, or one
     without a test query, and :class:`~recaudit.errors.ConfigError` for a perturbation, seed or
-    draw the store does not hold."""
+    draw the store does not hold. ``data``: the audit's file(s) where they are now, for a store
+    that keeps no copy of its data (:mod:`recaudit.audit._data`)."""
     out: list[ListChange] = []
     missing: DataError | None = None  # the user is not in a dataset's data
     found = False
@@ -243,10 +250,11 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
                               + (did_you_mean(model, models) if model else "")
                               + (f" Its models: {', '.join(models)}." if models else ""))
         trials = s.trials()
+        found_data = StoreData(s, data, every)
         for g in chosen:
-            data, split = audit_data(s, g.dataset, g.fingerprint)
+            log, split = found_data(g)
             try:
-                code = user_code(data, user, g.name)
+                code = user_code(log, user, g.name)
             except DataError as exc:
                 missing = missing or exc
                 continue
@@ -266,7 +274,7 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
                 entered, left, moves = _diff(base, pert)
                 out.append(ListChange(
                     g.name, g.model, r.perturbation, int(r.seed), int(r.draw), r.trial_id,
-                    own_id(data.user_ids, code), int(r.query), own_id(data.item_ids, r.target),
+                    own_id(log.user_ids, code), int(r.query), own_id(log.item_ids, r.target),
                     tuple(base), tuple(pert), entered, left, moves, float(r.rbo),
                     float(r.jaccard), float(r.frbo), edits[r.trial_id]))
     if not found and missing is not None:
@@ -280,7 +288,8 @@ def changes(store: Store | str | Path, user: Any, *, perturbation: str | None = 
 
 def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | None = None,
                  metric: str = "rbo", by: Sequence[str] = SLICE_KINDS,
-                 users: pd.DataFrame | str | os.PathLike | None = None) -> pd.DataFrame:
+                 users: pd.DataFrame | str | os.PathLike | None = None,
+                 data: DataPaths = None) -> pd.DataFrame:
     """Per (dataset, model, perturbation): the ``n`` users whose lists moved most, i.e. with
     the lowest mean ``metric`` over their test queries and the perturbation's trials (ties: the
     lower user code), noise floors left out unless ``perturbation`` names one.
@@ -288,7 +297,8 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
     Columns: ``dataset``, ``model``, ``perturbation``, ``user`` (the data's own id), ``queries``,
     ``rbo``, ``jaccard``, ``frbo`` (means), ``seed``, ``draw``, ``query`` (the user's list that
     moved most) and the user's value of each slice kind in ``by`` (:func:`recaudit.audit.
-    slices`)."""
+    slices`; ``recency`` a ``Timedelta`` where the data's times are dates,
+    :func:`recaudit.data.epoch_seconds`). ``data``: as :func:`changes`'."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigError(f"n must be an integer >= 1, got {n!r}")
     if metric not in _SIMILARITIES:
@@ -296,8 +306,8 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
     for b in by:
         slice_kind(b)
     parts: list[pd.DataFrame] = []
-    cache: dict = {}
     with opened(store) as s:
+        found = StoreData(s, data, groups(s))
         for g in groups(s):
             fp = "" if g.fingerprint is None else "AND t.data_fingerprint = ?"
             draw = "coalesce(t.draw, 0)" if "draw" in s._present("trials") else "0"
@@ -325,10 +335,12 @@ def most_changed(store: Store | str | Path, n: int = 10, *, perturbation: str | 
             codes = top["user_code"].to_numpy(np.int64)
             worst = np.array(top.pop("worst").tolist(), dtype=np.int64).reshape(-1, 3)
             top = top.assign(seed=worst[:, 0], draw=worst[:, 1], query=worst[:, 2])
-            data, _ = _loaded(s, g, cache)
+            log, split = found(g)
             for b in by:
-                top[b] = _values(s, g, b, users, cache, data.n_users)[codes]
-            top.insert(0, "user", own_ids(data.user_ids, codes))
+                top[b] = _values(s, g, b, users, found, log.n_users)[codes]
+                if b == "recency" and epoch_seconds(split.train.timestamp):
+                    top[b] = pd.to_timedelta(top[b], unit="s")  # a duration, not seconds
+            top.insert(0, "user", own_ids(log.user_ids, codes))
             top.insert(0, "model", g.model)
             top.insert(0, "dataset", g.name)
             parts.append(top.drop(columns="user_code"))

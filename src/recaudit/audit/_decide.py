@@ -12,8 +12,14 @@ Shapiro-Wilk then paired t or Wilcoxon, combined with it):
   seed, fitted again: exactly 1 for a deterministic model, below 1 where training is not
   reproducible; ``none`` is its earlier name).
 - :func:`compare_perturbations` — two perturbations of one model, paired per query.
+- :func:`compare_models` — two models under one perturbation, paired per query: which one is
+  more stable on this data.
 - :func:`most_destabilising` — the perturbation with the lowest similarity, *decided* only
   when it is significantly below every other one (Holm over those comparisons).
+- :func:`variance_shares` — where each perturbation's variation comes from: the shares of
+  seed, draw, query and the rest (:func:`recaudit.stats.variance_parts`), of one measurement
+  and of the mean's sampling variance. A researcher's first question: does the perturbation
+  or the seed move the lists? (The seed-only floor's own shares are its row.)
 
 Pairing: two perturbations of one model share seeds and test queries. When both were run
 with the same draws, (seed, draw, query) is the pair; otherwise (a floor, or any perturbation
@@ -38,10 +44,10 @@ import pandas as pd
 from recaudit.audit._store import AuditStore
 from recaudit.audit._users import groups
 from recaudit.experiment import Store
-from recaudit.stats import Test, estimate_mean, holm, paired_test
+from recaudit.stats import Test, estimate_mean, holm, paired_test, variance_parts
 
-__all__ = ["summary", "compare_perturbations", "most_destabilising", "FLOORS", "MEASURES",
-           "floor_of"]
+__all__ = ["summary", "compare_perturbations", "compare_models", "most_destabilising",
+           "variance_shares", "FLOORS", "MEASURES", "floor_of"]
 
 #: Perturbation labels that are noise floors, and the floor each measures.
 FLOORS = {"seed-only": "seed_only", "rerun": "rerun", "none": "rerun"}
@@ -223,6 +229,71 @@ def compare_perturbations(store: Store | str | Path, a: str, b: str, *, metric: 
     return pd.DataFrame(rows)
 
 
+def compare_models(store: Store | str | Path, a: str | None = None, b: str | None = None, *,
+                   metric: str = "rbo", perturbations: Sequence[str] | None = None,
+                   alpha: float = 0.05, level: float = 0.95,
+                   normality: float = 1e-3) -> pd.DataFrame:
+    """Which model is more stable: ``metric`` (a similarity: higher is more stable) of model
+    ``a`` against model ``b`` under each perturbation both were audited with, per dataset
+    (one filtered log: both models answered the same test queries), paired per test query.
+
+    The pairs are those of :func:`compare_perturbations`: (seed, draw, query) when both ran
+    the same draws, else (seed, query) over draw means; only the seeds both models ran. Two
+    models' seeds are independent, so pairing seed ``s`` of one with seed ``s`` of the other
+    is an arbitrary but valid pairing: the replicate level of the difference carries both
+    models' seed-to-seed variation, and :func:`recaudit.stats.paired_test` (replicates: the
+    seeds and draws, units: the queries) counts it, so a difference that another seed could
+    undo is not called one. ``a``/``b`` None: every pair of models of the dataset, in the
+    store's order. ``perturbations`` None: every one both hold but the ``rerun`` floor (it
+    says whether training is reproducible, not how stable the lists are; the ``seed-only``
+    floor is kept: which model another seed moves less).
+
+    Columns: ``dataset``, ``perturbation``, ``a``, ``b``, ``metric``, ``mean_a``, ``mean_b``,
+    ``difference`` (``a - b``), ``ci_low``, ``ci_high``, ``p`` (the decision's p-value),
+    ``p_holm`` (Holm-adjusted over the comparisons of the dataset), ``test``, ``pairs``,
+    ``seeds`` (shared), ``levels``, ``more_stable`` (the model with the higher ``metric``
+    where ``p_holm < alpha``, else empty: not told apart).
+    """
+    if metric not in _SIMILARITY:
+        raise ValueError(f"compare_models reads a similarity ({', '.join(_SIMILARITY)}): "
+                         f"higher is more stable; got {metric!r}")
+    by_data: dict[str, dict[str, pd.DataFrame]] = {}
+    for dataset, model, q in _groups(store, [metric]):
+        by_data.setdefault(dataset, {})[model] = q
+    rows = []
+    for dataset, models in by_data.items():
+        pairs = [(x, y) for i, x in enumerate(models) for y in list(models)[i + 1:]] \
+            if a is None and b is None else [(a, b)]
+        block = []
+        for ma, mb in pairs:
+            if ma not in models or mb not in models:
+                continue
+            qa, qb = models[ma], models[mb]
+            shared = [p for p in dict.fromkeys(qa.perturbation) if p in set(qb.perturbation)
+                      and (p in perturbations if perturbations is not None
+                           else floor_of(p) != "rerun")]
+            for pert in shared:
+                ga, gb = qa[qa.perturbation == pert], qb[qb.perturbation == pert]
+                x, y, r, u = _pair(ga, gb, metric, metric)
+                if not len(x):
+                    continue
+                t = paired_test(x, y, r, u, normality=normality)
+                row = _test_row(dataset, "", ma, mb, metric, t, estimate_mean(x, r, u).mean,
+                                estimate_mean(y, r, u).mean, level)
+                del row["model"]
+                row.update(perturbation=pert, seeds=len(set(ga.seed) & set(gb.seed)))
+                block.append(row)
+        for row, p in zip(block, holm([r["p"] for r in block]), strict=True):
+            row["p_holm"] = p
+            row["more_stable"] = ("" if not p < alpha else
+                                  row["a"] if row["difference"] > 0 else row["b"])
+        rows += block
+    columns = ["dataset", "perturbation", "a", "b", "metric", "mean_a", "mean_b", "difference",
+               "ci_low", "ci_high", "p", "p_holm", "test", "pairs", "seeds", "levels",
+               "more_stable"]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def most_destabilising(store: Store | str | Path, *, metric: str = "rbo", alpha: float = 0.05,
                        perturbations: Sequence[str] | None = None,
                        normality: float = 1e-3) -> pd.DataFrame:
@@ -254,3 +325,30 @@ def most_destabilising(store: Store | str | Path, *, metric: str = "rbo", alpha:
                      "difference": tests[worst].difference, "p": float(adj[worst]),
                      "decided": bool(np.all(adj < alpha)), "compared": len(others)})
     return pd.DataFrame(rows)
+
+
+#: The sources of :func:`variance_shares`, in column order.
+SOURCES = ("seed", "draw", "query", "residual")
+
+
+def variance_shares(store: Store | str | Path, *, on: str = "rbo") -> pd.DataFrame:
+    """One row per (dataset, model, perturbation): ``seeds``, ``draws``, ``queries`` (those
+    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`,
+    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of one
+    measurement's variance) and ``mean_share_X`` (its share of the mean's sampling
+    variance at these counts: what more seeds or draws would shrink). Draws count only for a
+    perturbation that draws at random (module docstring)."""
+    rows = []
+    for dataset, model, q in _groups(store, [on]):
+        for pert, g in q.groupby("perturbation", sort=False):
+            v = variance_parts(_values(g, on), g["seed"].to_numpy(), g["draw"].to_numpy(),
+                               g["query"].to_numpy())
+            row = {"dataset": dataset, "model": model, "perturbation": pert,
+                   "seeds": v.seeds, "draws": v.draws, "queries": v.queries}
+            row.update({f"var_{k}": getattr(v, k) for k in SOURCES})
+            row.update({f"share_{k}": x for k, x in v.shares().items()})
+            row.update({f"mean_share_{k}": x for k, x in v.mean_shares().items()})
+            rows.append(row)
+    cols = ["dataset", "model", "perturbation", "seeds", "draws", "queries",
+            *(f"{p}_{k}" for p in ("var", "share", "mean_share") for k in SOURCES)]
+    return pd.DataFrame(rows, columns=cols)

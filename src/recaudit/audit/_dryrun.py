@@ -21,14 +21,27 @@
   s/epoch`` — divides the perturbed fits' time (baselines train alone); a model that cannot
   stack (not sequential, stabilised) gets 1. ``trials_per_hour``: the remaining trials over
   the estimated wall time;
-- **power**: the smallest difference in mean RBO between two perturbations that a paired test
-  at 0.05 detects with 80 % power, ``(z_0.975 + z_0.8) sd / sqrt(queries)``, with ``sd`` the
-  spread of per-query RBO differences. It is read from the store when it holds two finished
-  perturbations of the model; otherwise from the calibration — the one-epoch model against a
-  second one-epoch model with the next seed, a pessimistic stand-in (seed-to-seed variation
-  is the largest a perturbation meets, and one epoch is far from converged). With several
-  seeds the test also carries the seed-to-seed variance, which a plan cannot know; the
-  figure is the query-level bound.
+- **power**: the smallest difference in mean RBO between two perturbations that the audit's
+  paired test at 0.05 detects with 80 % power at the planned replicates (seeds, or seeds x
+  draws), from *both* levels of variation — between replicates and between test queries
+  (:meth:`recaudit.stats.Estimate.detectable`: the test's exact power, the replicates' part
+  shrinking as ``1 / replicates`` with its t quantile, the queries' part kept). At two or
+  three seeds the replicates' part decides: its t quantile has 1-2 degrees of freedom. The
+  variance parts come from, in this order: the audit's own store when it holds two
+  perturbations of the model over two replicates or more (``store``); a store of an earlier,
+  similar audit (``like``: ``--like STORE``; the same dataset and model label when it has
+  them, else its first); else a *calibration pair* (``calibration``): the audit's first
+  perturbation (the floor when it has no other) run as two real trials at one epoch, with
+  seeds ``s`` and ``s + 1`` — four one-epoch fits, which also time the fits — whose per-query
+  RBO gives both parts of one perturbation, doubled for a difference of two (independent)
+  perturbations. Two seeds give the replicates' variance one degree of freedom: the figure
+  can be off by a factor of two or three either way, and the table says which basis it rests
+  on. From a store, the pairs of perturbations it holds are each estimated (paired as the
+  audit pairs them, :func:`recaudit.audit.compare_perturbations`) and the least detectable
+  comparison is reported (``source``): pairs of non-floor perturbations first, else a
+  perturbation against a floor. ``detect``: a difference the user asks to detect; the plan
+  then says how many seeds reach it (``seeds_for``; None: no number of seeds, the queries'
+  part alone is too large).
 """
 
 from __future__ import annotations
@@ -41,12 +54,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from recaudit.audit._context import cache_key
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
-from recaudit.models import checked_rank
+from recaudit.stats import Estimate, estimate_mean
 
 __all__ = ["DryRun", "dry_run"]
 
@@ -60,8 +72,11 @@ class DryRun:
     store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
     (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack);
     ``workers``, ``stack``;
-    ``detectable``: one row per (dataset, model) with ``queries``, ``sd``, ``basis``
-    (``store`` or ``calibration``) and ``rbo_difference``."""
+    ``detectable``: one row per (dataset, model) with ``queries``, ``replicates`` (planned:
+    seeds x draws), ``basis`` (``store``, ``like``, ``calibration`` or ``none``), ``source``
+    (the comparison it rests on), ``rbo_difference`` (detectable at the planned replicates),
+    ``replicate_share`` (the replicates' share of the difference's variance there) and
+    ``seeds_for`` (seeds that reach ``detect``; None without it, or when none do)."""
 
     fits: pd.DataFrame
     detectable: pd.DataFrame
@@ -83,32 +98,110 @@ class DryRun:
         return float(self.fits["hours"].sum()) / max(1, self.workers)
 
 
-def _mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
-    if n < 2 or not np.isfinite(sd):
-        return float("nan")
-    return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * sd / np.sqrt(n))
+def _calibration(trial: TrialSpec, progress) -> tuple[float, float, int, Estimate]:
+    """The calibration pair (module docstring): ``trial``'s first perturbation as two
+    one-epoch trials with seeds ``s`` and ``s + 1``; returns (s per epoch, rank s, epochs of
+    the real fit, the per-query RBO estimate of one perturbation over the two seeds)."""
+    import tempfile
 
+    from recaudit.audit._runner import run_trial
 
-def _one_epoch(trial: TrialSpec, seed: int):
-    """Train ``trial``'s model for one epoch (or whole, without epochs) and rank: (rank
-    lists, seconds per epoch, rank seconds, epochs of the real fit)."""
-    data, split = prepare(trial.dataset, trial.split)
     probe = build_model(trial.model)
     params = probe.get_params() if hasattr(probe, "get_params") else {}
     epochs = params.get("epochs")
     spec = trial.model
     if isinstance(epochs, int) and epochs > 1:
         spec = dataclasses.replace(spec, params={**dict(spec.params), "epochs": 1})
-    model = build_model(spec)
-    t0 = time.perf_counter()
-    model.fit(split.train, seed=seed)
-    fit_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    ranks = checked_rank(model, split.queries, k=trial.metrics.depth)
-    rank_s = time.perf_counter() - t1
-    if hasattr(model, "close"):
-        model.close()
-    return ranks, fit_s, rank_s, (epochs if isinstance(epochs, int) and epochs > 1 else 1)
+    one = dataclasses.replace(trial, model=spec)
+    frames, fit_s, rank_s = [], [], []
+    with tempfile.TemporaryDirectory(prefix="recaudit-calibration-") as tmp:
+        for seed in (trial.seed, trial.seed + 1):
+            if progress is not None:
+                progress(f"calibrating {trial.model.label} on {trial.dataset.label}: "
+                         f"{perturbation_label(trial.perturbation)}, one epoch, seed {seed} "
+                         "(a baseline and a perturbed fit)")
+            out = run_trial(dataclasses.replace(one, seed=seed), cache_dir=tmp)
+            frames.append(out.queries.assign(seed=seed))
+            fit_s.append(out.row["fit_seconds"] / 2)
+            rank_s.append(out.row["rank_seconds"] / 2)
+    q = pd.concat(frames, ignore_index=True)
+    est = estimate_mean(q["rbo"].to_numpy(float), q["seed"].to_numpy(), q["query"].to_numpy())
+    return (float(np.mean(fit_s)), float(np.mean(rank_s)),
+            epochs if isinstance(epochs, int) and epochs > 1 else 1, est)
+
+
+def _at(est: Estimate, replicates: int) -> Estimate:
+    """``est`` (a crossed design) as the audit would read it with ``replicates``: the
+    replicates' part scaled (:meth:`~recaudit.stats.Estimate.with_replicates`); one replicate
+    leaves the test the queries' part alone (its seed-to-seed variation unmeasured)."""
+    if replicates > 1:
+        return est.with_replicates(replicates)
+    b, df = est.parts[1]
+    return Estimate(est.mean, ((b, df),), est.units, 1, est.units, "queries")
+
+
+def _difference_of_two(one: Estimate) -> Estimate:
+    """A difference of two independent perturbations each varying as ``one`` does: every
+    variance part doubled (the calibration's stand-in, module docstring)."""
+    return Estimate(0.0, tuple((2 * v, df) for v, df in one.parts), one.n, one.replicates,
+                    one.units, one.design)
+
+
+def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ...],
+                    replicates: int) -> tuple[Estimate, str] | None:
+    """The least detectable pair of perturbations of (``dataset``, ``label``) in the store at
+    ``path`` (pairs of the ``planned`` perturbations first, then any; non-floor pairs before
+    pairs with a floor; module docstring) with two replicates or more; None if none."""
+    from recaudit.audit._decide import FLOORS, _pair, one_draw
+    from recaudit.audit._store import AuditStore
+
+    if not path.exists():
+        return None
+    with AuditStore(path, read_only=True) as store:
+        q = one_draw(store.query_values(("rbo",), dataset, label))
+    if q.empty:
+        return None
+    held = list(dict.fromkeys(q["perturbation"]))
+    perts = sorted(held, key=lambda p: planned.index(p) if p in planned else len(planned))
+    pairs = [(a, b) for i, a in enumerate(perts) for b in perts[i + 1:]]
+    if not pairs:
+        return None
+
+    def rank(pair: tuple[str, str]) -> tuple[int, int]:
+        return (-sum(p in planned for p in pair), sum(p in FLOORS for p in pair))
+
+    best = min(rank(p) for p in pairs)
+    found: list[tuple[float, Estimate, str]] = []
+    for a, b in (p for p in pairs if rank(p) == best):
+        x, y, r, u = _pair(q[q.perturbation == a], q[q.perturbation == b], "rbo", "rbo")
+        est = estimate_mean(x - y, r, u)
+        if est.design == "crossed":
+            found.append((_at(est, replicates).detectable(), est, f"{a} vs {b}"))
+    if not found:
+        return None
+    _, est, source = max(found, key=lambda f: f[0])
+    return est, source
+
+
+def _like_group(path: Path, dataset: str, label: str) -> tuple[str, str] | None:
+    """The (dataset, model label) of ``--like``'s store to read: the same as the audit's when
+    it has them, else its first; None when it holds no finished trial."""
+    from recaudit.audit._store import AuditStore
+
+    if not path.exists():
+        from recaudit.errors import ConfigError
+
+        raise ConfigError(f"--like {path}: no such store", hint="name an audit store "
+                          "(a .duckdb file written by `recaudit audit` or `recaudit run`)")
+    with AuditStore(path, read_only=True) as store:
+        if "trials" not in store.tables():
+            return None
+        held = store.sql("SELECT DISTINCT dataset, model_label FROM trials "
+                         "WHERE status = 'done' ORDER BY dataset, model_label")
+    pairs = list(zip(held.dataset, held.model_label))
+    if (dataset, label) in pairs:
+        return dataset, label
+    return pairs[0] if pairs else None
 
 
 def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
@@ -160,13 +253,33 @@ def _store_seconds(output: Path, ids: set[str]) -> float | None:
     return float(t.median()) if len(t) else None
 
 
-def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
+def _calibration_trial(items: list) -> TrialSpec:
+    """The trial the calibration pair repeats: the first of a perturbation that is not a
+    floor, else the first that perturbs at all, else the first."""
+    from recaudit.audit._decide import FLOORS
+
+    labels = [perturbation_label(t.perturbation) for t, _, _ in items]
+    for keep in (lambda x: x not in FLOORS, lambda x: x != "none", lambda x: True):
+        for (t, _, _), label in zip(items, labels):
+            if keep(label):
+                return t
+    raise ValueError("no trial to calibrate")
+
+
+def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | None = None,
+            detect: float | None = None, progress=None) -> DryRun:
     """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
-    time estimate, power only from the store)."""
+    time estimate, power only from a store); ``like``: a store of an earlier, similar audit
+    to read the variance from; ``detect``: a difference in mean RBO to find the seeds for;
+    ``progress(message)``: called before each calibration fit (what is being timed)."""
     from recaudit.audit._study import _cache, plan
     from recaudit.audit._store import AuditStore
-    from recaudit.metrics import rbo_batch
 
+    if detect is not None and not 0 < detect < 1:
+        from recaudit.errors import ConfigError
+
+        raise ConfigError(f"detect must be a difference in mean RBO in (0, 1), got {detect}",
+                          key="detect", hint="e.g. --detect 0.01")
     planned = plan(config)
     output = Path(config.output)
     done: set[str] = set()
@@ -177,6 +290,9 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
     cache = ArrayCache(cache_uri) if cache_uri is not None else None
     rows, power = [], []
     stack = config.executor.stack
+    draws = max((config.draws_of(p) for p in config.perturbations), default=1)
+    replicates = len(config.seeds) * max(1, draws)
+    names = tuple(perturbation_label(p) for p in config.perturbations)
     groups: dict[tuple[str, str], list] = {}
     for trial, tid, key in planned:
         groups.setdefault((trial.dataset.label, trial.model.label), []).append(
@@ -190,7 +306,8 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
         stored = sum(1 for _, tid, _ in items if tid in done)
         remaining_pert = sum(1 for t, tid, _ in items
                              if tid not in done and perturbation_label(t.perturbation) != "none")
-        remaining_base = sum(1 for k in open_keys if cache is None or not cache.has(k))
+        remaining_base = sum(1 for k in open_keys if cache is None
+                             or not cache.has(cache_key(items[0][0], k)))
         remaining = remaining_base + remaining_pert
         trial = items[0][0]
         n_queries = len(prepare(trial.dataset, trial.split)[1].queries)
@@ -200,32 +317,56 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True) -> DryRun:
                "epochs": np.nan,
                "s_per_epoch": np.nan, "rank_s": np.nan, "s_per_fit": np.nan,
                "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0}
-        sd, basis = _store_sd(output, dataset, label), "store"
+        found, basis = _store_estimate(output, dataset, label, names, replicates), "store"
+        if found is None and like is not None:
+            group = _like_group(Path(like), dataset, label)
+            if group is not None:
+                found = _store_estimate(Path(like), *group, names, replicates)
+                basis = "like"
         timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
         if timed is not None:
             row.update(s_per_fit=timed, time_basis="store",
                        hours=remaining * timed / 3600)
-        if calibrate and (timed is None or sd is None):
-            ranks, fit_s, rank_s, epochs = _one_epoch(trial, trial.seed)
+        if calibrate and (timed is None or found is None):
+            fit_s, rank_s, epochs, one = _calibration(_calibration_trial(items), progress)
             if timed is None:
                 per_fit = epochs * fit_s + rank_s
-                group = max(Counter(k for t, tid, k in items if tid not in done and
-                                    perturbation_label(t.perturbation) != "none").values(),
-                            default=0)
-                speedup = (_stack_speedup(trial, min(stack, group), fit_s) if stack > 1
+                group_size = max(Counter(k for t, tid, k in items if tid not in done and
+                                         perturbation_label(t.perturbation) != "none").values(),
+                                 default=0)
+                speedup = (_stack_speedup(trial, min(stack, group_size), fit_s) if stack > 1
                            else 1.0)
                 fit_hours = (remaining_base + remaining_pert / speedup) * epochs * fit_s
                 row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s, s_per_fit=per_fit,
                            time_basis="calibration", stack_speedup=speedup,
                            hours=(fit_hours + remaining * rank_s) / 3600)
-            if sd is None:
-                other, *_ = _one_epoch(trial, trial.seed + 1)
-                sd = float(np.std(rbo_batch(ranks.items, other.items, p=config.metrics.p),
-                                  ddof=1))
+            if found is None and one.design == "crossed":
+                found = (_difference_of_two(one), "calibration pair (one epoch, "
+                         f"{perturbation_label(_calibration_trial(items).perturbation)}, "
+                         "seeds s and s + 1)")
                 basis = "calibration"
         rows.append(row)
-        power.append({"dataset": dataset, "model": label, "queries": n_queries,
-                      "sd": np.nan if sd is None else sd,
-                      "basis": basis if sd is not None else "none",
-                      "rbo_difference": _mde(np.nan if sd is None else sd, n_queries)})
+        power.append(_power_row(dataset, label, n_queries, replicates, found, basis, detect,
+                                max(1, draws)))
     return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers, stack)
+
+
+def _power_row(dataset: str, label: str, n_queries: int, replicates: int,
+               found: tuple[Estimate, str] | None, basis: str, detect: float | None,
+               draws: int) -> dict:
+    """One row of :attr:`DryRun.detectable` (module docstring)."""
+    nan = float("nan")
+    row = {"dataset": dataset, "model": label, "queries": n_queries, "replicates": replicates,
+           "basis": "none", "source": "", "rbo_difference": nan, "replicate_share": nan,
+           "seeds_for": None}
+    if found is None:
+        return row
+    est, source = found
+    at = _at(est, replicates)
+    total = sum(v for v, _ in at.parts)
+    need = None if detect is None else est.replicates_for(detect)
+    row.update(basis=basis, source=source, rbo_difference=at.detectable(),
+               replicate_share=(at.parts[0][0] / total if total > 0 else nan)
+               if at.design == "crossed" else 0.0,
+               seeds_for=None if need is None else -(-need // draws))
+    return row

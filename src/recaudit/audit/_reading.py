@@ -1,13 +1,15 @@
 """The plain-language reading of an audit's summary, shared by the command line and the
 report: one short line per model — which perturbation is the most destabilising, only when the
-data decide it, and where the noise floors lie among the perturbations. Each perturbation's
-numbers, with their 95 % intervals and p-values, are in the tables beside it."""
+data decide it, and where the noise floors lie among the perturbations — and, with several
+models, one line per pair of models: which is the more stable, where the paired tests decide.
+Each perturbation's numbers, with their 95 % intervals and p-values, are in the tables beside
+it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FEW_QUERIES", "interval_text", "p_text", "reading"]
+__all__ = ["FEW_QUERIES", "interval_text", "model_reading", "p_text", "reading"]
 
 _FLOOR_WORDS = {"seed_only": "seed-only floor", "rerun": "rerun floor"}
 #: Significance level of the reading's words ("more/less destabilising than the floor").
@@ -57,11 +59,11 @@ def _floor(g: Any, name: str) -> str | None:
     one = rows.perturbation.iloc[0]
     if len(more) == n or n_less == n:
         side = "more" if len(more) == n else "less"
-        return head + (f"{one} is" if n == 1 else f"all {n} perturbations are") \
-            + f" {side} destabilising"
+        every = "both perturbations are" if n == 2 else f"all {n} perturbations are"
+        return head + (f"{one} is" if n == 1 else every) + f" {side} destabilising"
     if same == n:
-        return head + (f"{one} is not" if n == 1 else f"none of the {n} perturbations is") \
-            + " told apart from it"
+        none = "neither perturbation is" if n == 2 else f"none of the {n} perturbations is"
+        return head + (f"{one} is not" if n == 1 else none) + " told apart from it"
     parts = ([f"{_names(more) if len(more) <= 2 else len(more)} more destabilising"]
              if more else []) + ([f"{n_less} less"] if n_less else []) \
         + ([f"{same} not told apart"] if same else [])
@@ -103,3 +105,38 @@ def reading(frame: Any, verdicts: Any = None) -> list[str]:
                      + (f"; only {few} test queries: too few to trust these intervals and "
                         "p-values" if few < FEW_QUERIES else "") + ".")
     return lines
+
+
+def model_reading(frame: Any) -> list[str]:
+    """:func:`recaudit.audit.compare_models` in one line per (dataset, pair of models): under
+    which perturbations each model is the more stable (Holm-adjusted p below
+    ``compare_models``' ``alpha``), and under which the two are not told apart."""
+    lines: list[str] = []
+    if frame is None or not len(frame):
+        return lines
+    for (dataset, a, b), g in frame.groupby(["dataset", "a", "b"], sort=False):
+        metric = str(g.metric.iloc[0]).upper()
+        parts = []
+        for model, other in ((a, b), (b, a)):
+            won = g[g.more_stable == model]
+            if len(won):
+                said = "; ".join(f"{r.perturbation} ({metric} {_pick(r, model):.4f} vs "
+                                 f"{_pick(r, other):.4f}, p = {p_text(r.p_holm)})"
+                                 for r in won.itertuples())
+                parts.append(f"{model} is more stable than {other} under {said}")
+        tied = g[g.more_stable == ""]
+        if len(tied):
+            head = "not told apart under " if parts else f"{a} and {b} are not told apart under "
+            if len(tied) <= 3:
+                parts.append(head + ", ".join(f"{r.perturbation} (p = {p_text(r.p_holm)})"
+                                              for r in tied.itertuples()))
+            else:  # a long list says little: how many, and how close the closest came
+                others = "the other " if len(parts) else ""
+                parts.append(head + f"{others}{len(tied)} perturbations (p >= "
+                             f"{p_text(tied.p_holm.min())})")
+        lines.append(f"{dataset}: " + "; ".join(parts) + ".")
+    return lines
+
+
+def _pick(row: Any, model: str) -> float:
+    return float(row.mean_a if row.a == model else row.mean_b)

@@ -12,7 +12,9 @@ model, perturbation, slice), every similarity with its interval and tests:
 - Bins: ``bins`` equal-count bins of the users who have a test query (users ordered by value;
   a user at rank ``r`` of ``n`` goes to bin ``floor(r_0 * bins / n)``, ``r_0`` the rank of the
   first user with the same value, so that tied users share a bin and ties may leave fewer
-  bins), labelled ``[low, high]`` by the smallest and largest value in them; ``edges`` gives
+  bins), labelled ``[low, high]`` by the smallest and largest value in them (a recency of a
+  log whose times are dates as durations, ``[3.2 h, 20.4 d]``: :mod:`recaudit.data._time`;
+  ``low`` and ``high`` stay seconds); ``edges`` gives
   the cut points instead (``[a, b)`` bins); a non-numeric attribute makes one slice per value.
   Users without a value (no training interaction, not in the users table) form the slice
   ``no value``, so the slices always partition the queries.
@@ -28,23 +30,31 @@ model, perturbation, slice), every similarity with its interval and tests:
   over the replicates first (the queries are the independent units; the seeds, shared by every
   slice, cancel in the difference), Holm-adjusted over the slices of the perturbation: the
   slices differ when any adjusted value is below the level.
+- ``<on>_vs_all``: the slice's ``on`` minus every query's, ``(1 - w) (slice - rest)`` with ``w``
+  the slice's share of the queries (the overall mean is ``w slice + (1 - w) rest``), so its
+  interval is Welch's interval of ``p_vs_rest`` scaled by ``1 - w``: how far the slice lies
+  from the perturbation's own overall value, on that perturbation's scale (a CASPER slice at
+  0.944 beside an overall 0.950 reads -0.006, however far seed-only lies); 0 for a slice that
+  holds every query.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from recaudit.audit._data import DataPaths, StoreData
 from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
-from recaudit.audit._users import (FEATURES, Group, audit_data, groups, own_ids, opened,
-                                   user_column, user_feature)
-from recaudit.data import Interactions, Split
+from recaudit.audit._users import (FEATURES, Group, groups, own_ids, opened, user_column,
+                                   user_feature)
+from recaudit.data import duration_text, epoch_seconds
 from recaudit.errors import ConfigError, did_you_mean
 from recaudit.experiment import Store
 from recaudit.stats import estimate_mean, holm, paired_test, welch_test
@@ -65,7 +75,7 @@ def slice_kind(by: str) -> tuple[str, str | None]:
     if by in SLICE_KINDS:
         return by, None
     raise ConfigError(f"cannot slice by {by!r}: use one of {', '.join(SLICE_KINDS)} or "
-                      "column:NAME" + did_you_mean(by, SLICE_KINDS))
+                      "column:NAME." + did_you_mean(by, SLICE_KINDS))
 
 
 def _query_users(s: AuditStore, g: Group) -> pd.DataFrame:
@@ -99,34 +109,28 @@ def _accuracy(s: AuditStore, g: Group, n_users: int) -> np.ndarray:
     return out
 
 
-def _loaded(s: AuditStore, g: Group, cache: dict) -> tuple[Interactions, Split]:
-    """The group's data and split, read once per call (``cache``)."""
-    key = (g.dataset, g.fingerprint)
-    if key not in cache:
-        cache[key] = audit_data(s, g.dataset, g.fingerprint)
-    return cache[key]
-
-
 def _values(s: AuditStore, g: Group, by: str, users: pd.DataFrame | str | os.PathLike | None,
-            cache: dict, size: int) -> np.ndarray:
+            found: StoreData, size: int) -> np.ndarray:
     """Per user code (at least ``size`` of them), the value of ``by``; only ``accuracy``
     needs no data."""
     kind, column = slice_kind(by)
     if kind == "accuracy":
         return _accuracy(s, g, size)
-    _, split = _loaded(s, g, cache)
+    _, split = found(g)
     if kind in FEATURES:
         return user_feature(split.train, kind)
-    return user_column(s, g, split.train, str(column), users)
+    return user_column(s, g, split.train, str(column), users, found.data)
 
 
 def _bound(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.4g}"
 
 
-def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None
+def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None,
+          bound: Callable[[float], str] = _bound
           ) -> tuple[np.ndarray, list[str], list[float], list[float]]:
-    """Slice index of every value, and each slice's label, low and high (module docstring)."""
+    """Slice index of every value, and each slice's label (its bounds written by ``bound``),
+    low and high (module docstring)."""
     n = len(values)
     numeric = values.dtype.kind in "fiub"
     missing = np.isnan(values) if numeric else np.array([v is None or v != v for v in values],
@@ -148,8 +152,8 @@ def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None
         idx[ok] = np.searchsorted(used, raw)
         for b in used:
             lo, hi = bounds[b], bounds[b + 1]
-            labels.append(f"< {_bound(hi)}" if lo == -np.inf else f">= {_bound(lo)}"
-                          if hi == np.inf else f"[{_bound(lo)}, {_bound(hi)})")
+            labels.append(f"< {bound(hi)}" if lo == -np.inf else f">= {bound(lo)}"
+                          if hi == np.inf else f"[{bound(lo)}, {bound(hi)})")
             lows.append(lo)
             highs.append(hi)
     elif len(ok):
@@ -162,7 +166,7 @@ def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None
         for j in range(len(used)):
             inside = v[idx[ok] == j]
             lo, hi = float(inside.min()), float(inside.max())
-            labels.append(f"[{_bound(lo)}, {_bound(hi)}]")
+            labels.append(f"[{bound(lo)}, {bound(hi)}]")
             lows.append(lo)
             highs.append(hi)
     if missing.any():
@@ -171,6 +175,15 @@ def _bins(values: np.ndarray, bins: int, edges: Sequence[float] | None
         lows.append(np.nan)
         highs.append(np.nan)
     return idx, labels, lows, highs
+
+
+def _bound_of(g: Group, by: str, found: StoreData) -> Callable[[float], str]:
+    """How a slice's bounds are written: a recency of a log whose times are dates as a
+    duration (``20.4 d``, :func:`recaudit.data.duration_text`), anything else as a number."""
+    if by != "recency":
+        return _bound
+    _, split = found(g)
+    return duration_text if epoch_seconds(split.train.timestamp) else _bound
 
 
 def _check(bins: int, edges: Sequence[float] | None) -> None:
@@ -184,24 +197,38 @@ def _check(bins: int, edges: Sequence[float] | None) -> None:
 
 
 def user_values(store: Store | str | Path, by: str = "activity", *,
-                users: pd.DataFrame | str | os.PathLike | None = None) -> pd.DataFrame:
+                users: pd.DataFrame | str | os.PathLike | None = None,
+                data: DataPaths = None) -> pd.DataFrame:
     """Per (dataset, model) and user with a test query: ``user`` (the data's own id),
     ``user_code``, ``queries`` (the user's test queries) and ``value`` of ``by`` (module
-    docstring)."""
+    docstring). ``data``: the audit's file(s) where they are now, for a store that keeps no
+    copy of its data (:mod:`recaudit.audit._data`)."""
     slice_kind(by)
     parts: list[pd.DataFrame] = []
-    cache: dict = {}
     with opened(store) as s:
+        found = StoreData(s, data, groups(s))
         for g in groups(s):
             qu = _query_users(s, g)
-            data, _ = _loaded(s, g, cache)
-            values, ids = _values(s, g, by, users, cache, data.n_users), data.user_ids
+            log, _ = found(g)
+            values, ids = _values(s, g, by, users, found, log.n_users), log.user_ids
             codes, counts = np.unique(qu["user"].to_numpy(np.int64), return_counts=True)
             parts.append(pd.DataFrame({"dataset": g.name, "model": g.model,
                                        "user": own_ids(ids, codes), "user_code": codes,
                                        "queries": counts, "value": values[codes]}))
     cols = ["dataset", "model", "user", "user_code", "queries", "value"]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
+def _vs_all(on: str, test: Any, inside: int, outside: int, level: float) -> dict[str, float]:
+    """The slice's ``on`` minus every query's (module docstring): ``(1 - w)`` times the
+    slice-against-the-rest difference of ``test`` and its interval, ``w`` the slice's share of
+    the queries."""
+    names = (f"{on}_vs_all", f"{on}_vs_all_ci_low", f"{on}_vs_all_ci_high")
+    if test is None or test.estimate.design == "empty":
+        return dict.fromkeys(names, 0.0 if test is None else np.nan)
+    scale = outside / (inside + outside)
+    low, high = test.interval(level)
+    return dict(zip(names, (scale * test.difference, scale * low, scale * high)))
 
 
 def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequence[str],
@@ -255,8 +282,9 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
             rest = has & (query_slice[:size] != k)
             with warnings.catch_warnings():  # scipy's precision note on near-equal samples
                 warnings.simplefilter("ignore", RuntimeWarning)
-                row["p_vs_rest"] = welch_test(per_query[mine], per_query[rest]).p \
-                    if rest.any() else np.nan
+                test = welch_test(per_query[mine], per_query[rest]) if rest.any() else None
+            row["p_vs_rest"] = test.p if test is not None else np.nan
+            row.update(_vs_all(on, test, int(mine.sum()), int(rest.sum()), level))
             block.append(row)
         for item, p in zip(block, holm([r["p_vs_rest"] for r in block]), strict=True):
             item["p_vs_rest"] = p
@@ -271,7 +299,7 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
            edges: Sequence[float] | None = None,
            users: pd.DataFrame | str | os.PathLike | None = None, on: str = "rbo",
            measures: Sequence[str] = ("rbo", "jaccard", "frbo"), level: float = 0.95,
-           normality: float = 1e-3) -> pd.DataFrame:
+           normality: float = 1e-3, data: DataPaths = None) -> pd.DataFrame:
     """One row per (dataset, model, ``by``, perturbation, slice): the module docstring's
     figures; ``by`` is one kind or several (each slices the queries on its own; the store is
     read once).
@@ -280,28 +308,31 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
     bounds), ``slice_index`` (0, 1, ... in order of value), ``low``, ``high`` (the bounds;
     NaN for a category), ``users``, ``queries``, ``seeds``, ``draws``, ``levels``, then
     ``M``, ``M_ci_low``, ``M_ci_high`` for every measure, ``p_vs_<floor>`` for every noise
-    floor in the store and ``p_vs_rest``.
+    floor in the store, ``p_vs_rest`` and ``<on>_vs_all`` with its ``_ci_low``/``_ci_high``
+    (the slice minus every query).
 
     ``users``: a table of user attributes (frame or CSV/TSV/Parquet file with a ``user``
     column) for ``by="column:NAME"``. Per-user properties other than ``accuracy`` read the
-    audit's data again: the dataset and split of the trials' specs, checked against the
-    fingerprint of the data they ran on.
+    audit's data: the store's copy of it, else its file (``data``: where the file is now,
+    for a store written before copies were kept), checked against the fingerprint of the data
+    the trials ran on (:mod:`recaudit.audit._data`).
     """
     kinds = [by] if isinstance(by, str) else list(by)
     for b in kinds:
         slice_kind(b)
     _check(bins, edges)
     out: list[dict] = []
-    cache: dict = {}
     with opened(store) as s:
+        found = StoreData(s, data, groups(s))
         for g in groups(s):
             qu = _query_users(s, g)
             codes = np.unique(qu["user"].to_numpy(np.int64))
             q = s.query_values(list(dict.fromkeys([*measures, on])), g.dataset, g.model,
                                g.fingerprint)
             for b in kinds:
-                values = _values(s, g, b, users, cache, int(codes.max()) + 1)
-                idx, labels, lows, highs = _bins(values[codes], bins, edges)
+                values = _values(s, g, b, users, found, int(codes.max()) + 1)
+                idx, labels, lows, highs = _bins(values[codes], bins, edges,
+                                                 _bound_of(g, b, found))
                 slice_of_user = np.full(len(values), -1, dtype=np.int64)
                 slice_of_user[codes] = idx
                 query_slice = np.full(int(qu["query"].max()) + 1, -1, dtype=np.int64)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recaudit.audit._context import cache_key
+from recaudit.audit._data import DATASETS, keep_data, kept_fingerprints
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
 from recaudit.audit._stacking import run_stack
@@ -25,19 +26,23 @@ from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
 from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, canonical_json,
-                                 data_summary, prepare, run_study)
+                                 data_summary, identity, prepare, run_study)
 from recaudit.perturb import Perturbation
 
 __all__ = ["AuditJob", "AuditStudy", "run_audit", "plan", "validate", "Progress"]
 
-#: ``progress(event, trial, done, total)`` with event in {"skip", "done"}.
+#: ``progress(event, trial, done, total)``: ``"baselines"`` (once, before a run with trials to
+#: run, ``trial`` None: ``done`` of the ``total`` baselines those trials need are cached and
+#: reused), ``"skip"`` (once: ``done`` trials of ``total`` already stored), ``"done"`` (after
+#: each trial).
 Progress = Callable[[str, TrialSpec | None, int, int], None]
 
 
 def validate(config: AuditConfig) -> None:
-    """Fail fast, before any data is loaded: every model name and parameter must be valid
-    (raises :class:`~recaudit.errors.ConfigError`; perturbations and seeds were checked when
-    the config was built; :func:`plan` checks ``metrics.k`` against each catalogue)."""
+    """Fail before the first fit: every model must build (raises
+    :class:`~recaudit.errors.ConfigError`; model names and parameters, perturbations and seeds
+    were checked when the config was built, without importing any model; :func:`plan` checks
+    ``metrics.k`` against each catalogue before this, which imports what trains each model)."""
     for m in config.models:
         build_model(m)
 
@@ -103,14 +108,14 @@ def _cache(config: AuditConfig) -> str | None:
 
 def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
     """Every trial of ``config`` with its trial id and baseline key (loads the data; checks
-    the models and ``metrics.k`` before the first fit)."""
-    validate(config)
+    ``metrics.k`` and then the models before the first fit)."""
     out = []
     for trial in config.trials():
         log, _ = prepare(trial.dataset, trial.split)
         _check_k(config, trial.dataset, log)
         fp = log.fingerprint()
         out.append((trial, trial.trial_id(fp), trial.baseline_key(fp)))
+    validate(config)  # last: building a model imports what trains it (torch)
     return out
 
 
@@ -118,7 +123,7 @@ class AuditStudy:
     """The stability audit of ``config`` as a :class:`~recaudit.experiment.Study`."""
 
     kind: ClassVar[str] = "audit"
-    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS)
+    tables: ClassVar[tuple[Table, ...]] = (TRIALS, QUERY_RESULTS, PERTURBATIONS, DATASETS)
     run: ClassVar[Callable[..., Any]] = staticmethod(_run)
     run_stack: ClassVar[Callable[..., Any]] = staticmethod(_run_stack)
     share: ClassVar[Callable[..., Any] | None] = staticmethod(_share)
@@ -130,20 +135,36 @@ class AuditStudy:
         self.executor: ExecutorSpec = config.executor
         self._done: set[str] | None = None
         self._labels = self._stored_labels()
+        self._kept: set[str] | None = None  # the logs the store keeps (read at first write)
+        #: after :meth:`plan`: the baselines the pending trials need, and those of them
+        #: cached (a resumed run reuses them: finished work)
+        self.baselines: tuple[int, int] = (0, 0)
 
     def _stored_labels(self) -> dict[str, str]:
         """Datasets the store names as stores written before :attr:`DatasetSpec.label` named
-        files by their name did (``name:path``): new trials keep that label, so a resumed
-        audit's tables do not split one dataset in two."""
-        moved = {d.label: d.legacy_label for d in self.config.datasets
-                 if d.legacy_label != d.label}
+        files by their name did (``name:path``, or ``synthetic`` for a file given by its path
+        alone): new trials keep that label, so a resumed audit's tables do not split one
+        dataset in two. Where the store keeps each trial's spec, only the label of trials of
+        this very dataset spec is kept."""
+        moved = {d.label: d for d in self.config.datasets if d.legacy_labels}
         if not moved or not self.output.exists():
             return {}
         with AuditStore(self.output, read_only=True) as store:
             if "trials" not in store.tables():
                 return {}
-            held = set(store.sql("SELECT DISTINCT dataset FROM trials").dataset)
-        return {new: old for new, old in moved.items() if old in held and new not in held}
+            spec = ("CAST(json_extract(spec, '$.dataset') AS VARCHAR)"
+                    if "spec" in store._present("trials") else "NULL")
+            held = store.sql(f"SELECT DISTINCT dataset, {spec} AS spec FROM trials")
+        out = {}
+        for new, d in moved.items():
+            mine = canonical_json(identity(d))
+            labels = set(held.dataset[[not isinstance(s, str)
+                                       or canonical_json(json.loads(s)) == mine
+                                       for s in held.spec]])
+            old = [x for x in d.legacy_labels if x in labels]
+            if old and new not in set(held.dataset):
+                out[new] = old[0]
+        return out
 
     def plan(self) -> list[Trial]:
         from recaudit.perturb import parse
@@ -154,6 +175,7 @@ class AuditStudy:
         parsed: dict[str, Perturbation] = {}
         charged: set[str] = set()
         cached: dict[str, bool] = {}
+        needed: set[str] = set()
         out = []
         for trial, tid, key in plan(cfg):
             label = repr(trial.perturbation)
@@ -165,12 +187,15 @@ class AuditStudy:
                 charged.add(key)
             if key not in cached:
                 cached[key] = cache is not None and ArrayCache(cache).has(cache_key(trial, key))
+            if pending:
+                needed.add(key)
             job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
             # a baseline already cached (a resumed run) holds nobody back: each trial is a
             # group of its own, so every worker starts at once instead of waiting for the
             # group's first trial to re-read the baseline
             out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
                              datasets=(trial.dataset,), label=trial.label))
+        self.baselines = (sum(cached[k] for k in needed), len(needed))
         return out
 
     def _finished(self) -> tuple[set[str], set[str]]:
@@ -205,23 +230,37 @@ class AuditStudy:
                          for d in cfg.datasets}}
 
     def write(self, store: Store, outcome: TrialOutcome) -> str:
+        """The trial's rows; with the first trial of a log, the log too (in the same
+        transaction: :func:`recaudit.audit._data.keep_data`)."""
         row = outcome.row
         if row["dataset"] in self._labels:
             row = {**row, "dataset": self._labels[row["dataset"]]}
         write_trial(store, row, outcome.queries, outcome.record)
+        if self._kept is None:
+            self._kept = kept_fingerprints(store)
+        if row["data_fingerprint"] not in self._kept:
+            trial = TrialSpec.from_identity(json.loads(row["spec"]))
+            data, _ = prepare(trial.dataset, trial.split)  # the driver's, memoised
+            if data.fingerprint() == row["data_fingerprint"]:
+                keep_data(store, str(row["dataset"]), trial.dataset, data)
+                self._kept.add(row["data_fingerprint"])
         return str(outcome.row["trial_id"])
 
 
 def run_audit(config: AuditConfig, *, progress: Progress | None = None) -> Path:
     """Run every trial of ``config`` not yet in its store; returns the store path.
 
-    Re-running the same config resumes: finished trials (by id) are skipped. Results are
-    written by this process only, one transaction per trial; a result whose id was not planned
-    (a worker saw other data) is refused before anything is written.
+    Re-running the same config resumes: finished trials (by id) are skipped, and the
+    baselines cached for the others are read, not trained (``progress`` hears how many:
+    :data:`Progress`). Results are written by this process only, one transaction per trial; a
+    result whose id was not planned (a worker saw other data) is refused before anything is
+    written.
     """
     study = AuditStudy(config)
     trials = study.plan()
     by_id = {t.id: t.job.trial for t in trials}
+    if progress is not None and study.baselines[1]:
+        progress("baselines", None, *study.baselines)
 
     def report(tid: str | None, done: int, total: int) -> None:
         if progress is not None:

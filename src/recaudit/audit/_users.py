@@ -2,9 +2,9 @@
 about each user.
 
 A store names its data by the spec of every trial (dataset, split) and the fingerprint of the
-filtered log; :func:`audit_data` loads that log again (:func:`recaudit.experiment.prepare`,
-memoised) and checks the fingerprint, so per-user figures are computed on exactly the data the
-trials saw. The user codes in ``query_results`` are codes of that log's user ids.
+filtered log; :func:`recaudit.audit._data.audit_data` finds that log again (the store's copy,
+the file, ``--data``) and checks the fingerprint, so per-user figures are computed on exactly
+the data the trials saw. The user codes in ``query_results`` are codes of that log's user ids.
 
 Per-user properties of the training log (:func:`user_feature`):
 
@@ -22,23 +22,23 @@ user (:func:`user_column`).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from recaudit.audit._data import DataPaths, data_file
 from recaudit.audit._store import AuditStore
-from recaudit.data import Interactions, Split
-from recaudit.errors import ConfigError, DataError, RecauditError, did_you_mean
-from recaudit.experiment import DatasetSpec, SplitSpec, Store, prepare
+from recaudit.data import Interactions
+from recaudit.errors import ConfigError, DataError, did_you_mean
+from recaudit.experiment import DatasetSpec, Store
 
-__all__ = ["FEATURES", "Group", "groups", "audit_data", "user_feature", "user_column",
-           "read_users", "user_code", "own_id", "own_ids", "quiet", "opened"]
+__all__ = ["FEATURES", "Group", "groups", "user_feature", "user_column", "read_users",
+           "user_code", "own_id", "own_ids", "quiet", "opened"]
 
 #: The per-user properties of the training log :func:`user_feature` computes.
 FEATURES = ("activity", "popularity", "recency")
@@ -70,56 +70,6 @@ def groups(s: AuditStore) -> list[Group]:
         name = dataset if logs[dataset] == 1 else f"{dataset} [{str(fp_)[:8]}]"
         out.append(Group(dataset, name, fp_, model))
     return out
-
-
-def _spec(s: AuditStore, dataset: str, fingerprint: str | None) -> dict[str, Any]:
-    if "spec" not in s._present("trials"):
-        raise RecauditError(f"{s.path}: its trials do not record their specs, so the data "
-                            f"of {dataset!r} cannot be found again")
-    where = "dataset = ?" + ("" if fingerprint is None else " AND data_fingerprint = ?")
-    rows = s.con.execute(f"SELECT spec FROM trials WHERE {where} AND spec IS NOT NULL LIMIT 1",
-                         [dataset] + ([] if fingerprint is None else [fingerprint])).fetchall()
-    if not rows:
-        raise RecauditError(f"{s.path}: no trial of dataset {dataset!r} records its spec, so "
-                            "its data cannot be found again")
-    spec = rows[0][0]
-    return json.loads(spec) if isinstance(spec, str) else dict(spec)
-
-
-def _specs(s: AuditStore, dataset: str, fingerprint: str | None
-           ) -> tuple[DatasetSpec, SplitSpec]:
-    """The dataset and split specs of the trials; a file named by a relative path is looked
-    for from the working folder, then next to the store."""
-    spec = _spec(s, dataset, fingerprint)
-    ds = DatasetSpec.from_dict(spec["dataset"])
-    if ds.path is not None and not Path(ds.path).is_absolute() and not Path(ds.path).exists():
-        beside = Path(s.path).resolve().parent / ds.path
-        if beside.exists():
-            ds = replace(ds, path=str(beside))
-    return ds, SplitSpec.from_dict(spec.get("split", {}))
-
-
-def audit_data(s: AuditStore, dataset: str, fingerprint: str | None
-               ) -> tuple[Interactions, Split]:
-    """The filtered log and split the trials of ``dataset`` (with ``fingerprint``) ran on.
-
-    A file named by a relative path is looked for from the working folder, then next to the
-    store. Raises :class:`~recaudit.errors.DataError` when the data cannot be read or is not
-    the data the trials saw (another fingerprint)."""
-    ds, split = _specs(s, dataset, fingerprint)
-    try:
-        data, parts = prepare(ds, split)
-    except RecauditError as exc:
-        raise DataError(f"the data of {dataset!r} cannot be read again ({exc.one_line()})",
-                        source=str(s.path),
-                        hint="per-user figures need the audit's data: run from the folder "
-                             "the audit ran in, or put the file next to the store") from None
-    if fingerprint is not None and data.fingerprint() != fingerprint:
-        raise DataError(f"the data of {dataset!r} has changed since the audit (fingerprint "
-                        f"{data.fingerprint()[:12]}, the trials saw {fingerprint[:12]})",
-                        source=str(s.path), hint="per-user figures need the very data the "
-                        "trials ran on: restore that file, or run the audit again")
-    return data, parts
 
 
 def user_feature(train: Interactions, kind: str) -> np.ndarray:
@@ -210,25 +160,31 @@ def _own_file_users(data_spec: DatasetSpec) -> pd.DataFrame | None:
 
 
 def user_column(s: AuditStore, group: Group, train: Interactions, name: str,
-                users: pd.DataFrame | str | os.PathLike | None = None) -> np.ndarray:
+                users: pd.DataFrame | str | os.PathLike | None = None,
+                data: DataPaths = None) -> np.ndarray:
     """Per user code of ``train``, the attribute ``name``: from ``users`` (:func:`read_users`)
-    when given, else from the dataset's own file. Users the table does not list get NaN (or
-    ``None``); a user with two different values is an error."""
+    when given, else from the dataset's own file (where :func:`recaudit.audit._data.data_file`
+    finds it: ``data``, the paths the store records; the store's copy of the log holds no
+    attributes). Users the table does not list get NaN (or ``None``); a user with two
+    different values is an error."""
     if users is not None:
         table, where = read_users(users), "the users table"
         if not isinstance(users, pd.DataFrame):
             where = str(users)
     else:
-        spec = _specs(s, group.dataset, group.fingerprint)[0]
+        spec = data_file(s, group.dataset, group.fingerprint, data)
         table, where = _own_file_users(spec), str(spec.path or spec.name)
         if table is None:
             raise ConfigError(f"slices by column:{name} need a user attribute, and "
-                              f"{group.dataset!r} has no file with a header to read it from",
+                              f"{group.dataset!r} has no file with a header to read it from"
+                              + ("" if spec.path is None or Path(spec.path).exists() else
+                                 f" ({spec.path} is not there)"),
                               hint="give a table of users with --users FILE (a `user` column "
-                                   f"and a `{name}` column)")
+                                   f"and a `{name}` column), or the audit's file with "
+                                   "--data PATH")
     if name not in table.columns:
         raise ConfigError(f"{where} has no column {name!r} (columns: "
-                          f"{', '.join(map(str, table.columns))})"
+                          f"{', '.join(map(str, table.columns))})."
                           + did_you_mean(name, [str(c) for c in table.columns]),
                           hint="name a column that holds one value per user")
     pairs = table[["user", name]].dropna().drop_duplicates()

@@ -66,6 +66,24 @@ def _attach() -> None:
     for module in (_datasets, _models, _perturbations, _audit, _stores, _report, _simulate,
                    _properties, _fuzz, _reproduce, _compare, _schema, _who):
         module.register(app)
+    typers = [app]
+    while typers:  # every command, those of groups (`recaudit models list`) too
+        t = typers.pop()
+        typers += [g.typer_instance for g in t.registered_groups if g.typer_instance]
+        for info in t.registered_commands:
+            if info.short_help is None and info.callback is not None:
+                info.short_help = short_help(info.callback.__doc__ or "")
+
+
+def short_help(doc: str) -> str:
+    """A command's line in ``recaudit --help``: the first sentence of its docstring, its
+    lines joined (the list would keep the docstring's line breaks and cut the sentence),
+    ````code```` as ```code```."""
+    import re
+
+    first = " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "`")
+    end = re.search(r"[.!?](\s|$)", first)
+    return first[:end.end()].strip() if end else first
 
 
 _attach()
@@ -78,7 +96,8 @@ def _usage_message(exc: Exception) -> str:
     ctx = getattr(exc, "ctx", None)
     if ctx is not None and message.startswith("No such command"):
         name = message.split("'")[1] if "'" in message else ""
-        message += did_you_mean(name, ctx.command.list_commands(ctx))
+        if "Did you mean" not in message:  # newer click says it itself
+            message += did_you_mean(name, ctx.command.list_commands(ctx))
     path = ctx.command_path if ctx is not None else "recaudit"
     return f"{message} (see `{path} --help`)"
 
@@ -142,9 +161,12 @@ def _signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _saved(store: Any, then: str = "run the same command again to resume") -> str:
+def _saved(store: Any, then: str = "run the same command again to resume",
+           baselines: bool = False) -> str:
     """What a stopped command leaves in ``store`` (a store, or a folder of stores such as
-    ``reproduce run --dir``): its finished trials, and ``then``, what to do next."""
+    ``reproduce run --dir``): its finished trials (with ``baselines``, an audit's trained
+    baselines cached beside it too: an interrupted run's finished work, which a resume
+    reuses), and ``then``, what to do next."""
     from pathlib import Path
 
     from recaudit.experiment import Store
@@ -161,7 +183,10 @@ def _saved(store: Any, then: str = "run the same command again to resume") -> st
         except RecauditError as exc:  # e.g. still held by a worker that has not exited yet
             return f"{path} could not be read ({exc.one_line()})"
     where = f"the stores under {store}" if Path(store).is_dir() else str(store)
-    return f"{n} finished trial{'s' if n != 1 else ''} saved in {where}; {then}"
+    cache = Path(store).with_name(Path(store).name + ".baselines")  # an audit's baselines
+    m = len(list(cache.glob("*.npz"))) if baselines and cache.is_dir() else 0
+    kept = f" and {m} trained baseline{'s' if m != 1 else ''}" if m else ""
+    return f"{n} finished trial{'s' if n != 1 else ''}{kept} saved in {where}; {then}"
 
 
 def _interrupted() -> int:
@@ -169,15 +194,16 @@ def _interrupted() -> int:
     from recaudit.cli._common import RUNNING
 
     stop = RUNNING.pop("interrupt", None)
-    signum = getattr(stop, "signum", None) or _STATE["signal"] or signal.SIGINT
-    if not isinstance(stop, Interrupted):
-        stop = Interrupted(signum)
+    # the signal the handler saw first: an interrupt that a library swallowed and this module
+    # rebuilt (Interrupted.swallowed) cannot know it
+    signum = _STATE["signal"] or getattr(stop, "signum", None) or signal.SIGINT
+    stop = Interrupted(signum, getattr(stop, "abandoned", None))
     then = "run the same command again to resume"
     if stop.abandoned:
         n = stop.abandoned
         then = f"{n} running trial{'s' if n != 1 else ''} abandoned; {then}"
-    print(f"error: interrupted ({stop.signal_name}) — {_saved(RUNNING.pop('store', None), then)}",
-          file=sys.stderr)
+    saved = _saved(RUNNING.pop("store", None), then, baselines=True)
+    print(f"error: interrupted ({stop.signal_name}) — {saved}", file=sys.stderr)
     return stop.exit_code
 
 
@@ -238,6 +264,8 @@ def _main(argv: list[str] | None) -> int:
         if isinstance(rv, int) and not isinstance(rv, bool) and rv == 130:
             return _interrupted()
     except RecauditError as exc:
+        if Interrupted.swallowed(exc) is not None:  # e.g. a trial's error caused by one
+            return _interrupted()
         if _STATE["debug"]:
             raise
         print(f"error: {_failed(exc)}", file=sys.stderr)
@@ -256,6 +284,8 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {_usage_message(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:
+        if Interrupted.swallowed(exc) is not None:  # a signal during a store query
+            return _interrupted()
         if _STATE["debug"]:
             raise
         # a write the file system refused, outside the places known to write

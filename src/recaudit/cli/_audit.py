@@ -3,37 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from recaudit.cli._common import progress_bar, running
+from recaudit.cli._common import as_flags, progress_bar, running
 from recaudit.cli._common import console as _console
 from recaudit.cli._common import dataset_spec, parse_params
+from recaudit.cli import _until as until
+from recaudit.cli._plan import _dry_run
+from recaudit.cli._plan import options as plan_options
+from recaudit.cli._readings import readings
+from recaudit.cli._tables import check_format, format_option
+
+_UNTIL = until.options()
+_PLAN = plan_options()
 
 __all__ = ["register"]
-
-
-# the audit (and torch with it) is imported when a command runs, not when the command line is
-# parsed: `recaudit --help` and every command's usage errors answer at once
-def _ci(*args, **kw):
-    from recaudit.audit import interval_text
-
-    return interval_text(*args, **kw)
-
-
-def _p(*args, **kw):
-    from recaudit.audit import p_text
-
-    return p_text(*args, **kw)
-
-
-def story(*args, **kw):
-    from recaudit.audit import reading
-
-    return reading(*args, **kw)
 
 
 def _progress_runner(config) -> Path:
@@ -55,6 +44,11 @@ def _progress_runner(config) -> Path:
         task = bar.add_task("trials", total=None)
 
         def progress(event, trial, done, total):
+            if event == "baselines":
+                if done:  # finished work from an earlier run: say that it is not redone
+                    print(f"reusing {done} cached baseline{'s' if done != 1 else ''}; "
+                          f"{total - done} to train", file=sys.stderr)
+                return
             bar.update(task, total=total, completed=done)
             if trial is not None:
                 bar.update(task, description=f"{escape(trial.model.label)} · "
@@ -62,76 +56,6 @@ def _progress_runner(config) -> Path:
                                              f"seed {trial.seed}")
 
         return run_audit(config, progress=progress)
-
-
-_SHOWN = (("rbo", "RBO"), ("frbo", "FRBO@k"), ("jaccard", "Jaccard@k"),
-          ("mrr_change", "ΔMRR"))
-
-
-_LEVELS = {"seeds and queries": "over seeds and test queries",
-           "queries only": "over test queries only: one seed measures no seed-to-seed "
-                           "variation"}
-
-
-def decision_tables(frame, title: str) -> list[Table]:
-    """:func:`recaudit.audit.summary` as terminal tables, one per (dataset, model): each
-    measure as its mean over its 95 % interval, the p-values against the floors."""
-    floors = [c for c in frame.columns if c.startswith("p_vs_")]
-    tables = []
-    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        table = Table(title=f"{title}: {model} on {dataset}", title_justify="left",
-                      caption="[ ] = 95 % interval ("
-                              + _LEVELS.get(str(g.levels.iloc[0]), str(g.levels.iloc[0]))
-                              + "); p = paired test against the floor, Holm-adjusted.",
-                      caption_justify="left")
-        shown = [c for c in floors if g[c].notna().any()]
-        for col in ("perturbation", "seeds", "queries", *(n for _, n in _SHOWN),
-                    *(f"p vs {c[5:].replace('_', '-')}" for c in shown)):
-            first = col == "perturbation"
-            table.add_column(col, justify="left" if first else "right", no_wrap=True,
-                             min_width=max(map(len, g.perturbation.astype(str))) if first
-                             else None)
-        for _, r in g.iterrows():
-            table.add_row(str(r.perturbation), str(r.seeds), str(r.queries),
-                          *(_ci(r, m, m.endswith("_change"), "\n") for m, _ in _SHOWN),
-                          *(_p(r[c]) for c in shown))
-        tables.append(table)
-    return tables
-
-
-def trial_table(store: Path, title: str) -> Table:
-    """One row per trial (``recaudit results STORE``): its seed, draw and the means over its
-    test queries."""
-    from recaudit.audit import trial_summary
-
-    table = Table(title=title, title_justify="left")
-    cols = ("rbo", "frbo", "jaccard", "mrr_base", "mrr_pert")
-    for col in ("dataset", "model", "perturbation", "seed", "draw", *cols):
-        table.add_column(col, justify="right" if col in ("seed", "draw", *cols) else "left",
-                         no_wrap=True)
-    for _, r in trial_summary(store).iterrows():
-        table.add_row(str(r.dataset), str(r.model_label), str(r.perturbation), str(r.seed),
-                      str(r.draw), *(f"{r[c]:.4f}" for c in cols))
-    return table
-
-
-def _readings(store: Path, title: str, console) -> None:
-    import warnings
-
-    from recaudit.audit import FEW_QUERIES, most_destabilising, summary
-    from recaudit.errors import RecauditWarning
-
-    frame = summary(store)
-    for table in decision_tables(frame, title):
-        console.print(table)
-    for line in story(frame, most_destabilising(store)):
-        console.print(line, markup=False)
-    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        if len(g) and g.queries.min() < FEW_QUERIES:
-            warnings.warn(f"{model} on {dataset}: only {g.queries.min()} test queries: too "
-                          f"few (under {FEW_QUERIES}) to trust its intervals and p-values; "
-                          "audit more users (a lower --min-interactions, no --sample-users, "
-                          "a larger dataset)", RecauditWarning, stacklevel=2)
 
 
 def _data_fields(min_interactions: int, sample_users: int | None, sep: str | None,
@@ -204,45 +128,67 @@ def default_output(config) -> Path:
     return Path("results") / f"audit-{hashlib.sha256(key.encode()).hexdigest()[:10]}.duckdb"
 
 
-def _or_dash(x: float, fmt: str) -> str:
-    return "–" if x is None or x != x else fmt.format(x)
+def _models(names: list[str], labels: list[str], params: list[str]) -> tuple:
+    """The model specs of ``--model`` (repeated: every one is audited), ``--label`` (one per
+    ``--model``, in order) and ``--param``: ``KEY=VALUE`` for every model, ``MODEL.KEY=VALUE``
+    for the model given as ``--model MODEL`` alone."""
+    from recaudit.audit import ModelSpec
+    from recaudit.errors import ConfigError, did_you_mean
+
+    again = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if again is not None:
+        raise ConfigError(f"--model {again} is given twice: its trials would be the same "
+                          "trials", hint="give each model once; two settings of one model "
+                          "need a config with two [[models]] tables (recaudit run)")
+    if labels and len(labels) != len(names):
+        raise ConfigError(f"{len(labels)} --label for {len(names)} --model: give one --label "
+                          "per --model, in the same order (or none)")
+    shared: dict = {}
+    own: dict[str, dict] = {name: {} for name in names}
+    for item in params:
+        key, eq, value = item.partition("=")
+        target, dot, name = key.rpartition(".")
+        if not dot:
+            shared.update(parse_params([item]))
+        elif target in own:
+            own[target].update(parse_params([f"{name}{eq}{value}"]))
+        else:
+            raise ConfigError(f"--param {item!r}: {target!r} is not a --model of this audit."
+                              + did_you_mean(target, names) + " Give KEY=VALUE for every "
+                              "model, or MODEL.KEY=VALUE for one")
+    specs = []
+    for i, name in enumerate(names):
+        try:
+            specs.append(ModelSpec(name, {**shared, **own[name]},
+                                   title=labels[i] if labels else None))
+        except ConfigError as exc:
+            raise _flag_error(exc, name, {**shared, **own[name]}) from None
+    return tuple(specs)
 
 
-def _dry_run(config, console) -> None:
-    """``--dry-run``: the fits, the estimated wall time and the detectable RBO difference."""
-    from recaudit.audit import dry_run
+def _flag_error(exc, model: str, params: dict):
+    """A model spec's error worded as the flags that gave it (``--model NAME``,
+    ``--param KEY=VALUE``), not as the keys of a config table."""
+    from recaudit.errors import ConfigError
 
-    plan = dry_run(config)
-    table = Table(title=f"{config.name}: what the audit would train", title_justify="left")
-    stacked = plan.stack > 1
-    for col in ("dataset", "model", "baselines", "perturbed", "stored", "to train", "s/epoch",
-                "epochs", "s/fit", *(("stack ×",) if stacked else ()), "hours",
-                "detectable ΔRBO"):
-        table.add_column(col, justify="left" if col in ("dataset", "model") else "right")
-    for f, d in zip(plan.fits.itertuples(), plan.detectable.itertuples()):
-        table.add_row(f.dataset, f.model, str(f.baselines), str(f.perturbed),
-                      f"{f.stored_baselines} + {f.stored_trials}", str(f.remaining),
-                      _or_dash(f.s_per_epoch, "{:.2f}"), _or_dash(f.epochs, "{:.0f}"),
-                      _or_dash(f.s_per_fit, "{:.0f}") + f" ({f.time_basis})",
-                      *((_or_dash(f.stack_speedup, "{:.2f}"),) if stacked else ()),
-                      _or_dash(f.hours, "{:.2f}"), f"{d.rbo_difference:.4f} ({d.basis})")
-    console.print(table)
-    stacks = (f" and stacks of up to {plan.stack} (stack ×: the calibrated speed-up of a "
-              "stack's perturbed fits)") if stacked else ""
-    console.print(f"estimated wall time: {plan.hours:.2f} h with {plan.workers} worker(s)"
-                  f"{stacks}, about {_or_dash(plan.trials_per_hour, '{:.0f}')} trials/h "
-                  "(s/fit: the median own time of the store's finished trials of the model, "
-                  "else a one-epoch calibration on this machine); detectable ΔRBO: the smallest "
-                  "difference in mean RBO between two perturbations that a paired test at 0.05 "
-                  "finds with 80 % power over the test queries (basis: the store's results, or "
-                  "a pessimistic one-epoch calibration). Nothing was trained into the store.")
+    key = exc.key or ""
+    if key.startswith("params.") and key[7:] in params:
+        where = f"--param {key[7:]}={params[key[7:]]}"
+    elif key.startswith("params"):
+        where = "--param"
+    else:
+        where = f"--model {model}"
+    return ConfigError(f"{where}: {exc.message}", hint=exc.hint)
 
 
 def audit(
     dataset: str = typer.Option("synthetic", help="Registered dataset name or a file path."),
-    model: str = typer.Option("gru4rec", help="Model name (see `recaudit models list`)."),
-    label: str | None = typer.Option(None, "--label", help="The model's name in tables and "
-                                     "figures (default: name and parameters)."),
+    model: list[str] = typer.Option(["gru4rec"], "--model", help="Model name (see `recaudit "
+                                    "models list`); repeat to audit several on the same data "
+                                    "and seeds: the table then says which is more stable."),
+    label: list[str] = typer.Option([], "--label", help="The model's name in tables and "
+                                    "figures (default: name and parameters); one per "
+                                    "--model."),
     perturbation: list[str] = typer.Option(["random-delete", "seed-only"], "--perturbation",
                                            "-p", help="Perturbation name; repeat for several "
                                            "(`recaudit perturbations list`). Default: "
@@ -260,7 +206,8 @@ def audit(
                                    "(default: detected)."),
     column: list[str] = typer.Option([], "--column", help="ROLE=NAME: the file's column for "
                                      "user, item, timestamp or rating; repeat."),
-    param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON)."),
+    param: list[str] = typer.Option([], "--param", help="Model parameter KEY=VALUE (JSON), "
+                                    "for every model; MODEL.KEY=VALUE for one of several."),
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process); at most "
@@ -275,27 +222,95 @@ def audit(
                                             "never share a store."),
     dry: bool = typer.Option(False, "--dry-run", help="Print the fits, the estimated wall "
                              "time and the detectable difference; train nothing."),
+    like: Path | None = _PLAN["like"],
+    detect: float | None = _PLAN["detect"],
+    until_decided: bool = _UNTIL["until_decided"],
+    max_seeds: int = _UNTIL["max_seeds"],
+    max_draws: int | None = _UNTIL["max_draws"],
+    budget: str | None = _UNTIL["budget"],
+    margin: float = _UNTIL["margin"],
+    format: str = format_option(),
 ) -> None:
-    """Quick audit: one dataset and model, perturbations x seeds, printed as a table."""
+    """Quick audit: one dataset, one model or several, perturbations x seeds, printed as
+    tables (with several models: which one is more stable)."""
     from dataclasses import replace
 
-    from recaudit.audit import AuditConfig, MetricSpec, ModelSpec
+    from recaudit.audit import AuditConfig, MetricSpec
 
-    config = AuditConfig(models=(ModelSpec(model, parse_params(param), title=label),),
-                         perturbations=_once(perturbation), seeds=tuple(range(seeds)),
-                         datasets=(dataset_spec(dataset, **_data_fields(
-                             min_interactions, sample_users, sep, column)),),
-                         metrics=MetricSpec(k=k, p=p),
-                         output=str(output or "results/audit.duckdb"), name="quick-audit")
-    config = replace(config, executor=_executor(workers, config, stack))
-    if output is None:
-        config = replace(config, output=str(default_output(config)))
-    console = _console(120)
-    if dry:
-        return _dry_run(config, console)
+    fmt = check_format(format)
+    perturbations = _once(perturbation)
+    flags = {"models": "--model", "seeds": f"--seeds {seeds}", "metrics.k": f"--k {k}",
+             "metrics.p": f"--p {p}", "metrics": "--k/--p", "executor.stack": f"--stack {stack}",
+             "executor.workers": f"--workers {workers}", "executor": "--workers",
+             "datasets[0].min_user_interactions": f"--min-interactions {min_interactions}",
+             "datasets[0].sample_users": f"--sample-users {sample_users}",
+             "datasets[0].options": "--sep/--column", "datasets": f"--dataset {dataset}",
+             **{f"perturbations[{i}]": f"-p {name}" for i, name in enumerate(perturbations)},
+             **{f"models[{i}]": f"--model {name}" for i, name in enumerate(model)}}
+    with as_flags(flags):
+        config = AuditConfig(models=_models(model, label, param), perturbations=perturbations,
+                             seeds=tuple(range(seeds)),
+                             datasets=(dataset_spec(dataset, **_data_fields(
+                                 min_interactions, sample_users, sep, column)),),
+                             metrics=MetricSpec(k=k, p=p),
+                             output=str(output or "results/audit.duckdb"))
+        config = replace(config, executor=_executor(workers, config, stack),
+                         name=audit_name(config))
+        if output is None:
+            config = replace(config, output=str(default_output(config)))
+        console = _console()
+        if dry:
+            return _dry_run(config, console, like, detect)
+        done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
+    _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
+          max_draws)
+
+
+def audit_name(config) -> str:
+    """A quick audit's name (the report's title): what it audits, ``gru4rec and sasrec on
+    ratings.csv`` (a model's ``--label`` where given)."""
+    models = [m.title or m.name for m in config.models]
+    names = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
+    return f"{names} on {', '.join(d.label for d in config.datasets)}"
+
+
+def _said(line: str, fmt: str, console) -> None:
+    """A line for people: on stdout beside a table, on stderr beside CSV or JSON (which a
+    program reads whole)."""
+    if fmt == "table":
+        console.print(line, markup=False, soft_wrap=True)  # a path stays whole
+    else:
+        typer.echo(line, err=True)
+
+
+def _run(config) -> Path:
+    """Run ``config``, saying first when its store's folder does not exist (a mistyped
+    ``-o`` would otherwise create a whole tree unseen)."""
+    folder = Path(config.output).parent
+    missing = next((p for p in reversed([folder, *folder.parents]) if not p.exists()), None)
     store = _progress_runner(config)
-    _readings(store, f"Rank-list sensitivity (k={k}, p={p})", console)
-    console.print(f"results: {store}")
+    if missing is not None:
+        typer.echo(f"note: created the folder {missing}{os.sep} for the store", err=True)
+    return store
+
+
+def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
+        budget: str | None, margin: float):
+    """Run ``config``: in rounds with ``--until-decided`` (its :class:`~recaudit.audit.Rounds`),
+    else at once (its store's path)."""
+    if until_decided:
+        return until.rounds(config, _run, max_seeds, max_draws, budget, margin)
+    return _run(config)
+
+
+def _read(done, config, title: str, console, fmt: str, margin: float,
+          max_draws: int | None) -> None:
+    """The readings of what :func:`_go` did, the decisions of its rounds, where it is."""
+    store = done if isinstance(done, Path) else done.store
+    readings(store, title, console, fmt)
+    if not isinstance(done, Path):
+        until.show(done, config, console, fmt, margin, "draws" if max_draws else "seeds")
+    _said(f"results: {store}", fmt, console)
 
 
 def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
@@ -306,22 +321,30 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
                                            "`output` key."),
         stack: int | None = typer.Option(None, min=1, help="Train up to this many trials of "
                                          "one baseline together as one stacked model; "
-                                         "overrides the config's `executor.stack`.")
+                                         "overrides the config's `executor.stack`."),
+        like: Path | None = _PLAN["like"],
+        detect: float | None = _PLAN["detect"],
+        until_decided: bool = _UNTIL["until_decided"],
+        max_seeds: int = _UNTIL["max_seeds"],
+        max_draws: int | None = _UNTIL["max_draws"],
+        budget: str | None = _UNTIL["budget"],
+        margin: float = _UNTIL["margin"],
+        format: str = format_option(),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
 
+    fmt = check_format(format)
     cfg = load_config(config)
     if output is not None:
         cfg = dataclasses.replace(cfg, output=str(output))
     if stack is not None:
         cfg = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, stack=stack))
-    console = _console(120)
+    console = _console()
     if dry:
-        return _dry_run(cfg, console)
-    store = _progress_runner(cfg)
-    _readings(store, cfg.name, console)
-    console.print(f"results: {store}")
+        return _dry_run(cfg, console, like, detect)
+    done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin)
+    _read(done, cfg, cfg.name, console, fmt, margin, max_draws)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,8 +19,9 @@ def check_cmd(
     A command model: `recaudit models check command --param train="python fit.py {train}
     {seed} {model_dir}" --param rank="python rank.py {model_dir} {queries} {k} {output}"`.
     """
-    from rich.table import Table
+    from rich.markup import escape
 
+    from recaudit.cli._tables import add_columns, result_table
     from recaudit.errors import ConfigError, did_you_mean
     from recaudit.models import create
     from recaudit.models.testing import CHECKS, run_conformance
@@ -32,17 +33,19 @@ def check_cmd(
         if name not in names:
             raise ConfigError(f"--only {name!r} is not a check.{did_you_mean(name, names)} "
                               f"Checks: {', '.join(names)}")
-    console = _console(140)
+    console = _console()
     with console.status("checking") as status:
         results = run_conformance(lambda: create(model, **params), only=tuple(only) or None,
                                   progress=lambda n: status.update(f"check: {n}"))
-    table = Table(title=f"conformance of {model}" + (f" ({', '.join(param)})" if param else ""))
-    for col in ("check", "property", "result", "seconds", "detail"):
-        table.add_column(col, no_wrap=col in ("check", "result"))
+    table = result_table(f"conformance of {model}"
+                         + (f" ({', '.join(param)})" if param else ""))
+    add_columns(table, "check", "result", "seconds", "property; detail", left=2)
+    table.columns[-1].justify, table.columns[-1].no_wrap = "left", False
     style = {"pass": "green", "FAIL": "bold red", "warn": "yellow"}
-    for r in results:
-        table.add_row(r.name, r.description, f"[{style[r.status]}]{r.status}[/]",
-                      f"{r.seconds:.1f}", r.detail)
+    for i, r in enumerate(results):
+        table.add_row(escape(r.name), f"[{style[r.status]}]{r.status}[/]", f"{r.seconds:.1f}",
+                      escape(r.description + (f"\n{r.detail}" if r.detail else "")),
+                      end_section=i < len(results) - 1)
     console.print(table)
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:

@@ -9,8 +9,8 @@ from typing import Any
 
 from recaudit.errors import ConfigError
 
-__all__ = ["RUNNING", "console", "dataset_spec", "parse_params", "progress_bar", "running",
-           "split_list"]
+__all__ = ["RUNNING", "as_flags", "console", "dataset_spec", "parse_duration", "parse_params",
+           "progress_bar", "running", "split_list"]
 
 #: The store a command is writing (``store``), so that an interrupt or a failed trial can say
 #: what is saved, and the interrupt that stopped it (``interrupt``: typer turns every
@@ -31,21 +31,32 @@ def running(store: str | Path) -> Iterator[None]:
         raise
 
 
-#: Columns of a console off a terminal: tables take their natural width up to this, so no
-#: number is cut in a log or a file (rich would fall back to 80 columns, or COLUMNS).
-OFF_TERMINAL_WIDTH = 240
+@contextlib.contextmanager
+def as_flags(flags: dict[str, str]) -> Iterator[None]:
+    """Errors of a config the command line built worded as its flags: an error at key
+    ``perturbations[1]`` reads ``-p casper-delte: ...``, not as a key of a file the user never
+    wrote (``flags``: key prefix -> the flag that gave it; the longest prefix wins)."""
+    try:
+        yield
+    except ConfigError as exc:
+        key = exc.key or ""
+        hits = [k for k in flags if key == k or key.startswith((k + ".", k + "["))]
+        if exc.source is not None or not hits:
+            raise
+        hit = max(hits, key=len)
+        rest = key[len(hit):].lstrip(".")
+        raise ConfigError(f"{flags[hit]}{f' ({rest})' if rest else ''}: {exc.message}",
+                          hint=exc.hint) from None
 
 
-def console(width: int = 140) -> Any:
-    """A rich console on the current ``sys.stdout``: the terminal's width, or at least
-    ``width`` columns off a terminal (pipes, files, CI logs, tests), wide enough for every
-    table this program prints (:data:`OFF_TERMINAL_WIDTH`), where rich would fall back to 80
-    or ``COLUMNS`` and cut the numbers a user came for."""
+def console() -> Any:
+    """A rich console on the current ``sys.stdout``: the terminal's width; off a terminal
+    (a pipe, a file, a CI log) ``COLUMNS`` when set, else 80 (rich's own rule). Every table
+    the commands print fits 80 columns whole (:mod:`recaudit.cli._tables`); programs read
+    ``--format csv`` or ``json``."""
     from rich.console import Console
 
-    out = Console(highlight=False)
-    return out if out.is_terminal else Console(highlight=False,
-                                               width=max(width, OFF_TERMINAL_WIDTH))
+    return Console(highlight=False)
 
 
 class _NoBar:
@@ -116,3 +127,20 @@ def parse_params(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             params[key] = value
     return params
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str = "--budget") -> float:
+    """Seconds of a duration such as ``90m``, ``2h``, ``1h30m``, ``45s`` or ``3600`` (seconds)."""
+    import re
+
+    t = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([smhd])", t)
+    if not parts or re.sub(r"(\d+(?:\.\d+)?)\s*([smhd])", "", t).strip():
+        raise ConfigError(f"{option} {text!r} is not a duration",
+                          hint="write it like 90m, 2h, 1h30m or 45s")
+    return float(sum(float(n) * _UNITS[u] for n, u in parts))

@@ -5,28 +5,23 @@ from __future__ import annotations
 import typer
 
 from recaudit.cli._common import console as _console
+from recaudit.cli._tables import add_columns, result_table
 
 
 def list_cmd() -> None:
     """Show every registered dataset and whether it is available offline."""
-    from rich.table import Table
-
     from recaudit.data import datasets
 
     reg = datasets.default_registry()
-    table = Table(title="recaudit datasets")
-    table.add_column("name", no_wrap=True)
-    table.add_column("rows", justify="right", no_wrap=True)
-    table.add_column("size", no_wrap=True)
-    table.add_column("sha256", no_wrap=True)
-    table.add_column("available", no_wrap=True)
+    table = result_table("recaudit datasets")
+    add_columns(table, "name", "rows", "size", "sha256", "available")
     for name in reg.names():
         spec = reg.spec(name)
         loc = reg.locate(name)
         table.add_row(name, f"{spec.rows:,}" if spec.rows else "?", spec.approx_size,
                       "known" if spec.sha256_known else "unknown",
                       loc.origin if loc else "-")
-    console = _console(120)
+    console = _console()
     console.print(table)
     console.print("Not available offline: `recaudit datasets fetch NAME` downloads it "
                   "(set RECAUDIT_MIRROR to use local copies).")

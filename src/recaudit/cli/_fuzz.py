@@ -7,23 +7,21 @@ from typing import Any
 import typer
 
 from recaudit.cli._common import console as _console
-from recaudit.cli._common import dataset_spec, progress_bar, running, split_list
+from recaudit.cli._common import as_flags, dataset_spec, progress_bar, running, split_list
 from recaudit.errors import ConfigError
 
 
 def _print(console: Any, title: str, frame: Any) -> None:
-    from rich.table import Table
+    from recaudit.cli._tables import fitted
 
     if frame is None or frame.empty:
         return
-    table = Table(title=title)
-    table.add_column("Recommender,M" if frame.index.name == "config" else "")
-    for col in frame.columns:
-        table.add_column(" ".join(str(c) for c in col) if isinstance(col, tuple) else str(col),
-                         justify="right")
-    for idx, row in frame.iterrows():
-        table.add_row(str(idx), *[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
-    console.print(table)
+    columns = ["Recommender,M" if frame.index.name == "config" else "",
+               *(" ".join(str(c) for c in col) if isinstance(col, tuple) else str(col)
+                 for col in frame.columns)]
+    rows = [[str(idx), *(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row)]
+            for idx, row in frame.iterrows()]
+    console.print(fitted(console, title, columns, rows))
 
 
 def fuzz_cmd(
@@ -68,13 +66,20 @@ def fuzz_cmd(
     except ValueError:
         raise ConfigError(f"--sizes must be integers, got {sizes!r}") from None
     spec = dataset_spec(dataset if path is None else path, min_user_interactions=0)
-    study = FuzzStudy.from_dict({
-        "models": tuple(ModelSpec(m) for m in split_list(model, "--model")),
-        "heuristics": tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
-        "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
-        "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
-        "output": output, "workers": workers})
-    console = _console(160)
+    flags = {"name": f"--model {model}", "models": f"--model {model}",
+             "heuristic": f"--heuristics {heuristics}", "heuristics": f"--heuristics {heuristics}",
+             "portfolio": f"--portfolio {portfolio}", "sizes": f"--sizes {sizes}",
+             "size": f"--sizes {sizes}", "sets": f"--sets {sets}", "k": f"--k {k}",
+             "f": f"--f {f}", "seed": f"--seed {seed}", "dataset": "--dataset",
+             "workers": f"--workers {workers}"}
+    with as_flags(flags):
+        study = FuzzStudy.from_dict({
+            "models": tuple(ModelSpec(m) for m in split_list(model, "--model")),
+            "heuristics": tuple(h.upper() for h in split_list(heuristics, "--heuristics")),
+            "sizes": size_list, "sets": sets, "dataset": spec, "seed": seed, "k": k, "f": f,
+            "portfolio": tuple(p.upper() for p in split_list(portfolio, "--portfolio")),
+            "output": output, "workers": workers})
+    console = _console()
     with progress_bar(transient=True) as bar:
         task = bar.add_task("fuzzing", total=None)
 
@@ -95,7 +100,7 @@ def fuzz_cmd(
                instability_table(sig, kind, style=style))
     _print(console, f"Table 4.9: mean {metric} instability of APORTFOLIO",
            portfolio_table(sig, style=style))
-    console.print(f"results: {output} ({len(results)} trials)")
+    console.print(f"results: {output} ({len(results)} trials)", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import inspect
 import typer
 
 from recaudit.cli._common import console as _console
+from recaudit.cli._tables import add_columns, result_table
 
 
 def _summary(name: str) -> str:
@@ -19,12 +20,12 @@ def _summary(name: str) -> str:
 
 def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> None:
     """Show every registered model with its parameters and their defaults."""
-    from rich.table import Table
+    from rich.text import Text
 
     from recaudit.models import available, model_class, parameters
     from recaudit.models import PRESETS
 
-    console = _console(140)
+    console = _console()
     if name and "@" in name:
         _show_preset(console, name)
         return
@@ -32,27 +33,25 @@ def list_cmd(name: str = typer.Argument(None, help="Show one model only.")) -> N
     for n in names:
         model_class(n)  # unknown name -> ConfigError with a suggestion
     if name:  # one model: every parameter with its documentation
-        table = Table(title=f"{name}: {_summary(name)}", show_lines=True)
-        for col in ("parameter", "default", "meaning"):
-            table.add_column(col, no_wrap=col != "meaning")
-        for p, d, doc in parameters(name):
-            table.add_row(p, d, doc)
+        table = result_table(f"{name}: {_summary(name)}")
+        add_columns(table, "parameter", "default", "meaning", left=3)
+        rows = parameters(name)
+        for i, (p, d, doc) in enumerate(rows):
+            table.add_row(p, d, doc, end_section=i < len(rows) - 1)
         console.print(table)
         console.print(f"Use it: recaudit.models.create({name!r}, **parameters).")
         return
-    table = Table(title="recaudit models", show_lines=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("model")
-    table.add_column("parameters (defaults)")
-    for n in names:
-        params = ", ".join(f"{p}={d}" for p, d, _ in parameters(n))
-        table.add_row(n, _summary(n), params)
+    table = result_table("recaudit models")
+    add_columns(table, "name", "model; parameters (defaults)", left=2)
+    for i, n in enumerate(names):
+        about = Text(_summary(n))
+        about.append("\n" + ", ".join(f"{p}={d}" for p, d, _ in parameters(n)), style="dim")
+        table.add_row(Text(n), about, end_section=i < len(names) - 1)
     console.print(table)
-    presets = Table(title="paper presets (recaudit models list NAME@PAPER for details)")
-    for col in ("name", "paper", "follows"):
-        presets.add_column(col)
+    presets = result_table("paper presets (recaudit models list NAME@PAPER for details)")
+    add_columns(presets, "name", "paper; follows", left=2)
     for key, pre in sorted(PRESETS.items()):
-        presets.add_row(key, pre.paper, pre.source)
+        presets.add_row(key, f"{pre.paper}; {pre.source}")
     console.print(presets)
     console.print("Use a model: recaudit.models.create(NAME, **parameters).")
 

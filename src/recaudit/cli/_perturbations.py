@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from recaudit.cli._common import console as _console
+from recaudit.cli._tables import add_columns, result_table
 
 __all__ = ["register"]
 
@@ -15,7 +16,6 @@ def list_cmd(text: str = typer.Argument(None, help="Show only the names containi
 
     ``<n>`` stands for a count; an edit takes ``-k<count>`` (``casper-delete-k4``) and any
     name but a floor takes ``+inputs`` (the test inputs get the same edits)."""
-    from rich.table import Table
     from rich.text import Text
 
     from recaudit.errors import ConfigError, did_you_mean
@@ -29,12 +29,14 @@ def list_cmd(text: str = typer.Argument(None, help="Show only the names containi
                               + did_you_mean(text, [e.name for e in entries], cutoff=0.4),
                               hint="recaudit perturbations list shows them all")
         entries = shown
-    table = Table(title="recaudit perturbations", title_justify="left")
-    for col in ("name", "family", "what it does", "parameters"):
-        table.add_column(col, no_wrap=col in ("name", "family"))
-    for e in entries:  # as text: no markup, no emoji (fuzz:ZERO:<n> holds ':ZERO:')
-        table.add_row(*(Text(v) for v in (e.name, e.family, e.description, e.parameters)))
-    console = _console(160)
+    table = result_table("recaudit perturbations")
+    add_columns(table, "name", "what it does", left=2)
+    for i, e in enumerate(entries):  # as text: no markup, no emoji (fuzz:ZERO:<n> holds ':ZERO:')
+        about = Text(e.description)
+        about.append(f"\n{e.family}" + (f"; parameters: {e.parameters}" if e.parameters else ""),
+                     style="dim")
+        table.add_row(Text(e.name), about, end_section=i < len(entries) - 1)
+    console = _console()
     console.print(table)
     console.print("<n>: a count. Edits take -k<count> (casper-delete-k4); every name but the "
                   "floors takes +inputs. Parameters are set in a table: perturbations = "

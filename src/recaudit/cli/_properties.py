@@ -6,7 +6,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 
 from recaudit.cli._common import console as _console
@@ -32,6 +31,8 @@ def _has_years(spec: Any) -> bool:
 
 
 def _fmt(v: Any) -> str:
+    import numpy as np  # here: `recaudit --help` imports no numpy
+
     if isinstance(v, (frozenset, set)):
         return "{" + ", ".join(sorted(v)) + "}" if v else "∅"
     if isinstance(v, tuple):
@@ -63,7 +64,7 @@ def properties_cmd(
                                 help="Results store (resumed if it holds these trials)."),
 ) -> None:
     """Property templates next to precision/recall for several recommenders (Shriver 2018)."""
-    from rich.table import Table
+    from recaudit.cli._tables import fitted
 
     from recaudit.errors import did_you_mean
     from recaudit.experiment import ModelSpec, Store
@@ -81,7 +82,7 @@ def properties_cmd(
                           fractions=(0.5, 0.6, 0.7, 0.8, 0.9, 1.0) if evolving else (1.0,),
                           years=evolving and _has_years(spec), k=k, seed=seed, folds=folds, accuracy=accuracy,
                           workers=workers, output=str(output))
-    console = _console(160)
+    console = _console()
     with running(output), console.status("properties") as status:
         study.run_all(progress=lambda done, total: status.update(
             f"properties: {done}/{total} trials"))
@@ -89,37 +90,26 @@ def properties_cmd(
         values = read_values(store, {t.id for t in study.plan()})
     if not evolving:
         table = property_frame(values)
-        out = Table(title=f"Precision, recall and instantiated properties ({dataset}, k={k})")
-        out.add_column("Property", no_wrap=True)
-        for n in names:
-            out.add_column(n, justify="right")
-        for label, row in table.iterrows():
-            out.add_row(str(label), *(_fmt(row[n]) for n in names))
-        console.print(out)
-        console.print(f"results: {output}")
+        console.print(fitted(console, f"Precision, recall and instantiated properties "
+                                      f"({dataset}, k={k})", ["Property", *names],
+                             [[str(label), *(_fmt(row[n]) for n in names)]
+                              for label, row in table.iterrows()]))
+        console.print(f"results: {output}", markup=False, soft_wrap=True)
         return
     steps, summary = evolving_frames(values)
     robust = summary.attrs["robust"]
-    out = Table(title=f"Maximum absolute % change between consecutive steps "
-                      f"(earliest 50..100 % of {dataset}; * = under 5 %)")
-    out.add_column("Property", no_wrap=True)
-    for n in names:
-        out.add_column(n, justify="right")
-    for label, row in summary.iterrows():
-        out.add_row(str(label), *(f"{row[n]:.2f}%{' *' if robust.loc[label, n] else ''}"
-                                  for n in names))
-    console.print(out)
+    console.print(fitted(console, f"Maximum absolute % change between consecutive steps "
+                                  f"(earliest 50..100 % of {dataset}; * = under 5 %)",
+                         ["Property", *names],
+                         [[str(label), *(f"{row[n]:.2f}%{' *' if robust.loc[label, n] else ''}"
+                                         for n in names)] for label, row in summary.iterrows()]))
     cols = [c for c in steps.columns if c not in ("model", "fraction")]
     for n in names:
         rows = steps[steps["model"] == n].sort_values("fraction")
-        per = Table(title=f"{n}: property values per step (earliest % of ratings)")
-        per.add_column("Property", no_wrap=True)
-        for frac in rows["fraction"]:
-            per.add_column(f"{frac:.0%}", justify="right")
-        for c in cols:
-            per.add_row(c, *(_fmt(v) for v in rows[c]))
-        console.print(per)
-    console.print(f"results: {output}")
+        console.print(fitted(console, f"{n}: property values per step (earliest % of ratings)",
+                             ["Property", *(f"{frac:.0%}" for frac in rows["fraction"])],
+                             [[c, *(_fmt(v) for v in rows[c])] for c in cols]))
+    console.print(f"results: {output}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

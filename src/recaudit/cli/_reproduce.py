@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import running
+from recaudit.cli._common import parse_duration, running
 
 _DIR = typer.Option(Path("results/reproduce"), "--dir",
                     help="Where runs keep their stores (large; keep them out of a repository).")
@@ -27,23 +27,25 @@ def _records(records: Path | None, root: Path) -> Path:
 
 def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
-    from rich.console import Console
-    from rich.table import Table
+    from recaudit.cli._common import console
+    from recaudit.cli._tables import add_columns, result_table
+    from recaudit.reproduce import (available, evaluate, load_measures, load_record,
+                                    sequential_plan)
 
-    from recaudit.reproduce import available, evaluate, load_measures, load_record
-
-    table = Table(title="recaudit reproduce")
-    for col in ("experiment", "paper", "artefacts", "scales", "recorded"):
-        table.add_column(col)
+    table = result_table("recaudit reproduce")
+    add_columns(table, "experiment", "paper: artefacts", "recorded", left=3)
     where = _records(records, root)
-    for e in available():
+    experiments = available()
+    for i, e in enumerate(experiments):
         recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
-        done = ", ".join(f"{s}: {evaluate(e, load_measures(where, r), s)['verdict']}"
-                         for s, r in recs if r) or \
+        done = ", ".join(
+            f"{s}: {evaluate(e, load_measures(where, r), s, sequential_plan(r))['verdict']}"
+            for s, r in recs if r) or \
             ("cannot run here" if e.unavailable else "–")
-        table.add_row(e.name, e.paper, e.artefacts, ", ".join(e.scales), done)
-    Console(highlight=False, width=160).print(table)
+        table.add_row(e.name, f"{e.paper}: {e.artefacts} (scales: {', '.join(e.scales)})",
+                      done.replace(", ", "\n"), end_section=i < len(experiments) - 1)
+    console().print(table)
 
 
 def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit reproduce list`), "
@@ -78,6 +80,25 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                      "train (planned, stored, left), the estimated wall time "
                                      "and the detectable RBO difference; train nothing. "
                                      "Stability-audit experiments only."),
+            until_decided: bool = typer.Option(False, "--until-decided", help="Run in rounds "
+                                               "of seeds or draws (modification sets), each "
+                                               "given only to what undecided claims read, "
+                                               "until they are decided, the cap or the budget "
+                                               "is spent (sequential tests at the paper's "
+                                               "alpha, valid under repeated looks)."),
+            max_seeds: int | None = typer.Option(None, "--max-seeds", min=3, help="With "
+                                                 "--until-decided: the most seeds (experiments "
+                                                 "that grow seeds; default 32)."),
+            max_draws: int | None = typer.Option(None, "--max-draws", min=3, help="With "
+                                                 "--until-decided: the most draws or "
+                                                 "modification sets per cell (experiments "
+                                                 "that grow draws; default 128)."),
+            budget: str | None = typer.Option(None, "--budget", help="With --until-decided: "
+                                              "the time each experiment may take, e.g. 2h."),
+            margin: float = typer.Option(0.0, "--margin", min=0.0, help="With "
+                                         "--until-decided: a difference (in each comparison's "
+                                         "units) below which a comparison counts as "
+                                         "equivalent and stops (0: none)."),
             root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Run (or resume) experiments and print their verdicts. A finished run resumed reads
     its stores (no training) and rewrites its record with the current claims and tests."""
@@ -101,10 +122,42 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                               "trains nothing and records nothing", key="--dry-run")
         return _plan(chosen, scale, root, workers, scope)
     for n in chosen:
+        if budget is not None and not until_decided:
+            raise ConfigError("--budget goes with --until-decided", key="--budget")
+        until = _until(get(n), until_decided, max_seeds, max_draws, margin)
         with running(root):       # what an interruption reports as saved
             rec = run(n, scale, root, workers=workers, scope=scope,
-                      records=_records(records, root))
+                      records=_records(records, root), until=until,
+                      budget=None if budget is None else parse_duration(budget),
+                      progress=lambda m: typer.echo(m, err=True))
         typer.echo(f"{n} ({scale}): {rec['verdict']} in {rec['wall_seconds']:.0f} s")
+        if "sequential" in rec:
+            from recaudit.reproduce import STOPPED
+
+            seq = rec["sequential"]
+            typer.echo(f"  until decided: {len(seq['rounds'])} round(s) of {seq['grows']}; "
+                       f"stopped: {STOPPED[seq['stopped']]}")
+            for c in seq["claims"]:
+                typer.echo(f"  - {c['state']} with {c['replicates']} {seq['grows']}: "
+                           f"{c['text']}")
+
+
+def _until(exp, on: bool, max_seeds: int | None, max_draws: int | None, margin: float):
+    """The sequential plan of ``--until-decided`` for ``exp`` (None when not asked)."""
+    from recaudit.errors import ConfigError
+
+    if not on:
+        if max_seeds or max_draws or margin:
+            raise ConfigError("--max-seeds, --max-draws and --margin go with --until-decided",
+                              key="--until-decided")
+        return None
+    if exp.grows is None:
+        raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
+                          "exact (nothing to repeat)", key="--until-decided")
+    from recaudit.stats import SequentialPlan
+
+    cap = (max_seeds or 32) if exp.grows == "seeds" else (max_draws or 128)
+    return SequentialPlan(cap=cap, margin=margin)
 
 
 def _names(value: str | None) -> tuple[str, ...] | None:
@@ -115,7 +168,7 @@ def _names(value: str | None) -> tuple[str, ...] | None:
 def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None:
     """``--dry-run``: each experiment's audit configs, planned as ``recaudit run CONFIG
     --dry-run`` plans one (stores shared by several experiments show what they hold)."""
-    from recaudit.cli._audit import _dry_run
+    from recaudit.cli._plan import _dry_run
     from recaudit.cli._common import console
     from recaudit.reproduce import get, plan
 
@@ -132,6 +185,33 @@ def _plan(names: list[str], scale: str, root: Path, workers: int, scope) -> None
         for config in configs:
             out.print(f"\n[bold]{n}[/bold] ({scale}) → {config.output}")
             _dry_run(config, out)
+
+
+def queue_cmd(minutes: float = typer.Option(..., "--minutes", help="The time the queue may "
+                                           "take (a GPU machine's lease): it stops 30 s "
+                                           "before, with the stores closed."),
+              out: Path = typer.Option(..., "--dir", help="Where the queue's stores and "
+                                       "records go (a folder brought back from the machine; "
+                                       "given again, the queue goes on)."),
+              device: str | None = typer.Option(None, help="Train on this device, e.g. "
+                                                "cuda:0."),
+              stack: int = typer.Option(1, min=1, help="Trials of one baseline trained "
+                                        "together as one stacked model."),
+              workers: int = typer.Option(1, min=1, help="Parallel trial processes.")
+              ) -> None:
+    """Train the next missing paper-scale trials in priority order within --minutes (Oh et
+    al. 2022 Table 3's second and third seeds for LSTM and TiSASRec, Table 4's draws,
+    Betello et al. 2023 at their settings), then write DIR/queue.json: what each item holds
+    and the `recaudit merge` and `reproduce run --no-train` commands that bring it home."""
+    from recaudit.reproduce import run_queue
+
+    summary = run_queue(out, minutes, device=device, stack=stack, workers=workers,
+                        progress=lambda m: typer.echo(m, err=True))
+    for item in summary["items"]:
+        typer.echo(f"{item['experiment']} ({item['scale']}): {item['state']}")
+    typer.echo(f"wrote {out / 'queue.json'}; merge with:")
+    for line in summary["merge"]:
+        typer.echo(f"  {line}")
 
 
 def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
@@ -165,5 +245,6 @@ def register(app: typer.Typer) -> None:
     sub.command("list")(list_cmd)
     sub.command("run")(run_cmd)
     sub.command("report")(report_cmd)
+    sub.command("queue")(queue_cmd)
     sub.command("compact")(compact_cmd)
     app.add_typer(sub, name="reproduce")

@@ -19,7 +19,7 @@ def schema(kind: str = typer.Argument("audit", help="audit (recaudit run CONFIG)
     from recaudit.errors import ConfigError, did_you_mean
 
     if kind not in _KINDS:
-        raise ConfigError(f"unknown configuration {kind!r}; choose one of {', '.join(_KINDS)}"
+        raise ConfigError(f"unknown configuration {kind!r}; choose one of {', '.join(_KINDS)}."
                           + did_you_mean(kind, _KINDS))
     if kind == "audit":
         from recaudit.audit import AuditConfig as cls

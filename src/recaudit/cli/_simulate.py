@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from recaudit.cli._common import running
+from recaudit.cli._common import as_flags, running
 from recaudit.cli._common import console as _console
 from recaudit.errors import ConfigError
 
@@ -83,24 +83,43 @@ def mirror_cmd(
                                     "-mix and -rounds figures next to it when they apply)."),
 ) -> None:
     """Run the MIRROR benchmark and print CTR, FCTR, ManiScore / Preference Shift per mix ratio."""
-    import pandas as pd
-    from rich.markup import escape
-    from rich.table import Table
-
-    from recaudit.experiment import Store, run_study
-    from recaudit.simulate import (MirrorConfig, MirrorStudy, TrainConfig, read_results,
-                                   summarise)
-
     algos = tuple(a.strip() for a in algorithms.split(",") if a.strip()) if algorithms else None
     if patience is not None and scenario != "topic-sequential":
         raise ConfigError("--patience: early stopping is available for the sequential scenario "
                           "(DNN, GRU) only")
-    cfg = MirrorConfig.from_dict({
+    flags = {"mixes": f"--mix {mix}", "seeds": f"--seeds {seeds}", "scenario": "--scenario",
+             "algorithms": "--algorithms", "manipulative": "--manipulative",
+             "n_train": "--n-train", "n_eval": "--n-eval", "train.epochs": "--epochs",
+             "train.patience": "--patience", "train": "--epochs/--patience",
+             "explore": "--explore", "rbo_p": "--rbo-p", "rbo_variant": "--rbo-variant"}
+    with as_flags(flags):
+        cfg = _config(scenario, mix, seeds, algos, manipulative, n_train, n_eval, epochs,
+                      patience, explore, rbo_p, rbo_variant)
+    _run(cfg, scenario, rbo_p, rbo_variant, output, workers, figure)
+
+
+def _config(scenario, mix, seeds, algos, manipulative, n_train, n_eval, epochs, patience,
+            explore, rbo_p, rbo_variant):
+    """The :class:`~recaudit.simulate.MirrorConfig` of the command's options."""
+    from recaudit.simulate import MirrorConfig, TrainConfig
+
+    return MirrorConfig.from_dict({
         "scenario": scenario, "mixes": parse_mixes(mix), "seeds": parse_seeds(seeds),
         "algorithms": algos, "manipulative": manipulative, "n_train": n_train,
         "n_eval": n_eval, "train": TrainConfig(epochs=epochs, patience=patience),
         "explore": explore, "rbo_p": rbo_p, "rbo_variant": rbo_variant})
-    console = _console(140)
+
+
+def _run(cfg, scenario, rbo_p, rbo_variant, output, workers, figure) -> None:
+    """Run the MIRROR benchmark of ``cfg`` and print its table (and ``figure``)."""
+    import pandas as pd
+    from rich.markup import escape
+
+    from recaudit.cli._tables import fitted
+    from recaudit.experiment import Store, run_study
+    from recaudit.simulate import MirrorStudy, read_results, summarise
+
+    console = _console()
     study = MirrorStudy(cfg, output, workers=workers)
     ids = {t.id for t in study.plan()}
     with running(output), console.status("running MIRROR") as status:
@@ -116,11 +135,7 @@ def mirror_cmd(
     title = f"MIRROR {scenario} ({len(cfg.seeds)} seed(s); mean ± sd)"
     if scenario == "topic-sequential":
         title += escape(f"; PS = 1 - RBO[{rbo_variant}, p={rbo_p:g}]")  # not rich markup
-    table = Table(title=title)
-    table.add_column("algorithm", no_wrap=True)
-    table.add_column("mix", justify="right")
-    for m in metrics:
-        table.add_column(m, justify="right", no_wrap=True)
+    cells_of: list[list[str]] = []
     keys = summ[["algorithm", "mix"]].drop_duplicates()
     for _, key in keys.iterrows():
         same_mix = (summ["mix"] == key["mix"]) | (summ["mix"].isna() & pd.isna(key["mix"]))
@@ -133,10 +148,10 @@ def mirror_cmd(
             else:
                 sd = r["std"].iloc[0]
                 cells.append(f"{r['mean'].iloc[0]:.4f}" + (f" ± {sd:.4f}" if sd == sd else ""))
-        table.add_row(str(key["algorithm"]), "-" if key["mix"] != key["mix"] else f"{key['mix']:g}",
-                      *cells)
-    console.print(table)
-    console.print(f"results: {output}")
+        cells_of.append([str(key["algorithm"]),
+                         "-" if key["mix"] != key["mix"] else f"{key['mix']:g}", *cells])
+    console.print(fitted(console, title, ["algorithm", "mix", *metrics], cells_of))
+    console.print(f"results: {output}", markup=False, soft_wrap=True)
     if figure:
         try:
             from recaudit.report import write_mirror_figures

@@ -8,7 +8,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from recaudit.cli._common import as_flags
 from recaudit.cli._common import console as _console
+from recaudit.cli._tables import (add_columns, check_format, emit, fits, format_option,
+                                  result_table)
 
 __all__ = ["register"]
 
@@ -59,32 +62,37 @@ def status(store: Path = _STORE) -> None:
     from recaudit.experiment import heartbeats
     from recaudit.studies import status as study_status
 
-    console = _console(120)
+    console = _console()
     found = study_status(store)
     if not found:
-        console.print(f"{store}: no finished trial yet")
+        console.print(f"{store}: no finished trial yet", markup=False)
         return
     for s in found:
-        planned = f" of {s.planned} planned" if s.planned is not None else ""
-        console.print(f"{store}: {s.study.title}: {s.done} trial{'' if s.done == 1 else 's'} "
-                      f"done{planned}")
+        trials = f"trial{'' if s.done == 1 else 's'}"
+        done = (f"{s.done} of the {s.planned} planned trials done" if s.planned is not None
+                else f"{s.done} {trials} done")
+        console.print(f"{store}: {s.study.title}: {done}", markup=False)
         if s.progress is not None:
             p = s.progress
             state = "running" if p.get("running") else p.get("state", "stopped")
-            console.print(f"  run {state} (pid {p.get('pid')}), started {_ago(p['started'])}, "
-                          f"last update {_ago(p['updated'])}: {p['done']} of {p['planned']}")
+            run = "run" if p.get("running") else "last run"
+            console.print(f"  {run} {state} (pid {p.get('pid')}), started "
+                          f"{_ago(p['started'])}, last update {_ago(p['updated'])}: "
+                          f"{p['done']} of its {p['planned']} trials done", markup=False)
             beats = heartbeats(store) if p.get("running") else []
             for line in _running(beats):
                 console.print(f"  running {line}", markup=False)
         if len(s.breakdown):
-            table = Table(*s.study.breakdown, "done")
+            table = result_table()
+            add_columns(table, *map(str, s.study.breakdown), "done",
+                        left=len(s.study.breakdown))
             for row in s.breakdown.itertuples(index=False):
                 table.add_row(*(str(v) for v in row))
             console.print(table)
 
 
 def results(store: Path = _STORE,
-            format: str = typer.Option("table", "--format", "-f", help="table, csv or json"),
+            format: str = format_option(),
             study: str | None = typer.Option(None, "--study", help="audit, properties, fuzz "
                                              "or mirror (needed when the store holds "
                                              "several)."),
@@ -93,41 +101,87 @@ def results(store: Path = _STORE,
                                            "each measure with its 95 % interval over seeds "
                                            "and queries, and p-values against the noise "
                                            "floors present."),
+            variance: bool = typer.Option(False, "--variance", help="Audit stores: where each "
+                                          "perturbation's variation comes from — the shares "
+                                          "of seed, draw, test query and the rest, of one "
+                                          "measurement and of the mean's uncertainty."),
             ) -> None:
     """Per-trial results of a study in the store, as a table, CSV or JSON (``--summary``:
     per condition, with intervals and tests)."""
-    from recaudit.errors import ConfigError
     from recaudit.studies import summary
 
-    if format not in ("table", "csv", "json"):
-        raise ConfigError(f"--format must be table, csv or json, got {format!r}")
-    if format == "table" and study in (None, "audit") and not decisions:
-        from recaudit.cli._audit import trial_table
+    fmt = check_format(format)
+    if variance:
+        return _variance(store, fmt)
+    if fmt == "table" and study in (None, "audit") and not decisions:
+        from recaudit.cli._readings import trial_table
         from recaudit.experiment import Store
         from recaudit.studies import present
 
         with Store(store, read_only=True) as s:
             kinds = [i.kind for i in present(s)]
         if kinds == ["audit"] or study == "audit":
-            console = _console(120)
-            console.print(trial_table(store, str(store)))
+            console = _console()
+            for table in trial_table(store, str(store)):
+                console.print(table)
             return
-    info, frame = summary(store, study, decisions=decisions)
+    with as_flags({"study": f"--study {study}"}):
+        info, frame = summary(store, study, decisions=decisions)
+    if emit(frame, fmt):
+        return
+    console = _console()
+    if decisions and info.kind == "audit":
+        from recaudit.cli._readings import decision_tables
+
+        for t in decision_tables(frame, str(store)):
+            console.print(t)
+        return
+    console.print(frame_table(frame, f"{info.title}: {store}", console))
+
+
+def frame_table(frame, title: str, console) -> Table:
+    """Any study's frame for people: a column per column where that fits the console whole;
+    else one block per row, one line per column (``column | value``), so that nothing is cut
+    at 80 terminal columns."""
+    wide = result_table(title)
+    add_columns(wide, *map(str, frame.columns), left=0)
+    for row in frame.itertuples(index=False):
+        wide.add_row(*(_cell(v) for v in row))
+    if fits(console, wide):
+        return wide
+    table = result_table(title)
+    add_columns(table, "row", "column", "value", left=3)
+    for i, row in enumerate(frame.itertuples(index=False)):
+        for j, (col, v) in enumerate(zip(frame.columns, row)):
+            table.add_row(str(i + 1) if j == 0 else "", str(col), _cell(v),
+                          end_section=j == len(frame.columns) - 1 and i < len(frame) - 1)
+    return table
+
+
+def _variance(store: Path, format: str) -> None:
+    """``results --variance``: :func:`recaudit.audit.variance_shares` of an audit store."""
+    from recaudit.audit import variance_shares
+
+    frame = variance_shares(store)
     if format == "csv":
         typer.echo(frame.to_csv(index=False), nl=False)
-    elif format == "json":
+        return
+    if format == "json":
         typer.echo(frame.to_json(orient="records", indent=2))
-    else:
-        console = _console(160)
-        if decisions and info.kind == "audit":
-            from recaudit.cli._audit import decision_tables
+        return
+    from recaudit.cli._tables import add_columns, result_table
 
-            for t in decision_tables(frame, str(store)):
-                console.print(t)
-            return
-        table = Table(*map(str, frame.columns), title=f"{info.title}: {store}")
-        for row in frame.itertuples(index=False):
-            table.add_row(*(_cell(v) for v in row))
+    console = _console()
+    for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
+        table = result_table(f"Where the RBO's variation comes from: {model} on {dataset}",
+                             "share of one measurement's variance / of the mean's (what "
+                             "more seeds or draws would shrink)")
+        add_columns(table, "perturbation", "seeds", "seed", "draw", "query", "rest")
+        for r in g.itertuples():
+            table.add_row(str(r.perturbation), f"{r.seeds}×{r.draws}",
+                          *(f"{getattr(r, f'share_{k}'):.0%} / "
+                            f"{getattr(r, f'mean_share_{k}'):.0%}"
+                            for k in ("seed", "draw", "query", "residual")))
         console.print(table)
 
 
@@ -172,12 +226,12 @@ def merge(store: Path = typer.Argument(..., help="The store to add to (.duckdb; 
     command says whether the two stores' per-query results of those trials are identical, and
     names the trials where they are not (machines that compute differently)."""
     import recaudit.studies  # noqa: F401 - declares every study's tables
-    from recaudit.experiment import Store
+    from recaudit.experiment import Store, merge_stores, shared_trials
 
     with Store(store) as s:
         for other in others:
-            agreement = s.agreement(other)
-            added = s.merge(other)
+            agreement = shared_trials(s, other)
+            added = merge_stores(s, other)
             rows = ", ".join(f"{n} {k}" for n, k in added.items() if k) or "nothing new"
             typer.echo(f"{other} -> {store}: {rows}")
             for a in agreement:

@@ -42,8 +42,10 @@ from recaudit.data._detect import FORMATS, detect_format, read  # noqa: E402
 from recaudit.data._frames import validate_frame  # noqa: E402
 from recaudit.data._ranked_rows import RankedRowsError, order_ranked_rows  # noqa: E402
 from recaudit.data._text import head_lines, sniff_delimiter  # noqa: E402
+from recaudit.data._time import date_only, duration_text, epoch_seconds, time_text  # noqa: E402
 
-__all__ += ["FORMATS", "RankedRowsError", "datasets", "detect_format", "head_lines",
+__all__ += ["FORMATS", "RankedRowsError", "date_only", "datasets", "detect_format",
+            "duration_text", "epoch_seconds", "head_lines", "time_text",
             "order_ranked_rows", "read", "read_csv", "read_foursquare_tsmc", "read_jester",
             "read_jodie", "read_movielens", "read_parquet", "read_recbole",
             "read_release_years", "read_tsv_shared", "sniff_delimiter", "validate_frame",

@@ -175,9 +175,8 @@ class Registry:
     def spec(self, name: str) -> DatasetSource:
         if name not in self._specs:
             guess = closest(name, self._specs)
-            raise DatasetError(f"unknown dataset {name!r}"
-                               + (f" (did you mean {guess!r}?)" if guess else "")
-                               + f"; known: {', '.join(self.names())}")
+            raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(self.names())}."
+                               + (f" Did you mean {guess!r}?" if guess else ""))
         return self._specs[name]
 
     # ------------------------------------------------------------------ resolution

@@ -27,20 +27,43 @@ Layering: studies import this package; it imports ``models``, ``data`` and the r
 (``config``, ``errors``, ``seeds``), never a study.
 """
 
-from recaudit._ids import canonical_json, spec_id
-from recaudit.experiment._cache import ArrayCache
-from recaudit.experiment._data import data_summary, load_dataset, prepare, read_dataset
-from recaudit.experiment._executors import execute
-from recaudit.experiment._heartbeat import Heartbeat, heartbeats
-from recaudit.experiment._identity import (ID_VERSION, identity, migrate_ids, store_id_version,
-                                           trial_key)
-from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
-from recaudit.experiment._run import Stacked, run_pending
-from recaudit.experiment._schema import META, PLANS, TABLES, Column, Table, columns, register
-from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
-from recaudit.experiment._store import Store, StoreBusyError
-from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path, read_progress,
-                                        run_study, stacks)
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit._ids import canonical_json, spec_id
+    from recaudit.experiment._cache import ArrayCache
+    from recaudit.experiment._data import (data_summary, load_dataset, prepare, read_dataset,
+                                           split_log)
+    from recaudit.experiment._executors import execute
+    from recaudit.experiment._heartbeat import Heartbeat, heartbeats
+    from recaudit.experiment._identity import (ID_VERSION, identity, migrate_ids,
+                                               store_id_version, trial_key)
+    from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
+    from recaudit.experiment._run import Stacked, run_pending
+    from recaudit.experiment._schema import (META, PLANS, TABLES, Column, Table, columns,
+                                             register)
+    from recaudit.experiment._specs import DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec
+    from recaudit.experiment._store import Store, StoreBusyError
+    from recaudit.experiment._study import (Study, StudyInfo, Trial, progress_path,
+                                            read_progress, run_study, stacks)
+
+__getattr__, __dir__ = exports(__name__, {
+    "recaudit._ids": ("canonical_json", "spec_id"),
+    "._cache": ("ArrayCache",),
+    "._data": ("data_summary", "load_dataset", "prepare", "read_dataset", "split_log"),
+    "._executors": ("execute",),
+    "._heartbeat": ("Heartbeat", "heartbeats"),
+    "._identity": ("ID_VERSION", "identity", "migrate_ids", "store_id_version", "trial_key"),
+    "._merge": ("Agreement", "merge_stores", "shared_trials"),
+    "._run": ("Stacked", "run_pending"),
+    "._schema": ("META", "PLANS", "TABLES", "Column", "Table", "columns", "register"),
+    "._specs": ("DatasetSpec", "ExecutorSpec", "ModelSpec", "SplitSpec"),
+    "._store": ("Store", "StoreBusyError"),
+    "._study": ("Study", "StudyInfo", "Trial", "progress_path", "read_progress", "run_study",
+                "stacks"),
+})
 
 __all__ = ["ID_VERSION", "META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
            "Heartbeat", "heartbeats",
@@ -48,5 +71,5 @@ __all__ = ["ID_VERSION", "META", "PLANS", "TABLES", "Agreement", "ArrayCache", "
            "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "identity", "load_dataset",
            "merge_stores", "migrate_ids", "prepare", "progress_path", "read_dataset", "read_progress",
-           "register", "run_pending", "run_study", "shared_trials", "spec_id", "stacks",
+           "register", "run_pending", "run_study", "shared_trials", "spec_id", "split_log", "stacks",
            "store_id_version", "trial_key"]

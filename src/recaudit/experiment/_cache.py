@@ -6,6 +6,11 @@ or none, whatever process dies when (local files: :func:`os.replace`; object sto
 S3 or GCS: an object appears only once its upload completes). Two writers of one key write the
 same bytes (trials are pure functions of their specs), so the last move wins harmlessly.
 
+A finished entry is never lost to an interrupt: ``put`` holds SIGINT and SIGTERM until the
+entry is written (:func:`recaudit.experiment._stopping.deferred_signals`), so a Ctrl-C (or the
+SIGTERM a stopped pool's worker gets) that lands while a baseline's lists are being written
+acts once they are on disk.
+
 Entries are verified on read: ``put`` stores a SHA-256 of the arrays (names, dtypes, shapes,
 bytes) beside them, and ``get`` treats an entry that cannot be read (a truncated file from a
 full disk or an interrupted copy) or whose arrays do not match their checksum as absent, with
@@ -30,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from recaudit._files import atomic_path
+from recaudit.experiment._stopping import deferred_signals
 
 __all__ = ["ArrayCache", "check_uri"]
 
@@ -143,8 +149,12 @@ class ArrayCache:
         return _read(io.BytesIO(raw), f"{self.uri}/{key}.npz")
 
     def put(self, key: str, **arrays: np.ndarray) -> None:
-        """Store ``arrays`` under ``key`` (atomically for readers), with their checksum."""
-        arrays = {**arrays, _SUM: _digest(arrays)}
+        """Store ``arrays`` under ``key`` (atomically for readers), with their checksum; an
+        interrupt during the write acts once it is done (module docstring)."""
+        with deferred_signals():
+            self._put(key, {**arrays, _SUM: _digest(arrays)})
+
+    def _put(self, key: str, arrays: dict[str, np.ndarray]) -> None:
         if self._local is not None:
             with atomic_path(self._local / f"{key}.npz") as tmp, open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)  # type: ignore[arg-type]

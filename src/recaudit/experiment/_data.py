@@ -24,7 +24,8 @@ from recaudit.errors import DataError
 from recaudit._ids import canonical_json
 from recaudit.experiment._specs import DatasetSpec, SplitSpec
 
-__all__ = ["load_dataset", "read_dataset", "prepare", "data_summary", "install_dataset"]
+__all__ = ["load_dataset", "read_dataset", "prepare", "split_log", "data_summary",
+           "install_dataset"]
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,7 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
         seed = int(opts.pop("seed", 0))
         data = synthetic(seed=seed, **opts)
     else:
-        from recaudit.data.datasets import load
-
-        data = load(spec.name, **opts)
+        data = _registered(spec.name, opts)
     before = len(data)
     if spec.k_core is not None:
         data = k_core(data, spec.k_core)
@@ -70,6 +69,23 @@ def read_dataset(spec: DatasetSpec) -> Interactions:
     log.info("loaded %s: %d interactions, %d users, %d items", spec.label, len(data),
              data.n_users, data.n_items)
     return data
+
+
+def _registered(name: str, opts: dict) -> Interactions:
+    """A registered dataset; a name no registry knows is an error that also offers the
+    built-in ``synthetic`` and a file (the registry knows neither)."""
+    from recaudit.data.datasets import list_datasets, load
+    from recaudit.errors import DatasetError, did_you_mean
+
+    try:
+        return load(name, **opts)
+    except DatasetError:
+        names = list_datasets()
+        if name in names:
+            raise
+        raise DatasetError(f"unknown dataset {name!r}: neither a file nor a registered name "
+                           f"({', '.join(names)}) nor synthetic (built in)."
+                           + did_you_mean(name, ["synthetic", *names])) from None
 
 
 def _say_in_parent(message: str) -> None:
@@ -150,20 +166,26 @@ def load_dataset(spec: DatasetSpec) -> Interactions:
 @lru_cache(maxsize=4)
 def _prepare_cached(dataset_json: str, split_json: str, stamp: str
                     ) -> tuple[Interactions, Split]:
+    dataset = DatasetSpec.from_dict(json.loads(dataset_json))
+    data = load_dataset(dataset)
+    return data, split_log(data, SplitSpec.from_dict(json.loads(split_json)), dataset.label)
+
+
+def split_log(data: Interactions, split: SplitSpec, label: str | None = None) -> Split:
+    """``data`` split by ``split`` (what :func:`prepare` does once the log is loaded; for a
+    log that comes from elsewhere, such as the copy an audit store keeps), checked: a model
+    must have something to learn and to be asked."""
     from recaudit.data import split as do_split
 
-    dataset = DatasetSpec.from_dict(json.loads(dataset_json))
-    sspec = SplitSpec.from_dict(json.loads(split_json))
-    data = load_dataset(dataset)
-    parts = do_split(data, sspec.method, **sspec.options())
+    parts = do_split(data, split.method, **split.options())
     counts = parts.train.user_counts()
     if len(parts.queries) == 0 or not (counts >= 2).any():
-        raise DataError(f"the {sspec.method} split leaves no test query or no user with two "
+        raise DataError(f"the {split.method} split leaves no test query or no user with two "
                         "training interactions: a next-item model cannot learn or be asked "
-                        "anything", source=dataset.label,
+                        "anything", source=label or data.name,
                         hint="use data where users have several interactions each (check the "
                              "user and timestamp columns)")
-    return data, parts
+    return parts
 
 
 def prepare(dataset: DatasetSpec, split: SplitSpec) -> tuple[Interactions, Split]:

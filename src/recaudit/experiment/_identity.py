@@ -124,6 +124,8 @@ def migrate_ids(store: Any, tables: Sequence[Any],
             changed[old] = new
             for table in [*tables, "plans"]:
                 name = table if isinstance(table, str) else table.name
+                if not isinstance(table, str) and "trial_id" not in table.names:
+                    continue  # a study's table of something else (an audit's datasets)
                 if name in store.tables():
                     store.con.execute(f"UPDATE {name} SET trial_id = ? WHERE trial_id = ?",
                                       [new, old])

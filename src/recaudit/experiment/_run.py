@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recaudit.experiment._executors import execute
-from recaudit.experiment._schedule import Job
-from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
-from recaudit.experiment._store import Store
+from recaudit.experiment._stopping import deferred_signals
+
+if TYPE_CHECKING:
+    from recaudit.experiment._schedule import Job
+    from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
+    from recaudit.experiment._store import Store
 
 __all__ = ["run_pending", "Stacked"]
 
@@ -39,7 +41,9 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
-    trial id, so a trial that arrives twice (a retried task) is stored once.
+    trial id, so a trial that arrives twice (a retried task) is stored once. A Ctrl-C or
+    SIGTERM during a write acts once the trial is written (a finished trial is kept:
+    :func:`~recaudit.experiment._stopping.deferred_signals`).
 
     Interrupted (Ctrl-C, SIGTERM: a ``KeyboardInterrupt``), it raises
     :class:`~recaudit.errors.Interrupted` with the number of running jobs (trials, or stacks
@@ -56,12 +60,15 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
     if progress:
         progress(None, finished, total)
     log.info("%d of %d trials to run (%d already stored)", to_run, total, finished)
+    from recaudit.experiment._executors import execute  # not imported by a store's readers
+
     results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data)
     try:
         for result in results:
             try:
                 for outcome in (result if isinstance(result, Stacked) else [result]):
-                    tid = write(store, outcome)
+                    with deferred_signals():
+                        tid = write(store, outcome)
                     finished += 1
                     if progress:
                         progress(tid, finished, total)

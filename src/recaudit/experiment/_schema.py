@@ -21,7 +21,7 @@ __all__ = ["Column", "Table", "TABLES", "META", "PLANS", "columns", "register"]
 @dataclass(frozen=True)
 class Column:
     """A column: ``name`` and DuckDB ``type`` (``VARCHAR``, ``BIGINT``, ``DOUBLE``,
-    ``BOOLEAN``, ``JSON``). ``default``: a SQL literal for a column added after stores were
+    ``BOOLEAN``, ``JSON``, ``BLOB``). ``default``: a SQL literal for a column added after stores were
     written; a store that lacks it gains it with that value (and reads show it).
     ``renamed_from``: the column's name in stores written before it was renamed. ``doc``: what
     a value means (not part of the layout: two declarations that differ only in it are one)."""

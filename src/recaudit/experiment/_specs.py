@@ -19,23 +19,27 @@ from recaudit.errors import RecauditWarning
 __all__ = ["DatasetSpec", "SplitSpec", "ModelSpec", "ExecutorSpec"]
 
 
+#: The dataset a spec without ``name`` and ``path`` names.
+_DEFAULT_NAME = "synthetic"
+
+
 @dataclass(frozen=True)
 class DatasetSpec(Config):
     """A dataset: a registry ``name`` (``synthetic`` is built in) or a file ``path``.
 
     name: registered dataset (``recaudit datasets list``), ``synthetic``, or a label for
-    ``path``. path: an interaction file (CSV/TSV, Parquet, RecBole, JODIE, MovieLens, ...)
-    instead of a registered dataset. options: for the generator (synthetic: see
-    ``recaudit.data.SyntheticConfig``) or the reader (files: ``format``, ``sep``, ``columns``,
-    ...). min_user_interactions: drop users with fewer rows (Oh et al. 2022 §5 and Betello et
-    al. 2023 use 10). k_core: apply an iterated k-core filter instead (None: off).
-    sample_users: then keep a seeded uniform sample of this many users (None: all; for
-    reduced-scale runs, ``recaudit.data.sample_users``).
+    ``path`` (left out: the file's name labels it). path: an interaction file (CSV/TSV,
+    Parquet, RecBole, JODIE, MovieLens, ...) instead of a registered dataset. options: for
+    the generator (synthetic: see ``recaudit.data.SyntheticConfig``) or the reader (files:
+    ``format``, ``sep``, ``columns``, ...). min_user_interactions: drop users with fewer
+    rows (Oh et al. 2022 §5 and Betello et al. 2023 use 10). k_core: apply an iterated
+    k-core filter instead (None: off). sample_users: then keep a seeded uniform sample of
+    this many users (None: all; for reduced-scale runs, ``recaudit.data.sample_users``).
     """
 
     _shorthand = "name"
 
-    name: str = "synthetic"
+    name: str = _DEFAULT_NAME
     path: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     min_user_interactions: int = 10
@@ -52,21 +56,38 @@ class DatasetSpec(Config):
             raise self.invalid("sample_users", f"must be >= 1 (or None), got "
                                                f"{self.sample_users}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as data; a file given by its path alone has no ``name`` (its default,
+        ``synthetic``, names the generator, which a file never is; the trial ids, built by
+        :func:`recaudit.experiment.identity`, keep it as they always did)."""
+        d = super().to_dict()
+        if self.path is not None and self.name == _DEFAULT_NAME:
+            del d["name"]
+        return d
+
     @property
     def label(self) -> str:
-        """The dataset's name in tables, figures and stores: ``name``; for a file named after
-        it (``--dataset plays.csv`` gives ``name = "plays"``), the file's name, never its
-        folder (``plays.csv``). Stores written before kept ``name:path``, and a resumed audit
-        keeps writing what its store holds."""
+        """The dataset's name in tables, figures and stores: ``name``; for a file, the file's
+        name (never its folder) when ``name`` is the file's (``--dataset plays.csv`` gives
+        ``name = "plays"``: ``plays.csv``) or was left out (``DatasetSpec(path="plays.csv")``,
+        a ``[[datasets]]`` table with ``path`` alone: ``name`` keeps its default,
+        ``synthetic``, which a file never is). Stores written before kept another label, and
+        a resumed audit keeps writing what its store holds (:attr:`legacy_labels`)."""
         if self.path is None:
             return self.name
         file = os.path.basename(os.path.normpath(self.path))
-        return file if self.name in (os.path.splitext(file)[0], file) else self.name
+        return file if self.name in (os.path.splitext(file)[0], file, _DEFAULT_NAME) \
+            else self.name
 
     @property
-    def legacy_label(self) -> str:
-        """The label stores written before :attr:`label` named files by name: ``name:path``."""
-        return self.name if self.path is None else f"{self.name}:{self.path}"
+    def legacy_labels(self) -> tuple[str, ...]:
+        """The labels stores written before :attr:`label` named files by name gave this
+        dataset, the earliest first: ``name:path``, and for a file without a name of its own
+        ``synthetic`` (the default name, which stores written before labelled it by)."""
+        if self.path is None:
+            return ()
+        return (f"{self.name}:{self.path}",) + (
+            (self.name,) if self.name == _DEFAULT_NAME else ())
 
 
 @dataclass(frozen=True)
@@ -162,13 +183,12 @@ class ModelSpec(Config):
     def validate(self) -> None:
         from recaudit.config import Config as _Config
         from recaudit.errors import ConfigError
-        from recaudit.models import model_class
+        from recaudit.models import config_class
 
-        try:
-            cls = model_class(self.name)
+        try:  # the model's options, not the model: a built-in one's without torch
+            config = config_class(self.name)
         except ConfigError as exc:
             raise self.invalid("name", exc.message) from None
-        config = getattr(cls, "Config", None)
         if isinstance(config, type) and issubclass(config, _Config):
             try:
                 config.from_dict(self.params, what=f"model {self.name!r}", noun="parameter")

@@ -15,6 +15,15 @@ replace them and start the jobs again. So the driver alone decides:
 - the driver, interrupted or failing, stops its workers (:func:`stop_workers`): SIGTERM, up to
   ``grace`` seconds for the jobs to unwind, then SIGKILL for any worker still alive. The
   trials those workers were running are abandoned; the finished ones are in the store.
+
+Finished work is written whole whatever the signal's moment (:func:`deferred_signals`): a
+baseline's lists going into the cache (in a worker, or in the driver when trials run in its
+process) and a trial's rows going into the store hold SIGINT and SIGTERM until the write is
+done. Unheld, the signal's exception unwinds the write halfway: the cache entry's temporary
+file is removed (the baseline, trained for minutes, is trained again on resume), and a store
+write is rolled back; worse, DuckDB runs the signal's handler during a query and replaces its
+exception with its own error (``RuntimeError: Query interrupted``), so the run ended as a
+failure (exit 1) instead of an interrupt.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["in_job", "sigint_ignored", "stop_workers", "worker_signals"]
+__all__ = ["deferred_signals", "in_job", "sigint_ignored", "stop_workers", "worker_signals"]
 
 #: Seconds a stopped worker has to unwind its job before it is killed.
 GRACE = 2.0
@@ -88,6 +97,33 @@ def sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Finish the block before SIGINT or SIGTERM act: one that arrives during it is held and
+    raised again, to the handler in place before, when the block ends (whether it ended
+    normally or by an error; the signal's exception then wins). For writes of finished work
+    (module docstring), which take milliseconds: the interrupt is late by no more.
+
+    A signal the process ignores stays ignored. Outside the main thread (where Python runs no
+    handler) a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler not in (signal.SIG_IGN, None):  # None: a handler Python cannot put back
+            previous[sig] = signal.signal(sig, lambda got, _: held.append(got))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)  # the handler runs now, in this thread
 
 
 def stop_workers(processes: Iterable[Any], grace: float = GRACE) -> None:

@@ -24,17 +24,14 @@ import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from recaudit._files import writing
-from recaudit.errors import RecauditError, StoreBusyError
+from recaudit.errors import Interrupted, RecauditError, StoreBusyError
 from recaudit.experiment._schema import META, TABLES, Table
-
-if TYPE_CHECKING:
-    from recaudit.experiment._merge import Agreement
 
 __all__ = ["Store", "StoreBusyError"]
 
@@ -58,6 +55,8 @@ def _python(v: Any, typ: str) -> Any:
         return bool(v)
     if typ == "JSON" and not isinstance(v, str):
         return json.dumps(v)
+    if typ == "BLOB":
+        return bytes(v)
     return str(v)
 
 
@@ -66,7 +65,7 @@ def _array(values: Any, typ: str) -> Any:
     import pyarrow as pa
 
     patype = {"VARCHAR": pa.string(), "JSON": pa.string(), "BIGINT": pa.int64(),
-              "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}[typ]
+              "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "BLOB": pa.binary()}[typ]
     if isinstance(values, pd.Series):
         kind = values.dtype.kind
         if kind == "f" or (kind in "iub" and not values.isna().any()):
@@ -219,7 +218,9 @@ class Store:
     # ------------------------------------------------------------------ writing
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside the block commit together or not at all (blocks nest)."""
+        """All writes inside the block commit together or not at all (blocks nest). A signal
+        that DuckDB turned into its own error during a query (``Query interrupted``) rolls
+        back and leaves as the :class:`~recaudit.errors.Interrupted` it was."""
         if self._depth:
             self._depth += 1
             try:
@@ -235,9 +236,11 @@ class Store:
             with writing(self.path):
                 yield
                 self.con.execute("COMMIT")
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
                 self.con.execute("ROLLBACK")
+            if (stop := Interrupted.swallowed(exc)) is not None:
+                raise stop from None
             raise
         finally:
             self._depth = 0
@@ -269,20 +272,6 @@ class Store:
             finally:
                 self.con.unregister("_recaudit_rows")
         return arrow.num_rows
-
-    def merge(self, other: str | Path) -> dict[str, int]:
-        """Copy into this store what ``other`` holds and this one lacks (rows added per table;
-        :func:`recaudit.experiment.merge_stores`)."""
-        from recaudit.experiment._merge import merge_stores
-
-        return merge_stores(self, other)
-
-    def agreement(self, other: str | Path) -> list[Agreement]:
-        """Whether the trials both stores hold have the same rows in both
-        (:func:`recaudit.experiment.shared_trials`)."""
-        from recaudit.experiment._merge import shared_trials
-
-        return shared_trials(self, other)
 
     def delete(self, table: str | Table, **equal: Any) -> None:
         """Delete the rows of ``table`` whose columns equal ``equal`` (``None`` matches NULL)."""

@@ -25,26 +25,43 @@ Accuracy (binary relevance, per-query values): :func:`mrr`, :func:`hit_rate_at_k
 :func:`score_ranks` (the rank of a target under dense scores).
 """
 
-from recaudit.metrics._accuracy import (
-    hit_rate_at_k,
-    hit_rate_at_k_batch,
-    mrr,
-    mrr_batch,
-    ndcg_at_k,
-    ndcg_at_k_batch,
-    precision_at_k,
-    precision_at_k_batch,
-    recall_at_k,
-    recall_at_k_batch,
-    score_ranks,
-    target_ranks,
-)
-from recaudit.metrics._frbo import frbo, frbo_batch, rbo_at_k_bounds
-from recaudit.metrics._kendall import kendall_tau, kendall_tau_batch
-from recaudit.metrics._overlap import aod, aod_batch, jaccard, jaccard_batch, topout, topout_batch
-from recaudit.metrics._panel import ACCURACY, SIMILARITY, accuracy_panel, similarity_panel
-from recaudit.metrics._rbo import Variant as RBOVariant
-from recaudit.metrics._rbo import average_overlap, average_overlap_batch, rbo, rbo_batch
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.metrics._accuracy import (
+        hit_rate_at_k,
+        hit_rate_at_k_batch,
+        mrr,
+        mrr_batch,
+        ndcg_at_k,
+        ndcg_at_k_batch,
+        precision_at_k,
+        precision_at_k_batch,
+        recall_at_k,
+        recall_at_k_batch,
+        score_ranks,
+        target_ranks,
+    )
+    from recaudit.metrics._frbo import frbo, frbo_batch, rbo_at_k_bounds
+    from recaudit.metrics._kendall import kendall_tau, kendall_tau_batch
+    from recaudit.metrics._overlap import aod, aod_batch, jaccard, jaccard_batch, topout, topout_batch
+    from recaudit.metrics._panel import ACCURACY, SIMILARITY, accuracy_panel, similarity_panel
+    from recaudit.metrics._rbo import Variant as RBOVariant
+    from recaudit.metrics._rbo import average_overlap, average_overlap_batch, rbo, rbo_batch
+
+__getattr__, __dir__ = exports(__name__, {
+    "._accuracy": ("hit_rate_at_k", "hit_rate_at_k_batch", "mrr", "mrr_batch", "ndcg_at_k",
+                   "ndcg_at_k_batch", "precision_at_k", "precision_at_k_batch", "recall_at_k",
+                   "recall_at_k_batch", "score_ranks", "target_ranks"),
+    "._frbo": ("frbo", "frbo_batch", "rbo_at_k_bounds"),
+    "._kendall": ("kendall_tau", "kendall_tau_batch"),
+    "._overlap": ("aod", "aod_batch", "jaccard", "jaccard_batch", "topout", "topout_batch"),
+    "._panel": ("ACCURACY", "SIMILARITY", "accuracy_panel", "similarity_panel"),
+    "._rbo": ("Variant as RBOVariant", "average_overlap", "average_overlap_batch", "rbo",
+              "rbo_batch"),
+})
 
 __all__ = [
     "RBOVariant",

@@ -20,12 +20,12 @@ target) and ``ndcg`` (NDCG@k with one relevant item).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from recaudit.metrics._accuracy import hit_rate_at_k_batch, mrr_batch, ndcg_at_k_batch
-from recaudit.metrics._frbo import frbo_batch
-from recaudit.metrics._overlap import jaccard_batch
-from recaudit.metrics._rbo import Variant, average_overlap_batch, rbo_batch
+if TYPE_CHECKING:
+    from recaudit.metrics._rbo import Variant
 
 __all__ = ["SIMILARITY", "ACCURACY", "similarity_panel", "accuracy_panel"]
 
@@ -40,6 +40,12 @@ def similarity_panel(a: np.ndarray, b: np.ndarray, *, k: int, p: float,
                      measures: tuple[str, ...] = SIMILARITY) -> dict[str, np.ndarray]:
     """``measures`` (a subset of :data:`SIMILARITY`) of every row pair of two code arrays
     ``[n, depth_a]``, ``[n, depth_b]`` as ``float64[n]`` columns (module docstring)."""
+    # the kernels (numba) are imported when a panel is computed: the names above are what a
+    # reader of a results store needs, and it needs no kernel
+    from recaudit.metrics._frbo import frbo_batch
+    from recaudit.metrics._overlap import jaccard_batch
+    from recaudit.metrics._rbo import average_overlap_batch, rbo_batch
+
     unknown = set(measures) - set(SIMILARITY)
     if unknown:
         raise ValueError(f"unknown similarity measures {sorted(unknown)}; use {SIMILARITY}")
@@ -60,5 +66,7 @@ def similarity_panel(a: np.ndarray, b: np.ndarray, *, k: int, p: float,
 
 def accuracy_panel(items: np.ndarray, target: np.ndarray, *, k: int) -> dict[str, np.ndarray]:
     """:data:`ACCURACY` of every row of a code array against its target (module docstring)."""
+    from recaudit.metrics._accuracy import hit_rate_at_k_batch, mrr_batch, ndcg_at_k_batch
+
     return {"mrr": mrr_batch(items, target), "hit": hit_rate_at_k_batch(items, target, k),
             "ndcg": ndcg_at_k_batch(items, target, k)}

@@ -19,38 +19,45 @@ gives the parameters back as plain data.
 
 from typing import TYPE_CHECKING
 
-from recaudit.models._adapters import CommandError, CommandModel, LightFM, RecBoleModel
-from recaudit.models._cf import FunkSVD, ItemKNN, SlopeOne, UserKNN
-from recaudit.models._device import (check_device, process_device, resolve_device,
-                                     set_process_device)
-from recaudit.models._params import Configurable
-from recaudit.models._presets import PRESETS, Preset, preset
-from recaudit.models._protocol import (Recommender, as_queries, checked_fit, checked_rank,
-                                       top_k_from_scores)
-from recaudit.models._registry import available, create, model_class, parameters, register
-from recaudit.models._scratch import scratch_dir
+from recaudit._lazy import exports
 
-if TYPE_CHECKING:  # at run time reached through __getattr__, below
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.models._adapters import CommandError, CommandModel, LightFM, RecBoleModel
+    from recaudit.models._cf import FunkSVD, ItemKNN, SlopeOne, UserKNN
+    from recaudit.models._device import (check_device, process_device, resolve_device,
+                                         set_process_device)
+    from recaudit.models._params import Configurable
+    from recaudit.models._presets import PRESETS, Preset, preset
+    from recaudit.models._protocol import (Recommender, as_queries, checked_fit, checked_rank,
+                                           top_k_from_scores)
+    from recaudit.models._registry import (available, config_class, create, model_class,
+                                           parameters, register)
+    from recaudit.models._scratch import scratch_dir
     from recaudit.models.sequential import (BERT4Rec, GRU4Rec, JODIE, LSTM, LatentCross, SASRec,
                                             SequentialConfig, SequentialRecommender, TiSASRec)
 
-#: Names this package offers from :mod:`recaudit.models.sequential`, imported on first use:
-#: importing :mod:`recaudit.models` does not import torch (a rating-based audit never needs it).
-_SEQUENTIAL = ("BERT4Rec", "GRU4Rec", "JODIE", "LSTM", "LatentCross", "SASRec",
-               "SequentialConfig", "SequentialRecommender", "TiSASRec")
-
-
-def __getattr__(name: str) -> object:
-    if name in _SEQUENTIAL:
-        from recaudit.models import sequential
-
-        return getattr(sequential, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: The models are registered by name and imported when first named or asked for: importing
+#: :mod:`recaudit.models` imports no model, and so neither torch (a rating-based audit never
+#: needs it) nor numba and scipy (a sequential one never needs those models).
+__getattr__, __dir__ = exports(__name__, {
+    "._adapters": ("CommandError", "CommandModel", "LightFM", "RecBoleModel"),
+    "._cf": ("FunkSVD", "ItemKNN", "SlopeOne", "UserKNN"),
+    "._device": ("check_device", "process_device", "resolve_device", "set_process_device"),
+    "._params": ("Configurable",),
+    "._presets": ("PRESETS", "Preset", "preset"),
+    "._protocol": ("Recommender", "as_queries", "checked_fit", "checked_rank",
+                   "top_k_from_scores"),
+    "._registry": ("available", "config_class", "create", "model_class", "parameters",
+                   "register"),
+    "._scratch": ("scratch_dir",),
+    ".sequential": ("BERT4Rec", "GRU4Rec", "JODIE", "LSTM", "LatentCross", "SASRec",
+                    "SequentialConfig", "SequentialRecommender", "TiSASRec"),
+})
 
 __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD", "GRU4Rec",
            "ItemKNN", "JODIE", "LSTM", "LatentCross", "LightFM", "PRESETS", "Preset",
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
-           "available", "checked_fit", "checked_rank", "check_device", "create", "model_class",
-           "parameters", "preset", "process_device", "register", "resolve_device",
-           "scratch_dir", "set_process_device", "top_k_from_scores"]
+           "available", "checked_fit", "checked_rank", "check_device", "config_class",
+           "create", "model_class", "parameters", "preset", "process_device", "register",
+           "resolve_device", "scratch_dir", "set_process_device", "top_k_from_scores"]

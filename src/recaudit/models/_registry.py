@@ -10,13 +10,14 @@ from typing import Any
 
 from recaudit.errors import ConfigError, ModelError, RecauditError, did_you_mean
 
-__all__ = ["register", "create", "available", "model_class", "parameters"]
+__all__ = ["register", "create", "available", "config_class", "model_class", "parameters"]
 
 _REGISTRY: dict[str, type] = {}
 
-#: Built-in models imported on first use of their name, ``name -> "module:Class"``: the torch
-#: models are not imported with the package (``tests/models/test_lazy_torch.py`` checks that
-#: each class is registered under the name listed here).
+#: Built-in models imported on first use of their name, ``name -> "module:Class"``: importing
+#: the package imports none of them (torch, numba, scipy.sparse load with the model that needs
+#: them); ``tests/models/test_lazy_torch.py`` checks that each class is registered under the
+#: name listed here.
 _DEFERRED: dict[str, str] = {
     "bert4rec": "recaudit.models.sequential:BERT4Rec",
     "gru4rec": "recaudit.models.sequential:GRU4Rec",
@@ -25,6 +26,32 @@ _DEFERRED: dict[str, str] = {
     "lstm": "recaudit.models.sequential:LSTM",
     "sasrec": "recaudit.models.sequential:SASRec",
     "tisasrec": "recaudit.models.sequential:TiSASRec",
+    "funksvd": "recaudit.models._cf:FunkSVD",
+    "item-item": "recaudit.models._cf:ItemKNN",
+    "slope-one": "recaudit.models._cf:SlopeOne",
+    "user-user": "recaudit.models._cf:UserKNN",
+    "command": "recaudit.models._adapters:CommandModel",
+    "implicit-als": "recaudit.models._adapters:ImplicitALS",
+    "implicit-bpr": "recaudit.models._adapters:ImplicitBPR",
+    "implicit-item-knn": "recaudit.models._adapters:ImplicitItemKNN",
+    "lenskit-biased-mf": "recaudit.models._adapters:LensKitBiasedMF",
+    "lenskit-implicit-mf": "recaudit.models._adapters:LensKitImplicitMF",
+    "lenskit-item-knn": "recaudit.models._adapters:LensKitItemKNN",
+    "lenskit-user-knn": "recaudit.models._adapters:LensKitUserKNN",
+    "lightfm": "recaudit.models._adapters:LightFM",
+    "recbole": "recaudit.models._adapters:RecBoleModel",
+}
+
+#: The options (``Model.Config``) of deferred models that live apart from the model, without
+#: torch: :func:`config_class` reads them without importing the model.
+_CONFIGS: dict[str, str] = {
+    "bert4rec": "recaudit.models.sequential:BERT4RecConfig",
+    "gru4rec": "recaudit.models.sequential:GRU4RecConfig",
+    "jodie": "recaudit.models.sequential:JODIEConfig",
+    "latentcross": "recaudit.models.sequential:LatentCrossConfig",
+    "lstm": "recaudit.models.sequential:LSTMConfig",
+    "sasrec": "recaudit.models.sequential:SASRecConfig",
+    "tisasrec": "recaudit.models.sequential:TiSASRecConfig",
 }
 
 
@@ -50,14 +77,19 @@ def available() -> list[str]:
     return sorted(set(_REGISTRY) | set(_DEFERRED))
 
 
+def _load(target: str) -> type:
+    """The class ``module:Class`` of a built-in (imported now)."""
+    import importlib
+
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _registered(name: str) -> type | None:
     """The class registered as ``name``, importing it first if it is deferred (registered
     again if a registry was reset after its module was imported)."""
     if name not in _REGISTRY and name in _DEFERRED:
-        import importlib
-
-        module, _, attr = _DEFERRED[name].partition(":")
-        _REGISTRY.setdefault(name, getattr(importlib.import_module(module), attr))
+        _REGISTRY.setdefault(name, _load(_DEFERRED[name]))
     return _REGISTRY.get(name)
 
 
@@ -132,6 +164,21 @@ def model_class(name: str) -> type:
                           "or a class as 'package.module:Class'."
                           + did_you_mean(name, available()))
     return cls
+
+
+def config_class(name: str) -> type | None:
+    """The options class (``Model.Config``) of a model (any name :func:`model_class` accepts;
+    ``None`` for a class without one). A built-in sequential model's is read without
+    importing the model, and so without torch: a configuration's model and parameters are
+    checked before anything that trains one is imported."""
+    base = name
+    if "@" in name:
+        from recaudit.models._presets import preset
+
+        base = preset(name).model
+    if base not in _REGISTRY and base in _CONFIGS:
+        return _load(_CONFIGS[base])
+    return getattr(model_class(name), "Config", None)
 
 
 def create(name: str, **params: Any) -> Any:

@@ -16,25 +16,48 @@
   ``fuzz:``.
 """
 
-from recaudit.perturb import _catalogue, _spec
-from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
-from recaudit.perturb._descendants import casper_descendants
-from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neighbours,
-                                     replace_items)
-from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
-from recaudit.perturb._protocol import Context, Description, Needs, Perturbation
-from recaudit.perturb._record import PerturbationRecord
-from recaudit.perturb._registry import (ENTRY_POINTS, Entry, Family, available, catalogue,
-                                        families, parse, register_family)
-from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
-from recaudit.perturb._selectors import (select_casper, select_earliest_random,
-                                         select_latest_random, select_random, top_k)
-from recaudit.perturb._spec import (EDITS, SELECTORS, EditSpec, PerturbationSpec, PositionSpec,
-                                    ReferenceSpec)
-from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
+from typing import TYPE_CHECKING
 
-register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples,
-                describe=_catalogue.describe, title=_catalogue.TITLE)
+from recaudit._lazy import exports
+from recaudit.perturb import _catalogue, _registry, _spec
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.perturb._casper import casper_error_bound, casper_graph, casper_scores
+    from recaudit.perturb._descendants import casper_descendants
+    from recaudit.perturb._edits import (STRATEGIES, delete_rows, insert_after, neighbours,
+                                         replace_items)
+    from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
+    from recaudit.perturb._protocol import Context, Description, Needs, Perturbation
+    from recaudit.perturb._record import PerturbationRecord
+    from recaudit.perturb._registry import (ENTRY_POINTS, Entry, Family, available, catalogue,
+                                            families, parse, register_family)
+    from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
+    from recaudit.perturb._selectors import (select_casper, select_earliest_random,
+                                             select_latest_random, select_random, top_k)
+    from recaudit.perturb._spec import (EDITS, SELECTORS, EditSpec, PerturbationSpec,
+                                        PositionSpec, ReferenceSpec)
+    from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
+
+__getattr__, __dir__ = exports(__name__, {
+    "._casper": ("casper_error_bound", "casper_graph", "casper_scores"),
+    "._descendants": ("casper_descendants",),
+    "._edits": ("STRATEGIES", "delete_rows", "insert_after", "neighbours", "replace_items"),
+    "._position": ("POSITIONS", "remove_positions", "seed_only"),
+    "._protocol": ("Context", "Description", "Needs", "Perturbation"),
+    "._record": ("PerturbationRecord",),
+    "._registry": ("ENTRY_POINTS", "Entry", "Family", "available", "catalogue", "families",
+                   "parse", "register_family"),
+    "._revadv": ("craft_fake_user", "select_rev_adv"),
+    "._selectors": ("select_casper", "select_earliest_random", "select_latest_random",
+                    "select_random", "top_k"),
+    "._spec": ("EDITS", "SELECTORS", "EditSpec", "PerturbationSpec", "PositionSpec",
+               "ReferenceSpec"),
+    "._tracin": ("SupportsTracIn", "tracin_scores"),
+})
+
+# the built-in family: its names are read without numba, pandas or the edits themselves
+_registry.register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict, examples=_spec.examples,
+                          describe=_catalogue.describe, title=_catalogue.TITLE)
 
 __all__ = ["EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context",
            "Description", "EditSpec", "Entry", "Family", "Needs", "Perturbation",

@@ -41,8 +41,6 @@ from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, repla
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
 from recaudit.perturb._protocol import Context, Description, Needs
 from recaudit.perturb._record import PerturbationRecord
-from recaudit.perturb._selectors import (select_casper, select_earliest_random,
-                                         select_latest_random, select_random, top_k)
 
 __all__ = ["EditSpec", "PositionSpec", "ReferenceSpec", "PerturbationSpec", "parse_name",
            "from_dict", "examples", "SELECTORS", "EDITS"]
@@ -269,6 +267,7 @@ class EditSpec(_Spec, Config):
         scores, so the same rows, as :meth:`apply` with the fitted model."""
         if self.selector != "tracin":
             return super().perturb(train, rng, context)
+        from recaudit.perturb._selectors import top_k
 
         def compute() -> np.ndarray:
             progress.report(phase="perturbing: checkpointed refit")
@@ -308,6 +307,11 @@ class EditSpec(_Spec, Config):
 
     def _select(self, train: Interactions, rng: np.random.Generator, model: Any,
                 queries: Queries | None) -> tuple[np.ndarray, np.ndarray]:
+        # the selectors (CASPER's numba kernels) are imported when rows are selected: a
+        # name is parsed and checked without them
+        from recaudit.perturb._selectors import (select_casper, select_earliest_random,
+                                                 select_latest_random, select_random, top_k)
+
         sel, k = self.selector, self.count
         if sel == "random":
             return select_random(train, k, rng)
@@ -396,5 +400,5 @@ def from_dict(fields: Any) -> EditSpec | PositionSpec | ReferenceSpec:
     kind = fields.get("kind")
     if kind not in _KINDS:
         raise ConfigError(f"perturbation kind={kind!r} is invalid; expected one of "
-                          f"{', '.join(_KINDS)}" + did_you_mean(str(kind), _KINDS), key="kind")
+                          f"{', '.join(_KINDS)}." + did_you_mean(str(kind), _KINDS), key="kind")
     return _KINDS[kind].from_dict(fields, what="a perturbation spec")  # type: ignore[return-value]

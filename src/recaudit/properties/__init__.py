@@ -29,37 +29,51 @@ Example::
         fixed_rel=">=", params=("k", "n")))
 """
 
-from recaudit.properties._tables import (
-    STUDY_PROPERTIES,
-    StudyProperty,
-    cross_validate,
-    evolving_study,
-    percent_change,
-    property_table,
-    recommend_all,
-    step,
-)
-from recaudit.properties._study import (
-    PROPERTY_TRIALS,
-    PROPERTY_VALUES,
-    STUDY,
-    PropertyStudy,
-    PropertyTrial,
-    evolving_frames,
-    property_frame,
-    read_values,
-    release_years,
-    run_property_trial,
-)
-from recaudit.properties._templates import (
-    RELATIONS,
-    TEMPLATES,
-    Property,
-    Template,
-    instantiate,
-    register_template,
-)
-from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Universe, Values
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+from recaudit.properties import _schema  # noqa: F401 - declares the tables a store reads
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.properties._tables import (
+        STUDY_PROPERTIES,
+        StudyProperty,
+        cross_validate,
+        evolving_study,
+        percent_change,
+        property_table,
+        recommend_all,
+        step,
+    )
+    from recaudit.properties._schema import PROPERTY_TRIALS, PROPERTY_VALUES, STUDY, read_values
+    from recaudit.properties._study import (
+        PropertyStudy,
+        PropertyTrial,
+        evolving_frames,
+        property_frame,
+        release_years,
+        run_property_trial,
+    )
+    from recaudit.properties._templates import (
+        RELATIONS,
+        TEMPLATES,
+        Property,
+        Template,
+        instantiate,
+        register_template,
+    )
+    from recaudit.properties._universe import AGGREGATES, Groups, Items, Ranks, Universe, Values
+
+__getattr__, __dir__ = exports(__name__, {
+    "._tables": ("STUDY_PROPERTIES", "StudyProperty", "cross_validate", "evolving_study",
+                 "percent_change", "property_table", "recommend_all", "step"),
+    "._schema": ("PROPERTY_TRIALS", "PROPERTY_VALUES", "STUDY", "read_values"),
+    "._study": ("PropertyStudy", "PropertyTrial", "evolving_frames", "property_frame",
+                "release_years", "run_property_trial"),
+    "._templates": ("RELATIONS", "TEMPLATES", "Property", "Template", "instantiate",
+                    "register_template"),
+    "._universe": ("AGGREGATES", "Groups", "Items", "Ranks", "Universe", "Values"),
+})
 
 __all__ = ["AGGREGATES", "PROPERTY_TRIALS", "PROPERTY_VALUES", "RELATIONS", "STUDY", "STUDY_PROPERTIES",
            "TEMPLATES", "Groups", "Items", "Property", "PropertyStudy", "PropertyTrial", "Ranks",

@@ -46,8 +46,17 @@ def build_report(store: str | Path | ReportData, *, figures: bool = True) -> Rep
     return Report(_title(data), _facts(data), sections, data)
 
 
+#: Names an audit gets when nobody named it (``AuditConfig``'s default, and ``recaudit audit``'s
+#: before it named its audits by what they audit): the report's title then says what it holds.
+_UNNAMED = ("audit", "quick-audit")
+
+
 def _title(data: ReportData) -> str:
     name = data.config.get("name") if data.has_audit else None
+    if data.has_audit and (not name or name in _UNNAMED):
+        models = data.models()
+        name = (", ".join(models[:-1]) + " and " if len(models) > 1 else "") + models[-1] \
+            + " on " + ", ".join(data.datasets)
     if data.has_audit:
         kind = "Stability audit" if len(data.kinds) == 1 else "Audit report"
         return f"{kind}: {name or data.path.name}"

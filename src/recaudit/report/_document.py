@@ -103,17 +103,23 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def _mean_ci(mean: Any, low: Any, high: Any, mark: str | None = None) -> Cell:
-    """A mean with its interval: ``0.8123 ± 0.0112`` (half-width), or ``0.9990 [0.9962,
-    1.0000]`` where the interval was clipped at the measure's range."""
+def _mean_ci(mean: Any, low: Any, high: Any, mark: str | None = None, *,
+             signed: bool = False) -> Cell:
+    """A mean with its 95 % interval, always in one form: ``0.9990 [0.9962, 1.0000]`` (a
+    half-width would not do: an interval clipped at the measure's range, or of a bounded
+    quantity, is not symmetric, and a column that mixed ``±`` with ``[ ]`` read as two kinds
+    of number). ``signed``: a difference, written ``+0.0012``."""
     m, lo, hi = _num(mean), _num(low), _num(high)
+    fmt = (lambda v: "–" if v is None else f"{v:+.4f}") if signed else _fmt
     if m is None or lo is None or hi is None:
-        return Cell(_fmt(m), m, mark)
-    if abs((m - lo) - (hi - m)) > 5e-5:
-        text = f"{_fmt(m)} [{_fmt(lo)}, {_fmt(hi)}]"
-    else:
-        text = f"{_fmt(m)} ± {_fmt((hi - lo) / 2)}"
-    return Cell(text, m, mark, low=lo, high=hi)
+        return Cell(fmt(m), m, mark)
+    return Cell(f"{fmt(m)} {interval_text(fmt(lo), fmt(hi))}", m, mark, low=lo, high=hi)
+
+
+def interval_text(low: str, high: str) -> str:
+    """``[low, high]`` held together (a no-break space after the comma): a narrow table
+    breaks a cell between its mean and its interval, never inside the interval."""
+    return f"[{low},\u00a0{high}]"
 
 
 def _text(x: Any) -> Cell:

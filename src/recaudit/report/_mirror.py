@@ -88,7 +88,7 @@ def mirror_tables(data: ReportData) -> list[Table]:
         out.append(Table(
             f"mirror-{_slug(scenario)}", f"MIRROR · {scenario}",
             ("algorithm", "mix α", *(n for _, n in metrics)), tuple(rows), n_labels=1,
-            caption=f"Mean ± half-width of the 95 % interval over {'/'.join(map(str, seeds))} "
+            caption=f"Mean [95 % interval] over {'/'.join(map(str, seeds))} "
                     f"seed{'' if seeds == [1] else 's'} (Student's t). "
                     "α = share of training data "
                     "collected by the manipulative oracle; oracles are the initial strategies. "

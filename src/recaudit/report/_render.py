@@ -69,7 +69,7 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "·": r"$\cdot$", "…": r"\ldots{}", "◆": r"$\diamond$", "−": r"$-$",
         "×": r"$\times$", "§": r"\S{}", "≥": r"$\geq$", "≤": r"$\leq$",
         "∞": r"$\infty$", "∅": r"$\emptyset$", "α": r"$\alpha$", "δ": r"$\delta$",
-        "★": r"$\star$", "²": r"$^2$"}
+        "★": r"$\star$", "²": r"$^2$", "\u00a0": "~"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX))
 
 

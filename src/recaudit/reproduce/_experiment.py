@@ -149,7 +149,11 @@ class Experiment:
     and names the ``recaudit datasets fetch`` that gets them. ``unit``: what the samples'
     units are (``queries``, ``users``, ``sets per cell``...) and ``paper_repetitions`` what
     the paper repeated (``"3 seeds"``; empty where it does not say), for the repetitions the
-    report shows beside each verdict.
+    report shows beside each verdict. ``grows``: what a run that goes on until its claims are
+    decided adds (``seeds`` or ``draws``: modification sets, perturbation draws; ``None``:
+    it cannot, e.g. exact values). ``models``: the model names its ``--models`` takes (the
+    first part of its measure keys), so that such a run grows only the models its undecided
+    claims read.
     """
 
     name: str
@@ -171,6 +175,8 @@ class Experiment:
     downloads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     unit: str = "queries"
     paper_repetitions: str = ""
+    grows: str | None = None
+    models: tuple[str, ...] = ()
 
     def other_data(self, claim: Claim, scale: str | None) -> str | None:
         """What stands in for the paper's data for ``claim`` at ``scale`` (None: the paper's
@@ -252,7 +258,7 @@ def compare_values(exp: Experiment, measures: Mapping[str, float]) -> list[dict[
 
 
 def evaluate_claims(exp: Experiment, measures: Mapping[str, float],
-                    scale: str | None = None) -> list[dict[str, Any]]:
+                    scale: str | None = None, plan: Any = None) -> list[dict[str, Any]]:
     """Every claim's state (``holds`` / ``contradicted`` / ``undecided`` / ``not measured``;
     ``differs`` instead of ``contradicted`` for a claim tested on other data than the paper's
     at ``scale``, whose ``other_data`` says what stood in) with its tested comparisons, the
@@ -261,10 +267,23 @@ def evaluate_claims(exp: Experiment, measures: Mapping[str, float],
     A claim with some of its keys measured is decided when its missing comparisons cannot
     change it (:mod:`recaudit.reproduce.rules`); its ``missing`` lists the keys not measured.
     One none of whose keys was measured, or that its missing comparisons could change, is
-    "not measured"."""
+    "not measured".
+
+    ``plan`` (a :class:`~recaudit.stats.SequentialPlan`, for a run that went on until
+    decided): every leaf is read by the sequential rule instead
+    (:mod:`recaudit.reproduce._sequential`), at the plan's alpha (the paper's), cap and
+    margin; a claim undecided whose open comparisons are all *equivalent* (inside the
+    margin) is ``equivalent``: the run shows no effect as large as the margin, for or
+    against it."""
     measured = [c for c in exp.claims if any(k in measures for k in c.keys)]
-    truths, found = decide([c.rule for c in measured], getattr(measures, "samples", {}),
-                           measures, exp.alpha)
+    if plan is not None:
+        from recaudit.reproduce._sequential import decide_sequential
+
+        truths, found = decide_sequential([c.rule for c in measured],
+                                          getattr(measures, "samples", {}), measures, plan)
+    else:
+        truths, found = decide([c.rule for c in measured], getattr(measures, "samples", {}),
+                               measures, exp.alpha)
     state = {id(c): t for c, t in zip(measured, truths)}
     out = []
     for c in exp.claims:
@@ -274,8 +293,11 @@ def evaluate_claims(exp: Experiment, measures: Mapping[str, float],
             if id(c) in state else []
         other = exp.other_data(c, scale)
         states = OTHER_DATA_STATES if other else CLAIM_STATES
-        out.append({"text": c.text, "source": c.source,
-                    "state": "not measured" if truth is None and missing else states[truth],
+        open_ = [f for f in findings if f.truth is None]
+        name = "not measured" if truth is None and missing else states[truth]
+        if truth is None and not missing and open_ and all(f.equivalent for f in open_):
+            name = "equivalent"
+        out.append({"text": c.text, "source": c.source, "state": name,
                     "holds": truth, "tests": [f.to_dict() for f in findings],
                     **({"missing": missing} if missing else {}),
                     **({"other_data": other} if other else {})})
@@ -285,7 +307,9 @@ def evaluate_claims(exp: Experiment, measures: Mapping[str, float],
 def verdict(exp: Experiment, measures: Mapping[str, float],
             claims: list[dict[str, Any]] | None = None, scale: str | None = None) -> str:
     """One of :data:`VERDICTS` (module docstring); ``scale``: the record's, which says
-    whether its claims were tested on other data than the paper's."""
+    whether its claims were tested on other data than the paper's. A claim found
+    *equivalent* (a sequential run's: no effect as large as its margin) is neither held nor
+    contradicted: the verdict counts it as undecided."""
     if not measures:
         return "not run"
     claims = evaluate_claims(exp, measures, scale) if claims is None else claims
@@ -294,7 +318,7 @@ def verdict(exp: Experiment, measures: Mapping[str, float],
         return "contradicted"
     if "not measured" in states:
         return "incomplete"
-    if "undecided" in states:
+    if "undecided" in states or "equivalent" in states:
         return "undecided"
     if "differs" in states:
         return "differs on other data"

@@ -120,13 +120,26 @@ def load_measures(root: Path, record: dict[str, Any]) -> Measures:
     return Measures(means, read_samples(path))
 
 
-def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None
-             ) -> dict[str, Any]:
+def sequential_plan(record: dict[str, Any] | None) -> Any:
+    """The :class:`~recaudit.stats.SequentialPlan` a record was decided by (its
+    ``sequential`` entry: a run with ``--until-decided``), else None."""
+    seq = (record or {}).get("sequential")
+    if not seq:
+        return None
+    from recaudit.stats import SequentialPlan
+
+    return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0),
+                          design=seq.get("design"))
+
+
+def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None,
+             plan: Any = None) -> dict[str, Any]:
     """The comparison of ``measures`` (with their samples, where a :class:`Measures`) with
     ``exp``'s published values and claims at ``scale`` (which says whether the claims were
     tested on other data than the paper's): the ``values``, ``claims``, ``alpha`` and
-    ``verdict`` entries of a record."""
-    claims = evaluate_claims(exp, measures, scale)
+    ``verdict`` entries of a record. ``plan``: read the claims sequentially
+    (:func:`sequential_plan` of the record)."""
+    claims = evaluate_claims(exp, measures, scale, plan)
     return {"values": compare_values(exp, measures), "claims": claims, "alpha": exp.alpha,
             "verdict": verdict(exp, measures, claims, scale)}
 
@@ -164,11 +177,15 @@ def _check_device(scope: Scope) -> None:
 
 def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         workers: int = 1, scope: Scope | None = None,
-        records: Path | str | None = None) -> dict[str, Any]:
+        records: Path | str | None = None, until: Any = None, budget: float | None = None,
+        progress: Any = None) -> dict[str, Any]:
     """Run (or resume) experiment ``name`` at ``scale``; write and return its record.
     ``scope``: fewer seeds, draws, models or perturbations than the scale's (recorded, and
     named in the record's scale note). ``records``: where the record goes (default: beside
-    the stores)."""
+    the stores). ``until`` (a :class:`~recaudit.stats.SequentialPlan` with the cap and
+    margin; its alpha is replaced by the paper's): run in rounds until the claims are decided
+    (:func:`_rounds`), ``budget`` seconds at most; ``progress(message)`` says what each round
+    does."""
     from recaudit.reproduce._audit import on_device, stacked, trained_on
 
     exp = get(name)
@@ -182,24 +199,44 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     scope = scope or Scope()
     _check_device(scope)
     started, load0, cpu0 = time.time(), os.getloadavg()[0], _cpu_seconds()
+    sequential = None
     with on_device(scope.device), stacked(scope.stack), trained_on() as devices:
-        measures = exp.run(workdir, scale, workers, scope)
+        if until is None:
+            measures = exp.run(workdir, scale, workers, scope)
+        else:
+            measures, sequential, scope = _rounds(exp, workdir, scale, workers, scope, until,
+                                                  budget, progress, records)
     finished, cpu = time.time(), _cpu_seconds() - cpu0
     note = exp.scales[scale]
     flags = scope.flags()
     grid = scope.grid.flags()
-    if grid:
+    if grid and sequential is None:  # a run until decided says its rounds instead
         note += f"; part of the grid only, for time:{grid.replace(' --', ' ')}"
     # the samples first, in the compact form; the verdict is that of what the page will read
     path = record_path(records, name, scale)
     write_samples(path.with_name(SAMPLES), getattr(measures, "samples", {}), keys_read(exp))
-    judged = evaluate(exp, Measures(measures, read_samples(path.with_name(SAMPLES))), scale)
+    plan_used = None if sequential is None else sequential_plan({"sequential": sequential})
+    judged = evaluate(exp, Measures(measures, read_samples(path.with_name(SAMPLES))), scale,
+                      plan_used)
+    if sequential is not None:
+        sequential["claims"] = [{"text": c["text"], "state": c["state"],
+                                 "replicates": max((t.get("look", 0) for t in c["tests"]),
+                                                   default=0)} for c in judged["claims"]]
     if not scope.train:
         missing = any(c["state"] == "not measured" for c in judged["claims"])
         note += ("; recorded from the trials the stores held (--no-train): "
                  + ("a run stopped part-way, whose unfinished claims are not measured"
                     if missing else "every claim's trials were there (trained by this or "
                     "another experiment's run on the same store)"))
+    if sequential is not None:
+        flags = "".join(f" --{k} {v}" for k, v in (("models", None if scope.models is None
+                                                    else ",".join(scope.models)),
+                                                   ("device", scope.device)) if v)
+        flags += (f" --until-decided --max-{sequential['grows']} {sequential['cap']}"
+                  + (f" --margin {sequential['margin']:g}" if sequential["margin"] else ""))
+        last = sequential["rounds"][-1][sequential["grows"]] if sequential["rounds"] else 0
+        note += (f"; run until decided: {len(sequential['rounds'])} round(s) of "
+                 f"{sequential['grows']}, up to {last}, stopped: {STOPPED[sequential['stopped']]}")
     command = (f"recaudit reproduce run {name} --scale {scale}{flags}"
                + (f" --workers {workers}" if workers > 1 else ""))
     this = {"command": command, "started": time.strftime("%Y-%m-%d %H:%M",
@@ -228,9 +265,95 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         "trained_on": {m: devices[m] for m in sorted(devices)},
         "measures": {k: measures[k] for k in sorted(measures)},
         **judged,
+        **({"sequential": sequential} if sequential is not None else {}),
     }
     atomic_text(path, json.dumps(record, indent=1, default=float))
     return record
+
+
+#: why a run that went on until decided stopped
+STOPPED = {"decided": "every claim is decided",
+           "beyond cap": "the undecided comparisons would need more replicates than the cap",
+           "cap": "the cap is spent", "budget": "the next round would not finish within the "
+           "budget"}
+
+
+def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Scope, until: Any,
+            budget: float | None, progress: Any, records: Path | None = None
+            ) -> tuple[Measures, dict[str, Any], Scope]:
+    """Run ``exp`` in rounds until its claims are decided (``reproduce run
+    --until-decided``): each round grows ``exp.grows`` (seeds or draws) to the next rung the
+    undecided comparisons ask for (:mod:`recaudit.reproduce._sequential`), and only for the
+    models they read where the experiment takes ``--models`` (the first part of their keys);
+    the others keep their measures. Returns the measures, the record's ``sequential`` entry
+    and the final scope."""
+    import dataclasses
+
+    from recaudit.reproduce._sequential import decide_sequential
+    from recaudit.stats import rung
+
+    if exp.grows is None:
+        raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
+                          "exact (nothing to repeat)")
+    plan = dataclasses.replace(until, alpha=exp.alpha)
+    earlier = load_record(records, exp.name, scale) if records is not None else None
+    if earlier and earlier.get("sequential", {}).get("design"):  # a run continued: its design
+        plan = dataclasses.replace(plan, design=earlier["sequential"]["design"])
+    elif plan.design is None:
+        plan = dataclasses.replace(plan, design=plan.cap)
+    say = progress or (lambda message: None)
+    started = time.perf_counter()
+    n = max(rung(1), getattr(scope, exp.grows) or 0)
+    n = next(r for r in (rung(k) for k in range(1, 64)) if r >= n)
+    models = scope.models
+    measures = Measures()
+    rounds: list[dict[str, Any]] = []
+    stopped = "decided"
+    while True:
+        part = _grown(dataclasses.replace(scope, models=models), exp.grows, n)
+        say(f"round {len(rounds) + 1}: {exp.name} to {n} {exp.grows}"
+            + (f" ({', '.join(models)})" if models else ""))
+        t0 = time.perf_counter()
+        measures.merge(exp.run(workdir, scale, workers, part))
+        rules = [c.rule for c in exp.claims if any(k in measures for k in c.keys)]
+        _, found = decide_sequential(rules, measures.samples, measures, plan)
+        leaves = {id(leaf): leaf for r in rules for leaf in r.leaves()}
+        open_ = [(found[i], leaves[i]) for i in found if found[i].truth is None
+                 and found[i].next is not None]
+        rounds.append({"round": len(rounds) + 1, exp.grows: n, "models": list(models or []),
+                       "seconds": round(time.perf_counter() - t0, 1),
+                       "open": len(open_)})
+        if not open_:
+            undecided = [f for f in found.values() if f.truth is None and not f.equivalent
+                         and f.test == "sequential"]
+            stopped = "decided" if not undecided else (
+                "cap" if any(f.look >= plan.last for f in undecided) else "beyond cap")
+            break
+        nxt = max(int(f.next or 0) for f, _ in open_)
+        if budget is not None:
+            before = int(rounds[-2][exp.grows]) if len(rounds) > 1 else 0
+            per = float(rounds[-1]["seconds"]) / max(1, n - before)
+            if time.perf_counter() - started + per * (nxt - n) > budget:
+                stopped = "budget"
+                break
+        wanted = sorted({leaf._keys()[0].split("/", 1)[0] for _, leaf in open_}
+                        | {k.split("/", 1)[0] for _, leaf in open_ for k in leaf._keys()})
+        models = tuple(wanted) if scope.models is None and exp.models and \
+            set(wanted) <= set(exp.models) else scope.models
+        n = nxt
+    final = _grown(scope, exp.grows, n)
+    return measures, {"alpha": plan.alpha, "cap": plan.cap, "design": plan.design,
+                      "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
+                      "stopped": stopped}, final
+
+
+def _grown(scope: Scope, grows: str, n: int) -> Scope:
+    """``scope`` extended to ``n`` seeds or draws."""
+    import dataclasses
+
+    if grows == "seeds":
+        return dataclasses.replace(scope, extend=True, seeds=n)
+    return dataclasses.replace(scope, extend=True, draws=n)
 
 
 def compact_records(root: Path | str) -> list[tuple[Path, int, int]]:

@@ -21,13 +21,16 @@ from typing import Any
 from recaudit.reproduce._audit import TRIAL_SECONDS
 from recaudit.reproduce._experiment import Experiment
 from recaudit.reproduce._overview import overview, repetitions
-from recaudit.reproduce._recording import available, evaluate, load_measures, load_record
+from recaudit.reproduce._recording import (available, evaluate, load_measures, load_record,
+                                           sequential_plan)
 from recaudit.reproduce.rules import UNMEASURED
 
 __all__ = ["render_report", "write_report"]
 
 _STATE = {"holds": "holds", "contradicted": "**contradicted**", "undecided": "undecided",
-          "not measured": "not measured", "differs": "differs"}
+          "not measured": "not measured", "differs": "differs",
+          "equivalent": "equivalent (no difference as large as the margin: the claimed effect, "
+                        "if there is one, is smaller; neither held nor contradicted)"}
 
 
 def _num(x: float | None) -> str:
@@ -81,7 +84,7 @@ def _records(exp: Experiment, root: Path) -> list[dict[str, Any]]:
         rec = load_record(root, exp.name, scale)
         if rec is not None:
             measures = load_measures(root, rec)
-            out.append({**rec, **evaluate(exp, measures, scale),
+            out.append({**rec, **evaluate(exp, measures, scale, sequential_plan(rec)),
                         "repetitions": repetitions(exp, rec.get("scope"), measures.samples),
                         "other_data": exp.substitute.get(scale)})
     return out
@@ -126,6 +129,16 @@ def _test(t: dict[str, Any]) -> str:
         kind = "exact" if t["test"] == "exact" else "point values (no samples)"
         return f"{t['text']}: {'yes' if t['truth'] else 'no'} ({kind})"
     state = {True: "yes", False: "**opposite**", None: "undecided"}[t["truth"]]
+    if t["test"] == "sequential":
+        state = "equivalent" if t.get("equivalent") else state
+        text = (f"{t['text']}: {state} — difference {_num(t['difference'])}, interval "
+                f"[{_num(t['low'])}, {_num(t['high'])}] at {t.get('look', 0)} replicates "
+                f"(level {_p(t['p_adjusted'])} spent at that look; {t['levels']})")
+        if t["truth"] is None and not t.get("equivalent"):
+            text += (f"; the next rung, {t['next']} replicates, may decide it" if t.get("next")
+                     else f"; would need about {t['needed']} replicates" if t.get("needed")
+                     else "; more replicates alone would not decide it")
+        return text
     text = (f"{t['text']}: {state} — difference {_num(t['difference'])} [{_num(t['low'])}, "
             f"{_num(t['high'])}], {t['test']}, p = {_p(t['p_adjusted'])}, detectable "
             f"{_num(t['detectable'])} ({t['levels']})")
@@ -214,6 +227,23 @@ def _verdict(rec: dict[str, Any]) -> str:
     return text
 
 
+def _rounds(rec: dict[str, Any]) -> list[str]:
+    """A run that went on until decided: its rounds, why it stopped, what each claim read."""
+    from recaudit.reproduce._recording import STOPPED
+
+    seq = rec.get("sequential")
+    if not seq:
+        return []
+    grows = seq["grows"]
+    steps = " → ".join(str(r[grows]) for r in seq["rounds"])
+    margin = f", equivalence margin {seq['margin']:g}" if seq.get("margin") else ""
+    used = "; ".join(f"{c['replicates']} for “{c['text'][:60]}{'…' if len(c['text']) > 60 else ''}” "
+                     f"({c['state']})" for c in seq.get("claims", []))
+    return [f"- Until decided (sequential rule at alpha {seq['alpha']:g}, cap {seq['cap']} "
+            f"{grows}{margin}): {len(seq['rounds'])} round(s), {grows} {steps}; stopped: "
+            f"{STOPPED[seq['stopped']]}. {grows.capitalize()} each claim read: {used}."]
+
+
 def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
     out = [f"#### Scale {rec['scale']}", ""] if titled else []
     out += [f"- Command: `{rec['command']}`",
@@ -226,12 +256,15 @@ def _scale(rec: dict[str, Any], titled: bool) -> list[str]:
             f"{'/'.join(str(x) for x in rec.get('load_average', []))} at start/end (started "
             f"{rec['started']}; recaudit {rec['versions'].get('recaudit')}, torch "
             f"{rec['versions'].get('torch')})" + _trial_time(rec) + _trained_on(rec),
-            f"- Repetitions: {rec['repetitions']}", _verdict(rec), ""]
+            f"- Repetitions: {rec['repetitions']}", *_rounds(rec), _verdict(rec), ""]
     out += _values_table(rec)
     if rec["claims"]:
         on = f" on {rec['other_data']}" if rec.get("other_data") else ""
+        how = ("read sequentially: repeated 95 % intervals on the ladder of looks, "
+               "Bonferroni over the experiment's comparisons" if rec.get("sequential") else
+               "Holm over the experiment's comparisons")
         out += ["", f"Claims of the paper, tested on our numbers{on} (alpha = "
-                    f"{rec['alpha']:g}, Holm over the experiment's comparisons):", ""]
+                    f"{rec['alpha']:g}, {how}):", ""]
         out += [line for c in rec["claims"] for line in _claim(c, rec.get("other_data"))]
     return out + [""]
 

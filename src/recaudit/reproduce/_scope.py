@@ -24,7 +24,10 @@ class Scope:
     :func:`recaudit.reproduce._audit.on_device`); it takes nothing from the grid and does not
     change trial ids, so a store is filled on a GPU and read anywhere. ``stack``: train up to
     this many trials of one trained baseline together as one stacked model
-    (``executor.stack``); like ``device``, it does not change trial ids or numbers."""
+    (``executor.stack``); like ``device``, it does not change trial ids or numbers.
+    ``extend``: ``seeds`` and ``draws`` may exceed the scale's (a run that goes on until its
+    claims are decided: the scale's seeds continue with the next integers, draws and
+    modification sets with the next indices)."""
 
     seeds: int | None = None
     draws: int | None = None
@@ -33,6 +36,7 @@ class Scope:
     device: str | None = None
     perturbations: tuple[str, ...] | None = None
     stack: int = 1
+    extend: bool = False
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError
@@ -98,9 +102,22 @@ class Scope:
             ("" if self.train else " --no-train")
 
     def take(self, seeds: tuple[int, ...], draws: int = 1) -> tuple[tuple[int, ...], int]:
-        """The seeds and draws of a run whose scale asks for ``seeds`` and ``draws``."""
+        """The seeds and draws of a run whose scale asks for ``seeds`` and ``draws``
+        (``extend``: more than the scale's, the seeds continuing with the next integers)."""
+        if self.extend:
+            more = list(seeds)
+            while self.seeds is not None and len(more) < self.seeds:
+                more.append(max(more) + 1 if more else 0)
+            n = len(more) if self.seeds is None else self.seeds
+            return tuple(more[:n]), draws if self.draws is None else self.draws
         n = len(seeds) if self.seeds is None else min(self.seeds, len(seeds))
         return tuple(seeds[:n]), draws if self.draws is None else min(self.draws, draws)
+
+    def sets(self, scale_sets: int) -> int:
+        """Modification sets (draws) of a cell whose scale runs ``scale_sets``."""
+        if self.draws is None:
+            return scale_sets
+        return self.draws if self.extend else min(self.draws, scale_sets)
 
     def pick(self, models: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
         """``models`` restricted to the scope's (each of which must be one of ``known``)."""
@@ -111,7 +128,7 @@ class Scope:
         for m in self.models:
             if m not in known:
                 raise ConfigError(f"unknown model {m!r} for this experiment; its models are "
-                                  f"{', '.join(known)}" + did_you_mean(m, known), key="models")
+                                  f"{', '.join(known)}." + did_you_mean(m, known), key="models")
         return tuple(m for m in models if m in self.models)
 
     def keep(self, perturbations: tuple[str, ...]) -> tuple[str, ...]:

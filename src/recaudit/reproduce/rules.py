@@ -72,7 +72,10 @@ class Finding:
     minimum detectable effect at 80 % power and, when undecided, the replicates (seeds or
     draws) that would detect the observed difference (None: more replicates alone would not,
     or one replicate measured no replicate-to-replicate variation). ``tie``: both sides equal
-    without variation (its strict claim undecided, its negation true)."""
+    without variation (its strict claim undecided, its negation true). Read sequentially
+    (test ``sequential``): ``p`` and ``p_adjusted`` are the level spent at the look,
+    ``look`` the replicates it read, ``next`` the next round's, ``equivalent`` a difference
+    inside the plan's margin."""
 
     text: str
     test: str
@@ -87,6 +90,11 @@ class Finding:
     p_adjusted: float = float("nan")
     truth: bool | None = None
     tie: bool = False  # both sides equal without variation (module docstring)
+    # read sequentially (recaudit.reproduce._sequential): the replicates looked at, the
+    # rung the next round runs to, and an equivalence within the plan's margin
+    look: int = 0
+    next: int | None = None
+    equivalent: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -186,6 +194,10 @@ class Rule:
     def test(self, samples: Samples, means: Mapping[str, float], alpha: float) -> Finding:
         raise NotImplementedError
 
+    def label(self) -> str:
+        """How findings name this leaf (``a < b``, ``a > 0.7``, a contrast's text)."""
+        return " vs ".join(self._keys())
+
     def truth(self, found: Mapping[int, Finding]) -> bool | None:
         return found[id(self)].truth
 
@@ -215,8 +227,11 @@ class Less(Rule):
     def _keys(self):
         return (self.a, self.b)
 
+    def label(self):
+        return f"{self.a} {'>' if self.above else '<'} {_times(self.scale, self.b)}"
+
     def test(self, samples, means, alpha):
-        text = f"{self.a} {'>' if self.above else '<'} {_times(self.scale, self.b)}"
+        text = self.label()
         if self.above:
             return _compare(samples, means, self.a, self.b, text, alpha, self.scale)
         # difference scale * b - a: positive when the claim's direction holds
@@ -239,9 +254,11 @@ class Bound(Rule):
     def _keys(self):
         return (self.a,)
 
+    def label(self):
+        return f"{self.a} {'<' if self.below else '>'} {self.value:g}"
+
     def test(self, samples, means, alpha):
-        f = _compare(samples, means, self.a, self.value,
-                     f"{self.a} {'<' if self.below else '>'} {self.value:g}", alpha)
+        f = _compare(samples, means, self.a, self.value, self.label(), alpha)
         if not self.below:
             return f
         return Finding(f.text, f.test, -f.difference, -f.high, -f.low, f.p, f.detectable,
@@ -260,6 +277,9 @@ class Contrast(Rule):
 
     def _keys(self):
         return tuple(k for k, _ in self.weights)
+
+    def label(self):
+        return self.text
 
     def test(self, samples, means, alpha):
         from recaudit.stats import Estimate, one_sample_test
@@ -302,8 +322,11 @@ class Within(Rule):
     def _keys(self):
         return (self.a, self.b)
 
+    def label(self):
+        return f"|{self.a} - {self.b}| <= {self.rel:g} x |{self.b}|"
+
     def test(self, samples, means, alpha):
-        text = f"|{self.a} - {self.b}| <= {self.rel:g} x |{self.b}|"
+        text = self.label()
         f = _compare(samples, means, self.a, self.b, text, alpha)
         margin = self.rel * abs(means[self.b])
         if f.test == "point":

@@ -35,7 +35,7 @@ from recaudit.errors import ConfigError, DataError
 from recaudit.runs._read import Run, read_run
 
 __all__ = ["METRICS", "compare_many", "compare_pairs", "compare_runs", "pairwise_matrix",
-           "summarize"]
+           "short_labels", "summarize"]
 
 METRICS = ("rbo", "average_overlap", "frbo", "jaccard")
 
@@ -112,22 +112,54 @@ def compare_runs(a: Run | str | Path, b: Run | str | Path, k: int = 10, p: float
     return pd.DataFrame({"query": common, **values})
 
 
+def short_labels(names: Sequence[str]) -> list[str]:
+    """Short, distinct labels of runs named by their paths: the folders all share in front
+    and the path parts all share at the end dropped, then the extension all share
+    (``out/gru4rec/seed-0/baseline.csv``, ``out/gru4rec/seed-0/seed-only.csv``,
+    ``out/gru4rec/seed-1/baseline.csv`` -> ``seed-0/baseline``, ``seed-0/seed-only``,
+    ``seed-1/baseline``). Every label keeps at least one part; a path given twice is
+    numbered (``x (2)``)."""
+    parts = [Path(str(n)).as_posix().split("/") for n in names]
+    if len(set(map(tuple, parts))) > 1:
+        while all(len(x) > 1 for x in parts) and len({x[0] for x in parts}) == 1:
+            parts = [x[1:] for x in parts]
+        while all(len(x) > 1 for x in parts) and len({x[-1] for x in parts}) == 1 \
+                and len({tuple(x[:-1]) for x in parts}) == len({tuple(x) for x in parts}):
+            parts = [x[:-1] for x in parts]
+        suffixes = {Path(x[-1]).suffix for x in parts}
+        if len(suffixes) == 1 and "" not in suffixes \
+                and all(Path(x[-1]).stem for x in parts):
+            parts = [x[:-1] + [Path(x[-1]).stem] for x in parts]
+    labels = ["/".join(x) for x in parts]
+    seen: dict[str, int] = {}
+    for j, label in enumerate(labels):  # the same file twice: number the repeats
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            labels[j] = f"{label} ({seen[label]})"
+    return labels
+
+
 def compare_many(runs: Sequence[Run | str | Path], k: int = 10, p: float = 0.9, *,
-                 missing: str = "error", format: str = "auto") -> pd.DataFrame:
+                 missing: str = "error", format: str = "auto",
+                 labels: Sequence[str] | None = None) -> pd.DataFrame:
     """:func:`compare_runs` of every pair (``run_a`` before ``run_b`` in the given order):
-    the per-query rows with the two runs' names in front."""
+    the per-query rows with the two runs' labels in front: ``labels`` (one per run,
+    distinct), else :func:`short_labels` of their paths (of a :class:`Run`, its name)."""
     _check(k, p, missing)
+    if labels is not None:
+        labels = [str(x) for x in labels]
+        if len(labels) != len(runs):
+            raise ConfigError(f"{len(labels)} labels for {len(runs)} runs: give one label per "
+                              "run, in the same order")
+        again = next((x for i, x in enumerate(labels) if x in labels[:i]), None)
+        if again is not None:
+            raise ConfigError(f"the label {again!r} is given to two runs; labels must be "
+                              "distinct")
     loaded = [_as_run(r, format) for r in runs]
     if len(loaded) < 2:
         raise ConfigError("compare needs at least two runs")
-    names = [r.name for r in loaded]
-    if len(set(names)) < len(names):  # same file name in two folders: use the full paths
-        names = [str(r) if not isinstance(r, Run) else r.name for r in runs]
-    seen: dict[str, int] = {}
-    for j, name in enumerate(names):  # the same file twice: number the repeats
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            names[j] = f"{name} ({seen[name]})"
+    names = list(labels) if labels is not None else short_labels(
+        [r.name if isinstance(r, Run) else str(r) for r in runs])
     frames = []
     for i, j in combinations(range(len(loaded)), 2):
         df = compare_runs(loaded[i], loaded[j], k, p, missing=missing)

@@ -64,30 +64,57 @@ the stage's keys (``numpy.random.Generator`` for the simulation, ``torch.Generat
 models), so the same seed repeats bit for bit.
 """
 
-from recaudit.simulate import rrm
-from recaudit.simulate._measures import (auc, click_ndcg, ctr, fctr, favourite_set, mani_score,
-                                         preference_list, preference_shift,
-                                         preference_shift_batch, unbiased_rankings)
-from recaudit.simulate._components import (ActionModel, CallableActionModel, CTRWeightedSampler,
-                                           DocumentSet, FeatureExtractor, RandomSampler,
-                                           as_action_model)
-from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
-                                      decoy_slate_scenario, example_documents)
-from recaudit.simulate._ppo import PPOConfig, PPOOracle, SlatePPOOracle
-from recaudit.simulate._results import (MIRROR_RESULTS, MIRROR_TRIALS, STUDY, read_results,
-                                        result_row, summarise, write_results)
-from recaudit.simulate._study import MirrorStudy
-from recaudit.simulate._runner import MirrorConfig, run_mirror
-from recaudit.simulate._seq_models import DNN, GRU
-from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
-                                           simulate_sessions)
-from recaudit.simulate._slate import (GreedySlateOracle, ModelSlatePolicy, SlateLog,
-                                      SlateScenario, UnbiasedSlateOracle, collect_slates,
-                                      draw_sessions, evaluate_slates)
-from recaudit.simulate._slate_models import DeepFM, LambdaFM, SetRank
-from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, TopicWorld,
-                                      UnbiasedTopicOracle)
-from recaudit.simulate._torch_util import TrainConfig
+from typing import TYPE_CHECKING
+
+from recaudit._lazy import exports
+from recaudit.simulate import _results, rrm  # noqa: F401 - _results: the tables
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.simulate._measures import (auc, click_ndcg, ctr, fctr, favourite_set, mani_score,
+                                             preference_list, preference_shift,
+                                             preference_shift_batch, unbiased_rankings)
+    from recaudit.simulate._components import (ActionModel, CallableActionModel, CTRWeightedSampler,
+                                               DocumentSet, FeatureExtractor, RandomSampler,
+                                               as_action_model)
+    from recaudit.simulate._decoy import (DecoyOracle, DecoyRecall, decoy_documents,
+                                          decoy_slate_scenario, example_documents)
+    from recaudit.simulate._ppo import PPOConfig, PPOOracle, SlatePPOOracle
+    from recaudit.simulate._results import (MIRROR_RESULTS, MIRROR_TRIALS, STUDY, read_results,
+                                            result_row, summarise, write_results)
+    from recaudit.simulate._study import MirrorStudy
+    from recaudit.simulate._runner import MirrorConfig, run_mirror
+    from recaudit.simulate._seq_models import DNN, GRU
+    from recaudit.simulate._sequential import (EpsilonPolicy, ModelTopicPolicy, SessionResult,
+                                               simulate_sessions)
+    from recaudit.simulate._slate import (GreedySlateOracle, ModelSlatePolicy, SlateLog,
+                                          SlateScenario, UnbiasedSlateOracle, collect_slates,
+                                          draw_sessions, evaluate_slates)
+    from recaudit.simulate._slate_models import DeepFM, LambdaFM, SetRank
+    from recaudit.simulate._topic import (PlannerOracle, TopicConfig, TopicUsers, TopicWorld,
+                                          UnbiasedTopicOracle)
+    from recaudit.simulate._torch_util import TrainConfig
+
+__getattr__, __dir__ = exports(__name__, {
+    "._measures": ("auc", "click_ndcg", "ctr", "fctr", "favourite_set", "mani_score",
+                   "preference_list", "preference_shift", "preference_shift_batch",
+                   "unbiased_rankings"),
+    "._components": ("ActionModel", "CallableActionModel", "CTRWeightedSampler", "DocumentSet",
+                     "FeatureExtractor", "RandomSampler", "as_action_model"),
+    "._decoy": ("DecoyOracle", "DecoyRecall", "decoy_documents", "decoy_slate_scenario",
+                "example_documents"),
+    "._ppo": ("PPOConfig", "PPOOracle", "SlatePPOOracle"),
+    "._results": ("MIRROR_RESULTS", "MIRROR_TRIALS", "STUDY", "read_results", "result_row",
+                  "summarise", "write_results"),
+    "._study": ("MirrorStudy",),
+    "._runner": ("MirrorConfig", "run_mirror"),
+    "._seq_models": ("DNN", "GRU"),
+    "._sequential": ("EpsilonPolicy", "ModelTopicPolicy", "SessionResult", "simulate_sessions"),
+    "._slate": ("GreedySlateOracle", "ModelSlatePolicy", "SlateLog", "SlateScenario",
+                "UnbiasedSlateOracle", "collect_slates", "draw_sessions", "evaluate_slates"),
+    "._slate_models": ("DeepFM", "LambdaFM", "SetRank"),
+    "._topic": ("PlannerOracle", "TopicConfig", "TopicUsers", "TopicWorld", "UnbiasedTopicOracle"),
+    "._torch_util": ("TrainConfig",),
+})
 
 __all__ = [
     "rrm", "ctr", "fctr", "favourite_set", "preference_list", "unbiased_rankings",

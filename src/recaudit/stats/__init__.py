@@ -21,10 +21,37 @@ Holm's correction, detectable effects.
 with the two-level interval, :func:`welch_test` the unpaired test, :func:`holm` the
 correction for a table of comparisons, :meth:`Estimate.detectable` the minimum detectable
 effect and :meth:`Estimate.replicates_for` the seeds that would resolve an undecided one.
+:func:`variance_parts` says where a measure's variation comes from (seeds, draws, queries).
+:func:`sequential_family` (and :func:`sequential_test`, :func:`sequential_welch`,
+:func:`sequential_decision` for one comparison) decide comparisons that are looked at again
+after every round of new seeds, with the family-wise error rate kept under optional stopping
+(:class:`SequentialPlan`: repeated p-values on a fixed ladder of looks, Holm across).
 """
 
-from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
-from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+from typing import TYPE_CHECKING
 
-__all__ = ["DESIGNS", "Estimate", "Test", "estimate_mean", "holm", "one_sample_test",
-           "paired_test", "welch", "welch_test"]
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.stats._estimate import (DESIGNS, Estimate, VarianceParts, estimate_mean,
+                                          variance_parts, welch)
+    from recaudit.stats._sequential import (DECISIONS, Sequential, SequentialPlan,
+                                            replicates_estimator, rung, rungs_upto,
+                                            sequential_decision, sequential_family,
+                                            sequential_test, sequential_welch)
+    from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+
+__getattr__, __dir__ = exports(__name__, {
+    "._estimate": ("DESIGNS", "Estimate", "VarianceParts", "estimate_mean", "variance_parts",
+                   "welch"),
+    "._sequential": ("DECISIONS", "Sequential", "SequentialPlan", "replicates_estimator",
+                     "rung", "rungs_upto", "sequential_decision", "sequential_family",
+                     "sequential_test", "sequential_welch"),
+    "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
+})
+
+__all__ = ["DECISIONS", "DESIGNS", "Estimate", "Sequential", "SequentialPlan", "Test",
+           "estimate_mean", "holm", "one_sample_test", "paired_test", "replicates_estimator",
+           "rung", "rungs_upto", "sequential_decision", "sequential_family", "sequential_test",
+           "sequential_welch", "VarianceParts",
+           "variance_parts", "welch", "welch_test"]

@@ -14,18 +14,45 @@ Models: ``lstm`` (:class:`LSTM`), ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4
 trajectories in t-batches).
 """
 
-from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._config import SequentialConfig
-from recaudit.models.sequential._bert4rec import BERT4Rec
-from recaudit.models.sequential._gru4rec import GRU4Rec
-from recaudit.models.sequential._jodie import JODIE
-from recaudit.models.sequential._latentcross import LatentCross
-from recaudit.models.sequential._lstm import LSTM
-from recaudit.models.sequential._nn import SequenceNet, make_adam, set_dropout_generator
-from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
-from recaudit.models.sequential._sasrec import SASRec
-from recaudit.models.sequential._tisasrec import TiSASRec
+from typing import TYPE_CHECKING
 
-__all__ = ["BERT4Rec", "Batch", "GRU4Rec", "JODIE", "LSTM", "LatentCross", "SASRec",
-           "SequenceData", "SequenceNet", "SequentialConfig", "SequentialRecommender", "TiSASRec",
-           "batch_from_queries", "fit_stack", "make_adam", "set_dropout_generator"]
+from recaudit._lazy import exports
+
+if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
+    from recaudit.models.sequential._base import SequentialRecommender, fit_stack
+    from recaudit.models.sequential._config import (BERT4RecConfig, GRU4RecConfig, JODIEConfig,
+                                                    LatentCrossConfig, LSTMConfig, SASRecConfig,
+                                                    SequentialConfig, TiSASRecConfig)
+    from recaudit.models.sequential._bert4rec import BERT4Rec
+    from recaudit.models.sequential._gru4rec import GRU4Rec
+    from recaudit.models.sequential._jodie import JODIE
+    from recaudit.models.sequential._latentcross import LatentCross
+    from recaudit.models.sequential._lstm import LSTM
+    from recaudit.models.sequential._nn import SequenceNet, make_adam, set_dropout_generator
+    from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
+    from recaudit.models.sequential._sasrec import SASRec
+    from recaudit.models.sequential._tisasrec import TiSASRec
+
+#: Each model's options live apart from its network (``_config``: no torch), so a model's name
+#: and parameters are checked without importing torch (:func:`recaudit.models.config_class`);
+#: a model is imported when it is first asked for.
+__getattr__, __dir__ = exports(__name__, {
+    "._base": ("SequentialRecommender", "fit_stack"),
+    "._config": ("BERT4RecConfig", "GRU4RecConfig", "JODIEConfig", "LatentCrossConfig",
+                 "LSTMConfig", "SASRecConfig", "SequentialConfig", "TiSASRecConfig"),
+    "._bert4rec": ("BERT4Rec",),
+    "._gru4rec": ("GRU4Rec",),
+    "._jodie": ("JODIE",),
+    "._latentcross": ("LatentCross",),
+    "._lstm": ("LSTM",),
+    "._nn": ("SequenceNet", "make_adam", "set_dropout_generator"),
+    "._samples": ("Batch", "SequenceData", "batch_from_queries"),
+    "._sasrec": ("SASRec",),
+    "._tisasrec": ("TiSASRec",),
+})
+
+__all__ = ["BERT4Rec", "BERT4RecConfig", "Batch", "GRU4Rec", "GRU4RecConfig", "JODIE",
+           "JODIEConfig", "LSTM", "LSTMConfig", "LatentCross", "LatentCrossConfig", "SASRec",
+           "SASRecConfig", "SequenceData", "SequenceNet", "SequentialConfig",
+           "SequentialRecommender", "TiSASRec", "TiSASRecConfig", "batch_from_queries",
+           "fit_stack", "make_adam", "set_dropout_generator"]

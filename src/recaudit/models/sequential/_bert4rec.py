@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
@@ -40,38 +38,9 @@ from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch,
 from recaudit.models.sequential._stack import padded
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import BERT4RecConfig
 
 __all__ = ["BERT4Rec"]
-
-
-@dataclass(frozen=True)
-class BERT4RecConfig(SequentialConfig):
-    """BERT4Rec options (see :class:`SequentialConfig`). layers: bidirectional transformer
-    blocks (2). heads: attention heads per block (2). mask_prob: Cloze masking probability
-    (0.2). dropout: dropout probability (0.1)."""
-
-    layers: int = 2
-    heads: int = 2
-    mask_prob: float = 0.2
-    dropout: float = 0.1
-
-    def validate(self) -> None:
-        super().validate()
-        for key in ("layers", "heads"):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"BERT4RecConfig.{key} = {v!r}: must be an integer >= 1")
-        if self.embedding_dim % self.heads:
-            raise ConfigError(f"BERT4RecConfig: embedding_dim {self.embedding_dim} must be "
-                              f"divisible by heads {self.heads}")
-        if not 0 < self.mask_prob < 1:
-            raise ConfigError(f"BERT4RecConfig.mask_prob = {self.mask_prob!r}: must be in (0, 1)")
-        if self.samples != "window":
-            raise ConfigError("BERT4RecConfig.samples must be 'window' (the Cloze task trains on "
-                              "whole windows)")
-        if self.max_len < 2:
-            raise ConfigError("BERT4RecConfig.max_len must be >= 2 (context + [MASK])")
 
 
 class _Layer(nn.Module):

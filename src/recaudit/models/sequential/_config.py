@@ -1,4 +1,9 @@
-"""The options shared by the next-item sequential models (:class:`SequentialConfig`)."""
+"""The options of the next-item sequential models: those they share
+(:class:`SequentialConfig`) and each model's own (``GRU4RecConfig``, ...).
+
+They live apart from the networks, without torch: a configuration names a model and its
+parameters, and both are checked (:meth:`recaudit.experiment.ModelSpec.validate`) before
+anything that trains one is imported."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import numpy as np
 from recaudit.config import Config
 from recaudit.errors import ConfigError
 
-__all__ = ["SequentialConfig", "RecurrentConfig"]
+__all__ = ["BERT4RecConfig", "GRU4RecConfig", "JODIEConfig", "LSTMConfig", "LatentCrossConfig",
+           "RecurrentConfig", "SASRecConfig", "SequentialConfig", "TiSASRecConfig"]
 
 
 @dataclass(frozen=True)
@@ -122,3 +128,161 @@ class RecurrentConfig(SequentialConfig):
         if self.recurrence not in ("auto", "native", "batched"):
             raise ConfigError(f"{type(self).__qualname__}.recurrence = {self.recurrence!r}: "
                               "must be 'auto', 'native' or 'batched'", key="recurrence")
+
+
+@dataclass(frozen=True)
+class GRU4RecConfig(RecurrentConfig):
+    """GRU4Rec options; see :class:`SequentialConfig` for the shared ones.
+
+    hidden_dim: GRU state size (128). layers: stacked GRU layers (1, as the paper's best runs).
+    dropout: embedding dropout (0.3, RecBole's default; the paper tunes 0-0.5).
+    """
+
+    hidden_dim: int = 128
+    layers: int = 1
+    dropout: float = 0.3
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("hidden_dim", "layers"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"GRU4RecConfig.{key} = {v!r}: must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class LSTMConfig(RecurrentConfig):
+    """LSTM options (see :class:`SequentialConfig`). hidden_dim: state size (128);
+    layers: stacked LSTM layers (1)."""
+
+    hidden_dim: int = 128
+    layers: int = 1
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("hidden_dim", "layers"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"LSTMConfig.{key} = {v!r}: must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class SASRecConfig(SequentialConfig):
+    """SASRec options (see :class:`SequentialConfig`). blocks: self-attention blocks (2);
+    heads: attention heads (1); inner_dim: feed-forward inner size (None = embedding_dim, as
+    the paper's point-wise Conv1d; RecBole uses 256 for d = 64)."""
+
+    blocks: int = 2
+    heads: int = 1
+    inner_dim: int | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("blocks", "heads"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"{type(self).__name__}.{key} = {v!r}: must be an integer >= 1")
+        if self.inner_dim is not None and (not isinstance(self.inner_dim, int)
+                                           or self.inner_dim < 1):
+            raise ConfigError(f"{type(self).__name__}.inner_dim = {self.inner_dim!r}: must be "
+                              "None or an integer >= 1")
+        if self.embedding_dim % self.heads:
+            raise ConfigError(f"{type(self).__name__}: embedding_dim {self.embedding_dim} must be "
+                              f"divisible by heads {self.heads}")
+
+
+@dataclass(frozen=True)
+class TiSASRecConfig(SASRecConfig):
+    """TiSASRec options (see :class:`SASRecConfig`). time_span: interval clip ``k`` (256)."""
+
+    time_span: int = 256
+
+    def validate(self) -> None:
+        super().validate()
+        if not isinstance(self.time_span, int) or isinstance(self.time_span, bool) \
+                or self.time_span < 1:
+            raise ConfigError(f"TiSASRecConfig.time_span = {self.time_span!r}: must be an "
+                              "integer >= 1")
+
+
+@dataclass(frozen=True)
+class BERT4RecConfig(SequentialConfig):
+    """BERT4Rec options (see :class:`SequentialConfig`). layers: bidirectional transformer
+    blocks (2). heads: attention heads per block (2). mask_prob: Cloze masking probability
+    (0.2). dropout: dropout probability (0.1)."""
+
+    layers: int = 2
+    heads: int = 2
+    mask_prob: float = 0.2
+    dropout: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("layers", "heads"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"BERT4RecConfig.{key} = {v!r}: must be an integer >= 1")
+        if self.embedding_dim % self.heads:
+            raise ConfigError(f"BERT4RecConfig: embedding_dim {self.embedding_dim} must be "
+                              f"divisible by heads {self.heads}")
+        if not 0 < self.mask_prob < 1:
+            raise ConfigError(f"BERT4RecConfig.mask_prob = {self.mask_prob!r}: must be in (0, 1)")
+        if self.samples != "window":
+            raise ConfigError("BERT4RecConfig.samples must be 'window' (the Cloze task trains on "
+                              "whole windows)")
+        if self.max_len < 2:
+            raise ConfigError("BERT4RecConfig.max_len must be >= 2 (context + [MASK])")
+
+
+@dataclass(frozen=True)
+class LatentCrossConfig(RecurrentConfig):
+    """LatentCross options (see :class:`SequentialConfig`). hidden_dim: GRU size (128);
+    time_buckets: number of log2 time-difference buckets (32). samples: ``"window"``,
+    ``"prefix"`` or ``"history"`` (each user's state over the whole history; ``batch_size``
+    then counts interactions per mini-batch; see the module docstring)."""
+
+    hidden_dim: int = 128
+    time_buckets: int = 32
+    batch_order: Literal["shuffled", "temporal"] = "temporal"
+    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window", "history")
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("hidden_dim", "time_buckets"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"LatentCrossConfig.{key} = {v!r}: must be an integer >= 1")
+        if self.samples == "history" and self.batch_order != "temporal":
+            raise ConfigError("LatentCrossConfig.batch_order must be 'temporal' with samples = "
+                              "'history': a user's state runs on in time order",
+                              key="batch_order")
+
+
+@dataclass(frozen=True)
+class JODIEConfig(SequentialConfig):
+    """JODIE options (see :class:`SequentialConfig`; ``max_len``/``samples``/``dropout`` are
+    unused). lambda_user: smoothness weight of user trajectories (1.0). lambda_item: the same
+    for items (1.0). batch_size: rows per optimiser step with ``grouping="count"``. grouping:
+    ``"count"`` or ``"timespan"`` (the authors' rule: the time range split into spans).
+    n_spans: spans of ``grouping="timespan"``. detach_targets: stop gradients at the
+    regression targets as the authors' code does. loss_reduction: ``"group-sum"`` or
+    ``"tbatch-mean"`` (the authors' code; see the module docstring)."""
+
+    batch_order: Literal["temporal"] = "temporal"
+    batch_size: int = 512
+    lambda_user: float = 1.0
+    lambda_item: float = 1.0
+    grouping: Literal["count", "timespan"] = "count"
+    n_spans: int = 500
+    detach_targets: bool = False
+    loss_reduction: Literal["group-sum", "tbatch-mean"] = "group-sum"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.patience is not None:
+            raise ConfigError("JODIEConfig.patience is not supported by jodie; leave it None")
+        for key in ("lambda_user", "lambda_item"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"JODIEConfig.{key} must be >= 0")
+        if self.n_spans < 1:
+            raise ConfigError(f"JODIEConfig.n_spans = {self.n_spans!r}: must be an integer >= 1")

@@ -22,39 +22,17 @@ Oh et al. 2022 §5 (embedding 128) rather than the paper's 100/1000 hidden units
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
-from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import RecurrentConfig
+from recaudit.models.sequential._config import GRU4RecConfig
 
 __all__ = ["GRU4Rec"]
-
-
-@dataclass(frozen=True)
-class GRU4RecConfig(RecurrentConfig):
-    """GRU4Rec options; see :class:`SequentialConfig` for the shared ones.
-
-    hidden_dim: GRU state size (128). layers: stacked GRU layers (1, as the paper's best runs).
-    dropout: embedding dropout (0.3, RecBole's default; the paper tunes 0-0.5).
-    """
-
-    hidden_dim: int = 128
-    layers: int = 1
-    dropout: float = 0.3
-
-    def validate(self) -> None:
-        super().validate()
-        for key in ("hidden_dim", "layers"):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"GRU4RecConfig.{key} = {v!r}: must be an integer >= 1")
 
 
 class _GRU4RecNet(SequenceNet):

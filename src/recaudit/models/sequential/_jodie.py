@@ -57,14 +57,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import ConfigError, DataError
+from recaudit.errors import DataError
 from recaudit.models.sequential._history import count_groups, train_last_time
 from recaudit.models.sequential._jodie_plan import (Plan, group_tensors, make_plan,
                                                     previous_rows, timespan_groups)
@@ -75,39 +75,9 @@ from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
 from recaudit.models.sequential._course import Course, StepLosses
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import JODIEConfig
 
 __all__ = ["JODIE"]
-
-@dataclass(frozen=True)
-class JODIEConfig(SequentialConfig):
-    """JODIE options (see :class:`SequentialConfig`; ``max_len``/``samples``/``dropout`` are
-    unused). lambda_user: smoothness weight of user trajectories (1.0). lambda_item: the same
-    for items (1.0). batch_size: rows per optimiser step with ``grouping="count"``. grouping:
-    ``"count"`` or ``"timespan"`` (the authors' rule: the time range split into spans).
-    n_spans: spans of ``grouping="timespan"``. detach_targets: stop gradients at the
-    regression targets as the authors' code does. loss_reduction: ``"group-sum"`` or
-    ``"tbatch-mean"`` (the authors' code; see the module docstring)."""
-
-    batch_order: Literal["temporal"] = "temporal"
-    batch_size: int = 512
-    lambda_user: float = 1.0
-    lambda_item: float = 1.0
-    grouping: Literal["count", "timespan"] = "count"
-    n_spans: int = 500
-    detach_targets: bool = False
-    loss_reduction: Literal["group-sum", "tbatch-mean"] = "group-sum"
-
-    def validate(self) -> None:
-        super().validate()
-        if self.patience is not None:
-            raise ConfigError("JODIEConfig.patience is not supported by jodie; leave it None")
-        for key in ("lambda_user", "lambda_item"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"JODIEConfig.{key} must be >= 0")
-        if self.n_spans < 1:
-            raise ConfigError(f"JODIEConfig.n_spans = {self.n_spans!r}: must be an integer >= 1")
-
 
 class _JODIENet(SequenceNet):
     """JODIE's parameters for ``k`` members; the methods compute one member (``m``) on rows

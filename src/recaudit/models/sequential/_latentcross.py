@@ -41,14 +41,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import ConfigError, DataError
+from recaudit.errors import DataError
 from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout,
                                                  row_gaps, train_last_time)
 from recaudit.models.sequential import _stack as stk
@@ -57,34 +57,10 @@ from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, in
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import RecurrentConfig
+from recaudit.models.sequential._config import LatentCrossConfig
 from recaudit.models.sequential._course import Course, StepLosses
 
 __all__ = ["LatentCross", "log_buckets"]
-
-
-@dataclass(frozen=True)
-class LatentCrossConfig(RecurrentConfig):
-    """LatentCross options (see :class:`SequentialConfig`). hidden_dim: GRU size (128);
-    time_buckets: number of log2 time-difference buckets (32). samples: ``"window"``,
-    ``"prefix"`` or ``"history"`` (each user's state over the whole history; ``batch_size``
-    then counts interactions per mini-batch; see the module docstring)."""
-
-    hidden_dim: int = 128
-    time_buckets: int = 32
-    batch_order: Literal["shuffled", "temporal"] = "temporal"
-    layouts: ClassVar[tuple[str, ...]] = ("prefix", "window", "history")
-
-    def validate(self) -> None:
-        super().validate()
-        for key in ("hidden_dim", "time_buckets"):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"LatentCrossConfig.{key} = {v!r}: must be an integer >= 1")
-        if self.samples == "history" and self.batch_order != "temporal":
-            raise ConfigError("LatentCrossConfig.batch_order must be 'temporal' with samples = "
-                              "'history': a user's state runs on in time order",
-                              key="batch_order")
 
 
 def log_buckets(delta: torch.Tensor, n: int) -> torch.Tensor:

@@ -14,35 +14,17 @@ trained. Context: the most recent ``max_len = 50`` items (Oh et al. 2022 §5).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
-from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import RecurrentConfig
+from recaudit.models.sequential._config import LSTMConfig
 
 __all__ = ["LSTM"]
-
-
-@dataclass(frozen=True)
-class LSTMConfig(RecurrentConfig):
-    """LSTM options (see :class:`SequentialConfig`). hidden_dim: state size (128);
-    layers: stacked LSTM layers (1)."""
-
-    hidden_dim: int = 128
-    layers: int = 1
-
-    def validate(self) -> None:
-        super().validate()
-        for key in ("hidden_dim", "layers"):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"LSTMConfig.{key} = {v!r}: must be an integer >= 1")
 
 
 class _LSTMNet(SequenceNet):

@@ -18,45 +18,18 @@ scheme (every position of a window predicts its next item).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, init_normal
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
-from recaudit.models.sequential._config import SequentialConfig
+from recaudit.models.sequential._config import SASRecConfig
 
 __all__ = ["SASRec"]
-
-
-@dataclass(frozen=True)
-class SASRecConfig(SequentialConfig):
-    """SASRec options (see :class:`SequentialConfig`). blocks: self-attention blocks (2);
-    heads: attention heads (1); inner_dim: feed-forward inner size (None = embedding_dim, as
-    the paper's point-wise Conv1d; RecBole uses 256 for d = 64)."""
-
-    blocks: int = 2
-    heads: int = 1
-    inner_dim: int | None = None
-
-    def validate(self) -> None:
-        super().validate()
-        for key in ("blocks", "heads"):
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ConfigError(f"{type(self).__name__}.{key} = {v!r}: must be an integer >= 1")
-        if self.inner_dim is not None and (not isinstance(self.inner_dim, int)
-                                           or self.inner_dim < 1):
-            raise ConfigError(f"{type(self).__name__}.inner_dim = {self.inner_dim!r}: must be "
-                              "None or an integer >= 1")
-        if self.embedding_dim % self.heads:
-            raise ConfigError(f"{type(self).__name__}: embedding_dim {self.embedding_dim} must be "
-                              f"divisible by heads {self.heads}")
 
 
 class _Block(nn.Module):

@@ -27,34 +27,19 @@ lr 0.001 (paper); d 128, max_len 50 (Oh et al. 2022 §5).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from recaudit.errors import ConfigError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
-from recaudit.models.sequential._sasrec import SASRecConfig, _normal_rule
+from recaudit.models.sequential._config import TiSASRecConfig
+from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 
 __all__ = ["TiSASRec", "interval_buckets"]
-
-
-@dataclass(frozen=True)
-class TiSASRecConfig(SASRecConfig):
-    """TiSASRec options (see :class:`SASRecConfig`). time_span: interval clip ``k`` (256)."""
-
-    time_span: int = 256
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.time_span, int) or isinstance(self.time_span, bool) \
-                or self.time_span < 1:
-            raise ConfigError(f"TiSASRecConfig.time_span = {self.time_span!r}: must be an "
-                              "integer >= 1")
 
 
 def interval_buckets(times: torch.Tensor, lengths: torch.Tensor, k: int) -> torch.Tensor:

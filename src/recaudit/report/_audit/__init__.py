@@ -8,9 +8,11 @@ import datetime as _dt
 from typing import Any
 
 from recaudit.report._audit import _figures as F
+from recaudit.report._audit import _models as M
 from recaudit.report._audit import _setup as S
 from recaudit.report._audit import _stabilise as ST
 from recaudit.report._audit import _tables as T
+from recaudit.report._audit import _variance as V
 from recaudit.report._audit import _who as W
 from recaudit.report._data import ReportData
 from recaudit.report._document import Section, Table, _slug
@@ -37,7 +39,9 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
                   tables=T.rls_tables(data))
     table = T.method_test_table(data)
     rls.tables += [table] if table else []
-    rls.reading = _reading(data)
+    for table in (M.model_table(data), V.rounds_table(data), V.variance_table(data)):
+        rls.tables += [table] if table else []
+    rls.reading = _reading(data) + M.model_lines(data)
     for d in data.datasets:
         rls.figures += fig(f"dist-{_slug(d)}", f"Per-query RLS distributions on {d}",
                            lambda d=d: F.rls_distribution_figure(data, d),

@@ -55,7 +55,7 @@ _RLS = (("rbo", "RBO"), ("frbo", "FRBO"), ("jaccard", "Jaccard"))
 def rls_tables(data: ReportData, alpha: float = WILCOXON_ALPHA) -> list[Table]:
     """Oh et al. 2022 Table 3, one table per (dataset, similarity): rows are the perturbations
     compared at one edit budget (:meth:`ReportData.main_perturbations`, then the floors),
-    columns models, cells mean ± half-width of the 95 % interval. In each column the lowest
+    columns models, cells the mean and its 95 % interval. In each column the lowest
     perturbation is marked ``best`` (lower similarity = a more effective perturbation) only
     when the paired test puts it below every other one at ``alpha`` (Holm over those
     comparisons, :func:`recaudit.audit.most_destabilising`); otherwise no cell is marked and
@@ -92,7 +92,7 @@ def rls_tables(data: ReportData, alpha: float = WILCOXON_ALPHA) -> list[Table]:
                 rows.append(tuple(cells))
             if not rows:
                 continue
-            caption = (f"Mean ± half-width of the 95 % interval "
+            caption = (f"Mean [95 % interval] "
                        f"{_levels(agg.levels)}. Marked: the most destabilising perturbation, "
                        f"significantly below every other one (paired per query, Holm, "
                        f"{alpha:g}).")
@@ -134,7 +134,8 @@ def accuracy_table(data: ReportData) -> Table | None:
                     cells += [_mean_ci(*(r[f"{m}_pert{x}"] for x in ("", "_ci_low",
                                                                       "_ci_high"))),
                               _mean_ci(*(r[f"{m}_change{x}"] for x in ("", "_ci_low",
-                                                                        "_ci_high")))]
+                                                                        "_ci_high")),
+                                       signed=True)]
                 rows.append(tuple(cells))
     if not rows:
         return None
@@ -143,7 +144,7 @@ def accuracy_table(data: ReportData) -> Table | None:
             f"NDCG{k}", f"Δ NDCG{k}")
     return Table("accuracy", "Next-item accuracy without and with perturbation", cols,
                  tuple(rows), n_labels=3,
-                 caption=f"Mean ± half-width of the 95 % interval {_levels(data.agg.levels)}; "
+                 caption=f"Mean [95 % interval] {_levels(data.agg.levels)}; "
                          "Δ = with − without per test query. A Δ whose interval holds 0 next "
                          "to a low RLS means equally accurate models that recommend different "
                          "lists (Oh et al. 2022 Figure 3(b)). Perturbations compared at one "
@@ -298,7 +299,7 @@ def count_table(data: ReportData) -> Table | None:
     return Table("counts", "RLS vs number of perturbations",
                  ("dataset", "model", "perturbation", "count", "RBO",
                   f"Jaccard{data.k_label}"), tuple(rows), n_labels=3,
-                 caption=f"Mean ± half-width of the 95 % interval {_levels(data.agg.levels)} "
+                 caption=f"Mean [95 % interval] {_levels(data.agg.levels)} "
                          "(Oh et al. 2022 §7.4, Figure 8(a)).")
 
 

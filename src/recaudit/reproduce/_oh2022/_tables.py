@@ -82,7 +82,9 @@ EXPERIMENTS.append(Experiment(
     paper_repetitions="3 seeds",
     title="Effectiveness of perturbations on Foursquare (deletion and item replacement)",
     artefacts="Table 3(a), 3(b)", data="Foursquare (the authors' release), users >= 10",
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3, repeatable=True, plannable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table3,
+    repeatable=True, plannable=True, grows="seeds",
+    models=MODELS,
     values=_table3_values(), claims=_table3_claims(),
     notes=("JODIE's TracIn: gradients of the prediction layer (eq. 4 of Kumar et al. 2019, "
            "the authors' one linear layer over the projected user, the previous item and "
@@ -119,7 +121,7 @@ EXPERIMENTS.append(Experiment(
                                                "trained model (paper: 10)",
             "paper": SCALES["paper"]["note"].replace("3 seeds", "1 seed") + "; 10 draws of "
                      "each perturbation against one trained model, as the paper"},
-    runner=_run_table4, repeatable=True, plannable=True,
+    runner=_run_table4, repeatable=True, plannable=True, grows="draws", models=MODELS,
     values=tuple(Value(f"latentcross/{p}-{e}/average_overlap", f"{p}, {e}", v, "Table 4(a)", tol=0.03,
                        also=(f"latentcross/{p}-{e}/rbo",))
                  for e, row in _T4.items() for p, v in zip(_POS, row)),

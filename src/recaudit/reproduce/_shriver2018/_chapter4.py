@@ -195,7 +195,8 @@ EXPERIMENTS.append(Experiment(
     unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Influence-guided add heuristics against random additions",
     artefacts="Tables 4.5, 4.6", data=DATA,
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_add, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_add,
+    repeatable=True, grows="draws", models=FUZZ_MODELS,
     values=_add_values(), claims=_add_claims(),
     notes=NOTES + ("Table 4.5's times are over all four models (the thesis does not say "
                    "which); our AMA is vectorised, so it is not the slowest.",)))
@@ -232,7 +233,8 @@ EXPERIMENTS.append(Experiment(
     unit="sets per cell", paper_repetitions="100 sets per cell",
     title="Removing and changing the ratings of the most influential user",
     artefacts="Tables 4.7, 4.8", data=DATA,
-    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_edit, repeatable=True,
+    scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_edit,
+    repeatable=True, grows="draws", models=FUZZ_MODELS,
     values=tuple(_grid_values(T47, ("RRAND", "RMU"), "Table 4.7")
                  + _grid_values(T48, ("CBRAND", "CTRAND", "CMU"), "Table 4.8")),
     claims=_edit_claims(), notes=NOTES))
@@ -300,7 +302,8 @@ EXPERIMENTS.append(Experiment(
     artefacts="Table 4.9", data=DATA,
     scales={k: v["note"].replace("sizes 1, 10, 100", "sizes 10, 100")
             for k, v in SCALES.items()},
-    runner=_run_portfolio, repeatable=True, values=_portfolio_values(),
+    runner=_run_portfolio,
+    repeatable=True, grows="draws", models=FUZZ_MODELS, values=_portfolio_values(),
     claims=_portfolio_claims(),
     notes=NOTES + ("The single add heuristics' sets (sizes 10, 100) are those of "
                    "shriver2018-table4.6: run one first and the other reuses them.",)))

@@ -53,13 +53,15 @@ def _store(workdir: Path) -> Path:
 
 
 def _studies(store: Path, scale: str, heuristics: tuple[str, ...], sizes: tuple[int, ...],
-             workers: int, models: tuple[str, ...], sets: int | None = None):
+             workers: int, models: tuple[str, ...], sets: int | None = None,
+             extend: bool = False):
     from recaudit.experiment import DatasetSpec, ModelSpec
     from recaudit.fuzz import FuzzStudy
 
     s = dict(SCALES[scale])
-    if sets is not None:  # fewer sets than the scale's (a run's --draws)
-        s["sets"], s["zero_sets"] = min(sets, s["sets"]), min(sets, s["zero_sets"])
+    if sets is not None:  # fewer sets than the scale's (a run's --draws), or more (extend)
+        s["sets"], s["zero_sets"] = (sets if extend else min(sets, s["sets"]),
+                                     min(sets, s["zero_sets"]))
     common: dict[str, Any] = dict(models=tuple(ModelSpec(f"{m}@shriver2018") for m in models), sizes=sizes,
                   dataset=DatasetSpec(DATASET, min_user_interactions=0), seed=0, k=10,
                   output=str(store), workers=workers)
@@ -84,20 +86,20 @@ def run_fuzz(workdir: Path, scale: str, workers: int, heuristics: tuple[str, ...
     from recaudit.errors import ConfigError
     from recaudit.fuzz import load_results, run_study
 
-    sets = None
+    sets, extend = None, False
     if scope is not None:
         if scope.seeds is not None or scope.perturbations is not None:
             raise ConfigError("Shriver 2018's fuzzing experiments take --draws (modification "
                               "sets per configuration), --models and --no-train, not --seeds "
                               "or --perturbations")
-        sets = scope.draws
+        sets, extend = scope.draws, scope.extend
         if scope.models is not None:
             models = scope.pick(models, FUZZ_MODELS)
     store = _store(workdir)
     store.parent.mkdir(parents=True, exist_ok=True)
     frames = []
     train = scope is None or scope.train
-    for study in _studies(store, scale, heuristics, sizes, workers, models, sets):
+    for study in _studies(store, scale, heuristics, sizes, workers, models, sets, extend):
         if not train:
             if store.exists():
                 frames.append(load_results(store, study))
@@ -123,8 +125,9 @@ def fuzz_measures(results) -> Measures:
 
     out = Measures()
     for (model, h, size), g in results.groupby(["model", "heuristic", "size"], sort=False):
+        g = g.sort_values("set_index", kind="stable")  # set i is the i-th replicate
         out.samples[f"{_model(model)}/{h}/{int(size)}/topout"] = pd.DataFrame(
-            {"replicate": "0", "unit": [f"{h}:{i}" for i in range(len(g))],
+            {"replicate": "0", "unit": [f"{h}:{int(i)}" for i in g["set_index"]],
              "value": g["topout"].astype(float).to_numpy()})
     sig = significance(results, metric="topout")
     for _, r in sig.iterrows():

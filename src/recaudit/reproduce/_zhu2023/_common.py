@@ -31,17 +31,22 @@ def _key(algo: str, mix, metric: str, rnd=None) -> str:
 
 
 # ------------------------------------------------------------------------------ running
-def run_seeds(workdir: Path, config, workers: int = 1) -> list[dict]:
+def run_seeds(workdir: Path, config, workers: int = 1, train: bool = True) -> list[dict]:
     """Run (or resume) ``config`` (a :class:`MirrorConfig`) as a
     :class:`~recaudit.simulate.MirrorStudy`, one trial per seed, in the paper's store for the
     scale (``zhu2023-mirror-<scale>.duckdb`` beside the experiment folders: seeds it holds
-    are not run again); returns the result rows of the config's seeds."""
+    are not run again); returns the result rows of the config's seeds. ``train=False``:
+    read what the store holds."""
+    from recaudit.errors import ConfigError
     from recaudit.experiment import Store, run_study
     from recaudit.simulate import MirrorStudy, read_results
 
     study = MirrorStudy(config, shared_store(workdir, "zhu2023-mirror"), workers=workers)
     ids = {t.id for t in study.plan()}
-    run_study(study)
+    if train:
+        run_study(study)
+    elif not Path(study.output).exists():
+        raise ConfigError(f"{study.output} holds no trials to record (--no-train)")
     with Store(study.output, read_only=True) as store:
         rows = read_results(store)
     rows = rows[rows["trial_id"].isin(ids)].drop(columns=["trial_id"])

@@ -27,12 +27,16 @@ SLATE_SCALES: dict[str, dict[str, Any]] = {
 
 
 def _slate_config(scale: str, manipulative: Literal["decoy", "greedy"],
-                  algorithms: tuple[str, ...]):
+                  algorithms: tuple[str, ...], scope=None):
     from recaudit.simulate import MirrorConfig, TrainConfig
 
     s = SLATE_SCALES[scale]
+    seeds = tuple(range(s["seeds"]))
+    if scope is not None:
+        _only_seeds(scope)
+        seeds, _ = scope.take(seeds)
     return MirrorConfig(scenario="decoy-slate", mixes=MIXES,
-                        seeds=tuple(range(s["seeds"])), algorithms=algorithms,
+                        seeds=seeds, algorithms=algorithms,
                         manipulative=manipulative, n_train=s["train"], n_eval=s["eval"],
                         train=TrainConfig(epochs=s["epochs"]))
 
@@ -68,9 +72,23 @@ def _oracle_values(oracles, source) -> tuple[Value, ...]:
                        also=(f"{o}/{x}/sd",)) for o in oracles for x in ("ctr", "fctr"))
 
 
-def _run_figure7(workdir, scale, workers):
-    return measures(run_seeds(workdir, _slate_config(scale, "decoy", ("DeepFM", "SetRank")),
-                              workers))
+def _only_seeds(scope) -> None:
+    """Zhu et al. 2023's slate experiments take --seeds (or grow them until decided) and
+    --no-train only: every algorithm and mix ratio shares each seed's simulated users."""
+    from recaudit.errors import ConfigError
+
+    if scope.draws is not None or scope.models is not None or scope.perturbations is not None:
+        raise ConfigError("Zhu et al. 2023's slate experiments take --seeds, not --draws, "
+                          "--models or --perturbations")
+
+
+def _run_figure7(workdir, scale, workers, scope=None):
+    return measures(run_seeds(workdir, _slate_config(scale, "decoy", ("DeepFM", "SetRank"),
+                                                     scope), workers, train=_train(scope)))
+
+
+def _train(scope) -> bool:
+    return scope is None or scope.train
 
 
 
@@ -81,6 +99,7 @@ EXPERIMENTS.append(Experiment(
     data="synthetic: §5.1 transportation documents (100 groups of d1-d4), RRM action model, "
          "slates of 3, Decoy Oracle vs Unbiased Oracle",
     scales={k: v["note"] for k, v in SLATE_SCALES.items()}, runner=_run_figure7,
+    repeatable=True, grows="seeds",
     values=_oracle_values(("decoy", "unbiased"), "Figure 7 (dashed)")
     + _curve_values(("deepfm", "setrank"), SHOWN, "Figure 7"),
     claims=tuple(_trend_claims(("deepfm", "setrank"), MIXES, "§5.1.3; Figure 7")) + (
@@ -96,8 +115,9 @@ EXPERIMENTS.append(Experiment(
            "a shape of one run, not a stated finding.")))
 
 
-def _run_figure8(workdir, scale, workers):
-    return measures(run_seeds(workdir, _slate_config(scale, "greedy", F8_ALGOS), workers))
+def _run_figure8(workdir, scale, workers, scope=None):
+    return measures(run_seeds(workdir, _slate_config(scale, "greedy", F8_ALGOS, scope), workers,
+                              train=_train(scope)))
 
 
 F8_ALGOS = ("DeepFM", "LambdaFM", "SetRank")
@@ -111,6 +131,7 @@ EXPERIMENTS.append(Experiment(
     data="stand-in: the §5.1 RRM documents and action model instead of AICM on TianGong-ST "
          "(not available offline); Greedy Oracle vs Unbiased Oracle",
     scales={k: v["note"] for k, v in SLATE_SCALES.items()}, runner=_run_figure8,
+    repeatable=True, grows="seeds",
     values=tuple(Value(f"{o}/{x}", f"{NAME[o]} Oracle: {x.upper()} [paper: AICM]", v, "Table 1",
                        also=(f"{o}/{x}/sd",))
                  for o, vals in _T1_ORACLES.items() for x, v in zip(("ctr", "fctr"), vals))

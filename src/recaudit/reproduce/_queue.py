@@ -1,0 +1,150 @@
+"""The queue for a GPU: the next missing paper-scale trials, in priority order, within a time.
+
+A GPU is lent to this project only now and then, for minutes. ``recaudit reproduce queue
+--minutes N --dir OUT`` spends them on what the records still lack, in the order of
+:data:`QUEUE`:
+
+1. Oh et al. 2022 Table 3's second and third seeds for LSTM and TiSASRec (the paper's 3
+   seeds; the CPU cannot train these at paper scale: about an hour a fit);
+2. Table 4's perturbation draws (the paper's 10);
+3. Betello et al. 2023's ML-100k runs at their settings (up to 300 epochs, patience 50,
+   prefix samples);
+4. Oh et al. 2022 Figure 3's LSTM and TiSASRec at paper scale (JODIE and LatentCross, which a
+   CPU trains in minutes, are left to the CPU).
+
+Each item is an ordinary ``reproduce run`` (stacked with ``--stack``, on ``--device``) into
+the stores of ``OUT``, resumable trial by trial. A timer stops the run ``margin`` seconds
+before the time is up — as Ctrl-C would: the finished trials are in the stores, the running
+ones are abandoned — so that the stores are closed and complete when the machine is given
+back. ``OUT/queue.json`` then says what each item holds and the commands that bring it home:
+``recaudit merge`` of each store into the stores the records come from, and the
+``reproduce run ... --no-train`` that records an item whose trials are all there. A later
+call with the same ``OUT`` (the folder carried back to a GPU machine) goes on where this one
+stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recaudit._files import atomic_text
+from recaudit.reproduce._scope import Scope
+
+__all__ = ["QUEUE", "QueueItem", "run_queue"]
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One entry of the queue: an experiment at a scale and the part of its grid to train."""
+
+    experiment: str
+    scale: str
+    scope: Scope
+    why: str
+
+
+#: What the GPU trains, most wanted first (module docstring).
+QUEUE: tuple[QueueItem, ...] = (
+    QueueItem("oh2022-table3", "paper", Scope(seeds=3, models=("lstm", "tisasrec")),
+              "Oh et al. 2022 Table 3: LSTM and TiSASRec with the paper's 3 seeds (the "
+              "record has 1)"),
+    QueueItem("oh2022-table4", "paper", Scope(draws=10),
+              "Oh et al. 2022 Table 4: the paper's 10 perturbation draws (the record has 2)"),
+    QueueItem("betello2023-table2", "paper", Scope(),
+              "Betello et al. 2023 Table 2 on ML-100k at the paper's settings"),
+    QueueItem("betello2023-removal", "paper", Scope(),
+              "Betello et al. 2023 removal (Table 3, Figures 1-2) on ML-100k at the paper's "
+              "settings"),
+    QueueItem("oh2022-figure3", "paper", Scope(seeds=1, models=("lstm", "tisasrec")),
+              "Oh et al. 2022 Figure 3: LSTM and TiSASRec on Foursquare and Wikipedia (the "
+              "CPU runs JODIE and LatentCross)"),
+)
+
+
+@contextlib.contextmanager
+def _timer(seconds: float) -> Iterator[None]:
+    """Interrupt the main thread as Ctrl-C would after ``seconds`` (SIGALRM)."""
+    def ring(signum, frame):  # noqa: ARG001 - a signal handler's signature
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _scope(d: dict[str, Any]) -> Scope:
+    """A :class:`Scope` from its ``to_dict``."""
+    models = d.get("models")
+    perts = d.get("perturbations")
+    return Scope(d.get("seeds"), d.get("draws"), None if models is None else tuple(models),
+                 perturbations=None if perts is None else tuple(perts))
+
+
+def _stores(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.glob("*.duckdb"))
+
+
+def run_queue(root: Path | str, minutes: float, *, device: str | None = None, stack: int = 1,
+              workers: int = 1, margin: float = 30.0, items: tuple[QueueItem, ...] = QUEUE,
+              progress: Callable[[str], None] | None = None,
+              runner: Callable[..., dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Train the queue's items in order into ``root`` for at most ``minutes`` (module
+    docstring); returns (and writes to ``root/queue.json``) what each item holds."""
+    from recaudit.errors import ConfigError
+    from recaudit.reproduce._recording import run
+
+    if minutes <= 0:
+        raise ConfigError(f"--minutes must be positive, got {minutes:g}", key="minutes")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda message: None)
+    go = runner or run
+    end = time.monotonic() + 60.0 * minutes - margin
+    done: list[dict[str, Any]] = []
+    for item in items:
+        left = end - time.monotonic()
+        entry: dict[str, Any] = {"experiment": item.experiment, "scale": item.scale,
+                                 "scope": item.scope.to_dict(), "why": item.why}
+        if left <= 0:
+            entry["state"] = "not started (time up)"
+            done.append(entry)
+            continue
+        scope = dataclasses.replace(item.scope, device=device, stack=stack)
+        say(f"{item.experiment} ({item.scale}{scope.grid.flags()}): {left / 60:.1f} min left")
+        t0 = time.monotonic()
+        try:
+            with _timer(left):
+                rec = go(item.experiment, item.scale, root, workers=workers, scope=scope,
+                         records=root / "records")
+            entry.update(state="complete", verdict=rec.get("verdict"))
+        except KeyboardInterrupt:
+            entry["state"] = "stopped (time up): the finished trials are in the stores"
+        entry["seconds"] = round(time.monotonic() - t0, 1)
+        done.append(entry)
+        if entry["state"] != "complete":
+            for rest in items[items.index(item) + 1:]:
+                done.append({"experiment": rest.experiment, "scale": rest.scale,
+                             "scope": rest.scope.to_dict(), "why": rest.why,
+                             "state": "not started (time up)"})
+            break
+    stores = _stores(root)
+    summary = {"minutes": minutes, "device": device, "stack": stack, "items": done,
+               "stores": stores,
+               "merge": [f"recaudit merge results/reproduce/{Path(s).name} {s}" for s in stores],
+               "record": [f"recaudit reproduce run {d['experiment']} --scale {d['scale']}"
+                          + _scope(d["scope"]).flags() + " --no-train"
+                          for d in done if d["state"] != "not started (time up)"]}
+    atomic_text(root / "queue.json", json.dumps(summary, indent=1))
+    return summary

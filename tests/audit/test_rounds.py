@@ -1,0 +1,164 @@
+"""run_until_decided: rounds give replicates only to undecided comparisons, stop when decided,
+beyond the cap, at the cap or out of budget, and resume with a larger cap. The rounds' trials
+are written by a stand-in runner (per-query values of known effects) so that the loop's
+arithmetic is checked exactly; one real audit runs through the command line."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from recaudit.audit import AuditConfig, AuditStore, DatasetSpec, ModelSpec
+from recaudit.audit._rounds import comparisons, decisions, run_until_decided
+from recaudit.audit._spec import perturbation_label
+from recaudit.cli import main
+from recaudit.stats import SequentialPlan
+
+Q = 200
+_ZERO = ("rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "hit_base", "hit_pert",
+         "ndcg_base", "ndcg_pert", "frbo", "jaccard", "mrr_base", "mrr_pert")
+
+
+def _config(tmp_path, perts, sub=""):
+    if sub:
+        tmp_path = tmp_path / sub
+        tmp_path.mkdir()
+    return AuditConfig(datasets=(DatasetSpec("synthetic"),), models=(ModelSpec("gru4rec"),),
+                       perturbations=perts, seeds=(0, 1, 2), output=str(tmp_path / "r.duckdb"))
+
+
+def _runner(effects, sd_seed, seed=0):
+    """Writes the trials of a round: RBO = 0.5 + effect + a seed offset + query + noise."""
+    rng = np.random.default_rng(seed)
+    users = 0.05 * rng.standard_normal(Q)
+    calls = []
+
+    def run(config):
+        calls.append({perturbation_label(p): len(config.seeds) for p in config.perturbations})
+        with AuditStore(config.output) as st:
+            done = st.finished() if "trials" in st.tables() else set()
+            for trial in config.trials():
+                label = perturbation_label(trial.perturbation)
+                tid = f"{label}-{trial.seed}"
+                if tid in done:
+                    continue
+                r = np.random.default_rng([zlib.crc32(label.encode()), trial.seed, seed])
+                v = (0.5 + effects[label] + sd_seed[label] * r.standard_normal() + users
+                     + 0.01 * r.standard_normal(Q))
+                z = np.zeros(Q)
+                q = pd.DataFrame({"query": np.arange(Q), "user": np.arange(Q), "target": z,
+                                  "rbo": v, **{c: z for c in _ZERO}})
+                st.write_trial({"trial_id": tid, "dataset": "synthetic", "model": "gru4rec",
+                                "model_label": trial.model.label, "perturbation": label, "seed": trial.seed,
+                                "draw": 0, "n_queries": Q, "status": "done",
+                                "total_seconds": 1.0}, q, None)
+        return config.output
+    return run, calls
+
+
+def test_comparisons_of_an_audit():
+    assert comparisons(["a", "b", "seed-only"]) == [("a", "seed-only"), ("b", "seed-only")]
+    assert comparisons(["a", "b", "c"]) == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert comparisons(["a", "b", "seed-only"], [("b", "a")]) == [
+        ("a", "seed-only"), ("b", "seed-only"), ("b", "a")]
+    assert comparisons(["a", "b", "seed-only"], [("a", "b")], grow="draws") == [("a", "b")]
+
+
+def test_replicates_go_only_to_undecided_comparisons(tmp_path):
+    perts = ("random-delete", "casper-delete", "seed-only")
+    run, calls = _runner({"random-delete": 0.3, "casper-delete": 0.02, "seed-only": 0.0},
+                         {"random-delete": 0.01, "casper-delete": 0.01, "seed-only": 0.01})
+    out = run_until_decided(_config(tmp_path, perts), SequentialPlan(cap=48), run=run)
+    d = out.decisions.set_index("a")
+    assert d.loc["random-delete", "decision"] == "greater"
+    assert d.loc["random-delete", "look"] == 3          # decided at the first look
+    assert d.loc["casper-delete", "decision"] == "greater"
+    assert d.loc["casper-delete", "look"] > 3           # needed more rounds
+    assert out.stopped == "decided" and len(out.rounds) > 1
+    # after the first round, random-delete received no seed: the others did
+    assert all(c.get("random-delete", 3) == 3 for c in calls)
+    with AuditStore(out.store, read_only=True) as st:
+        held = st.trials().groupby("perturbation").seed.nunique()
+    assert held["random-delete"] == 3
+    assert held["casper-delete"] == held["seed-only"] == d.loc["casper-delete", "look"]
+    # the rounds are in the store, each with what it trained
+    from recaudit.experiment import Store
+
+    with Store(out.store, read_only=True) as st:
+        kept = st.meta()["rounds"]
+    assert [r["round"] for r in kept] == list(range(1, len(out.rounds) + 1))
+    assert kept[-1]["targets"]["casper-delete"] == d.loc["casper-delete", "look"]
+
+
+def test_a_null_stops_beyond_the_cap_and_a_margin_decides_it(tmp_path):
+    perts = ("random-delete", "seed-only")
+    effects = {"random-delete": 0.0, "seed-only": 0.0}
+    sd = {"random-delete": 0.002, "seed-only": 0.002}
+    run, calls = _runner(effects, sd)
+    out = run_until_decided(_config(tmp_path, perts), SequentialPlan(cap=32), run=run)
+    row = out.decisions.iloc[0]
+    assert row.decision == "undecided" and row.status == "beyond cap"
+    # the null stops as soon as the projection says the cap cannot decide it, long before
+    # the cap is spent
+    assert out.stopped == "beyond cap" and max(max(c.values()) for c in calls) < 32
+    assert "would need" in row.reason
+    run, _ = _runner(effects, sd)
+    eq = run_until_decided(_config(tmp_path, perts, "margin"),
+                           SequentialPlan(cap=32, margin=0.01), run=run)
+    assert eq.decisions.iloc[0].decision == "equivalent"
+
+
+def test_a_larger_cap_goes_on_and_a_budget_stops_between_rounds(tmp_path):
+    perts = ("casper-delete", "seed-only")
+    effects, sd = {"casper-delete": 0.01, "seed-only": 0.0}, {"casper-delete": 0.01,
+                                                               "seed-only": 0.01}
+    cfg = _config(tmp_path, perts)
+    run, _ = _runner(effects, sd)
+    first = run_until_decided(cfg, SequentialPlan(cap=6), run=run)
+    row = first.decisions.iloc[0]
+    assert first.stopped == "beyond cap" and row.look == 3 and row.need > 6
+    assert f"would need about {row.need} replicates (cap 6)" in row.reason
+    more = run_until_decided(cfg, SequentialPlan(cap=64), run=run)
+    assert more.stopped == "decided" and more.decisions.iloc[0].look > 6
+    from recaudit.experiment import Store
+
+    with Store(cfg.output, read_only=True) as st:
+        assert {r["call"] for r in st.meta()["rounds"]} == {1, 2}
+    # a budget too small for another round: the run stops and says so
+    run3, _ = _runner(effects, sd)
+    tight = run_until_decided(_config(tmp_path, perts, "budget"), SequentialPlan(cap=64),
+                              run=run3, budget=0.0)
+    assert tight.stopped == "budget" and len(tight.rounds) == 1
+
+
+def test_decisions_without_trials_are_undecided(tmp_path):
+    frame, found = decisions(tmp_path / "none.duckdb",
+                             _config(tmp_path, ("random-delete", "seed-only")), SequentialPlan())
+    assert list(frame.decision) == ["undecided"] and next(iter(found.values())).next == 3
+
+
+def test_cli_until_decided_prints_the_decisions(tmp_path, capsys):
+    out = tmp_path / "u.duckdb"
+    code = main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=1",
+                 "--param", "embedding_dim=8", "--param", "hidden_dim=8", "-p",
+                 "random-delete", "-p", "seed-only", "--until-decided", "--max-seeds", "6",
+                 "-o", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "random-delete vs seed-only" in text and "stopped:" in text
+    with AuditStore(out, read_only=True) as st:
+        assert st.trials().seed.nunique() >= 3
+    # the store keeps the run's plan: its decisions read back as the run printed them
+    from recaudit.audit import AuditConfig, decisions_of_rounds
+
+    frame, plan, rounds = decisions_of_rounds(out, AuditConfig.from_dict)
+    assert plan.cap == 6 and len(rounds) >= 1
+    assert f"{frame.decision.iloc[0]}" in text
+    # and the report shows them, with where the variation comes from
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "Decided in rounds" in page and "Where the variation comes from" in page

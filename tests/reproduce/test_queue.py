@@ -1,0 +1,59 @@
+"""reproduce queue: items run in priority order until the time is up, the running one is
+stopped as Ctrl-C stops a run (its finished trials kept), queue.json says what each holds."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from recaudit.reproduce import Scope
+from recaudit.reproduce._queue import QUEUE, QueueItem, run_queue
+
+
+def _items():
+    return (QueueItem("first", "paper", Scope(seeds=3, models=("lstm",)), "a"),
+            QueueItem("second", "paper", Scope(draws=10), "b"),
+            QueueItem("third", "paper", Scope(), "c"))
+
+
+def test_the_queue_stops_when_the_time_is_up(tmp_path):
+    ran = []
+
+    def runner(name, scale, root, *, workers, scope, records):
+        ran.append((name, scope.device, scope.stack))
+        if name == "second":
+            time.sleep(30)  # interrupted by the timer long before
+            raise AssertionError("the timer did not stop the run")
+        (root / f"{name}.duckdb").write_text("")
+        return {"verdict": "undecided"}
+
+    t0 = time.monotonic()
+    out = run_queue(tmp_path, minutes=1.0, margin=58.0, items=_items(), runner=runner,
+                    device="cuda:0", stack=16)
+    assert time.monotonic() - t0 < 15          # stopped at the deadline, not after 30 s
+    assert ran == [("first", "cuda:0", 16), ("second", "cuda:0", 16)]
+    states = [i["state"] for i in out["items"]]
+    assert states[0] == "complete" and states[1].startswith("stopped")
+    assert states[2] == "not started (time up)"
+    on_disk = json.loads((tmp_path / "queue.json").read_text())
+    assert on_disk["merge"] == [f"recaudit merge results/reproduce/first.duckdb "
+                                f"{tmp_path / 'first.duckdb'}"]
+    assert on_disk["record"][0] == ("recaudit reproduce run first --scale paper --seeds 3 "
+                                    "--models lstm --no-train")
+
+
+def test_the_queue_is_in_the_issues_priority_order():
+    assert [(i.experiment, i.scope.models) for i in QUEUE[:2]] == [
+        ("oh2022-table3", ("lstm", "tisasrec")), ("oh2022-table4", None)]
+    assert QUEUE[0].scope.seeds == 3 and QUEUE[1].scope.draws == 10
+    assert all(i.experiment.startswith("betello2023") for i in QUEUE[2:4])
+    assert QUEUE[4].experiment == "oh2022-figure3"
+
+
+def test_minutes_must_be_positive(tmp_path):
+    from recaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="positive"):
+        run_queue(tmp_path, minutes=0)

@@ -1,0 +1,202 @@
+"""The sequential rule (recaudit.stats._sequential): its ladder, its intervals against
+scipy's, and its error rates under the stopping rule as shipped, by simulation.
+
+The null simulations run the rule exactly as a run does: a first round of 3 replicates, then
+after each look either stop (decided, or beyond the cap) or draw replicates up to ``next``.
+The same simulated studies read with a fixed 0.05 test at every look reject far more often
+than 0.05: the tests fail if the rule falls back to that reading.
+"""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from scipy import stats as ss
+
+import recaudit.stats._sequential as seq
+from recaudit.stats import (SequentialPlan, replicates_estimator, rung,
+                            rungs_upto, sequential_family, sequential_test, sequential_welch)
+
+N_NULL = 2000
+ALPHA = 0.05
+# the upper end of a 99.9 % binomial band around alpha over N_NULL studies
+LIMIT = ALPHA + 3.1 * np.sqrt(ALPHA * (1 - ALPHA) / N_NULL)
+
+
+def test_doctests():
+    assert doctest.testmod(seq).failed == 0
+
+
+def test_ladder_and_spending():
+    assert [rung(k) for k in range(1, 11)] == [3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    assert rungs_upto(20) == [3, 4, 6, 8, 12, 16]
+    assert rungs_upto(2) == []
+    plan = SequentialPlan(cap=32)
+    # 90 % over the design's 8 rungs in proportion to sqrt(rung), 10 % beyond, 0.1/(j(j+1))
+    roots = np.sqrt([3, 4, 6, 8, 12, 16, 24, 32])
+    assert [plan.weight(k) for k in range(1, 9)] == pytest.approx(0.9 * roots / roots.sum())
+    assert plan.weight(9) == pytest.approx(0.1 / 2) and plan.weight(10) == pytest.approx(0.1 / 6)
+    assert sum(plan.weight(k) for k in range(1, 400)) == pytest.approx(1 - 0.1 / 392)
+    # a larger cap later keeps the first design: the same weights below it
+    later = SequentialPlan(cap=128, design=32)
+    assert [later.weight(k) for k in range(1, 12)] == [plan.weight(k) for k in range(1, 12)]
+    assert SequentialPlan(cap=20).last == 16
+    assert SequentialPlan(comparisons=4).level(6) == pytest.approx(
+        0.05 / 4 * plan.weight(3))
+    with pytest.raises(ValueError, match="cap"):
+        SequentialPlan(cap=2)
+    with pytest.raises(ValueError, match="not a rung"):
+        SequentialPlan().level(5)
+
+
+def test_repeated_p_is_the_smallest_over_the_looks_of_t_p_values_over_their_weights():
+    rng = np.random.default_rng(3)
+    x = 0.3 + rng.standard_normal(13)  # 13 replicates: looks at 3, 4, 6, 8 and 12
+    plan = SequentialPlan(cap=64)
+    s = sequential_test(x, np.arange(13), plan=plan)
+    assert s.look == 12 and s.available == 13
+    by_hand = min(ss.ttest_1samp(x[:r], 0).pvalue / plan.weight(k)
+                  for k, r in enumerate([3, 4, 6, 8, 12], start=1))
+    assert s.p == pytest.approx(min(1.0, by_hand))
+    # the shown interval is the last look's t interval at alpha x w_5
+    h = ss.t.ppf(1 - 0.05 * plan.weight(5) / 2, 11) * x[:12].std(ddof=1) / np.sqrt(12)
+    assert (s.low, s.high) == pytest.approx((x[:12].mean() - h, x[:12].mean() + h))
+
+
+def test_holm_across_a_family():
+    # three clear effects and one null: Holm tests the clear ones at 0.05/4, 0.05/3, 0.05/2
+    rng = np.random.default_rng(6)
+    items = [replicates_estimator(m + 0.01 * rng.standard_normal(8), np.arange(8))
+             for m in (1.0, 0.5, -0.5, 0.0)]
+    out = sequential_family(items, SequentialPlan(cap=8))
+    assert [s.decision for s in out] == ["greater", "greater", "less", "undecided"]
+    ps = sorted(s.p for s in out[:3])
+    assert ps[0] <= 0.05 / 4 and ps[1] <= 0.05 / 3 and ps[2] <= 0.05 / 2
+    assert out[3].level == pytest.approx(0.05 / 1 * SequentialPlan(cap=8).weight(4))
+
+
+def test_decisions_and_reasons():
+    reps = np.arange(8)
+    up = sequential_test(1.0 + 0.01 * np.sin(reps), reps)
+    assert up.decision == "greater" and up.look == 8 and up.next is None
+    down = sequential_test(-1.0 + 0.01 * np.sin(reps), reps)
+    assert down.decision == "less"
+    eq = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(margin=0.01))
+    assert eq.decision == "equivalent"
+    # the same values without a margin: undecided, and no number of replicates decides 0
+    open_ = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(cap=8))
+    assert open_.decision == "undecided" and open_.beyond_cap
+    assert "would need" in open_.reason()
+    few = sequential_test([0.5, 0.6], [0, 1])
+    assert few.look == 0 and few.next == 3 and "first look" in few.reason()
+
+
+def test_next_round_grows_at_most_two_rungs_and_stops_at_the_cap():
+    rng = np.random.default_rng(5)
+    x = 0.05 + rng.standard_normal(3)  # a small effect in noise: far from decided
+    s = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=1000))
+    assert s.decision == "undecided"
+    if s.need is not None and s.need > 6:
+        assert s.next == 6  # two rungs up from 3
+    capped = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=4))
+    assert capped.next in (4, None)
+    assert sequential_test(x[:3], np.arange(3), plan=SequentialPlan(cap=3)).next is None
+
+
+def _run_study(draw, plan):
+    """The shipped stopping rule: 3 replicates, then up to ``next`` until it stops."""
+    values, reps, units = draw(0, 3)
+    while True:
+        s = sequential_test(values, reps, units, plan=plan)
+        if s.next is None:
+            return s, values, reps, units
+        more = draw(int(reps.max()) + 1, s.next)
+        values, reps, units = (np.concatenate([a, b]) for a, b in zip(
+            (values, reps, units), more))
+
+
+def _crossed(rng, effect, n_queries=60, sd_seed=0.03, sd_query=0.1, sd_noise=0.05):
+    b = sd_query * rng.standard_normal(n_queries)  # the fixed test set
+
+    def draw(first, upto):
+        s = np.arange(first, upto)
+        y = (effect + sd_seed * rng.standard_normal((len(s), 1)) + b[None, :]
+             + sd_noise * rng.standard_normal((len(s), n_queries)))
+        return y.ravel(), np.repeat(s, n_queries), np.tile(np.arange(n_queries), len(s))
+    return draw
+
+
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
+def test_false_decisions_under_optional_stopping_stay_below_alpha():
+    rng = np.random.default_rng(2026)
+    plan = SequentialPlan(alpha=ALPHA, cap=32)
+    wrong = 0
+    for _ in range(N_NULL):
+        # the null: the mean over seeds *and* the query population is 0
+        s, *_ = _run_study(_crossed(rng, 0.0), plan)
+        wrong += s.decision in ("greater", "less")
+    assert wrong / N_NULL <= LIMIT
+
+
+def test_every_rung_looked_at_keeps_alpha_where_fixed_tests_do_not():
+    # the worst case for the rule: no stop for futility, a look at every rung up to 64, one
+    # value per replicate (no conservative query part). The repeated p-value of the last
+    # look is the smallest over every rung, so one call reads all eight looks. A fixed 0.05
+    # test at every look is what the ladder replaces.
+    rng = np.random.default_rng(4)
+    plan = SequentialPlan(alpha=ALPHA, cap=64)
+    x = rng.standard_normal((N_NULL, 64))
+    wrong = sum(sequential_test(row, np.arange(64), plan=plan).decision in ("greater", "less")
+                for row in x)
+    naive = np.zeros(N_NULL, dtype=bool)
+    for r in rungs_upto(64):
+        naive |= sps.ttest_1samp(x[:, :r], 0, axis=1).pvalue < ALPHA
+    assert wrong / N_NULL <= LIMIT
+    assert naive.mean() > 2.5 * ALPHA
+
+
+def _replicates(rng, effect, sd=0.02):
+    def draw(first, upto):
+        s = np.arange(first, upto)
+        return effect + sd * rng.standard_normal(len(s)), s, np.zeros(len(s), np.int64)
+    return draw
+
+
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
+def test_false_equivalence_stays_below_alpha():
+    # a true difference exactly at the margin must not be called equivalent
+    rng = np.random.default_rng(7)
+    plan = SequentialPlan(alpha=ALPHA, cap=64, margin=0.02)
+    wrong = sum(_run_study(_replicates(rng, 0.02), plan)[0].decision == "equivalent"
+                for _ in range(N_NULL))
+    assert wrong / N_NULL <= LIMIT
+
+
+def test_real_effects_and_true_equivalence_are_decided():
+    rng = np.random.default_rng(8)
+    hits = [_run_study(_crossed(rng, 0.1), SequentialPlan(cap=64))[0] for _ in range(100)]
+    assert np.mean([h.decision == "greater" for h in hits]) > 0.9
+    assert np.median([h.look for h in hits]) <= 8  # large effects stop early
+    same = [_run_study(_crossed(rng, 0.0, sd_seed=0.005, sd_query=0.01), SequentialPlan(
+        cap=64, margin=0.03))[0] for _ in range(100)]
+    assert np.mean([h.decision == "equivalent" for h in same]) > 0.9
+
+
+@pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
+def test_welch_null_under_optional_stopping():
+    rng = np.random.default_rng(9)
+    plan = SequentialPlan(alpha=ALPHA, cap=96)
+    wrong = 0
+    for _ in range(N_NULL):
+        a, b = rng.normal(0.2, 0.05, 96), rng.normal(0.2, 0.08, 96)
+        n = 3
+        while True:
+            s = sequential_welch(a[:n], b[:n], plan=plan)
+            if s.next is None:
+                break
+            n = s.next
+        wrong += s.decision in ("greater", "less")
+    assert wrong / N_NULL <= LIMIT
