@@ -111,10 +111,11 @@ class SequentialConfig(Config):
 
 @dataclass(frozen=True)
 class RecurrentConfig(SequentialConfig):
-    """Options of the models with a recurrence (GRU4Rec, LSTM, LatentCross, JODIE).
+    """Options of the models with a GRU or LSTM layer (GRU4Rec, LSTM, LatentCross; JODIE's
+    t-batch recurrence is its own, :mod:`recaudit.models.sequential._jodie_rnn`).
 
     recurrence: how a stack's recurrent layers run — ``"native"`` (each trial's own fused
-    kernel: cuDNN, oneDNN, numba for JODIE), ``"batched"`` (every trial of a stack at once,
+    kernel: cuDNN, oneDNN), ``"batched"`` (every trial of a stack at once,
     step by step, as batched products over the trials: what a GPU runs fastest for a stack) or
     ``"auto"`` (default: batched on CUDA, native on the CPU, where it is the faster for a model
     alone). Both are exact for each trial whatever the stack; they are different arithmetic,
