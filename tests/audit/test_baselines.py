@@ -4,6 +4,7 @@ import numpy as np
 
 from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ExecutorSpec, MetricSpec,
                             ModelSpec, run_audit, trial_summary)
+from recaudit.audit._context import cache_key
 from recaudit.audit._study import AuditStudy, plan
 from recaudit.audit._runner import prime_baseline, run_trial
 from recaudit.experiment import ArrayCache
@@ -31,7 +32,8 @@ def test_the_cached_baseline_keeps_its_seconds_and_a_trial_counts_them_only_when
         tmp_path):
     cfg = _config(tmp_path, perturbations=("random-delete",))
     run_audit(cfg)
-    trial, _, key = plan(cfg)[0]
+    trial, _, baseline = plan(cfg)[0]
+    key = cache_key(trial, baseline)    # the baseline key and its model's arithmetic version
     entry = _cache(cfg).get(key)
     assert entry is not None and float(entry["fit_seconds"]) > 0
     assert float(entry["rank_seconds"]) > 0
@@ -75,17 +77,18 @@ def test_a_process_pool_primes_the_baseline_and_gives_the_in_process_numbers(tmp
     b = trial_summary(pool.output).sort_values("trial_id").reset_index(drop=True)
     assert list(a.trial_id) == list(b.trial_id)
     assert np.array_equal(a.rbo.to_numpy(), b.rbo.to_numpy())
-    keys = {k for _, _, k in plan(pool)}
+    keys = {(k, cache_key(t, k)) for t, _, k in plan(pool)}
     assert len(keys) == 1
-    key = keys.pop()
-    assert _cache(pool).has(key)
+    key, cached = keys.pop()
+    assert _cache(pool).has(cached)
     with AuditStore(pool.output, read_only=True) as store:
         assert store.counted_baselines() == {key}
 
 
 def test_priming_an_existing_baseline_leaves_it_as_it_is(tmp_path):
     cfg = _config(tmp_path, perturbations=("random-delete",))
-    trial, _, key = plan(cfg)[0]
+    trial, _, baseline = plan(cfg)[0]
+    key = cache_key(trial, baseline)
     cache = cfg.output + ".baselines"
     prime_baseline(trial, cache)
     entry = ArrayCache(cache).get(key)

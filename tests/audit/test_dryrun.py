@@ -92,6 +92,15 @@ def test_plan_reads_what_the_store_holds(tmp_path):
     assert plan.detectable.iloc[0].basis == "none"   # one seed: no replicates' variance
 
 
+def test_plan_counts_a_cached_baseline_of_a_new_model_version_as_stored(tmp_path):
+    """A baseline cached under its model's implementation version (gru4rec's is past the
+    first: its cache key carries the version) is not counted again as one to train."""
+    run_audit(_cfg(tmp_path, perts=("random-delete", "none"), seeds=(0,)))
+    row = dry_run(_cfg(tmp_path, seeds=(0,)), calibrate=False).fits.iloc[0]
+    assert (row.stored_trials, row.stored_baselines) == (2, 1)
+    assert (row.remaining, row.remaining_baselines) == (1, 0)   # seed-only's fit alone
+
+
 def test_plan_without_stored_trials_or_calibration_has_no_time(tmp_path):
     row = dry_run(_cfg(tmp_path), calibrate=False).fits.iloc[0]
     assert row.time_basis == "none" and np.isnan(row.hours) and row.remaining == 6

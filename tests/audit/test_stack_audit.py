@@ -9,7 +9,7 @@ import pytest
 
 from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ExecutorSpec, MetricSpec,
                             ModelSpec, run_audit)
-from recaudit.experiment import Stacked, Trial, stacks
+from recaudit.experiment import Stacked, Trial, shared_trials, stacks
 
 DATA = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
                                          "mean_length": 14, "seed": 5})
@@ -137,3 +137,38 @@ def test_each_member_of_a_running_stack_has_its_heartbeat(tmp_path):
         assert beat["label"] == f"trial {i}" and beat["phase"] == "perturbed fit"
         assert beat["epoch"] == 2 and beat["stack"] == {"size": 3, "index": i, "first": "id0"}
     assert not list((tmp_path / "beats").glob("*.json"))  # removed when the stack ends
+
+
+def test_a_store_written_before_a_models_numbers_changed_resumes_and_merges(tmp_path,
+                                                                            monkeypatch):
+    """Stores written by an earlier version of a model's arithmetic: their trials stay (ids
+    are the spec's), new trials record the new version and train their own baselines (the
+    cache keeps one per version), and merging two stores says which shared trials differ."""
+    from pathlib import Path
+
+    from recaudit.models.sequential import GRU4Rec
+
+    cfg = _config(tmp_path, "old.duckdb", ExecutorSpec())
+    first = AuditConfig(**{**cfg.__dict__, "perturbations": PERTURBATIONS[:2]})
+    with monkeypatch.context() as m:
+        m.setattr(GRU4Rec, "implementation", 1)          # the version before the change
+        run_audit(first)
+    old, _ = _results(cfg.output)
+    cache = Path(cfg.output + ".baselines")
+    before = {p.name for p in cache.iterdir()}
+    run_audit(cfg)                                        # resumed by this version
+    t, _ = _results(cfg.output)
+    assert set(old.trial_id) < set(t.trial_id) and len(t) == 2 * len(PERTURBATIONS)
+    versions = {r.trial_id: json.loads(r.versions)["implementation"] for r in t.itertuples()}
+    assert {versions[i] for i in old.trial_id} == {"1 (recurrence native)"}
+    assert {v for i, v in versions.items() if i not in set(old.trial_id)} == \
+        {"2 (recurrence native)"}
+    after = {p.name for p in cache.iterdir()}
+    assert any(".v2" in name for name in after - before)  # baselines of this version apart
+    fresh = run_audit(_config(tmp_path, "new.duckdb", ExecutorSpec()))
+    with AuditStore(fresh, read_only=True) as store:
+        agreement = {a.table: a for a in shared_trials(store, cfg.output)}["query_results"]
+    assert agreement.shared == len(t)
+    # the old trials were trained by the same code here: they agree; a real change of
+    # arithmetic would list them as differing, with their versions saying why
+    assert agreement.differing == ()

@@ -8,8 +8,8 @@ from torch import nn
 from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
 from recaudit.models.sequential._jodie import _JODIENet
-from recaudit.models.sequential._jodie_plan import (count_groups, make_plan, previous_rows,
-                                         timespan_groups)
+from recaudit.models.sequential._history import count_groups
+from recaudit.models.sequential._jodie_plan import make_plan, previous_rows, timespan_groups
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models.sequential._nn import materialize
 from recaudit.seeds import make_torch_generator
@@ -31,10 +31,16 @@ def reference_fit(model, train, seed, group_ptr):
     di = np.where(pi >= 0, t - t[np.maximum(pi, 0)], 0.0)
     scale = float(du.std()) or 1.0
     prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
-    net = materialize(_JODIENet(train.n_users, train.n_items, d),
-                      make_torch_generator(seed, "jodie", "init"), torch.device("cpu"),
+    net = materialize(_JODIENet(1, train.n_users, train.n_items, d),
+                      [make_torch_generator(seed, "jodie", "init")], torch.device("cpu"),
                       model._init_rule(train.n_users, train.n_items), style=cfg.init)
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+    # the one member's parameters as plain tensors, trained by torch's own loop Adam
+    P = {k: nn.Parameter(v.detach()[0].clone()) for k, v in net.named_parameters()}
+
+    def linear(name, x, bias=True):
+        return nn.functional.linear(x, P[f"{name}.weight"], P[f"{name}.bias"] if bias else None)
+
+    opt = torch.optim.Adam(P.values(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                            foreach=False)
     # t-batch level of each row inside its group (for the per-t-batch mean of the authors'
     # code): one more than the highest level among the group's earlier rows it reads
@@ -48,8 +54,8 @@ def reference_fit(model, train, seed, group_ptr):
     mean = cfg.loss_reduction == "tbatch-mean"
     losses = []
     for _ in range(cfg.epochs):
-        U = [net.init_user.clone()] * train.n_users  # copies: the epoch's initial values
-        Ie = [net.init_item.clone()] * train.n_items
+        U = [P["init_user"].clone()] * train.n_users  # copies: the epoch's initial values
+        Ie = [P["init_item"].clone()] * train.n_items
         total = 0.0
         for g in range(len(group_ptr) - 1):
             loss = 0.0
@@ -59,16 +65,16 @@ def reference_fit(model, train, seed, group_ptr):
                 pdyn = Ie[p] if p >= 0 else torch.zeros(d)
                 dut = torch.tensor([du[k] / scale], dtype=torch.float32)
                 dit = torch.tensor([di[k] / scale], dtype=torch.float32)
-                proj = up * (1 + net.project(dut))
-                pred = (net.w_user_dyn(proj) + net.w_prev_dyn(pdyn) + net.w_user_static.weight[u]
-                        + net.w_prev_static.weight[p + 1])
+                proj = up * (1 + linear("project", dut))
+                pred = (linear("w_user_dyn", proj) + linear("w_prev_dyn", pdyn, bias=False)
+                        + P["w_user_static.weight"][u] + P["w_prev_static.weight"][p + 1])
                 ut, it = (up.detach(), ip.detach()) if cfg.detach_targets else (up, ip)
                 target = torch.cat([it, nn.functional.one_hot(torch.tensor(i),
                                                               train.n_items).float()])
-                un = nn.functional.normalize(torch.tanh(net.user_rnn(torch.cat([up, ip, dut]))),
-                                             dim=0)
-                inew = nn.functional.normalize(torch.tanh(net.item_rnn(torch.cat([ip, up, dit]))),
-                                               dim=0)
+                un = nn.functional.normalize(torch.tanh(linear("user_rnn",
+                                                               torch.cat([up, ip, dut]))), dim=0)
+                inew = nn.functional.normalize(torch.tanh(linear("item_rnn",
+                                                                 torch.cat([ip, up, dit]))), dim=0)
                 terms = [((pred - target) ** 2), (un - ut) ** 2, (inew - it) ** 2]
                 red = [t.mean() if mean else t.sum() for t in terms]
                 w = 1.0
@@ -84,7 +90,7 @@ def reference_fit(model, train, seed, group_ptr):
             U = [x.detach() for x in U]
             Ie = [x.detach() for x in Ie]
         losses.append(total / len(train))
-    return net, losses, torch.stack(U), torch.stack(Ie)
+    return P, losses, torch.stack(U), torch.stack(Ie)
 
 
 @pytest.mark.parametrize("params", [
@@ -98,12 +104,12 @@ def test_fast_training_equals_row_by_row_reference(params):
     train = _small_train()
     model = create("jodie", epochs=2, embedding_dim=12, lr=0.01, **params).fit(train, seed=3)
     gptr = model._groups(train)
-    net, losses, U, Ie = reference_fit(model, train, 3, gptr)
+    params, losses, U, Ie = reference_fit(model, train, 3, gptr)
     got = [h["loss"] for h in model.history_]
     np.testing.assert_allclose(got, losses, rtol=2e-5)
-    for k, v in net.state_dict().items():
-        np.testing.assert_allclose(model.network_.state_dict()[k].numpy(), v.numpy(),
-                                   atol=2e-5, err_msg=k)
+    for k, v in params.items():
+        np.testing.assert_allclose(model.network_.state_dict()[k][0].numpy(),
+                                   v.detach().numpy(), atol=2e-5, err_msg=k)
     np.testing.assert_allclose(model.user_state_.numpy(), U.numpy(), atol=2e-5)
     np.testing.assert_allclose(model.item_state_.numpy(), Ie.numpy(), atol=2e-5)
 

@@ -23,41 +23,47 @@ def fitted():
     return model, split.train, split.queries
 
 
-def _grad(net, proj, p_dyn, u, p, target):
+def _grad(P, proj, p_dyn, u, p, target):
     """d ||ĵ - target||² / d (prediction layer), flattened in ``LAYER`` order (autograd)."""
-    params = dict(net.named_parameters())
-    pred = (net.w_user_dyn(proj) + net.w_prev_dyn(p_dyn) + net.w_user_static.weight[u]
-            + net.w_prev_static.weight[p + 1])
-    grads = torch.autograd.grad(((pred - target) ** 2).sum(), [params[k] for k in LAYER])
+    pred = (nn.functional.linear(proj, P["w_user_dyn.weight"], P["w_user_dyn.bias"])
+            + P["w_prev_dyn.weight"] @ p_dyn + P["w_user_static.weight"][u]
+            + P["w_prev_static.weight"][p + 1])
+    grads = torch.autograd.grad(((pred - target) ** 2).sum(), [P[k] for k in LAYER])
     return torch.cat([g.reshape(-1) for g in grads]).numpy().astype(np.float64)
 
 
 def reference_gradients(model, train, queries, state):
     """The checkpoint's weights replayed one row at a time in time order (the module
     docstring's recurrence), each row's and query's loss gradient by autograd."""
-    net = model.network_.__class__(train.n_users, train.n_items, model.config.embedding_dim)
-    net.load_state_dict(state, assign=True)
+    # the checkpoint's one member as plain tensors
+    P = {k: v[0].clone().requires_grad_(k in LAYER) for k, v in state.items()}
+
+    def linear(name, x):
+        return nn.functional.linear(x, P[f"{name}.weight"], P[f"{name}.bias"])
+
     d = model.config.embedding_dim
     t = train.timestamp.astype(np.float64)
     pu, pi = previous_rows(train.user), previous_rows(train.item)
     du = np.where(pu >= 0, t - t[np.maximum(pu, 0)], 0.0) / model.time_scale_
     di = np.where(pi >= 0, t - t[np.maximum(pi, 0)], 0.0) / model.time_scale_
     prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
-    U = [net.init_user.detach()] * train.n_users
-    Ie = [net.init_item.detach()] * train.n_items
+    U = [P["init_user"].detach()] * train.n_users
+    Ie = [P["init_item"].detach()] * train.n_items
     rows = []
     for k in range(len(train)):
         u, i, p = int(train.user[k]), int(train.item[k]), int(prev[k])
         up, ip = U[u], Ie[i]
         pdyn = Ie[p] if p >= 0 else torch.zeros(d)
-        proj = up * (1 + net.project(torch.tensor([du[k]], dtype=torch.float32)))
+        proj = up * (1 + linear("project", torch.tensor([du[k]], dtype=torch.float32)))
         target = torch.cat([ip, nn.functional.one_hot(torch.tensor(i), train.n_items).float()])
-        rows.append(_grad(net, proj, pdyn, u, p, target))
+        rows.append(_grad(P, proj, pdyn, u, p, target))
         with torch.no_grad():
-            U[u] = nn.functional.normalize(torch.tanh(net.user_rnn(
-                torch.cat([up, ip, torch.tensor([du[k]], dtype=torch.float32)]))), dim=0)
-            Ie[i] = nn.functional.normalize(torch.tanh(net.item_rnn(
-                torch.cat([ip, up, torch.tensor([di[k]], dtype=torch.float32)]))), dim=0)
+            U[u] = nn.functional.normalize(torch.tanh(linear(
+                "user_rnn", torch.cat([up, ip, torch.tensor([du[k]], dtype=torch.float32)]))),
+                dim=0)
+            Ie[i] = nn.functional.normalize(torch.tanh(linear(
+                "item_rnn", torch.cat([ip, up, torch.tensor([di[k]], dtype=torch.float32)]))),
+                dim=0)
     last_time = {int(u): float(x) for u, x in zip(train.user, t)}  # rows in time order
     tests = []
     for q in range(len(queries)):
@@ -65,12 +71,12 @@ def reference_gradients(model, train, queries, state):
         ctx = queries.context_item[queries.context_indptr[q]:queries.context_indptr[q + 1]]
         p = int(ctx[-1]) if len(ctx) else -1
         dt = max(float(queries.timestamp[q]) - last_time[u], 0.0) if u in last_time else 0.0
-        proj = U[u] * (1 + net.project(torch.tensor([dt / model.time_scale_],
-                                                    dtype=torch.float32)))
+        proj = U[u] * (1 + linear("project", torch.tensor([dt / model.time_scale_],
+                                                          dtype=torch.float32)))
         pdyn = Ie[p] if p >= 0 else torch.zeros(d)
         target = torch.cat([Ie[y], nn.functional.one_hot(torch.tensor(y), train.n_items)
                             .float()])
-        tests.append(_grad(net, proj, pdyn, u, p, target))
+        tests.append(_grad(P, proj, pdyn, u, p, target))
     return np.stack(rows), np.stack(tests)
 
 

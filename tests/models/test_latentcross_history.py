@@ -36,8 +36,10 @@ def _bucket(gap, n):
 
 
 def _gru_step(gru, x, h):
-    """The textbook GRU cell (Cho et al. 2014, PyTorch's gate order r, z, n)."""
-    wi, wh, bi, bh = gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0
+    """The textbook GRU cell (Cho et al. 2014, PyTorch's gate order r, z, n) of a stack of
+    one's only member."""
+    wi, wh, bi, bh = (p[0] for p in (gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0,
+                                     gru.bias_hh_l0))
     gi, gh = x @ wi.T + bi, h @ wh.T + bh
     H = h.shape[-1]
     r = torch.sigmoid(gi[..., :H] + gh[..., :H])
@@ -47,11 +49,20 @@ def _gru_step(gru, x, h):
 
 
 def _row_o(net, h, gap, nb):
-    return h * (1.0 + net.ctx_out.weight[_bucket(gap, nb)])
+    return h * (1.0 + net.ctx_out.weight[0][_bucket(gap, nb)])
 
 
 def _row_x(net, item, gap, nb):
-    return net.embedding.weight[item + 1] * (1.0 + net.ctx_in.weight[_bucket(gap, nb)])
+    return net.embedding.weight[0][item + 1] * (1.0 + net.ctx_in.weight[0][_bucket(gap, nb)])
+
+
+def _lin(layer, x):
+    """A linear layer of a stack of one's only member."""
+    return x @ layer.weight[0].T + layer.bias[0]
+
+
+def _scores(net, o):
+    return _lin(net.out, torch.relu(_lin(net.dense, o)))
 
 
 def reference_epoch(model, net, train, opt):
@@ -69,7 +80,7 @@ def reference_epoch(model, net, train, opt):
         for k in range(gptr[g], gptr[g + 1]):
             u, i = int(train.user[k]), int(train.item[k])
             o = _row_o(net, state[u], gaps[k], nb)
-            s = net.out(torch.relu(net.dense(o)))
+            s = _scores(net, o)
             losses.append(nn.functional.cross_entropy(s[None], torch.tensor([i])))
             state[u] = _gru_step(net.gru, _row_x(net, i, gaps[k], nb), state[u])
         loss = torch.stack(losses).mean()
@@ -86,7 +97,7 @@ def _fresh_net(model, train, seed):
     from recaudit.seeds import make_torch_generator
 
     return materialize(model._network(train.n_items),
-                       make_torch_generator(seed, "latentcross", "init"),
+                       [make_torch_generator(seed, "latentcross", "init")],
                        torch.device("cpu"), model._init_rule())
 
 
@@ -171,7 +182,7 @@ def test_a_query_advances_over_the_test_items_before_it():
             h = _gru_step(net.gru, _row_x(net, int(item), float(t - last), nb), h)
             last = float(t)
         o = _row_o(net, h, float(q.timestamp[j] - last), nb)
-        want = net.out(torch.relu(net.dense(o))).numpy()
+        want = _scores(net, o).numpy()
     got = model.score(q.subset(np.array([j])))[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -184,7 +195,7 @@ def test_a_user_without_training_rows_starts_from_zero():
     model.user_last_time_[0] = np.nan
     net = model.network_
     with torch.no_grad():
-        want = net.out(torch.relu(net.dense(torch.zeros(8) * (1 + net.ctx_out.weight[0]))))
+        want = _scores(net, torch.zeros(8) * (1 + net.ctx_out.weight[0][0]))
     np.testing.assert_allclose(model.score(q)[0], want.numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -207,12 +218,12 @@ def test_checkpoint_factors_are_the_loss_gradients_at_each_row():
                 u = int(train.user[r])
                 h = hs.get(u, torch.zeros(8))
                 if r in rows:
-                    want.append((torch.relu(net.dense(_row_o(net, h, gaps[r], nb))),
+                    want.append((torch.relu(_lin(net.dense, _row_o(net, h, gaps[r], nb))),
                                  int(train.item[r])))
                 hs[u] = _gru_step(net.gru, _row_x(net, int(train.item[r]), gaps[r], nb), h)
         for (h, y), g in zip(want, g_train):
-            w = net.out.weight.detach().clone().requires_grad_(True)
-            b = net.out.bias.detach().clone().requires_grad_(True)
+            w = net.out.weight[0].detach().clone().requires_grad_(True)
+            b = net.out.bias[0].detach().clone().requires_grad_(True)
             loss = nn.functional.cross_entropy((h @ w.T + b)[None], torch.tensor([y]))
             exp = torch.cat([x.reshape(-1) for x in torch.autograd.grad(loss, [w, b])])
             np.testing.assert_allclose(g, exp.numpy(), rtol=1e-4, atol=1e-6)

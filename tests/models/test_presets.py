@@ -53,6 +53,7 @@ def test_frozen_embedding_stays_at_its_torch_initialisation():
     e = m.network_.embedding.weight
     assert not e.requires_grad
     assert torch.equal(e, again.network_.embedding.weight)   # same seed, not trained
+    e = e[0]                                                 # a stack of one's only member
     assert torch.all(e[0] == 0) and abs(float(e[1:].std()) - 1.0) < 0.2   # N(0, 1), padding 0
     lstm = m.network_.lstm
     # untrained LSTM parameters start in U(+-1/sqrt(H)); after 2 small epochs still near it

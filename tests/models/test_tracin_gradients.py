@@ -8,6 +8,7 @@ import torch
 
 from recaudit.models import create
 from recaudit.models.sequential._samples import SequenceData, batch_from_queries
+from recaudit.models.sequential._stack import Members
 from recaudit.models.testing import leave_last_out, planted_log
 
 CONFIGS = {
@@ -25,7 +26,7 @@ def _autograd(model, net, batch, targets):
     net.eval()
     with torch.no_grad():
         h = model._query_hidden(net, batch)
-    w, b = net.output()
+    w, b = (None if t is None else t[0] for t in net.output(Members.of(net)))  # a stack of 1
     w = w.detach().clone().requires_grad_(True)
     b = None if b is None else b.detach().clone().requires_grad_(True)
     out = []

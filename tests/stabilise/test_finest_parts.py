@@ -9,6 +9,7 @@ from recaudit.data import Interactions
 from recaudit.errors import ConfigError
 from recaudit.models import create
 from recaudit.models.sequential._nn import deterministic_torch, set_dropout_generator
+from recaudit.models.sequential._stack import padded
 from recaudit.models.testing import leave_last_out, planted_log
 from recaudit.perturb._edits import delete_rows, insert_after, replace_items
 from recaudit.stabilise import match_rows, rank_preserving_loss, reference_lists, simulate
@@ -124,9 +125,11 @@ def test_instances_reproduce_the_models_loss_and_point_at_their_context(case):
         queried = model.query_scores(net, batch)
     if name == "bert4rec":  # the loss also covers the Cloze positions; the scores do not
         torch.testing.assert_close(served, queried)
-    else:  # bit-identical: the training loss is the mean cross-entropy of the instances
-        assert loss.item() == torch.nn.functional.cross_entropy(logits,
-                                                                batch.sel_targets).item()
+    else:  # bit-identical: the training loss is the mean cross-entropy of the instances (its
+        # sum over the rows padded to a multiple of 64 with ignored targets, over their count)
+        ce = torch.nn.functional.cross_entropy(logits, batch.sel_targets, reduction="none")
+        rows = torch.cat([ce, ce.new_zeros(padded(len(ce)) - len(ce))])
+        assert loss.item() == (rows.sum() / len(ce)).item()
     assert logits.shape[1] == train.n_items and len(pos) == len(logits)
     # the instance at position p predicts the item after p, from a context ending with p's item
     has = pos >= 0

@@ -18,7 +18,7 @@ from recaudit.data import Interactions, RankLists, Split
 from recaudit.experiment import ArrayCache, canonical_json
 from recaudit.perturb import Context, Perturbation
 
-__all__ = ["perturb_context", "close_context"]
+__all__ = ["perturb_context", "close_context", "cache_key"]
 
 
 def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None,
@@ -59,11 +59,23 @@ def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: Ra
         if not needs.lazy_model:
             model, fit = fit(), None
         elif cache is not None:
-            key = plain.baseline_key(split.train.fingerprint())
+            key = cache_key(plain, plain.baseline_key(split.train.fingerprint()))
             memo = _Memo(ArrayCache(cache), f"{key}.", canonical_json(params))
     return Context(queries=split.queries, baseline=base if needs.recommendations else None,
                    k=trial.metrics.k, model=model, fit=fit, memo=memo,
                    protected=split.held_out_pairs() if needs.protected else None)
+
+
+def cache_key(trial: TrialSpec, baseline_key: str) -> str:
+    """The baseline cache's key of ``trial`` (whose baseline key is ``baseline_key``): the
+    baseline key and, when its model's arithmetic is not at its first version
+    (``implementation``, the sequential models), that version: lists a model computed before
+    its numbers changed are never compared with lists it computes now (a store resumed across
+    the change trains its baselines again)."""
+    from recaudit.models import model_class
+
+    version = getattr(model_class(trial.model.name), "implementation", 1)
+    return baseline_key if version == 1 else f"{baseline_key}.v{version}"
 
 
 def close_context(context: Context) -> None:

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from recaudit.audit._context import cache_key
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
 from recaudit.stats import Estimate, estimate_mean
@@ -299,12 +300,14 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
     for (dataset, label), items in groups.items():
         keys = list(dict.fromkeys(k for _, _, k in items))
         open_keys = {k for _, tid, k in items if tid not in done}
-        cached = sum(1 for k in keys if cache is not None and cache.has(k))
+        cached = sum(1 for k in keys if cache is not None
+                     and cache.has(cache_key(items[0][0], k)))
         perturbed = sum(1 for t, _, _ in items if perturbation_label(t.perturbation) != "none")
         stored = sum(1 for _, tid, _ in items if tid in done)
         remaining_pert = sum(1 for t, tid, _ in items
                              if tid not in done and perturbation_label(t.perturbation) != "none")
-        remaining_base = sum(1 for k in open_keys if cache is None or not cache.has(k))
+        remaining_base = sum(1 for k in open_keys if cache is None
+                             or not cache.has(cache_key(items[0][0], k)))
         remaining = remaining_base + remaining_pert
         trial = items[0][0]
         n_queries = len(prepare(trial.dataset, trial.split)[1].queries)

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit import _progress as progress
-from recaudit.audit._context import _fit, close_context, perturb_context
+from recaudit.audit._context import _fit, cache_key, close_context, perturb_context
 from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
@@ -79,11 +79,15 @@ def versions(model: ModelSpec) -> dict[str, str]:
         return library_versions()
     import torch
 
-    from recaudit.models import resolve_device
+    from recaudit.models import model_class, resolve_device
 
     placed = resolve_device(device)
     name = torch.cuda.get_device_name(placed) if placed.type == "cuda" else platform.machine()
-    return {**library_versions(), "device": f"{placed} ({name})"}
+    out = {**library_versions(), "device": f"{placed} ({name})"}
+    describe = getattr(model_class(model.name), "implementation_of", None)
+    if describe is not None:   # the version of the model's arithmetic (the sequential models)
+        out["implementation"] = describe(model.params, placed)
+    return out
 
 
 def _device_param(model: ModelSpec) -> str | None:
@@ -172,7 +176,7 @@ def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
             raise ValueError(f"baseline has {len(given.items)} rank lists for "
                              f"{len(split.queries)} queries")
         return dataclasses.replace(given, trained_here=False)
-    key = trial.baseline_key(log_.fingerprint())
+    key = cache_key(trial, trial.baseline_key(log_.fingerprint()))
     store = None if cache is None else ArrayCache(cache)
     hit = None if store is None else store.get(key)
     if hit is not None:
@@ -198,7 +202,7 @@ def prime_baseline(trial: TrialSpec, cache: str | os.PathLike) -> None:
     not; an entry already there is not read). The process pool runs it before a group of
     trials, which then all read the lists, the first of them counting their seconds."""
     data, split = prepare(trial.dataset, trial.split)
-    if ArrayCache(cache).has(trial.baseline_key(data.fingerprint())):
+    if ArrayCache(cache).has(cache_key(trial, trial.baseline_key(data.fingerprint()))):
         return
     progress.report(label=f"{trial.model.label} · baseline · seed {trial.seed}",
                     phase="baseline fit")

@@ -83,7 +83,9 @@ TRIALS = Table("trials", columns(
         "total_seconds": "wall-clock seconds of the whole trial, data preparation included, "
                          "plus its baseline's when it counts one made by another job",
         "versions": "JSON object of the versions of recaudit, Python and the numeric "
-                    "libraries, and the device models were trained on",
+                    "libraries, the device models were trained on, the version of a "
+                    "sequential model's arithmetic (`implementation`, with the recurrence "
+                    "it ran) and the size of the stack it trained in (`stack`, when above 1)",
         "host": "the host name of the machine that ran the trial",
         "draw": "which repeated draw of the perturbation against the same baseline (0: the "
                 "first; see `draws`)"}), key=("trial_id",),

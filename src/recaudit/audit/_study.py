@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from recaudit.audit._context import cache_key
 from recaudit.audit._data import DATASETS, keep_data, kept_fingerprints
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
@@ -185,7 +186,7 @@ class AuditStudy:
             if pending:
                 charged.add(key)
             if key not in cached:
-                cached[key] = cache is not None and ArrayCache(cache).has(key)
+                cached[key] = cache is not None and ArrayCache(cache).has(cache_key(trial, key))
             if pending:
                 needed.add(key)
             job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
@@ -216,8 +217,9 @@ class AuditStudy:
         old = row.get("baseline_key")
         if cache is not None and old and old != key:
             store = ArrayCache(cache)
-            if not store.has(key) and (hit := store.get(str(old))) is not None:
-                store.put(key, **hit)
+            new, was = cache_key(trial, key), cache_key(trial, str(old))
+            if not store.has(new) and (hit := store.get(was)) is not None:
+                store.put(new, **hit)
         return trial.trial_id(fp), {"baseline_key": key,
                                     "spec": canonical_json(trial.to_dict())}
 

@@ -10,16 +10,18 @@ Determinism (same data + same seed => bit-identical parameters and rank lists):
 
 - the network is built on the meta device and initialised from
   ``make_torch_generator(seed, name, "init")`` (on the CPU, so a model starts from the same
-  parameters on every device); dropout masks come from
-  ``make_torch_generator(seed, name, "dropout", device=...)``, a generator on the training
-  device; shuffled batch orders from ``make_rng(seed, name, "order", epoch)``. Torch's global
-  RNG is never read or written.
+  parameters on every device); dropout masks are hashes of counters keyed by
+  ``derive_seed(seed, name, "dropout")``, the epoch and the step (:mod:`._draws`: the same
+  masks on every device); shuffled batch orders from ``make_rng(seed, name, "order",
+  epoch)``. Torch's global RNG is never read or written.
 - ``torch.use_deterministic_algorithms(True)`` and ``num_threads`` intra-op threads (default 1;
   float sums depend on the thread count) hold inside ``fit``/``rank``/``score`` only.
   Results are bit-identical run to run on a given device and thread count; CPU and CUDA
-  results differ in the last bits (and dropout masks differ between devices).
+  results differ in the last bits.
+- a model is a stack of one (:mod:`._stack`): a trial computes the same bits alone and in a
+  stack of any size on the CPU; ``implementation`` names the version of this arithmetic.
 
-Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[B, L, D]``
+Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[K, B, L, D]``
 and, optionally, a ``head(h)`` applied only to the positions that are scored (output dropout,
 final dense layer or layer norm), so prefix samples pay for one position, not ``L``. The
 epoch's samples live on the training device (``SequenceData.epoch_batches``) and the inner
@@ -45,18 +47,22 @@ from recaudit.models._params import Configurable
 from recaudit.models._protocol import as_queries, top_k_from_scores
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._factors import collected, outer
-from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
-from recaudit.models.sequential._train import Course, train as train_courses
+from recaudit.models.sequential._course import Course
+from recaudit.models.sequential._samples import (Batch, SequenceData, StackBatch,
+                                                 batch_from_queries)
+from recaudit.models.sequential._stack import Members, bmm_out, padded
+from recaudit.models.sequential._train import train_stack
 
 __all__ = ["SequentialRecommender", "fit_stack"]
 
 
 class SequentialRecommender(Configurable):
-    """Base class: subclasses define ``Config`` and ``_network(n_items)`` (built on meta).
+    """Base class: subclasses define ``Config`` and ``_network(n_items, k)`` (a network of
+    ``k`` members, built on meta; a model alone is a stack of one, :mod:`._stack`).
 
-    The network's ``forward(batch) -> [B, L, D]`` returns the representation at every position
-    (causal: position ``j`` sees positions ``<= j`` only);
-    ``output() -> (W [n_items, D], b | None)``.
+    The network's ``forward(batch, members) -> [K, B, L, D]`` returns each member's
+    representation at every position (causal: position ``j`` sees positions ``<= j`` only);
+    ``output(members) -> (W [K, n_items, D], b [K, n_items] | None)``.
     Learned state after ``fit``: ``network_``, ``n_items_``, ``checkpoints_``, ``history_`` (one
     dict per epoch: loss, wall and process-CPU seconds, valid_mrr with ``patience``).
     """
@@ -64,6 +70,12 @@ class SequentialRecommender(Configurable):
     Config: ClassVar[type[SequentialConfig]] = SequentialConfig
     registered_name: ClassVar[str] = "sequential"
     uses_time: ClassVar[bool] = False
+    #: the version of the model's arithmetic: raised when what a trial computes changes in
+    #: its bits (stores record it with every trial, :meth:`implementation_of`, and cache a
+    #: baseline per version). 2: one forward for a model and a stack (dropout masks from the
+    #: counter-based generator, layer norms' affine map apart, targets padded to multiples
+    #: of 64, losses of a stack in one operation).
+    implementation: ClassVar[int] = 2
     # learned state (set by the training loop, :mod:`._train`)
     n_items_: int
     device_: torch.device
@@ -78,8 +90,21 @@ class SequentialRecommender(Configurable):
                               "pad_left (a fixed window padded on the left) is for models "
                               "without time features")
 
+    @classmethod
+    def implementation_of(cls, params: dict[str, Any], device: torch.device) -> str:
+        """What a trial of this model with ``params`` computes on ``device``, as its record
+        says it (``versions.implementation``): the version of the arithmetic and, for a model
+        with a recurrence, which one runs (``recurrence = "auto"`` resolved)."""
+        from recaudit.models.sequential._stack import resolve_recurrence
+
+        recurrence = params.get("recurrence", getattr(cls.Config, "recurrence", None))
+        if recurrence is None:
+            return str(cls.implementation)
+        return f"{cls.implementation} (recurrence {resolve_recurrence(recurrence, device)})"
+
     # ------------------------------------------------------------------ hooks
-    def _network(self, n_items: int) -> SequenceNet:  # pragma: no cover - abstract
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:  # pragma: no cover
+        """The network of ``k`` members over ``n_items`` items, built on the meta device."""
         raise NotImplementedError
 
     def _make_data(self, train: Interactions) -> SequenceData:
@@ -93,44 +118,75 @@ class SequentialRecommender(Configurable):
 
     def instance_scores(self, net: SequenceNet, batch: Batch, rng: np.random.Generator
                         ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(loss, scores)`` of a training mini-batch: the training loss (mean full-softmax
-        cross-entropy over the batch's targets, ``batch.sel``) and the next-item scores
-        ``[n, n_items]`` of its instances — every target position, in ``batch.sel`` order.
-        ``rng``: the fit's loss generator (for losses that draw, BERT4Rec's Cloze masks).
+        """``(loss, scores)`` of a training mini-batch of a model's network (a stack of one):
+        the training loss (mean full-softmax cross-entropy over the batch's targets,
+        ``batch.sel``) and the next-item scores ``[n, n_items]`` of its instances — every
+        target position, in ``batch.sel`` order. ``rng``: the fit's loss generator (for losses
+        that draw, BERT4Rec's Cloze masks).
 
         The training loop minimises the loss; fine-tuning methods (FINEST,
         :mod:`recaudit.stabilise`) add terms on the scores. A model whose training objective
-        is not next-item prediction overrides this and says which positions are instances.
+        is not next-item prediction overrides :meth:`_objectives` and :meth:`_instances`.
         """
-        hidden = net(batch)
-        h = _head(net, hidden.reshape(-1, hidden.shape[-1]).index_select(
-            0, required(batch.sel, "target positions")))
-        scores = self._logits(net, h)
-        return nn.functional.cross_entropy(scores, required(batch.sel_targets, "targets")), \
-            scores
+        n = len(required(batch.sel, "targets"))
+        stacked = StackBatch.of([batch], padded(n))
+        losses, scores = self._next_items(net, stacked, Members.of(net))
+        return losses[0], scores[0, :n]
 
-    @classmethod
-    def standard_loss(cls) -> bool:
-        """Whether the model trains with :meth:`instance_scores` as defined here (a stack of
-        such models may compute its members' losses in one batched pass, ``_stack``)."""
-        return cls.instance_scores is SequentialRecommender.instance_scores
+    def _objectives(self, net: SequenceNet, batch: StackBatch, m: Members,
+                    rngs: Sequence[np.random.Generator]) -> torch.Tensor:
+        """Each member's loss ``[K]`` in a pass over the stacked mini-batch ``batch`` (members
+        ``m``, their loss generators ``rngs``): the mean full-softmax cross-entropy over its
+        own targets."""
+        return self._next_items(net, batch, m)[0]
+
+    def _next_items(self, net: SequenceNet, batch: StackBatch, m: Members
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if batch.sel is None or batch.sel_targets is None:
+            raise ValueError("this batch carries no targets; build it with SequenceData")
+        return self._scored(net, net(batch, m), batch.sel, batch.sel_targets, m)
+
+    def _scored(self, net: SequenceNet, trunk: torch.Tensor, sel: torch.Tensor,
+                targets: torch.Tensor, m: Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """Losses ``[K]`` and scores ``[K, R, n_items]`` of the trunk ``[K, B, W, D]`` at each
+        member's positions ``sel [K, R]`` (flat ``b W + j``), targets ``[K, R]`` (``-100``:
+        padding, :func:`._stack.padded`): one batched head and output layer, one
+        cross-entropy, each member's mean over its own rows."""
+        k, b, w, d = trunk.shape
+        idx = sel if k == 1 else sel + (torch.arange(k, device=sel.device) * (b * w))[:, None]
+        h = trunk.reshape(k * b * w, d).index_select(0, idx.view(-1)).view(k, -1, d)
+        scores = self._logits(net, _head(net, h, m), m)
+        ce = nn.functional.cross_entropy(scores.view(-1, scores.shape[-1]), targets.view(-1),
+                                         reduction="none").view(k, -1)
+        return ce.sum(1) / (targets >= 0).sum(1), scores
+
+    def _batches_in_stack(self) -> bool:
+        """Whether a stack of this model computes its members' losses in one batched pass
+        (:meth:`_objectives` over members grouped by mini-batch shape and padded number of
+        targets); ``False`` for the models that train on whole histories, member by member.
+        The one place that decides it."""
+        return True
 
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
-        """Scores ``[B, n_items]`` of the next item after each row's context (``net`` in
-        evaluation mode gives what :meth:`rank` ranks by)."""
+        """Scores ``[B, n_items]`` of the next item after each row's context (``net``, a
+        stack of one, in evaluation mode gives what :meth:`rank` ranks by)."""
         return self._logits(net, self._query_hidden(net, batch))
 
     @staticmethod
-    def _logits(net: SequenceNet, h: torch.Tensor) -> torch.Tensor:
-        w, b = net.output()
-        s = h @ w.T
-        return s if b is None else s + b
+    def _logits(net: SequenceNet, h: torch.Tensor, m: Members | None = None) -> torch.Tensor:
+        """Scores ``h W^T (+ b)`` of members ``m`` (``h [K, n, D]``), or of a stack of one's
+        only member (``h [n, D]``)."""
+        if h.dim() == 2:
+            return bmm_out(h.unsqueeze(0), *net.output(Members.of(net)))[0]
+        return bmm_out(h, *net.output(m if m is not None else Members.of(net)))
 
     def _query_hidden(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
-        """Representation ``[B, D]`` that predicts the item after each row's context."""
-        hidden = net(batch)
-        return _head(net, hidden[torch.arange(len(batch), device=hidden.device),
-                                 batch.lengths - 1])
+        """Representation ``[B, D]`` that predicts the item after each row's context (``net``:
+        a stack of one)."""
+        m = Members.of(net)
+        hidden = net(StackBatch.of([batch]), m)[0]
+        h = hidden[torch.arange(len(batch), device=hidden.device), batch.lengths - 1]
+        return _head(net, h.unsqueeze(0), m)[0]
 
     # ------------------------------------------------------------------ fit
     @staticmethod
@@ -169,21 +225,33 @@ class SequentialRecommender(Configurable):
 
     def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
                 ) -> np.ndarray:
+        """Scores ``[n_queries, n_items]`` (float32) under the fitted network in evaluation
+        mode, ``chunk`` queries at a time (:meth:`_chunk_size` when ``None``)."""
         net = self._fitted()
         net.eval()
-        if chunk is None:  # CPU: small chunks stay in cache (measured: 512 is 3x faster than
-            # 15k at once for TiSASRec); GPU: large chunks, at most ~256 MB of scores each
-            chunk = 512 if device.type == "cpu" else \
-                max(512, min(8192, (64 << 20) // max(self.n_items_, 1)))
+        chunk = chunk or self._chunk_size(device)
         out = np.empty((len(queries), self.n_items_), dtype=np.float32)
         with torch.no_grad():
             for lo in range(0, len(queries), chunk):
                 sub = queries if len(queries) <= chunk else \
                     queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
-                batch = batch_from_queries(sub, self.config.max_len, device, self.uses_time,
-                                           pad_left=self.config.pad_left)
-                out[lo:lo + len(sub)] = self.query_scores(net, batch).float().cpu().numpy()
+                out[lo:lo + len(sub)] = self._chunk_scores(net, sub, device).float().cpu().numpy()
         return out
+
+    def _chunk_size(self, device: torch.device) -> int:
+        """Queries scored at a time. CPU: small chunks stay in cache (measured: 512 is 3x
+        faster than 15k at once for TiSASRec); GPU: large chunks, at most ~256 MB of scores
+        each."""
+        if device.type == "cpu":
+            return 512
+        return max(512, min(8192, (64 << 20) // max(self.n_items_, 1)))
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
+        """Scores ``[len(queries), n_items]`` of one chunk of queries (``no_grad``)."""
+        batch = batch_from_queries(queries, self.config.max_len, device, self.uses_time,
+                                   pad_left=self.config.pad_left)
+        return self.query_scores(net, batch)
 
     def score(self, queries: Queries | Interactions) -> np.ndarray:
         """Scores ``[n_queries, n_items]`` (float32) of every catalogue item for each query."""
@@ -243,7 +311,7 @@ class SequentialRecommender(Configurable):
                                             pad_left=self.config.pad_left)
                     f_test = self._factors(net, self._query_hidden(net, qb),
                                            torch.from_numpy(q.target.astype(np.int64)).to(device))
-                yield (lr, f_test, net.output()[1] is not None,
+                yield (lr, f_test, net.output(Members.of(net))[1] is not None,
                        self._prefix_chunks(net, data, rows, chunk_size, device))
 
     def _tracin_inputs(self, queries: Queries) -> tuple[Any, Queries]:
@@ -296,10 +364,11 @@ class SequentialRecommender(Configurable):
         return p.float().cpu().numpy(), h.float().cpu().numpy()
 
 
-def _head(net: nn.Module, h: torch.Tensor) -> torch.Tensor:
-    """The network's per-position head (``net.head``), applied to selected positions only."""
+def _head(net: nn.Module, h: torch.Tensor, m: Members) -> torch.Tensor:
+    """The network's per-position head (``net.head``) of members ``m``, applied to selected
+    positions only (``h [K, n, D]``)."""
     head = getattr(net, "head", None)
-    return h if head is None else head(h)
+    return h if head is None else head(h, m)
 
 
 def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interactions],
@@ -320,10 +389,6 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
     their neighbours, so nothing changes but the time); one model alone that does not fit
     raises :class:`~recaudit.errors.RecauditError` with what to change. Returns the models,
     fitted."""
-    import warnings
-
-    from recaudit.errors import RecauditWarning
-
     models, trains, seeds = list(models), list(trains), list(seeds)
     if not (len(models) == len(trains) == len(seeds)):
         raise ValueError(f"fit_stack needs one training log and one seed per model, got "
@@ -341,63 +406,5 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
     if len({id(m) for m in models}) != len(models):
         raise ValueError("fit_stack got the same model object twice; give each member its own")
     seeds = [m._check_fit_args(t, s) for m, t, s in zip(models, trains, seeds, strict=True)]
-    device = resolve_device(first.config.device)
-    members = list(zip(models, trains, seeds, strict=True))
-    size = len(members)
-    if size > 1:
-        need = first._course(trains[0], seeds[0], device).training_bytes()
-        free = available_memory(device) if memory is None else memory
-        if free is not None and size * need > 0.8 * free:
-            size = max(1, int(0.8 * free // need))
-            warnings.warn(f"a stack of {len(members)} {first.registered_name} models needs "
-                          f"about {len(members) * need / 2**30:.2f} GiB ({need / 2**20:.0f} MiB "
-                          f"each) and {device} has {free / 2**30:.2f} GiB free: trained as "
-                          f"{-(-len(members) // size)} stacks of at most {size}",
-                          RecauditWarning, stacklevel=2)
-    for lo in range(0, len(members), size):
-        _train_splitting(members[lo:lo + size], device)
-    return models
-
-
-def _train_splitting(members: list[tuple[SequentialRecommender, Interactions, int]],
-                     device: torch.device) -> None:
-    """Train ``members`` as one stack; out of GPU memory, as two halves (fresh courses)."""
-    import warnings
-
-    from recaudit.errors import RecauditError, RecauditWarning
-
-    courses = [m._course(t, s, device) for m, t, s in members]
-    try:
-        train_courses(courses)
-        return
-    except torch.cuda.OutOfMemoryError:
-        need = courses[0].training_bytes()
-        del courses
-        torch.cuda.empty_cache()
-        name = members[0][0].registered_name
-        if len(members) == 1:
-            raise RecauditError(
-                f"out of memory on {device} training one {name} model (about "
-                f"{need / 2**20:.0f} MiB estimated): lower batch_size or max_len, free the "
-                "GPU (other processes, fewer --workers) or train on another device") from None
-    half = len(members) // 2
-    warnings.warn(f"a stack of {len(members)} {name} models ran out of memory on {device}: "
-                  f"trained again as stacks of {half} and {len(members) - half}",
-                  RecauditWarning, stacklevel=3)
-    _train_splitting(members[:half], device)
-    _train_splitting(members[half:], device)
-
-
-def available_memory(device: torch.device) -> int | None:
-    """Bytes free for training on ``device`` (CUDA: the driver's free memory; CPU: the
-    system's available memory, ``MemAvailable``), ``None`` when unknown."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    return train_stack(list(zip(models, trains, seeds, strict=True)),
+                       resolve_device(first.config.device), memory)

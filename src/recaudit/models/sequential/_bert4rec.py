@@ -24,14 +24,18 @@ whole windows); ``batch_order="temporal"`` orders windows by their last item's t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
+from recaudit.models.sequential import _stack as stk
+from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch, SequenceData
+from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, _pad
+from recaudit.models.sequential._stack import padded
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import BERT4RecConfig
@@ -40,56 +44,59 @@ __all__ = ["BERT4Rec"]
 
 
 class _Layer(nn.Module):
-    def __init__(self, d: int, heads: int, dropout: float) -> None:
+    def __init__(self, k: int, d: int, heads: int, dropout: float) -> None:
         super().__init__()
         self.heads = heads
-        self.qkv = nn.Linear(d, 3 * d, device="meta")
-        self.out = nn.Linear(d, d, device="meta")
-        self.ln1 = nn.LayerNorm(d, device="meta")
-        self.ff1 = nn.Linear(d, 4 * d, device="meta")
-        self.ff2 = nn.Linear(4 * d, d, device="meta")
-        self.ln2 = nn.LayerNorm(d, device="meta")
-        self.drop_a, self.drop_o, self.drop_f = (SeededDropout(dropout) for _ in range(3))
+        self.qkv = stk.Linear(k, d, 3 * d)
+        self.out = stk.Linear(k, d, d)
+        self.ln1 = stk.LayerNorm(k, d)
+        self.ff1 = stk.Linear(k, d, 4 * d)
+        self.ff2 = stk.Linear(k, 4 * d, d)
+        self.ln2 = stk.LayerNorm(k, d)
+        self.drop_a, self.drop_o, self.drop_f = (stk.Dropout(dropout) for _ in range(3))
 
-    def forward(self, x: torch.Tensor, key_ok: torch.Tensor) -> torch.Tensor:
-        b, length, d = x.shape
+    def forward(self, x: torch.Tensor, key_ok: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        k, b, length, d = x.shape
         h, dh = self.heads, d // self.heads
-        q, k, v = (t.view(b, length, h, dh).transpose(1, 2) for t in self.qkv(x).split(d, -1))
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
-        att = att.masked_fill(~key_ok[:, None, None, :], float("-inf")).softmax(-1)
-        att = self.drop_a(torch.nan_to_num(att))
-        y = (att @ v).transpose(1, 2).reshape(b, length, d)
-        x = self.ln1(x + self.drop_o(self.out(y)))
-        return self.ln2(x + self.drop_f(self.ff2(nn.functional.gelu(self.ff1(x)))))
+        q, kk, v = (t.reshape(k, b, length, h, dh).transpose(2, 3)
+                    for t in self.qkv(x, m).split(d, -1))
+        att = (q @ kk.transpose(-1, -2)) / math.sqrt(dh)
+        att = att.masked_fill(~key_ok[:, :, None, None, :], float("-inf")).softmax(-1)
+        att = self.drop_a(torch.nan_to_num(att), m)
+        y = (att @ v).transpose(2, 3).reshape(k, b, length, d)
+        x = self.ln1(x + self.drop_o(self.out(y, m), m), m)
+        return self.ln2(x + self.drop_f(self.ff2(nn.functional.gelu(self.ff1(x, m)), m), m), m)
 
 
 class _BERT4RecNet(SequenceNet):
-    def __init__(self, n_items: int, cfg: BERT4RecConfig) -> None:
+    def __init__(self, k: int, n_items: int, cfg: BERT4RecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
         self.mask_token = n_items + 1
-        self.embedding = nn.Embedding(n_items + 2, d, padding_idx=0, device="meta")
-        self.position = nn.Embedding(cfg.max_len, d, device="meta")
-        self.ln = nn.LayerNorm(d, device="meta")
-        self.drop = SeededDropout(cfg.dropout)
-        self.layers = nn.ModuleList(_Layer(d, cfg.heads, cfg.dropout) for _ in range(cfg.layers))
-        self.proj = nn.Linear(d, d, device="meta")
-        self.out_bias = nn.Parameter(torch.empty(n_items, device="meta"))
+        self.embedding = stk.Embedding(k, n_items + 2, d, padding_idx=0)
+        self.position = stk.Embedding(k, cfg.max_len, d)
+        self.ln = stk.LayerNorm(k, d)
+        self.drop = stk.Dropout(cfg.dropout)
+        self.layers = nn.ModuleList(_Layer(k, d, cfg.heads, cfg.dropout)
+                                    for _ in range(cfg.layers))
+        self.proj = stk.Linear(k, d, d)
+        self.out_bias = nn.Parameter(torch.empty(k, n_items, device="meta"))
 
-    def forward(self, batch: Batch) -> torch.Tensor:
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
         items = batch.items
-        pos = torch.arange(items.shape[1], device=items.device)
-        x = self.drop(self.ln(self.embedding(items) + self.position(pos)[None]))
+        k, _, length = items.shape
+        pos = torch.arange(length, device=items.device).expand(k, length)
+        x = self.drop(self.ln(self.embedding(items, m) + self.position(pos, m)[:, None], m), m)
         key_ok = items > 0
         for layer in self.layers:
-            x = layer(x, key_ok)
+            x = layer(x, key_ok, m)
         return x
 
-    def head(self, h: torch.Tensor) -> torch.Tensor:
-        return nn.functional.gelu(self.proj(h))
+    def head(self, h: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return nn.functional.gelu(self.proj(h, m))
 
-    def output(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.embedding.weight[1:self.mask_token], self.out_bias
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
+        return m.take(self.embedding.weight)[:, 1:self.mask_token], m.take(self.out_bias)
 
 
 def _append_mask(items: torch.Tensor, lengths: torch.Tensor, mask_token: int, max_len: int):
@@ -111,8 +118,8 @@ class BERT4Rec(SequentialRecommender):
 
     Config = BERT4RecConfig
 
-    def _network(self, n_items: int) -> SequenceNet:
-        return _BERT4RecNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:
+        return _BERT4RecNet(k, n_items, self.config)
 
     def _init_rule(self):
         return _normal_rule()
@@ -126,14 +133,67 @@ class BERT4Rec(SequentialRecommender):
         """The Cloze loss over the masked positions of each window *and* of its copy with
         only the last item masked (the next-item prediction), and the scores of those copies:
         the instances are the next-item predictions, not the Cloze positions."""
-        items, lengths = batch.items, batch.lengths
+        losses, scores, counts = self._cloze_pass(net, StackBatch.of([batch]),
+                                                  stk.Members.of(net), [rng])
+        n = counts[0]
+        return losses[0], scores[0][n - len(batch):n]
+
+    def _objectives(self, net, batch: StackBatch, m: stk.Members,
+                    rngs: Sequence[np.random.Generator]) -> torch.Tensor:
+        return self._cloze_pass(net, batch, m, rngs)[0]
+
+    def _cloze_pass(self, net, batch: StackBatch, m: stk.Members,
+                    rngs: Sequence[np.random.Generator]
+                    ) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
+        """Each member's Cloze loss ``[K]``, scores ``[R, n_items]`` and number of masked
+        positions: the members' inputs, of one shape, run as one pass; their masked positions
+        (each member's own count, padded, :func:`._stack.padded`) are scored in one batched
+        pass per padded count."""
+        inputs, positions, targets = [], [], []
+        for j, rng in enumerate(rngs):
+            pos, full = self._cloze(batch, j, rng)
+            both = torch.cat([full, full])
+            masked = both.clone()
+            masked.view(-1)[pos] = net.mask_token
+            inputs.append(masked)
+            positions.append(pos)
+            targets.append(both.view(-1)[pos] - 1)
+        lengths = batch.lengths + 1
+        trunk = net(StackBatch(stk.stacked(inputs), torch.cat([lengths, lengths], 1), None,
+                               batch.users), m)
+        groups: dict[int, list[int]] = {}
+        for j, pos in enumerate(positions):
+            groups.setdefault(padded(len(pos)), []).append(j)
+        parts: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []
+        for rows, idx in groups.items():
+            whole = len(idx) == len(rngs)
+            part = trunk if whole else trunk.index_select(0, torch.tensor(idx,
+                                                                          device=trunk.device))
+            sel = stk.stacked([_pad(positions[j], rows, 0) for j in idx])
+            tgt = stk.stacked([_pad(targets[j], rows, -100) for j in idx])
+            parts.append((idx, *self._scored(net, part, sel, tgt, m if whole else m.sub(idx))))
+        counts = [len(p) for p in positions]
+        if len(parts) == 1:
+            return parts[0][1], list(parts[0][2]), counts
+        losses: list[Any] = [None] * len(rngs)
+        scores: list[Any] = [None] * len(rngs)
+        for idx, loss, score in parts:
+            for r, j in enumerate(idx):
+                losses[j], scores[j] = loss[r], score[r]
+        return torch.stack(losses), scores, counts
+
+    def _cloze(self, batch: StackBatch, j: int, rng: np.random.Generator
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Member ``j``'s Cloze positions (flat in its two copies ``[2B, W + 1]``) and its
+        windows with their last target appended; masks drawn on the host (the counts fix
+        the loss's shape: no device sync)."""
+        items, lengths = batch.items[j], batch.lengths[j]
         b, width = items.shape[0], items.shape[1] + 1
         rows = torch.arange(b, device=items.device)
         full = torch.cat([items, torch.zeros_like(items[:, :1])], dim=1)
-        full[rows, lengths] = required(batch.targets, "targets")[rows, lengths - 1] + 1
-        # Cloze masks, drawn on the host (the counts fix the loss's shape: no device sync)
-        host = batch.host_lengths if batch.host_lengths is not None \
-            else batch.lengths.cpu().numpy()
+        full[rows, lengths] = required(batch.targets, "targets")[j][rows, lengths - 1] + 1
+        host = batch.host_lengths[j] if batch.host_lengths is not None \
+            else lengths.cpu().numpy()
         real = np.asarray(host) + 1
         masked = (rng.random((b, width)) < self.config.mask_prob) & \
             (np.arange(width)[None, :] < real[:, None])
@@ -141,17 +201,12 @@ class BERT4Rec(SequentialRecommender):
         masked[none, real[none] - 1] = True
         pos = np.concatenate([np.flatnonzero(masked),                       # Cloze copy
                               (b + np.arange(b)) * width + real - 1])       # last-item copy
-        pos_t = torch.as_tensor(pos).to(items.device)
-        both = torch.cat([full, full])
-        inputs = both.clone()
-        inputs.view(-1)[pos_t] = net.mask_token
-        hidden = net(Batch(inputs, torch.cat([lengths + 1, lengths + 1]), None, batch.users))
-        h = net.head(hidden.reshape(-1, hidden.shape[-1]).index_select(0, pos_t))
-        scores = self._logits(net, h)
-        return nn.functional.cross_entropy(scores, both.view(-1)[pos_t] - 1), scores[-b:]
+        return torch.as_tensor(pos).to(items.device), full
 
     def _query_hidden(self, net, batch: Batch) -> torch.Tensor:
         items, keep = _append_mask(batch.items, batch.lengths, net.mask_token,
                                    self.config.max_len)
-        hidden = net(Batch(items, keep + 1, None, batch.users))
-        return net.head(hidden[torch.arange(len(items), device=items.device), keep])
+        m = stk.Members.of(net)
+        hidden = net(StackBatch.of([Batch(items, keep + 1, None, batch.users)]), m)[0]
+        h = hidden[torch.arange(len(items), device=items.device), keep]
+        return net.head(h.unsqueeze(0), m)[0]

@@ -16,7 +16,7 @@ from recaudit.config import Config
 from recaudit.errors import ConfigError
 
 __all__ = ["BERT4RecConfig", "GRU4RecConfig", "JODIEConfig", "LSTMConfig", "LatentCrossConfig",
-           "SASRecConfig", "SequentialConfig", "TiSASRecConfig"]
+           "RecurrentConfig", "SASRecConfig", "SequentialConfig", "TiSASRecConfig"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,29 @@ class SequentialConfig(Config):
 
 
 @dataclass(frozen=True)
-class GRU4RecConfig(SequentialConfig):
+class RecurrentConfig(SequentialConfig):
+    """Options of the models with a GRU or LSTM layer (GRU4Rec, LSTM, LatentCross; JODIE's
+    t-batch recurrence is its own, :mod:`recaudit.models.sequential._jodie_rnn`).
+
+    recurrence: how a stack's recurrent layers run — ``"native"`` (each trial's own fused
+    kernel: cuDNN, oneDNN), ``"batched"`` (every trial of a stack at once,
+    step by step, as batched products over the trials: what a GPU runs fastest for a stack) or
+    ``"auto"`` (default: batched on CUDA, native on the CPU, where it is the faster for a model
+    alone). Both are exact for each trial whatever the stack; they are different arithmetic,
+    so a model's numbers differ between the two in the last bits.
+    """
+
+    recurrence: Literal["auto", "native", "batched"] = "auto"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.recurrence not in ("auto", "native", "batched"):
+            raise ConfigError(f"{type(self).__qualname__}.recurrence = {self.recurrence!r}: "
+                              "must be 'auto', 'native' or 'batched'", key="recurrence")
+
+
+@dataclass(frozen=True)
+class GRU4RecConfig(RecurrentConfig):
     """GRU4Rec options; see :class:`SequentialConfig` for the shared ones.
 
     hidden_dim: GRU state size (128). layers: stacked GRU layers (1, as the paper's best runs).
@@ -130,7 +152,7 @@ class GRU4RecConfig(SequentialConfig):
 
 
 @dataclass(frozen=True)
-class LSTMConfig(SequentialConfig):
+class LSTMConfig(RecurrentConfig):
     """LSTM options (see :class:`SequentialConfig`). hidden_dim: state size (128);
     layers: stacked LSTM layers (1)."""
 
@@ -214,7 +236,7 @@ class BERT4RecConfig(SequentialConfig):
 
 
 @dataclass(frozen=True)
-class LatentCrossConfig(SequentialConfig):
+class LatentCrossConfig(RecurrentConfig):
     """LatentCross options (see :class:`SequentialConfig`). hidden_dim: GRU size (128);
     time_buckets: number of log2 time-difference buckets (32). samples: ``"window"``,
     ``"prefix"`` or ``"history"`` (each user's state over the whole history; ``batch_size``

@@ -22,13 +22,13 @@ Oh et al. 2022 §5 (embedding 128) rather than the paper's 100/1000 hidden units
 
 from __future__ import annotations
 
+
 import torch
-from torch import nn
 
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import SequenceNet, SeededDropout
+from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import GRU4RecConfig
 
@@ -36,37 +36,23 @@ __all__ = ["GRU4Rec"]
 
 
 class _GRU4RecNet(SequenceNet):
-    stackable = True
-
-    def __init__(self, n_items: int, cfg: GRU4RecConfig) -> None:
+    def __init__(self, k: int, n_items: int, cfg: GRU4RecConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
-        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
-        self.drop = SeededDropout(cfg.dropout)
-        self.gru = nn.GRU(d, h, num_layers=cfg.layers, bias=False, batch_first=True,
-                          device="meta")
-        self.dense = nn.Linear(h, d, device="meta")
+        self.embedding = stk.Embedding(k, n_items + 1, d, padding_idx=0)
+        self.drop = stk.Dropout(cfg.dropout)
+        self.gru = stk.Recurrent("GRU", k, d, h, num_layers=cfg.layers, bias=False,
+                                 recurrence=cfg.recurrence)
+        self.dense = stk.Linear(k, h, d)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
-        x = self.drop(self.embedding(batch.items))
-        out, _ = self.gru(x)
-        return out
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
+        return self.gru(self.drop(self.embedding(batch.items, m), m), m)
 
-    def head(self, h: torch.Tensor) -> torch.Tensor:
-        return self.dense(h)
+    def head(self, h: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return self.dense(h, m)
 
-    @classmethod
-    def stacked_forward(cls, nets, batches):
-        items = torch.stack([b.items for b in batches])
-        x = stk.dropout(stk.embed([n.embedding for n in nets], items), [n.drop for n in nets])
-        return stk.per_member(lambda net, xk: net.gru(xk)[0], nets, x)
-
-    @classmethod
-    def stacked_head(cls, nets, h):
-        return stk.linear(h, [n.dense for n in nets])
-
-    def output(self) -> tuple[torch.Tensor, None]:
-        return self.embedding.weight[1:], None
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, None]:
+        return m.take(self.embedding.weight)[:, 1:], None
 
 
 @register("gru4rec")
@@ -75,5 +61,5 @@ class GRU4Rec(SequentialRecommender):
 
     Config = GRU4RecConfig
 
-    def _network(self, n_items: int) -> SequenceNet:
-        return _GRU4RecNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:
+        return _GRU4RecNet(k, n_items, self.config)

@@ -55,7 +55,9 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -63,50 +65,71 @@ from torch import nn
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
-from recaudit.models.sequential._jodie_plan import (Plan, count_groups, group_tensors,
-                                                    make_plan, previous_rows, timespan_groups)
+from recaudit.models.sequential._history import count_groups, train_last_time
+from recaudit.models.sequential._jodie_plan import (Plan, group_tensors, make_plan,
+                                                    previous_rows, timespan_groups)
 from recaudit.models.sequential._jodie_rnn import recurrence
-from recaudit.models.sequential._nn import (SequenceNet, materialize)
+from recaudit.models.sequential import _stack as stk
+from recaudit.models.sequential._nn import SequenceNet
+from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._train import Course
+from recaudit.models.sequential._course import Course, StepLosses
 from recaudit.models.sequential._config import JODIEConfig
-from recaudit.seeds import make_torch_generator
 
 __all__ = ["JODIE"]
 
 class _JODIENet(SequenceNet):
-    def __init__(self, n_users: int, n_items: int, d: int) -> None:
+    """JODIE's parameters for ``k`` members; the methods compute one member (``m``) on rows
+    ``[n, ...]``."""
+
+    def __init__(self, k: int, n_users: int, n_items: int, d: int) -> None:
         super().__init__()
         self.n_items = n_items
-        self.init_user = nn.Parameter(torch.empty(d, device="meta"))
-        self.init_item = nn.Parameter(torch.empty(d, device="meta"))
-        self.user_rnn = nn.Linear(2 * d + 1, d, device="meta")
-        self.item_rnn = nn.Linear(2 * d + 1, d, device="meta")
-        self.project = nn.Linear(1, d, device="meta")
-        self.w_user_dyn = nn.Linear(d, d + n_items, device="meta")
-        self.w_prev_dyn = nn.Linear(d, d + n_items, bias=False, device="meta")
-        self.w_user_static = nn.Embedding(n_users, d + n_items, device="meta")
-        self.w_prev_static = nn.Embedding(n_items + 1, d + n_items, device="meta")  # 0 = none
+        self.init_user = nn.Parameter(torch.empty(k, d, device="meta"))
+        self.init_item = nn.Parameter(torch.empty(k, d, device="meta"))
+        self.user_rnn = stk.Linear(k, 2 * d + 1, d)
+        self.item_rnn = stk.Linear(k, 2 * d + 1, d)
+        self.project = stk.Linear(k, 1, d)
+        self.w_user_dyn = stk.Linear(k, d, d + n_items)
+        self.w_prev_dyn = stk.Linear(k, d, d + n_items, bias=False)
+        self.w_user_static = stk.Embedding(k, n_users, d + n_items)
+        self.w_prev_static = stk.Embedding(k, n_items + 1, d + n_items)  # 0 = none
 
-    def predict(self, u_proj, users, prev_dyn, prev_item):
+    def initial(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """Member ``m``'s initial user and item vectors ``[d]``."""
+        return _one(m.take(self.init_user)), _one(m.take(self.init_item))
+
+    def projection(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
+                   ) -> torch.Tensor:
+        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [n, d]``, ``Δ_u [n, 1]``."""
+        return u_prev * (1.0 + self.project(deltas[None], m)[0])
+
+    def predict(self, u_proj, users, prev_dyn, prev_item, m: stk.Members):
         """Predicted ``[dynamic ; static]`` embedding of the next item (eq. 4). The static
         weights are read with ``index_select`` (backward: one ``index_add`` into the dense
         gradient; ``nn.Embedding``'s CPU backward filled the table about 50 times per step:
         45 % of an epoch on Foursquare's 5,597 items)."""
-        return (self.w_user_dyn(u_proj) + self.w_prev_dyn(prev_dyn)
-                + self.w_user_static.weight.index_select(0, users)
-                + self.w_prev_static.weight.index_select(0, prev_item + 1))
+        return (self.w_user_dyn(u_proj[None], m)[0] + self.w_prev_dyn(prev_dyn[None], m)[0]
+                + _one(m.take(self.w_user_static.weight)).index_select(0, users)
+                + _one(m.take(self.w_prev_static.weight)).index_select(0, prev_item + 1))
 
-    def cell_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def cell_weights(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
         """Both RNN cells as one affine map of ``x = [u(t-), j(t-), Δ_u, Δ_j]``: ``[2d, 2d+2]``
         weights (rows: user cell, item cell) and ``[2d]`` bias."""
-        wu, wi = self.user_rnn.weight, self.item_rnn.weight
+        wu, wi = _one(m.take(self.user_rnn.weight)), _one(m.take(self.item_rnn.weight))
         d = wu.shape[0]
         zero = wu.new_zeros(d, 1)
         w = torch.cat([torch.cat([wu[:, :2 * d], wu[:, 2 * d:], zero], 1),
                        torch.cat([wi[:, d:2 * d], wi[:, :d], zero, wi[:, 2 * d:]], 1)], 0)
-        return w, torch.cat([self.user_rnn.bias, self.item_rnn.bias])
+        bu, bi = self.user_rnn.bias_of(m), self.item_rnn.bias_of(m)
+        assert bu is not None and bi is not None
+        return w, torch.cat([_one(bu), _one(bi)])
+
+
+def _one(t: torch.Tensor) -> torch.Tensor:
+    """The only member's slice of ``t [1, ...]`` (a view; its backward copies nothing)."""
+    return t.squeeze(0)
 
 
 @register("jodie")
@@ -114,6 +137,7 @@ class JODIE(SequentialRecommender):
     """JODIE coupled user/item RNNs with embedding projection (Kumar et al., KDD 2019)."""
 
     Config = JODIEConfig
+    implementation = 1  # unchanged since the one training loop
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
     _group_ptr: np.ndarray | None = None  # group boundaries of the next fit (tests)
     user_state_: torch.Tensor  # dynamic embeddings at the end of training (set by fit)
@@ -186,7 +210,7 @@ class JODIE(SequentialRecommender):
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
         return _JODIECourse(self, train, seed, device)
 
-    def _group_loss(self, net, buf, grp, lam_u, lam_i) -> torch.Tensor:
+    def _group_loss(self, net, buf, grp, lam_u, lam_i, m: stk.Members) -> torch.Tensor:
         d = buf.shape[1]
         n = grp["deltas"].shape[0]
         base = grp["n_ext"] + 1
@@ -198,8 +222,8 @@ class JODIE(SequentialRecommender):
             u_ref, i_ref = u_prev.detach(), i_prev.detach()
         else:
             u_ref, i_ref = u_prev, i_prev
-        u_proj = u_prev * (1.0 + net.project(grp["deltas"][:, :1]))
-        pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"])
+        u_proj = net.projection(u_prev, grp["deltas"][:, :1], m)
+        pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"], m)
         one_hot = buf.new_zeros(n, net.n_items).scatter_(1, grp["items"][:, None], 1.0)
         target = torch.cat([i_ref, one_hot], 1)  # (F.one_hot checks its input: a device sync)
         if self.config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
@@ -245,32 +269,35 @@ class JODIE(SequentialRecommender):
             return torch.tensor(np.asarray(a), dtype=t, device=device)
 
         u, p = T(user), T(last)
-        u_proj = user_state[u] * (1.0 + net.project(T(dt, torch.float32)[:, None]))
+        u_proj = net.projection(user_state[u], T(dt, torch.float32)[:, None],
+                                stk.Members.of(net))
         p_dyn = torch.where((p >= 0)[:, None], item_state[p.clamp(min=0)],
                             torch.zeros_like(u_proj))
         return u, p, u_proj, p_dyn
 
     def _scores(self, queries: Queries, device: torch.device, chunk: int | None = None
                 ) -> np.ndarray:
-        net = cast(_JODIENet, self._fitted())
-        chunk = chunk or 4096
-        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
         if len(queries) and (queries.user.max() >= self.n_users_):
             raise ValueError("queries contain user codes outside the training log's user space")
+        return super()._scores(queries, device, chunk)
+
+    def _chunk_size(self, device: torch.device) -> int:
+        return 4096
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
+        """``-||ĵ(t) - [j ; j̄]||²`` of every item ``j``, expanded as
+        ``||dyn||² - 2 dyn·j + ||j||² + ||stat||² - 2 stat_j + 1``."""
+        net = cast(_JODIENet, net)
         item_dyn = self.item_state_
-        item_sq = (item_dyn ** 2).sum(1)
-        with torch.no_grad():
-            for lo in range(0, len(queries), chunk):
-                sl = slice(lo, lo + chunk)
-                u, p, u_proj, p_dyn = self._query_inputs(net, queries, sl, self.user_state_,
-                                                         item_dyn, device)
-                pred = net.predict(u_proj, u, p_dyn, p)
-                dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
-                # ||pred - [j ; e_j]||^2 = ||dyn||^2 - 2 dyn.j + ||j||^2 + ||stat||^2 - 2 stat_j + 1
-                dist = ((dyn ** 2).sum(1, keepdim=True) - 2 * dyn @ item_dyn.T + item_sq[None]
-                        + (stat ** 2).sum(1, keepdim=True) - 2 * stat + 1.0)
-                out[sl] = (-dist).float().cpu().numpy()
-        return out
+        u, p, u_proj, p_dyn = self._query_inputs(net, queries, slice(None), self.user_state_,
+                                                 item_dyn, device)
+        pred = net.predict(u_proj, u, p_dyn, p, stk.Members.of(net))
+        dyn, stat = pred[:, :item_dyn.shape[1]], pred[:, item_dyn.shape[1]:]
+        dist = ((dyn ** 2).sum(1, keepdim=True) - 2 * dyn @ item_dyn.T
+                + (item_dyn ** 2).sum(1)[None]
+                + (stat ** 2).sum(1, keepdim=True) - 2 * stat + 1.0)
+        return -dist
 
 
 class _JODIECourse(Course):
@@ -292,12 +319,11 @@ class _JODIECourse(Course):
         model.n_items_, model.n_users_ = train.n_items, train.n_users
         return len(train)
 
-    def _network(self) -> SequenceNet:
-        train = self.train
-        return materialize(_JODIENet(train.n_users, train.n_items, self.config.embedding_dim),
-                           make_torch_generator(self.seed, "jodie", "init"), self.device,
-                           self.model._init_rule(train.n_users, train.n_items),
-                           style=self.config.init)
+    def _meta_network(self, k: int) -> SequenceNet:
+        return _JODIENet(k, self.train.n_users, self.train.n_items, self.config.embedding_dim)
+
+    def _init_rule(self) -> Any:
+        return self.model._init_rule(self.train.n_users, self.train.n_items)
 
     def _batch_bytes(self) -> int:
         d, n_items = self.config.embedding_dim, self.train.n_items
@@ -305,44 +331,70 @@ class _JODIECourse(Course):
         states = (self.train.n_users + n_items) * d
         return 4 * (4 * rows * (d + n_items) + 16 * rows * d + 2 * states)
 
-    def steps(self, epoch: int):
-        net = cast(_JODIENet, self.net)
-        self.first = True  # the first group reads the initial vectors themselves
-        self.U = self.Ie = net.init_user.new_empty(0, self.config.embedding_dim)
-        return iter(self.groups)
+    def epoch(self, epoch: int) -> tuple[_Trajectories, Iterator[dict]]:
+        """The epoch's state (every user's and item's dynamic embedding, from the initial
+        vectors as they are now; the first group reads the vectors themselves, with their
+        gradient) and the groups in time order."""
+        net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
+        with torch.no_grad():
+            user0, item0 = net.initial(Members.of(net, [self.member]))
+            users = user0.detach().expand(train.n_users, d).clone()
+            items = item0.detach().expand(train.n_items, d).clone()
+        return _Trajectories(users, items), iter(self.groups)
 
-    def objective(self, grp: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        net, cfg, d = cast(_JODIENet, self.net), self.config, self.config.embedding_dim
-        if self.first:
-            entry = torch.cat([net.init_user.expand(len(grp["ext_u"]), d),
-                               net.init_item.expand(len(grp["ext_i"]), d)])
+    @classmethod
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
+                   tag: int) -> StepLosses:
+        """Member by member: each member's groups have their own t-batch plan."""
+        losses, tallies, carries = [], [], {}
+        for c, state, grp in members:
+            loss, total, buf = cast(_JODIECourse, c).objective(cast(_JODIENet, net), state, grp)
+            losses.append(loss)
+            tallies.append(total)
+            carries[c.member] = buf
+        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
+                          torch.stack(tallies), carries)
+
+    def objective(self, net: _JODIENet, state: _Trajectories, grp: dict
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This member's loss at group ``grp``, what it adds to the epoch's total and the
+        group's state buffer."""
+        cfg, d = self.config, self.config.embedding_dim
+        m = Members.of(net, [self.member])
+        if state.first:
+            user0, item0 = net.initial(m)
+            entry = torch.cat([user0.expand(len(grp["ext_u"]), d),
+                               item0.expand(len(grp["ext_i"]), d)])
         else:
-            entry = torch.cat([self.U.index_select(0, grp["ext_u"]),
-                               self.Ie.index_select(0, grp["ext_i"])])
-        w, b = net.cell_weights()
-        self.buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
-                              self.model._rnn_impl)
-        loss = self.model._group_loss(net, self.buf, grp, cfg.lambda_user, cfg.lambda_item)
+            entry = torch.cat([state.users.index_select(0, grp["ext_u"]),
+                               state.items.index_select(0, grp["ext_i"])])
+        w, b = net.cell_weights(m)
+        buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
+                         self.model._rnn_impl)
+        loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item, m)
         n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
-        return loss / n, loss.detach()
+        return loss / n, loss.detach(), buf
 
-    def before_update(self, grp: dict) -> None:
-        if self.first:  # the initial vectors as they were for this epoch
-            net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
-            self.U = net.init_user.detach().expand(train.n_users, d).clone()
-            self.Ie = net.init_item.detach().expand(train.n_items, d).clone()
-            self.first = False
+    def after_update(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
+        """The group's users and items run on from their states after the group."""
+        buf = buf.detach()
+        state.users.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
+        state.items.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
+        state.first = False
 
-    def after_update(self, grp: dict) -> None:
-        buf = self.buf.detach()
-        self.U.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
-        self.Ie.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
-
-    def finish(self) -> None:
-        super().finish()
+    def finish(self, state: _Trajectories) -> None:
+        super().finish(state)
         model, train = self.model, self.train
-        model.user_state_, model.item_state_ = self.U, self.Ie
-        last_t = np.full(train.n_users, np.nan)
-        last_t[train.user] = train.timestamp  # rows are in time order: last write wins
-        model.user_last_time_ = last_t
+        model.user_state_, model.item_state_ = state.users, state.items
+        model.user_last_time_ = train_last_time(train)
         model.plan_stats_ = {"groups": self.plan.n_groups, "t_batches": self.plan.n_levels}
+
+
+@dataclass
+class _Trajectories:
+    """JODIE's epoch state: the dynamic embeddings of every user and item after the groups
+    so far, and whether the next group is the epoch's first (it reads the initial vectors)."""
+
+    users: torch.Tensor
+    items: torch.Tensor
+    first: bool = True

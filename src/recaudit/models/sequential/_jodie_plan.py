@@ -17,11 +17,11 @@ Every read is a fixed slot of one buffer (see :class:`Plan`), so the computation
 processing the rows one by one in time order, whatever the order within a level.
 
 Group rules: ``"count"`` cuts the rows into groups of ``batch_size`` consecutive rows (the last
-one shorter); ``"timespan"`` follows the authors' code (``tbatch_timespan``): the log's time
-range is divided by ``n_spans`` and a group closes at the first row whose time exceeds the
-group's first time by more than that span (the row is part of the closing group). The authors'
-code then drops the rows after the last closed group in each epoch; we keep them as a final
-group (documented difference).
+one shorter; ``_history.count_groups``); ``"timespan"`` follows the authors' code
+(``tbatch_timespan``): the log's time range is divided by ``n_spans`` and a group closes at the
+first row whose time exceeds the group's first time by more than that span (the row is part of
+the closing group). The authors' code then drops the rows after the last closed group in each
+epoch; we keep them as a final group (documented difference).
 """
 
 from __future__ import annotations
@@ -34,13 +34,8 @@ from numba import njit
 
 from recaudit.data import Interactions
 
-__all__ = ["Plan", "count_groups", "timespan_groups", "make_plan", "previous_rows",
+__all__ = ["Plan", "timespan_groups", "make_plan", "previous_rows",
            "group_tensors", "t_batches"]
-
-
-def count_groups(n: int, batch_size: int) -> np.ndarray:
-    """Group starts ``[0, b, 2b, ..., n]`` for groups of ``batch_size`` consecutive rows."""
-    return np.append(np.arange(0, n, batch_size, dtype=np.int64), np.int64(n))
 
 
 @njit(cache=True)

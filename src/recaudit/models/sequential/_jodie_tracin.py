@@ -41,6 +41,7 @@ import torch
 from recaudit.data import Interactions, Queries
 from recaudit.models.sequential._jodie_rnn import recurrence
 from recaudit.models.sequential._nn import deterministic_torch
+from recaudit.models.sequential._stack import Members
 
 __all__ = ["factor_stream", "gradients"]
 
@@ -101,11 +102,13 @@ def _walk(model: Any, net: Any, groups: list[dict]
           ) -> Iterator[tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The fit's forward pass with fixed weights: ``(group, its state buffer, user states,
     item states)`` per group, the states as they are after the group."""
-    d = net.init_user.shape[0]
+    m = Members.of(net)
     with torch.no_grad():
-        users = net.init_user.expand(model.n_users_, d).clone()
-        items = net.init_item.expand(model.n_items_, d).clone()
-        w, b = net.cell_weights()
+        user0, item0 = net.initial(m)
+        d = user0.shape[0]
+        users = user0.expand(model.n_users_, d).clone()
+        items = item0.expand(model.n_items_, d).clone()
+        w, b = net.cell_weights(m)
     for grp in groups:
         with torch.no_grad():
             entry = torch.cat([users.index_select(0, grp["ext_u"]),
@@ -145,7 +148,7 @@ def _row_factors(net: Any, buf: torch.Tensor, grp: dict, sel: torch.Tensor) -> t
     u_prev = buf.index_select(0, grp["iu"][sel])
     item_prev = buf.index_select(0, grp["ii"][sel])
     p_dyn = buf.index_select(0, grp["ip"][sel])
-    u_proj = u_prev * (1.0 + net.project(grp["deltas"][sel, :1]))
+    u_proj = net.projection(u_prev, grp["deltas"][sel, :1], Members.of(net))
     users, prev = grp["users"][sel], grp["prev"][sel]
     return _triple(net, u_proj, users, p_dyn, prev, item_prev, grp["items"][sel])
 
@@ -167,7 +170,7 @@ def _query_factors(model: Any, net: Any, q: Queries, users: torch.Tensor, items:
 
 
 def _triple(net: Any, u_proj, users, p_dyn, prev, item_dyn, item) -> tuple:
-    pred = net.predict(u_proj, users, p_dyn, prev)
+    pred = net.predict(u_proj, users, p_dyn, prev, Members.of(net))
     d = 2.0 * pred
     d[:, :item_dyn.shape[1]] -= 2.0 * item_dyn
     d[torch.arange(len(item), device=d.device), item_dyn.shape[1] + item] -= 2.0

@@ -39,28 +39,26 @@ sample per interaction with its own recomputed context of ``max_len`` items. Def
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence
 
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
-from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout, row_gaps,
-                                      train_last_time)
+from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout,
+                                                 row_gaps, train_last_time)
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import (SeededDropout, SequenceNet, deterministic_torch,
-                                            init_normal, required,
-                                            set_dropout_generator)
+from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, init_normal,
+                                            required)
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import LatentCrossConfig
-from recaudit.models.sequential._train import Course
+from recaudit.models.sequential._course import Course, StepLosses
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -76,60 +74,47 @@ def _np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
 
 
 class _LatentCrossNet(SequenceNet):
-    stackable = True  # window and prefix samples (history samples train in their own course)
-
-    def __init__(self, n_items: int, cfg: LatentCrossConfig) -> None:
+    def __init__(self, k: int, n_items: int, cfg: LatentCrossConfig) -> None:
         super().__init__()
         d, h = cfg.embedding_dim, cfg.hidden_dim
         self.n_buckets = cfg.time_buckets
-        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
-        self.ctx_in = nn.Embedding(cfg.time_buckets, d, device="meta")
-        self.ctx_out = nn.Embedding(cfg.time_buckets, h, device="meta")
-        self.drop = SeededDropout(cfg.dropout)
-        self.gru = nn.GRU(d, h, batch_first=True, device="meta")
-        self.dense = nn.Linear(h, d, device="meta")
-        self.out = nn.Linear(d, n_items, device="meta")
+        self.embedding = stk.Embedding(k, n_items + 1, d, padding_idx=0)
+        self.ctx_in = stk.Embedding(k, cfg.time_buckets, d)
+        self.ctx_out = stk.Embedding(k, cfg.time_buckets, h)
+        self.drop = stk.Dropout(cfg.dropout)
+        self.gru = stk.Recurrent("GRU", k, d, h, recurrence=cfg.recurrence)
+        self.dense = stk.Linear(k, h, d)
+        self.out = stk.Linear(k, d, n_items)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
         gaps = log_buckets(required(batch.gaps, "time gaps"), self.n_buckets)
-        x = self.embedding(batch.items) * (1.0 + self.ctx_in(gaps))
-        h, _ = self.gru(self.drop(x))
+        x = self.embedding(batch.items, m) * (1.0 + self.ctx_in(gaps, m))
+        h = self.gru(self.drop(x, m), m)
         nxt = log_buckets(required(batch.next_gaps, "time gaps"), self.n_buckets)
-        return h * (1.0 + self.ctx_out(nxt))
+        return h * (1.0 + self.ctx_out(nxt, m))
 
-    @classmethod
-    def stacked_forward(cls, nets, batches):
-        items = torch.stack([b.items for b in batches])
-        nb = nets[0].n_buckets
-        gaps = log_buckets(torch.stack([required(b.gaps, "time gaps") for b in batches]), nb)
-        x = (stk.embed([n.embedding for n in nets], items)
-             * (1.0 + stk.embed([n.ctx_in for n in nets], gaps)))
-        x = stk.dropout(x, [n.drop for n in nets])
-        h = stk.per_member(lambda net, xk: net.gru(xk)[0], nets, x)
-        nxt = log_buckets(torch.stack([required(b.next_gaps, "time gaps") for b in batches]), nb)
-        return h * (1.0 + stk.embed([n.ctx_out for n in nets], nxt))
+    def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor, m: stk.Members
+                    ) -> torch.Tensor:
+        """GRU inputs ``(1 + w^in) ⊙ E[item]`` ``[n, D]`` of one member's interactions (item
+        codes, gap buckets ``[n]``)."""
+        x = self.embedding(items[None] + 1, m) * (1.0 + self.ctx_in(buckets[None], m))
+        return self.drop(x, m)[0]
 
-    @classmethod
-    def stacked_head(cls, nets, h):
-        return torch.relu(stk.linear(stk.dropout(h, [n.drop for n in nets]),
-                                     [n.dense for n in nets]))
+    def advance(self, x: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor,
+                m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run one member's GRU over packed inputs from states ``h0 [S, H]``: ``(outputs in
+        packed order, final state of each sequence)``."""
+        return self.gru.packed(x, batch_sizes, h0, m)
 
-    def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
-        """GRU inputs ``(1 + w^in) ⊙ E[item]`` of interactions (item codes, gap buckets)."""
-        return self.drop(self.embedding(items + 1) * (1.0 + self.ctx_in(buckets)))
+    def context_out(self, buckets: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        """``w^out`` ``[n, H]`` of one member's gap buckets ``[n]``."""
+        return self.ctx_out(buckets[None], m)[0]
 
-    def advance(self, x: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run the GRU over packed inputs from states ``h0 [S, H]``: ``(outputs in packed
-        order, final state of each sequence)``."""
-        out, hn = self.gru(PackedSequence(x, batch_sizes), h0.unsqueeze(0))
-        return out.data, hn[0]
+    def head(self, o: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return torch.relu(self.dense(self.drop(o, m), m))
 
-    def head(self, o: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.dense(self.drop(o)))
-
-    def output(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.out.weight, self.out.bias
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return m.take(self.out.weight), self.out.bias_of(m)
 
 
 @dataclass
@@ -155,8 +140,8 @@ class LatentCross(SequentialRecommender):
     user_last_time_: np.ndarray
     _train_: Interactions
 
-    def _network(self, n_items: int) -> _LatentCrossNet:
-        return _LatentCrossNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> _LatentCrossNet:
+        return _LatentCrossNet(k, n_items, self.config)
 
     def _net(self) -> _LatentCrossNet:
         return cast(_LatentCrossNet, self._fitted())
@@ -172,6 +157,9 @@ class LatentCross(SequentialRecommender):
     @property
     def _history(self) -> bool:
         return self.config.samples == "history"
+
+    def _batches_in_stack(self) -> bool:
+        return not self._history  # whole histories train in their own course
 
     # ------------------------------------------------------------------ history samples
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
@@ -192,19 +180,22 @@ class LatentCross(SequentialRecommender):
         return out
 
     @staticmethod
-    def _group_forward(net: _LatentCrossNet, grp: _Group, state: torch.Tensor
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``o`` of every row of the group (packed order) and its users' final states."""
+    def _group_forward(net: _LatentCrossNet, grp: _Group, state: torch.Tensor,
+                       m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
+        """``o`` of every row of the group (packed order) and its users' final states, for
+        the one member ``m``."""
         h0 = state.index_select(0, grp.users)
-        out, final = net.advance(net.step_inputs(grp.items, grp.buckets), grp.batch_sizes, h0)
+        out, final = net.advance(net.step_inputs(grp.items, grp.buckets, m), grp.batch_sizes,
+                                 h0, m)
         before = torch.cat([h0, out]).index_select(0, grp.before)
-        return before * (1.0 + net.ctx_out(grp.buckets)), final
+        return before * (1.0 + net.context_out(grp.buckets, m)), final
 
     def _pass(self, net: _LatentCrossNet, groups: list[_Group], device, rows_out: bool = False
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Every user's state after the training history under ``net`` (evaluation mode, no
         gradient) and, with ``rows_out``, each row's ``o`` in log order."""
         net.eval()
+        m = stk.Members.of(net)
         state = torch.zeros(self.n_users_, self.config.hidden_dim, device=device)
         rows = None
         if rows_out:
@@ -212,7 +203,7 @@ class LatentCross(SequentialRecommender):
                                device=device)
         with torch.no_grad():
             for grp in groups:
-                o, final = self._group_forward(net, grp, state)
+                o, final = self._group_forward(net, grp, state, m)
                 state.index_copy_(0, grp.users, final)
                 if rows is not None:
                     rows[torch.as_tensor(grp.rows).to(device)] = o
@@ -234,30 +225,27 @@ class LatentCross(SequentialRecommender):
         def t(a, dt=torch.long):
             return torch.tensor(np.asarray(a)).to(device=device, dtype=dt)
 
+        m = stk.Members.of(net)
         h = state.index_select(0, t(queries.user))
         if len(lay.queries):
-            x = net.step_inputs(t(lay.items), t(_np_buckets(lay.gaps, nb)))
+            x = net.step_inputs(t(lay.items), t(_np_buckets(lay.gaps, nb)), m)
             _, final = net.advance(x, torch.as_tensor(lay.batch_sizes),
-                                   h.index_select(0, t(lay.queries)))
+                                   h.index_select(0, t(lay.queries)), m)
             h = h.index_copy(0, t(lay.queries), final)
         tau = queries.timestamp.astype(np.float64) - lay.last_time
         tau = np.where(np.isnan(tau), 0.0, tau)
-        return net.head(h * (1.0 + net.ctx_out(t(_np_buckets(tau, nb)))))
+        o = h * (1.0 + net.context_out(t(_np_buckets(tau, nb)), m))
+        return net.head(o.unsqueeze(0), m)[0]
 
-    def _scores(self, queries: Queries, device, chunk: int | None = None) -> np.ndarray:
+    def _chunk_size(self, device: torch.device) -> int:
+        return 4096 if self._history else super()._chunk_size(device)
+
+    def _chunk_scores(self, net: SequenceNet, queries: Queries, device: torch.device
+                      ) -> torch.Tensor:
         if not self._history:
-            return super()._scores(queries, device, chunk)
-        net = self._net()
-        net.eval()
-        chunk = chunk or 4096
-        out = np.empty((len(queries), self.n_items_), dtype=np.float32)
-        with torch.no_grad():
-            for lo in range(0, len(queries), chunk):
-                sub = queries if len(queries) <= chunk else \
-                    queries.subset(np.arange(lo, min(lo + chunk, len(queries))))
-                h = self._history_hidden(net, sub, self.user_state_, device)
-                out[lo:lo + len(sub)] = self._logits(net, h).float().cpu().numpy()
-        return out
+            return super()._chunk_scores(net, queries, device)
+        net = cast(_LatentCrossNet, net)
+        return self._logits(net, self._history_hidden(net, queries, self.user_state_, device))
 
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
                                  chunk_size: int = 4096) -> Iterator[tuple]:
@@ -285,10 +273,12 @@ class LatentCross(SequentialRecommender):
 
     def _row_chunks(self, net: _LatentCrossNet, o: torch.Tensor, train: Interactions,
                     rows: np.ndarray, chunk_size: int, device) -> Iterator[tuple]:
+        m = stk.Members.of(net)
         for lo in range(0, len(rows), chunk_size):
             part = rows[lo:lo + chunk_size]
             with torch.no_grad():
-                f = self._factors(net, net.head(o[torch.as_tensor(part).to(device)]),
+                h = net.head(o[torch.as_tensor(part).to(device)].unsqueeze(0), m)[0]
+                f = self._factors(net, h,
                                   torch.as_tensor(train.item[part].astype(np.int64)).to(device))
             yield part, f
 
@@ -316,24 +306,38 @@ class _HistoryCourse(Course):
         return 4 * (3 * rows * self.train.n_items + 32 * rows * cfg.hidden_dim
                     + self.train.n_users * cfg.hidden_dim)
 
-    def steps(self, epoch: int):
-        self.net.train()
-        self.state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
-        return iter(self.groups)
+    def epoch(self, epoch: int) -> tuple[torch.Tensor, Iterator[_Group]]:
+        """The epoch's state, every user's GRU state (zero: states restart every epoch),
+        and the groups in time order."""
+        state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
+        return state, iter(self.groups)
 
-    def objective(self, grp: _Group) -> tuple[torch.Tensor, torch.Tensor]:
-        net = cast(_LatentCrossNet, self.net)
-        o, self._final = LatentCross._group_forward(net, grp, self.state)
-        loss = nn.functional.cross_entropy(LatentCross._logits(net, net.head(o)), grp.items)
-        return loss, loss.detach() * len(grp.rows)
+    @classmethod
+    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
+                   tag: int) -> StepLosses:
+        """Member by member: each group's packed layout is its member's own."""
+        losses, tallies, carries = [], [], {}
+        lc = cast(_LatentCrossNet, net)
+        for c, state, grp in members:
+            m = stk.Members.step(lc, [c.member], tag)
+            o, final = LatentCross._group_forward(lc, grp, state, m)
+            scores = LatentCross._logits(lc, lc.head(o.unsqueeze(0), m), m)[0]
+            loss = nn.functional.cross_entropy(scores, grp.items)
+            losses.append(loss)
+            tallies.append(loss.detach() * len(grp.rows))
+            carries[c.member] = final
+        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
+                          torch.stack(tallies), carries)
 
-    def after_update(self, grp: _Group) -> None:
-        self.state.index_copy_(0, grp.users, self._final.detach())
+    def after_update(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
+        """The group's users run on from their states after the group (detached)."""
+        state.index_copy_(0, grp.users, final.detach())
 
     def validate(self) -> float:
-        self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)
+        self.model._finish(cast(_LatentCrossNet, self.member_network()), self.groups,
+                           self.device)
         return super().validate()
 
-    def finish(self) -> None:
-        set_dropout_generator(self.net, None)
-        self.model._finish(cast(_LatentCrossNet, self.net), self.groups, self.device)
+    def finish(self, state: torch.Tensor) -> None:
+        net = cast(_LatentCrossNet, self.member_network(share=False))
+        self.model._finish(net, self.groups, self.device)

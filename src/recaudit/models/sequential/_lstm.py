@@ -14,13 +14,13 @@ trained. Context: the most recent ``max_len = 50`` items (Oh et al. 2022 §5).
 
 from __future__ import annotations
 
+
 import torch
-from torch import nn
 
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import SequenceNet, SeededDropout
+from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import LSTMConfig
 
@@ -28,37 +28,23 @@ __all__ = ["LSTM"]
 
 
 class _LSTMNet(SequenceNet):
-    stackable = True
-
-    def __init__(self, n_items: int, cfg: LSTMConfig) -> None:
+    def __init__(self, k: int, n_items: int, cfg: LSTMConfig) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(n_items + 1, cfg.embedding_dim, padding_idx=0,
-                                      device="meta")
-        self.drop_in = SeededDropout(cfg.dropout)
-        self.lstm = nn.LSTM(cfg.embedding_dim, cfg.hidden_dim, num_layers=cfg.layers,
-                            batch_first=True, device="meta")
-        self.drop_out = SeededDropout(cfg.dropout)
-        self.out = nn.Linear(cfg.hidden_dim, n_items, device="meta")
+        self.embedding = stk.Embedding(k, n_items + 1, cfg.embedding_dim, padding_idx=0)
+        self.drop_in = stk.Dropout(cfg.dropout)
+        self.lstm = stk.Recurrent("LSTM", k, cfg.embedding_dim, cfg.hidden_dim,
+                                  num_layers=cfg.layers, recurrence=cfg.recurrence)
+        self.drop_out = stk.Dropout(cfg.dropout)
+        self.out = stk.Linear(k, cfg.hidden_dim, n_items)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
-        h, _ = self.lstm(self.drop_in(self.embedding(batch.items)))
-        return h
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
+        return self.lstm(self.drop_in(self.embedding(batch.items, m), m), m)
 
-    def head(self, h: torch.Tensor) -> torch.Tensor:
-        return self.drop_out(h)
+    def head(self, h: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return self.drop_out(h, m)
 
-    @classmethod
-    def stacked_forward(cls, nets, batches):
-        items = torch.stack([b.items for b in batches])
-        x = stk.dropout(stk.embed([n.embedding for n in nets], items), [n.drop_in for n in nets])
-        return stk.per_member(lambda net, xk: net.lstm(xk)[0], nets, x)
-
-    @classmethod
-    def stacked_head(cls, nets, h):
-        return stk.dropout(h, [n.drop_out for n in nets])
-
-    def output(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.out.weight, self.out.bias
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return m.take(self.out.weight), self.out.bias_of(m)
 
 
 @register("lstm")
@@ -67,5 +53,5 @@ class LSTM(SequentialRecommender):
 
     Config = LSTMConfig
 
-    def _network(self, n_items: int) -> SequenceNet:
-        return _LSTMNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:
+        return _LSTMNet(k, n_items, self.config)

@@ -2,10 +2,13 @@
 
 Nothing here touches torch's global random state:
 
-- modules are *built on the meta device* (no parameter memory, no draws from the global
-  generator) and then materialised with :func:`materialize`, which fills every parameter from an
-  explicit ``torch.Generator``;
-- dropout is :class:`SeededDropout`, which draws its masks from a generator held by the model;
+- networks are *built on the meta device* (no parameter memory, no draws from the global
+  generator) with the parameters of ``K`` members along a leading dimension
+  (:mod:`recaudit.models.sequential._stack`), then materialised with :func:`materialize`, which
+  fills every member's parameters from that member's explicit ``torch.Generator``;
+- dropout masks are hashes of counters keyed per member (:mod:`._draws`): by the member's seed
+  and step while it trains, by a key drawn from an explicit generator when a fitted model is
+  fine-tuned (``set_dropout_generator``);
 - :func:`deterministic_torch` (from :mod:`recaudit._torch`, shared with MIRROR's algorithms)
   switches on ``torch.use_deterministic_algorithms(True)`` and a fixed intra-op thread count
   for the duration of ``fit``/``rank`` and restores both afterwards.
@@ -13,17 +16,18 @@ Nothing here touches torch's global random state:
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
 from recaudit._torch import deterministic_torch
-from recaudit.errors import ConfigError
+from recaudit.models.sequential import _stack as stk
 
-__all__ = ["SequenceNet", "required", "SeededDropout", "CausalSelfAttentionBlock", "deterministic_torch", "materialize",
+__all__ = ["SequenceNet", "StackAdam", "required", "deterministic_torch", "materialize",
            "init_normal", "init_uniform", "make_adam", "set_dropout_generator"]
 
 
@@ -31,32 +35,48 @@ M = TypeVar("M", bound=nn.Module)
 
 
 class SequenceNet(nn.Module):
-    """Base of the sequential models' networks (see
-    :class:`~recaudit.models.sequential.SequentialRecommender`): ``forward(batch)`` gives the
-    per-position trunk ``[B, L, D]``, an optional ``head(h)`` the scored positions'
-    representation, :meth:`output` the output layer; ``embedding`` is the item embedding."""
+    """Base of the sequential models' networks, each a stack of members (see
+    :class:`~recaudit.models.sequential.SequentialRecommender` and
+    :mod:`~recaudit.models.sequential._stack`): ``forward(batch, members)`` gives the
+    per-position trunk ``[K, B, L, D]`` of a stacked batch, an optional ``head(h, members)``
+    the scored positions' representation, :meth:`output` the output layer; ``embedding`` is the
+    item embedding. A trained model's network is a stack of one."""
 
-    embedding: nn.Embedding
-    #: whether :meth:`stacked_forward` / :meth:`stacked_head` exist (training in a stack,
-    #: :mod:`recaudit.models.sequential._stack`)
-    stackable: ClassVar[bool] = False
+    embedding: stk.Embedding
+    #: each member's dropout generator (``None``: none), :func:`set_dropout_generator`
+    generators: list[torch.Generator] | None = None
+    #: each member's dropout key while it trains in a stack (``None``: none; int32 ``[K]``)
+    dropout_keys: torch.Tensor | None = None
 
-    @classmethod
-    def stacked_forward(cls, nets: Sequence[SequenceNet], batches: Sequence[Any]
-                        ) -> torch.Tensor:
-        """``stack([nets[k](batches[k])])`` ``[K, B, W, D]`` for batches of one shape, in one
-        batched pass whose slice ``k`` is bit for bit ``nets[k](batches[k])`` (dropout masks
-        from each member's generator, drawn as it would alone)."""
-        raise NotImplementedError(f"{cls.__name__} does not train in a batched stack")
-
-    @classmethod
-    def stacked_head(cls, nets: Sequence[SequenceNet], h: torch.Tensor) -> torch.Tensor:
-        """``stack([nets[k].head(h[k])])`` for ``h`` ``[K, n, D]`` (the selected positions)."""
-        return h
-
-    def output(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The output layer ``(W [n_items, D], b | None)``: scores ``h W^T (+ b)``."""
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The output layer of members ``m``: ``(W [K, n_items, D], b [K, n_items] | None)``,
+        scores ``h W^T (+ b)``."""
         raise NotImplementedError(f"{type(self).__name__} has no softmax output layer")
+
+    @property
+    def size(self) -> int:
+        """The number of members."""
+        return next(self.parameters()).shape[0]
+
+    def member(self, k: int, *, share: bool = False) -> SequenceNet:
+        """Member ``k`` as a network of its own (a stack of one): its parameters copied, or
+        with ``share`` views of this network's (for reading: evaluation, validation)."""
+        memo: dict[int, Any] = {id(self.generators): None, id(self.dropout_keys): None}
+        for p in self.parameters():
+            part = p.detach()[k:k + 1]
+            memo[id(p)] = nn.Parameter(part if share else part.clone(),
+                                       requires_grad=p.requires_grad)
+        return copy.deepcopy(self, memo)
+
+    def member_state(self, k: int) -> dict:
+        """A copy of member ``k``'s state (a stack of one's ``state_dict``)."""
+        return {name: v.detach()[k:k + 1].clone() for name, v in self.state_dict().items()}
+
+    def load_member_state(self, k: int, state: dict) -> None:
+        """Set member ``k``'s state to ``state`` (a :meth:`member_state`)."""
+        with torch.no_grad():
+            for name, v in self.state_dict().items():
+                v[k:k + 1].copy_(state[name])
 
 
 def required(value: torch.Tensor | None, what: str) -> torch.Tensor:
@@ -65,27 +85,6 @@ def required(value: torch.Tensor | None, what: str) -> torch.Tensor:
         raise ValueError(f"this batch carries no {what}; build it with the model's time "
                          "features / targets (SequenceData, batch_from_queries)")
     return value
-
-
-class SeededDropout(nn.Module):
-    """Inverted dropout whose masks come from an explicit ``torch.Generator``.
-
-    ``generator`` is assigned by the owning model before training (``None`` = no dropout, as in
-    evaluation) and lives on the tensor's device: ``keep = U(0, 1) >= p`` drawn there (no
-    host-to-device copy; ``torch.rand`` is about twice as fast as ``bernoulli_`` on the CPU).
-    """
-
-    def __init__(self, p: float) -> None:
-        super().__init__()
-        self.p = float(p)
-        self.generator: torch.Generator | None = None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p <= 0.0 or self.generator is None:
-            return x
-        keep = torch.rand(x.shape, generator=self.generator, device=x.device,
-                          dtype=x.dtype) >= self.p
-        return x * keep / (1.0 - self.p)
 
 
 def make_adam(params, lr: float, weight_decay: float) -> torch.optim.Adam:
@@ -97,10 +96,79 @@ def make_adam(params, lr: float, weight_decay: float) -> torch.optim.Adam:
     return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
-def set_dropout_generator(module: nn.Module, generator: torch.Generator | None) -> None:
-    for m in module.modules():
-        if isinstance(m, SeededDropout):
-            m.generator = generator
+class StackAdam:
+    """Adam for a stacked network: member ``k``'s slice of every parameter keeps its own
+    moments and step count and is updated only at steps where the member trained and the
+    parameter had a gradient — exactly what ``make_adam`` (torch's fused Adam) does for the
+    member's parameters alone: the same kernel (``torch._fused_adam_``) on tensors of the same
+    size, one call for every member of a step.
+
+    A stack of one hands its parameters and fresh gradients to the kernel as they are (no
+    copy, no extra pass). A larger stack accumulates gradients into buffers kept from step to
+    step (zeroed by :meth:`zero_grad`), so the members' slices of every buffer are made once;
+    its post-accumulate hooks tell which parameters a backward pass reached (a parameter the
+    pass did not reach, JODIE's initial vectors after an epoch's first group, is left as it is,
+    as torch's Adam leaves a parameter without a gradient)."""
+
+    def __init__(self, net: nn.Module, lr: float, weight_decay: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        self.params = [p for p in net.parameters() if p.requires_grad]
+        self.size = self.params[0].shape[0] if self.params else 0
+        self.reached = [False] * len(self.params)
+        self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in self.params]
+        self.steps = [[torch.zeros((), dtype=torch.float32, device=p.device)
+                       for p in self.params] for _ in range(self.size)]
+        self.grads: list[torch.Tensor] = []
+        if self.size > 1:
+            for i, p in enumerate(self.params):
+                p.grad = torch.zeros_like(p)
+                self.grads.append(p.grad)
+                p.register_post_accumulate_grad_hook(lambda _, i=i: self._reach(i))
+            self.slices = [[(p.detach()[j], g[j], m[j], v[j]) for p, g, (m, v)
+                            in zip(self.params, self.grads, self.moments, strict=True)]
+                           for j in range(self.size)]
+
+    def _reach(self, i: int) -> None:
+        self.reached[i] = True
+
+    def zero_grad(self) -> None:
+        if self.size > 1:
+            torch._foreach_zero_(self.grads)
+            self.reached = [False] * len(self.params)
+        else:
+            for p in self.params:
+                p.grad = None
+
+    @torch.no_grad()
+    def step(self, members: Sequence[int]) -> None:
+        """Update ``members`` (stack positions) where the last backward pass reached."""
+        if self.size == 1:
+            parts = [(p.detach(), p.grad, m, v, self.steps[0][i])
+                     for i, (p, (m, v)) in enumerate(zip(self.params, self.moments, strict=True))
+                     if p.grad is not None]
+        else:
+            parts = [(*self.slices[j][i], self.steps[j][i]) for j in members
+                     for i in range(len(self.params)) if self.reached[i]]
+        if not parts:
+            return
+        params, grads, exp_avgs, exp_avg_sqs, steps = (list(t) for t in zip(*parts))
+        torch._foreach_add_(steps, 1)
+        torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False,
+                           lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
+                           weight_decay=self.weight_decay, eps=self.eps, maximize=False,
+                           grad_scale=None, found_inf=None)
+
+
+def set_dropout_generator(net: SequenceNet,
+                          generator: torch.Generator | Sequence[torch.Generator] | None) -> None:
+    """The dropout generators of ``net``'s members: one per member (a single one for a stack
+    of one); ``None``: no dropout. Each training pass draws a member's dropout key from its
+    generator (:meth:`._stack.Members.of`); the training loop keys its members by their
+    seeds and steps instead (:meth:`._stack.Members.step`)."""
+    gens = None if generator is None else [generator] \
+        if isinstance(generator, torch.Generator) else list(generator)
+    net.generators = gens
 
 
 def init_normal(shape: tuple[int, ...], std: float, g: torch.Generator) -> torch.Tensor:
@@ -111,68 +179,66 @@ def init_uniform(shape: tuple[int, ...], bound: float, g: torch.Generator) -> to
     return (torch.rand(shape, generator=g) * 2.0 - 1.0) * bound
 
 
-def materialize(module: M, g: torch.Generator, device: torch.device,
+def materialize(module: M, generators: Sequence[torch.Generator], device: torch.device,
                 rule=None, style: str = "default") -> M:
-    """Allocate a meta-device ``module`` on ``device`` and initialise it from ``g``.
+    """Allocate a meta-device stacked ``module`` on ``device`` and initialise member ``k``'s
+    parameters from ``generators[k]`` (one per member).
 
     Default rule, by parameter name (visited in ``named_parameters`` order, so the draws are
-    reproducible): biases -> 0; ``LayerNorm`` weights -> 1; embeddings -> N(0, 1/d) (padding row 0);
-    other matrices -> Xavier-uniform ``U(-b, b)``, ``b = sqrt(6 / (fan_in + fan_out))`` (for
-    stacked RNN weights the fan is per gate). ``style="torch"``: PyTorch's own defaults instead
-    — ``Linear`` weight and bias U(±1/√in_features), RNN weights and biases U(±1/√hidden),
-    ``Embedding`` N(0, 1) with a zero padding row, ``LayerNorm`` ones and zeros (parameters
-    of other modules keep the default rule). ``rule(name, shape, g)`` may return a tensor to
-    override either for a parameter (or ``None``).
+    reproducible; shapes are a member's, without the leading member dimension): biases -> 0;
+    ``LayerNorm`` weights -> 1; embeddings -> N(0, 1/d) (padding row 0); other matrices ->
+    Xavier-uniform ``U(-b, b)``, ``b = sqrt(6 / (fan_in + fan_out))`` (for stacked RNN weights
+    the fan is per gate). ``style="torch"``: PyTorch's own defaults instead — ``Linear`` weight
+    and bias U(±1/√in_features), RNN weights and biases U(±1/√hidden), ``Embedding`` N(0, 1)
+    with a zero padding row, ``LayerNorm`` ones and zeros (parameters of other modules keep the
+    default rule). ``rule(name, shape, g)`` may return a tensor to override either for a
+    parameter (or ``None``).
     """
     module = module.to_empty(device="cpu")
-    norms = {id(m.weight) for m in module.modules()
-             if isinstance(m, nn.LayerNorm) and m.weight is not None}
-    rnn_weights = {id(p) for m in module.modules() if isinstance(m, nn.RNNBase)
-                   for p in m.parameters()}
+    norms = {id(m.weight) for m in module.modules() if isinstance(m, stk.LayerNorm)}
+    rnns = {id(p): m.gates for m in module.modules() if isinstance(m, stk.Recurrent)
+            for p in m.parameters()}
     embeds = {id(m.weight): m.padding_idx for m in module.modules()
-              if isinstance(m, nn.Embedding)}
+              if isinstance(m, stk.Embedding)}
     with torch.no_grad():
-        for name, p in module.named_parameters():
-            value = rule(name, tuple(p.shape), g) if rule is not None else None
-            if value is None and style == "torch":
-                value = _torch_default(_owner(module, name), name, tuple(p.shape), g)
-            if value is None:
-                if id(p) in norms:
-                    value = torch.ones(p.shape)
-                elif name.endswith("bias") or "bias_" in name.rsplit(".", 1)[-1] or p.dim() == 1:
-                    value = torch.zeros(p.shape)
-                elif id(p) in embeds:
-                    value = init_normal(tuple(p.shape), 1.0 / math.sqrt(p.shape[-1]), g)
-                    if embeds[id(p)] is not None:
-                        value[embeds[id(p)]] = 0.0
-                else:
-                    fan_out, fan_in = p.shape[0], int(p[0].numel())
-                    if id(p) in rnn_weights:  # gates stacked along dim 0
-                        gates = 4 if isinstance(_owner(module, name), nn.LSTM) else 3
-                        fan_out //= gates
-                    value = init_uniform(tuple(p.shape), math.sqrt(6.0 / (fan_in + fan_out)), g)
-            p.copy_(value.to(p.dtype))
+        for k, g in enumerate(generators):
+            for name, p in module.named_parameters():
+                shape = tuple(p.shape[1:])
+                value = rule(name, shape, g) if rule is not None else None
+                if value is None and style == "torch":
+                    value = _torch_default(_owner(module, name), name, shape, g)
+                if value is None:
+                    if id(p) in norms:
+                        value = torch.ones(shape)
+                    elif name.endswith("bias") or "bias_" in name.rsplit(".", 1)[-1] \
+                            or len(shape) == 1:
+                        value = torch.zeros(shape)
+                    elif id(p) in embeds:
+                        value = init_normal(shape, 1.0 / math.sqrt(shape[-1]), g)
+                        if embeds[id(p)] is not None:
+                            value[embeds[id(p)]] = 0.0
+                    else:
+                        fan_out, fan_in = shape[0], math.prod(shape[1:])
+                        fan_out //= rnns.get(id(p), 1)  # RNN gates stacked along dim 0
+                        value = init_uniform(shape, math.sqrt(6.0 / (fan_in + fan_out)), g)
+                p[k].copy_(value.to(p.dtype))
         for b in module.buffers():
             b.zero_()
-    module = module.to(device)
-    for m in module.modules():
-        if isinstance(m, nn.RNNBase):
-            m.flatten_parameters()
-    return module
+    return module.to(device)
 
 
 def _torch_default(owner: nn.Module, name: str, shape: tuple[int, ...], g: torch.Generator):
     """PyTorch's default initialisation of ``owner``'s parameter (``None``: not covered)."""
-    if isinstance(owner, nn.Linear):
+    if isinstance(owner, stk.Linear):
         return init_uniform(shape, 1.0 / math.sqrt(owner.in_features), g)
-    if isinstance(owner, nn.RNNBase):
+    if isinstance(owner, stk.Recurrent):
         return init_uniform(shape, 1.0 / math.sqrt(owner.hidden_size), g)
-    if isinstance(owner, nn.Embedding):
+    if isinstance(owner, stk.Embedding):
         w = torch.randn(shape, generator=g)
         if owner.padding_idx is not None:
             w[owner.padding_idx] = 0.0
         return w
-    if isinstance(owner, nn.LayerNorm):
+    if isinstance(owner, stk.LayerNorm):
         return torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
     return None
 
@@ -182,50 +248,3 @@ def _owner(root: nn.Module, param_name: str) -> nn.Module:
     for part in param_name.split(".")[:-1]:
         mod = getattr(mod, part)
     return mod
-
-
-class CausalSelfAttentionBlock(nn.Module):
-    """Pre-LN transformer block (SASRec, Kang & McAuley 2018, §III-B/C).
-
-    ``Q = LN(x)``; ``x' = Q + MHA(Q, x, x)`` with a causal mask (position ``i`` sees ``j <= i``);
-    ``y = x' + FFN(LN(x'))``, ``FFN(z) = W2 ReLU(W1 z + b1) + b2``; dropout after attention
-    weights, attention output and each FFN layer. ``causal=False`` gives a bidirectional block
-    with a key-padding mask (BERT4Rec uses its own post-LN variant, see there).
-    """
-
-    def __init__(self, dim: int, heads: int, dropout: float, *, inner: int | None = None,
-                 device=None) -> None:
-        super().__init__()
-        if dim % heads:
-            raise ConfigError(f"hidden size {dim} must be divisible by heads={heads}")
-        self.heads = heads
-        self.ln_attn = nn.LayerNorm(dim, device=device)
-        self.q = nn.Linear(dim, dim, device=device)
-        self.kv = nn.Linear(dim, 2 * dim, device=device)
-        self.out = nn.Linear(dim, dim, device=device)
-        self.ln_ffn = nn.LayerNorm(dim, device=device)
-        self.ff1 = nn.Linear(dim, inner or dim, device=device)
-        self.ff2 = nn.Linear(inner or dim, dim, device=device)
-        self.drop_attn = SeededDropout(dropout)
-        self.drop_out = SeededDropout(dropout)
-        self.drop_ff1 = SeededDropout(dropout)
-        self.drop_ff2 = SeededDropout(dropout)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``x`` [B, L, D]; ``mask`` [B or 1, L, L] bool, True where attention is allowed."""
-        b, length, d = x.shape
-        h = self.heads
-        q_in = self.ln_attn(x)
-        q = self.q(q_in)
-        k, v = self.kv(x).split(d, dim=-1)
-        q = q.view(b, length, h, d // h).transpose(1, 2)
-        k = k.view(b, length, h, d // h).transpose(1, 2)
-        v = v.view(b, length, h, d // h).transpose(1, 2)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(d // h)
-        att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
-        att = torch.nan_to_num(att)  # rows with no allowed key (padding queries)
-        att = self.drop_attn(att)
-        y = (att @ v).transpose(1, 2).reshape(b, length, d)
-        x = q_in + self.drop_out(self.out(y))
-        z = self.ff2(self.drop_ff1(torch.relu(self.ff1(self.ln_ffn(x)))))
-        return x + self.drop_ff2(z)

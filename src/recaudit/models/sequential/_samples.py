@@ -36,13 +36,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from recaudit.data import Interactions, Queries
 
-__all__ = ["Batch", "SequenceData", "batch_from_queries"]
+__all__ = ["Batch", "StackBatch", "SequenceData", "batch_from_queries"]
 
 
 @dataclass
@@ -70,6 +71,60 @@ class Batch:
 
     def __len__(self) -> int:
         return self.items.shape[0]
+
+
+@dataclass
+class StackBatch:
+    """The mini-batches of a stack's members at one step, of one shape, along a leading
+    member dimension: ``items [K, B, W]``, ``lengths [K, B]``, the time features and targets
+    likewise. ``sel [K, R]`` lists each member's scored positions (flat ``b W + j``) and
+    ``sel_targets [K, R]`` their targets, padded to a common number of rows ``R`` (position 0,
+    target ``-100``: ignored); ``counts`` is each member's number of real rows. :meth:`of`
+    stacks :class:`Batch` es; a batch of a model alone is a stack of one."""
+
+    items: torch.Tensor
+    lengths: torch.Tensor
+    targets: torch.Tensor | None
+    users: torch.Tensor
+    times: torch.Tensor | None = None
+    gaps: torch.Tensor | None = None
+    next_gaps: torch.Tensor | None = None
+    sel: torch.Tensor | None = None
+    sel_targets: torch.Tensor | None = None
+    counts: list[int] | None = None
+    host_lengths: list[np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, batches: list[Batch], rows: int | None = None) -> StackBatch:
+        """``batches`` (one shape) along a leading member dimension (one batch: views); their
+        scored positions padded to ``rows`` (at least the largest count)."""
+        def stack(parts: list) -> Any:
+            if parts[0] is None:
+                return None
+            return parts[0].unsqueeze(0) if len(parts) == 1 else torch.stack(parts)
+
+        def field(name: str) -> Any:
+            return stack([getattr(b, name) for b in batches])
+
+        sel = sel_targets = counts = None
+        if all(b.sel is not None and b.sel_targets is not None for b in batches):
+            counts = [len(b.sel) for b in batches]   # type: ignore[arg-type]
+            width = max(counts) if rows is None else rows
+            sel = stack([_pad(b.sel, width, 0) for b in batches])
+            sel_targets = stack([_pad(b.sel_targets, width, -100) for b in batches])
+        hosts = [b.host_lengths for b in batches]
+        return cls(field("items"), field("lengths"), field("targets"), field("users"),
+                   field("times"), field("gaps"), field("next_gaps"), sel, sel_targets, counts,
+                   None if any(h is None for h in hosts) else hosts)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        """Rows per member."""
+        return self.items.shape[1]
+
+
+def _pad(t: Any, width: int, value: int) -> torch.Tensor:
+    return t if len(t) == width else torch.nn.functional.pad(t, (0, width - len(t)),
+                                                             value=value)
 
 
 def _time_features(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):

@@ -18,93 +18,90 @@ scheme (every position of a window predicts its next item).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import SequenceNet, CausalSelfAttentionBlock, SeededDropout, init_normal
+from recaudit.models.sequential._nn import SequenceNet, init_normal
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SASRecConfig
 
 __all__ = ["SASRec"]
 
 
-class _SASRecNet(SequenceNet):
-    stackable = True
+class _Block(nn.Module):
+    """Pre-LN transformer block (SASRec, Kang & McAuley 2018, §III-B/C) of ``K`` members.
 
-    def __init__(self, n_items: int, cfg: SASRecConfig) -> None:
+    ``Q = LN(x)``; ``x' = Q + MHA(Q, x, x)`` with a causal mask (position ``i`` sees
+    ``j <= i``); ``y = x' + FFN(LN(x'))``, ``FFN(z) = W2 ReLU(W1 z + b1) + b2``; dropout after
+    the attention weights, the attention output and each FFN layer.
+    """
+
+    def __init__(self, k: int, dim: int, heads: int, dropout: float,
+                 inner: int | None = None) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln_attn = stk.LayerNorm(k, dim)
+        self.q = stk.Linear(k, dim, dim)
+        self.kv = stk.Linear(k, dim, 2 * dim)
+        self.out = stk.Linear(k, dim, dim)
+        self.ln_ffn = stk.LayerNorm(k, dim)
+        self.ff1 = stk.Linear(k, dim, inner or dim)
+        self.ff2 = stk.Linear(k, inner or dim, dim)
+        self.drop_attn = stk.Dropout(dropout)
+        self.drop_out = stk.Dropout(dropout)
+        self.drop_ff1 = stk.Dropout(dropout)
+        self.drop_ff2 = stk.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        """``x`` [K, B, L, D]; ``mask`` [1, L, L] bool, True where attention is allowed."""
+        k, b, length, d = x.shape
+        h = self.heads
+        q_in = self.ln_attn(x, m)
+        q = self.q(q_in, m)
+        kk, v = self.kv(x, m).split(d, dim=-1)
+        q, kk, v = (t.reshape(k, b, length, h, d // h).transpose(2, 3) for t in (q, kk, v))
+        att = (q @ kk.transpose(-1, -2)) / math.sqrt(d // h)
+        att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
+        att = self.drop_attn(torch.nan_to_num(att), m)  # rows with no allowed key: padding
+        y = (att @ v).transpose(2, 3).reshape(k, b, length, d)
+        x = q_in + self.drop_out(self.out(y, m), m)
+        z = self.drop_ff1(torch.relu(self.ff1(self.ln_ffn(x, m), m)), m)
+        return x + self.drop_ff2(self.ff2(z, m), m)
+
+
+class _SASRecNet(SequenceNet):
+    def __init__(self, k: int, n_items: int, cfg: SASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
         self.scale = math.sqrt(d)
-        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
-        self.position = nn.Embedding(cfg.max_len, d, device="meta")
-        self.drop = SeededDropout(cfg.dropout)
-        self.blocks = nn.ModuleList(CausalSelfAttentionBlock(d, cfg.heads, cfg.dropout,
-                                                             inner=cfg.inner_dim, device="meta")
+        self.embedding = stk.Embedding(k, n_items + 1, d, padding_idx=0)
+        self.position = stk.Embedding(k, cfg.max_len, d)
+        self.drop = stk.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(_Block(k, d, cfg.heads, cfg.dropout, inner=cfg.inner_dim)
                                     for _ in range(cfg.blocks))
-        self.ln = nn.LayerNorm(d, device="meta")
+        self.ln = stk.LayerNorm(k, d)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
         items = batch.items
-        length = items.shape[1]
-        pos = torch.arange(length, device=items.device)
-        x = self.embedding(items) * self.scale + self.position(pos)[None]
-        x = self.drop(x) * (items > 0)[..., None]
+        k, _, length = items.shape
+        pos = torch.arange(length, device=items.device).expand(k, length)
+        x = self.embedding(items, m) * self.scale + self.position(pos, m)[:, None]
+        real = (items > 0)[..., None]
+        x = self.drop(x, m) * real
         mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
         for block in self.blocks:
-            x = block(x, mask) * (items > 0)[..., None]
+            x = block(x, mask, m) * real
         return x
 
-    def head(self, h: torch.Tensor) -> torch.Tensor:
-        return self.ln(h)
+    def head(self, h: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return self.ln(h, m)
 
-    @classmethod
-    def stacked_forward(cls, nets, batches):
-        items = torch.stack([b.items for b in batches])
-        length = items.shape[-1]
-        pos = torch.arange(length, device=items.device).expand(len(nets), length)
-        x = (stk.embed([n.embedding for n in nets], items) * nets[0].scale
-             + stk.embed([n.position for n in nets], pos)[:, None])
-        real = (items > 0)[..., None]
-        x = stk.dropout(x, [n.drop for n in nets]) * real
-        mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
-        for blocks in zip(*(n.blocks for n in nets), strict=True):
-            x = _stacked_blocks(blocks, x, mask) * real
-        return x
-
-    @classmethod
-    def stacked_head(cls, nets, h):
-        return stk.per_member(lambda net, hk: net.ln(hk), nets, h)
-
-    def output(self) -> tuple[torch.Tensor, None]:
-        return self.embedding.weight[1:], None
-
-
-def _stacked_blocks(blocks: Sequence[CausalSelfAttentionBlock], x: torch.Tensor,
-                    mask: torch.Tensor) -> torch.Tensor:
-    """``blocks[k](x[k], mask)`` for ``x`` ``[K, B, L, D]`` in one batched pass
-    (:mod:`recaudit.models.sequential._stack`; the same arithmetic per member)."""
-    k, b, length, d = x.shape
-    h = blocks[0].heads
-    q_in = stk.per_member(lambda blk, xk: blk.ln_attn(xk), blocks, x)
-    q = stk.linear(q_in, [blk.q for blk in blocks])
-    kk, v = stk.linear(x, [blk.kv for blk in blocks]).split(d, dim=-1)
-    q, kk, v = (t.reshape(k, b, length, h, d // h).transpose(2, 3) for t in (q, kk, v))
-    att = (q @ kk.transpose(-1, -2)) / math.sqrt(d // h)
-    att = att.masked_fill(~mask[:, None], float("-inf")).softmax(-1)
-    att = stk.dropout(torch.nan_to_num(att), [blk.drop_attn for blk in blocks])
-    y = (att @ v).transpose(2, 3).reshape(k, b, length, d)
-    x = q_in + stk.dropout(stk.linear(y, [blk.out for blk in blocks]),
-                           [blk.drop_out for blk in blocks])
-    z = stk.per_member(lambda blk, xk: blk.ln_ffn(xk), blocks, x)
-    z = stk.dropout(torch.relu(stk.linear(z, [blk.ff1 for blk in blocks])),
-                    [blk.drop_ff1 for blk in blocks])
-    z = stk.linear(z, [blk.ff2 for blk in blocks])
-    return x + stk.dropout(z, [blk.drop_ff2 for blk in blocks])
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, None]:
+        return m.take(self.embedding.weight)[:, 1:], None
 
 
 def _normal_rule(std: float = 0.02):
@@ -127,8 +124,8 @@ class SASRec(SequentialRecommender):
 
     Config = SASRecConfig
 
-    def _network(self, n_items: int) -> SequenceNet:
-        return _SASRecNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:
+        return _SASRecNet(k, n_items, self.config)
 
     def _init_rule(self):
         return _normal_rule()

@@ -32,9 +32,9 @@ import torch
 from torch import nn
 
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import SeededDropout, SequenceNet, required
+from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch
+from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._config import TiSASRecConfig
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
@@ -57,132 +57,83 @@ def interval_buckets(times: torch.Tensor, lengths: torch.Tensor, k: int) -> torc
 
 
 class _TimeAwareBlock(nn.Module):
-    def __init__(self, d: int, heads: int, dropout: float, max_len: int, k: int,
+    def __init__(self, k: int, d: int, heads: int, dropout: float, max_len: int, span: int,
                  inner: int | None = None) -> None:
         super().__init__()
         self.heads = heads
-        self.ln_attn = nn.LayerNorm(d, device="meta")
-        self.q = nn.Linear(d, d, device="meta")
-        self.kv = nn.Linear(d, 2 * d, device="meta")
-        self.out = nn.Linear(d, d, device="meta")
-        self.pos_k = nn.Embedding(max_len, d, device="meta")
-        self.pos_v = nn.Embedding(max_len, d, device="meta")
-        self.int_k = nn.Embedding(k + 1, d, device="meta")
-        self.int_v = nn.Embedding(k + 1, d, device="meta")
-        self.ln_ffn = nn.LayerNorm(d, device="meta")
-        self.ff1 = nn.Linear(d, inner or d, device="meta")
-        self.ff2 = nn.Linear(inner or d, d, device="meta")
-        self.drops = nn.ModuleList(SeededDropout(dropout) for _ in range(5))
+        self.ln_attn = stk.LayerNorm(k, d)
+        self.q = stk.Linear(k, d, d)
+        self.kv = stk.Linear(k, d, 2 * d)
+        self.out = stk.Linear(k, d, d)
+        self.pos_k = stk.Embedding(k, max_len, d)
+        self.pos_v = stk.Embedding(k, max_len, d)
+        self.int_k = stk.Embedding(k, span + 1, d)
+        self.int_v = stk.Embedding(k, span + 1, d)
+        self.ln_ffn = stk.LayerNorm(k, d)
+        self.ff1 = stk.Linear(k, d, inner or d)
+        self.ff2 = stk.Linear(k, inner or d, d)
+        self.drops = nn.ModuleList(stk.Dropout(dropout) for _ in range(5))
 
-    @staticmethod
-    def stacked(blocks, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor
-                ) -> torch.Tensor:
-        """``blocks[k](x[k], mask, buckets[k])`` for ``x`` ``[K, B, L, D]`` in one batched
-        pass (:mod:`recaudit.models.sequential._stack`; the same arithmetic per member)."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor,
+                m: stk.Members) -> torch.Tensor:
+        """``x`` ``[K, B, L, D]``, ``buckets`` ``[K, B, L, L]`` (:func:`interval_buckets`)."""
         kk_, b, length, d = x.shape
-        h, dh = blocks[0].heads, d // blocks[0].heads
-        drops = list(zip(*(blk.drops for blk in blocks), strict=True))
+        h, dh = self.heads, d // self.heads
+        drop_pk, drop_pv, drop_a, drop_o, drop_f = self.drops
         pos = torch.arange(length, device=x.device).expand(kk_, length)
-        q_in = stk.per_member(lambda blk, xk: blk.ln_attn(xk), blocks, x)
+        q_in = self.ln_attn(x, m)
 
         def split(t):
             return t.reshape(kk_, b, -1, h, dh).transpose(2, 3)
 
-        q = split(stk.linear(q_in, [blk.q for blk in blocks]))
-        kk, vv = stk.linear(x, [blk.kv for blk in blocks]).split(d, dim=-1)
-        k = split(kk + stk.dropout(stk.embed([blk.pos_k for blk in blocks], pos), drops[0])[:, None])
-        v = split(vv + stk.dropout(stk.embed([blk.pos_v for blk in blocks], pos), drops[1])[:, None])
-        rk = stk.stack([blk.int_k.weight for blk in blocks]).view(kk_, -1, h, dh).transpose(1, 2)
-        rv = stk.stack([blk.int_v.weight for blk in blocks]).view(kk_, -1, h, dh).transpose(1, 2)
+        q = split(self.q(q_in, m))
+        kk, vv = self.kv(x, m).split(d, dim=-1)
+        k = split(kk + drop_pk(self.pos_k(pos, m), m)[:, None])
+        v = split(vv + drop_pv(self.pos_v(pos, m), m)[:, None])
+        rk = m.take(self.int_k.weight).view(kk_, -1, h, dh).transpose(1, 2)  # [K, h, k+1, dh]
+        rv = m.take(self.int_v.weight).view(kk_, -1, h, dh).transpose(1, 2)
         idx = buckets[:, :, None].expand(kk_, b, h, length, length)
         att = q @ k.transpose(-1, -2) + torch.gather(q @ rk.transpose(-1, -2)[:, None], -1, idx)
         att = (att / math.sqrt(dh)).masked_fill(~mask[:, None], float("-inf")).softmax(-1)
-        att = stk.dropout(torch.nan_to_num(att), drops[2])
+        att = drop_a(torch.nan_to_num(att), m)
         per_bucket = torch.zeros(kk_, b, h, length, rk.shape[2], dtype=att.dtype,
                                  device=att.device).scatter_add(-1, idx, att)
         z = att @ v + per_bucket @ rv[:, None]
-        x = q_in + stk.dropout(stk.linear(z.transpose(2, 3).reshape(kk_, b, length, d),
-                                          [blk.out for blk in blocks]), drops[3])
-        f = stk.per_member(lambda blk, xk: blk.ln_ffn(xk), blocks, x)
-        f = stk.dropout(torch.relu(stk.linear(f, [blk.ff1 for blk in blocks])), drops[4])
-        return x + stk.linear(f, [blk.ff2 for blk in blocks])
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
-        b, length, d = x.shape
-        h, dh = self.heads, d // self.heads
-        drop_pk, drop_pv, drop_a, drop_o, drop_f = self.drops
-        pos = torch.arange(length, device=x.device)
-        q_in = self.ln_attn(x)
-        split = lambda t: t.view(b, -1, h, dh).transpose(1, 2)  # noqa: E731
-        q = split(self.q(q_in))
-        kk, vv = self.kv(x).split(d, dim=-1)
-        k = split(kk + drop_pk(self.pos_k(pos))[None])
-        v = split(vv + drop_pv(self.pos_v(pos))[None])
-        rk = self.int_k.weight.view(-1, h, dh).transpose(0, 1)     # [h, k+1, dh]
-        rv = self.int_v.weight.view(-1, h, dh).transpose(0, 1)
-        idx = buckets[:, None].expand(b, h, length, length)
-        att = q @ k.transpose(-1, -2) + torch.gather(q @ rk.transpose(-1, -2)[None], -1, idx)
-        att = (att / math.sqrt(dh)).masked_fill(~mask[:, None], float("-inf")).softmax(-1)
-        att = drop_a(torch.nan_to_num(att))
-        per_bucket = torch.zeros(b, h, length, rk.shape[1], dtype=att.dtype, device=att.device)
-        per_bucket = per_bucket.scatter_add(-1, idx, att)
-        z = att @ v + per_bucket @ rv[None]
-        x = q_in + drop_o(self.out(z.transpose(1, 2).reshape(b, length, d)))
-        f = self.ff2(drop_f(torch.relu(self.ff1(self.ln_ffn(x)))))
-        return x + f
+        x = q_in + drop_o(self.out(z.transpose(2, 3).reshape(kk_, b, length, d), m), m)
+        f = drop_f(torch.relu(self.ff1(self.ln_ffn(x, m), m)), m)
+        return x + self.ff2(f, m)
 
 
 class _TiSASRecNet(SequenceNet):
-    stackable = True
-
-    def __init__(self, n_items: int, cfg: TiSASRecConfig) -> None:
+    def __init__(self, k: int, n_items: int, cfg: TiSASRecConfig) -> None:
         super().__init__()
         d = cfg.embedding_dim
         self.k = cfg.time_span
         self.scale = math.sqrt(d)
-        self.embedding = nn.Embedding(n_items + 1, d, padding_idx=0, device="meta")
-        self.drop = SeededDropout(cfg.dropout)
-        self.blocks = nn.ModuleList(_TimeAwareBlock(d, cfg.heads, cfg.dropout, cfg.max_len,
+        self.embedding = stk.Embedding(k, n_items + 1, d, padding_idx=0)
+        self.drop = stk.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(_TimeAwareBlock(k, d, cfg.heads, cfg.dropout, cfg.max_len,
                                                     cfg.time_span, cfg.inner_dim)
                                     for _ in range(cfg.blocks))
-        self.ln = nn.LayerNorm(d, device="meta")
+        self.ln = stk.LayerNorm(k, d)
 
-    def forward(self, batch: Batch) -> torch.Tensor:
+    def forward(self, batch: StackBatch, m: stk.Members) -> torch.Tensor:
         items = batch.items
-        length = items.shape[1]
-        real = (items > 0)[..., None]
-        buckets = interval_buckets(required(batch.times, "times"), batch.lengths, self.k)
-        mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
-        x = self.drop(self.embedding(items) * self.scale) * real
-        for block in self.blocks:
-            x = block(x, mask, buckets) * real
-        return x
-
-    def head(self, h: torch.Tensor) -> torch.Tensor:
-        return self.ln(h)
-
-    @classmethod
-    def stacked_forward(cls, nets, batches):
-        items = torch.stack([b.items for b in batches])
         k, b, length = items.shape
         real = (items > 0)[..., None]
-        times = torch.stack([required(bt.times, "times") for bt in batches])
-        buckets = interval_buckets(times.view(k * b, length),
-                                   torch.stack([bt.lengths for bt in batches]).view(-1),
-                                   nets[0].k).view(k, b, length, length)
+        buckets = interval_buckets(required(batch.times, "times").view(k * b, length),
+                                   batch.lengths.reshape(-1), self.k).view(k, b, length, length)
         mask = torch.ones(length, length, dtype=torch.bool, device=items.device).tril()[None]
-        x = stk.dropout(stk.embed([n.embedding for n in nets], items) * nets[0].scale,
-                        [n.drop for n in nets]) * real
-        for blocks in zip(*(n.blocks for n in nets), strict=True):
-            x = _TimeAwareBlock.stacked(blocks, x, mask, buckets) * real
+        x = self.drop(self.embedding(items, m) * self.scale, m) * real
+        for block in self.blocks:
+            x = block(x, mask, buckets, m) * real
         return x
 
-    @classmethod
-    def stacked_head(cls, nets, h):
-        return stk.per_member(lambda net, hk: net.ln(hk), nets, h)
+    def head(self, h: torch.Tensor, m: stk.Members) -> torch.Tensor:
+        return self.ln(h, m)
 
-    def output(self) -> tuple[torch.Tensor, None]:
-        return self.embedding.weight[1:], None
+    def output(self, m: stk.Members) -> tuple[torch.Tensor, None]:
+        return m.take(self.embedding.weight)[:, 1:], None
 
 
 @register("tisasrec")
@@ -192,8 +143,8 @@ class TiSASRec(SequentialRecommender):
     Config = TiSASRecConfig
     uses_time = True
 
-    def _network(self, n_items: int) -> SequenceNet:
-        return _TiSASRecNet(n_items, self.config)
+    def _network(self, n_items: int, k: int = 1) -> SequenceNet:
+        return _TiSASRecNet(k, n_items, self.config)
 
     def _init_rule(self):
         base = _normal_rule()
