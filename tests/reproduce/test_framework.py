@@ -290,6 +290,11 @@ def test_repetitions_are_read_from_the_samples():
                                              "× 10 draws)")
     assert repetitions(exp, {"seeds": 1, "draws": None}, {"x": frame(1, 1, 7)}) == \
         "1 seed, 7 queries (run with --seeds 1; the paper: 3 seeds × 10 draws)"
+    # a run until decided says its rounds and cap, not the scope its last round reached
+    rounds = {"cap": 192, "grows": "seeds", "rounds": [{"seeds": 3}, {"seeds": 6}]}
+    assert repetitions(exp, {"seeds": 6, "draws": None}, {"x": frame(6, 1, 7)}, rounds) == \
+        ("6 seeds, 7 queries (run until decided in 2 rounds, at most 192 seeds; the paper: "
+         "3 seeds × 10 draws)")
     per_seed = {"ctr": pd.DataFrame({"replicate": list("01234"), "unit": ["all"] * 5,
                                      "value": 0.1})}
     sets = {"k": pd.DataFrame({"replicate": ["0"] * 5, "unit": [f"AMR:{i}" for i in range(5)],

@@ -36,9 +36,12 @@ def _span(values: set[int], word: str) -> str:
 
 
 def repetitions(exp: Experiment, scope: Mapping[str, Any] | None,
-                samples: Mapping[str, pd.DataFrame]) -> str:
+                samples: Mapping[str, pd.DataFrame],
+                sequential: Mapping[str, Any] | None = None) -> str:
     """The repetitions behind a record (module docstring), e.g. ``"1 seed × 10 draws, 18,340
-    queries"``; ``scope``: the record's (a run cut with ``--seeds`` / ``--draws`` says so)."""
+    queries"``; ``scope``: the record's (a run cut with ``--seeds`` / ``--draws`` says so);
+    ``sequential``: the record's entry of a run until decided (its rounds and cap are said
+    instead of the scope the last round reached)."""
     frames = [f for f in samples.values() if len(f)]
     if not frames:
         return "exact values (no samples)" + (f" (the paper: {exp.paper_repetitions})"
@@ -67,7 +70,14 @@ def repetitions(exp: Experiment, scope: Mapping[str, Any] | None,
         text += ", " + _span(units, exp.unit)
     cut = " ".join(f"--{k} {scope[k]}" for k in ("seeds", "draws")
                    if scope and scope.get(k) is not None)
-    said = ([f"run with {cut}"] if cut else []) + \
+    if sequential:
+        n = len(sequential.get("rounds", ()))
+        cap = sequential.get("cap")
+        most = f", at most {cap:,} {sequential.get('grows', 'seeds')}" if cap else ""
+        cut = f"run until decided in {_plural(n, 'rounds')}{most}" if n else ""
+    else:
+        cut = f"run with {cut}" if cut else ""
+    said = ([cut] if cut else []) + \
         ([f"the paper: {exp.paper_repetitions}"] if exp.paper_repetitions else [])
     return text + (f" ({'; '.join(said)})" if said else "")
 

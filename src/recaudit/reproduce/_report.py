@@ -85,7 +85,8 @@ def _records(exp: Experiment, root: Path) -> list[dict[str, Any]]:
         if rec is not None:
             measures = load_measures(root, rec)
             out.append({**rec, **evaluate(exp, measures, scale, sequential_plan(rec)),
-                        "repetitions": repetitions(exp, rec.get("scope"), measures.samples),
+                        "repetitions": repetitions(exp, rec.get("scope"), measures.samples,
+                                                   rec.get("sequential")),
                         "other_data": exp.substitute.get(scale)})
     return out
 
