@@ -19,7 +19,10 @@ figures) and the run goes on. Parts, in the order run (``--parts`` changes it):
    stack against the same 16 one at a time, counting the aten operators dispatched (a
    ``TorchDispatchMode``, as ``FlopCounterMode`` sees them: forward, backward and optimiser),
    on the CPU with oneDNN off and ``recurrence = "batched"``: the ratio per model (goal: at
-   most 0.2), and the NaN fills of fresh tensors with the deterministic fill on and off.
+   most 0.2), and the ``fill_`` operators of the stack's epoch with torch's deterministic NaN
+   fill of fresh tensors on and off (torch.profiler: the dispatch mode does not see them;
+   the profiler keeps every event in memory, 16 GB for LatentCross over histories of 30
+   users: keep ``--launch-users`` small, ``--models`` to count some models only).
 3. **epochs** — seconds per epoch of the seven models at their Oh et al. 2022 presets (the
    others at their defaults) on the Wikipedia-shaped log: warm epochs (the training
    history's epochs after the first) on the device, against one CPU core (each model in a
@@ -30,8 +33,8 @@ figures) and the run goes on. Parts, in the order run (``--parts`` changes it):
 5. **workers** — trials per hour with 1, 4 and 8 processes sharing the device, each training
    stacks of 1 or of 8 (LSTM@oh2022, audit-like logs, warm epochs).
 
-``--tiny`` shrinks everything (logs, models, stacks, epochs) so the whole check runs on a CPU
-in seconds: the test suite runs it that way, so it cannot rot.
+``--tiny`` shrinks everything (logs, models, stacks, epochs) so the check runs on a CPU in
+minutes (``--device cpu --tiny``: a rehearsal before a GPU is lent).
 """
 
 from __future__ import annotations
@@ -162,23 +165,21 @@ def _count(fn) -> Counter:
 
 def launches(args, end: float) -> None:
     """The CPU proxy (see the module docstring); always on the CPU."""
-    import contextlib
-
-    from recaudit.models.sequential import _train, fit_stack
+    from recaudit.models.sequential import fit_stack
 
     k = 2 if args.tiny else 16
     train, _ = _log("wikipedia", 40 if args.tiny else args.launch_users)
     logs = _audit_logs(train, k)
     _say("launches", "log", f"{len(train)} training rows, {train.n_users} users, "
                             f"{train.n_items} items; {k} members, one epoch")
-    for name in SEVEN:
+    for name in args.models:
         if time.time() > end:
             _say("launches", name, "skipped (budget)")
             continue
         extra = _with(_recurrences(name)[-1])
 
         def one(log, extra=extra, name=name):
-            model = _model(name, "cpu", args.tiny, **extra)
+            model = _model(name, "cpu", args.tiny, **extra, epochs=1)
             if name == "jodie":
                 model._rnn_impl = "torch"      # the recurrence a GPU runs, not numba's
             return model
@@ -189,22 +190,44 @@ def launches(args, end: float) -> None:
         ratio = sum(stacked.values()) / sum(alone.values())
         _say("launches", f"{name}: operators alone x{k} / stack of {k}",
              f"{sum(alone.values())} / {sum(stacked.values())} = ratio {ratio:.3f}")
-        real = _train.deterministic_torch
+        fills = {}
+        for fill in (True, False):   # the deterministic NaN fill of fresh tensors on / off
+            fills[fill] = _fills(lambda: fit_stack([one(log) for log in logs], logs, [0] * k),
+                                 fill)
+        _say("launches", f"{name}: fill_ operators in the stack's epoch (torch.profiler), "
+                         "deterministic fill on / off (as trained)",
+             f"{fills[True][0]} / {fills[False][0]} (operators {fills[True][1]} / "
+             f"{fills[False][1]})")
 
-        @contextlib.contextmanager
-        def filled(num_threads=1, device="cpu", fill_uninitialized=True):
-            with real(num_threads, device, fill_uninitialized=True):
-                yield
 
-        _train.deterministic_torch = filled
-        try:
-            with_fills = _count(lambda: fit_stack([one(log) for log in logs], logs, [0] * k))
-        finally:
-            _train.deterministic_torch = real
-        _say("launches", f"{name}: NaN fills of fresh tensors in the stack's epoch, fill "
-                         "on / off (as trained)",
-             f"{with_fills['fill_']} / {stacked['fill_']} (operators {sum(with_fills.values())}"
-             f" / {sum(stacked.values())})")
+def _fills(fn, fill: bool) -> tuple[int, int]:
+    """``fill_`` events and all operator events of ``fn`` under torch.profiler, with the
+    deterministic fill of fresh tensors forced to ``fill`` (a TorchDispatchMode does not see
+    those fills: they run inside the allocating operator, below the dispatcher)."""
+    import contextlib
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from recaudit.models.sequential import _train
+
+    real = _train.deterministic_torch
+
+    @contextlib.contextmanager
+    def forced(num_threads=1, device="cpu", fill_uninitialized=True):
+        with real(num_threads, device, fill_uninitialized=fill):
+            yield
+
+    _train.deterministic_torch = forced
+    try:
+        with torch.backends.mkldnn.flags(enabled=False), \
+                profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+    finally:
+        _train.deterministic_torch = real
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    return (sum(e.count for e in events if e.key == "aten::fill_"),
+            sum(e.count for e in events))
 
 
 def _epoch_seconds(name: str, device: str, tiny: bool, users: int | None) -> float:
@@ -327,6 +350,8 @@ def main() -> None:
     ap.add_argument("--stacks", type=int, nargs="+", default=[1, 8, 16, 32])
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--models", nargs="+", default=list(SEVEN), choices=SEVEN,
+                    help="the models the launches part counts (default: all seven)")
     ap.add_argument("--tiny", action="store_true", help="everything small (a CPU test)")
     ap.add_argument("--_epoch", help=argparse.SUPPRESS)
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
