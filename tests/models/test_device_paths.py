@@ -107,24 +107,69 @@ def _reference(data, ids, pad_left):
                                          ("prefix", {"first_samples": True}),
                                          ("prefix", {"first_samples": True, "pad_left": True})])
 def test_device_batches_equal_plain_construction(layout, opts):
+    """A stack's epoch on the device (three members: the log, one row fewer, another user
+    fewer; ``StackData``): every member's mini-batches are the plain construction of its own
+    samples in its own order, its scored positions in row-major order, padded with ignored
+    targets."""
+    from recaudit.models.sequential._epochs import StackData
+    from recaudit.models.sequential._stack import padded
+
     train, _ = leave_last_out(planted_log(n_users=7, length=15))
-    data = SequenceData(train, max_len=5, layout=layout, **opts)
-    order = data.order("shuffled", np.random.default_rng(1))
+    rows = np.arange(len(train))
+    logs = [train, train.take(np.delete(rows, 9)), train.take(rows[train.user != 2])]
+    datas = [SequenceData(log, max_len=5, layout=layout, **opts) for log in logs]
+    orders = {k: d.order("shuffled", np.random.default_rng(k)) for k, d in enumerate(datas)}
     with_time = not opts.get("pad_left")
-    batches = list(data.epoch_batches(order, 6, "cpu", with_time=with_time))
-    assert sum(len(b) for b in batches) == len(data)
+    store = StackData(datas, torch.device("cpu"), with_time)
+    plan = store.plan(orders, 6)
+    seen = {k: 0 for k in orders}
     n_first = train.n_users if opts.get("first_samples") else 0
-    assert data.n_targets == len(train) - train.n_users + n_first
-    for j, b in enumerate(batches):
-        items, targets, rel, gaps, nxt = _reference(data, order[6 * j:6 * j + 6],
-                                                    opts.get("pad_left", False))
-        assert np.array_equal(b.items.numpy(), items)
-        assert np.array_equal(b.targets.numpy(), targets)
-        flat = targets.reshape(-1)
-        assert np.array_equal(b.sel.numpy(), np.flatnonzero(flat >= 0))
-        assert np.array_equal(b.sel_targets.numpy(), flat[flat >= 0])
-        if with_time:
-            np.testing.assert_allclose(b.gaps.numpy(), gaps, rtol=1e-6)
-            np.testing.assert_allclose(b.next_gaps.numpy(), nxt, rtol=1e-6)
-            if layout == "window" or not opts:
-                np.testing.assert_allclose(b.times.numpy(), rel)
+    assert datas[0].n_targets == len(train) - train.n_users + n_first
+    for j, step in enumerate(plan.steps):
+        for group in step:
+            b = store.batch(plan, group)
+            assert b.sel.shape[1] == group.targets
+            for r, k in enumerate(group.members):
+                ids = orders[k][6 * j:6 * j + 6]
+                seen[k] += len(ids)
+                items, targets, rel, gaps, nxt = _reference(datas[k], ids,
+                                                            opts.get("pad_left", False))
+                assert np.array_equal(b.items[r].numpy(), items)
+                assert np.array_equal(b.targets[r].numpy(), targets)
+                flat = targets.reshape(-1)
+                n = int((flat >= 0).sum())
+                assert b.counts[r] == n and group.targets == padded(n)
+                assert np.array_equal(b.sel[r, :n].numpy(), np.flatnonzero(flat >= 0))
+                assert np.array_equal(b.sel_targets[r, :n].numpy(), flat[flat >= 0])
+                assert (b.sel_targets[r, n:] == -100).all()
+                if with_time:
+                    np.testing.assert_allclose(b.gaps[r].numpy(), gaps, rtol=1e-6)
+                    np.testing.assert_allclose(b.next_gaps[r].numpy(), nxt, rtol=1e-6)
+                    if layout == "window" or not opts:
+                        np.testing.assert_allclose(b.times[r].numpy(), rel)
+    assert seen == {k: len(d) for k, d in enumerate(datas)}
+
+
+def test_training_runs_without_the_deterministic_nan_fill_and_restores_it(monkeypatch):
+    """Training and ranking run deterministic algorithms without torch's NaN fill of fresh
+    tensors (nothing reads memory it did not write; the fill was a third of SASRec's
+    operators), and the caller's setting is back afterwards."""
+    import torch.utils.deterministic as det
+
+    from recaudit.models import create
+    from recaudit.models.sequential import SASRec
+
+    seen = []
+    batched = SASRec._objectives
+
+    def spy(self, net, batch, m, rngs):
+        seen.append((det.fill_uninitialized_memory, torch.are_deterministic_algorithms_enabled()))
+        return batched(self, net, batch, m, rngs)
+
+    monkeypatch.setattr(SASRec, "_objectives", spy)
+    train, queries = leave_last_out(planted_log(n_users=7, length=15))
+    assert det.fill_uninitialized_memory is True       # torch's default
+    model = create("sasrec", epochs=1, embedding_dim=8, batch_size=8).fit(train, seed=0)
+    assert seen and set(seen) == {(False, True)}
+    model.score(queries)
+    assert det.fill_uninitialized_memory is True and not torch.are_deterministic_algorithms_enabled()

@@ -23,10 +23,10 @@ Determinism (same data + same seed => bit-identical parameters and rank lists):
 
 Speed (issue: paper-scale audits): a network returns its per-position *trunk* ``[K, B, L, D]``
 and, optionally, a ``head(h)`` applied only to the positions that are scored (output dropout,
-final dense layer or layer norm), so prefix samples pay for one position, not ``L``. The
-epoch's samples live on the training device (``SequenceData.epoch_batches``) and the inner
-loop never synchronises with the host (the loss is summed on the device; ``float`` once per
-epoch).
+final dense layer or layer norm), so prefix samples pay for one position, not ``L``. A
+stack's samples live on the training device and each epoch is planned once
+(:mod:`._epochs`); the inner loop never synchronises with the host (the losses are summed on
+the device; each member's total is read once per epoch).
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ class SequentialRecommender(Configurable):
         """Scores ``[n_queries, n_items]`` (float32) of every catalogue item for each query."""
         self._check_fitted()
         q = self._as_queries(queries)
-        with deterministic_torch(self.config.num_threads, self.device_):
+        with deterministic_torch(self.config.num_threads, self.device_, fill_uninitialized=False):
             return self._scores(q, self.device_)
 
     def _as_queries(self, queries: Queries | Interactions) -> Queries:
@@ -301,7 +301,7 @@ class SequentialRecommender(Configurable):
         rows = np.asarray(rows, dtype=np.int64)
         data = SequenceData(train, self.config.max_len, "prefix", pad_left=self.config.pad_left)
         device = self.device_
-        with deterministic_torch(self.config.num_threads, device):
+        with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
             net = copy.deepcopy(fitted)
             for lr, state in self.checkpoints_:
                 net.load_state_dict(state)

@@ -34,7 +34,7 @@ from torch import nn
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, _pad
+from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, _pad, to_device
 from recaudit.models.sequential._stack import padded
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
@@ -167,8 +167,7 @@ class BERT4Rec(SequentialRecommender):
         parts: list[tuple[list[int], torch.Tensor, torch.Tensor]] = []
         for rows, idx in groups.items():
             whole = len(idx) == len(rngs)
-            part = trunk if whole else trunk.index_select(0, torch.tensor(idx,
-                                                                          device=trunk.device))
+            part = trunk if whole else trunk.index_select(0, stk.index_tensor(idx, trunk.device))
             sel = stk.stacked([_pad(positions[j], rows, 0) for j in idx])
             tgt = stk.stacked([_pad(targets[j], rows, -100) for j in idx])
             parts.append((idx, *self._scored(net, part, sel, tgt, m if whole else m.sub(idx))))
@@ -201,7 +200,7 @@ class BERT4Rec(SequentialRecommender):
         masked[none, real[none] - 1] = True
         pos = np.concatenate([np.flatnonzero(masked),                       # Cloze copy
                               (b + np.arange(b)) * width + real - 1])       # last-item copy
-        return torch.as_tensor(pos).to(items.device), full
+        return to_device(pos, items.device), full
 
     def _query_hidden(self, net, batch: Batch) -> torch.Tensor:
         items, keep = _append_mask(batch.items, batch.lengths, net.mask_token,

@@ -1,24 +1,27 @@
-"""One model's run through the training loop: its data, network, generators and steps.
+"""One model's run through the training loop (a :class:`Course`), and a stack's epochs.
 
-A :class:`Course` is what :func:`recaudit.models.sequential._train.train` needs of a model: the
-mini-batches of an epoch and the loss of one of them. The base course trains on samples of
-:class:`~recaudit.models.sequential._samples.SequenceData` with the full-softmax loss of the
-model's ``_objectives``; the cascade models (LatentCross over whole histories, JODIE)
-subclass it, because their mini-batches are groups of the log in time order and a state runs on
-from one group to the next.
+A :class:`Course` is one trial's run: its log, samples, seed, dropout key and loss generator,
+history, checkpoints and early stopping. The courses of a stack share one network and, for the
+sample models, one store of their samples on the device (a :class:`Stack`). An *epoch* of a
+stack (:meth:`Course.epoch`) is one object that plans the epoch, yields its steps, computes the
+losses of the members that train at a step and carries what a step leaves for the next: the
+base course's :class:`SampleEpoch` (mini-batches of samples, planned once per epoch on the
+device, :mod:`._epochs`) and :class:`MemberEpoch` for courses whose mini-batches are groups of
+the log in time order with a state running on from one to the next (LatentCross over whole
+histories, JODIE).
 
-What a course carries from one step of an epoch to the next (a recurrent state, the
-trajectories of JODIE) lives in **one object**, the epoch's state: :meth:`Course.epoch` makes
-it, the loop hands it to :meth:`Course.objective` and :meth:`Course.after_update`, and what an
-objective computes for its update (the states after a group) comes back in
-:attr:`StepLosses.carries`. Nothing passes between the two through attributes of the course.
+What passes from one step of an epoch to the next (a recurrent state, the trajectories of
+JODIE) lives in the epoch object, member by member: :meth:`Course.start` makes a member's state,
+the objective returns what the update needs of it (:attr:`StepLosses.carries`) and
+:meth:`Course.advance` carries it into the state. Nothing passes between them through
+attributes of the course.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -27,11 +30,22 @@ from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
 from recaudit.metrics import score_ranks
 from recaudit.models.sequential._draws import fold
+from recaudit.models.sequential._epochs import Group, StackData
 from recaudit.models.sequential._nn import SequenceNet, materialize
-from recaudit.models.sequential._samples import StackBatch
-from recaudit.models.sequential._stack import Members, padded
+from recaudit.models.sequential._stack import Members
 
-__all__ = ["Course", "StepLosses", "valid_metric"]
+__all__ = ["Course", "GroupCourse", "Stack", "StepLosses", "SampleEpoch", "MemberEpoch",
+           "valid_metric"]
+
+
+@dataclass
+class Stack:
+    """The courses of a stack (member ``k`` is ``courses[k]``), their network and, for the
+    sample models, their samples on the device."""
+
+    courses: list[Course]
+    net: SequenceNet
+    data: Any = None
 
 
 @dataclass
@@ -154,45 +168,21 @@ class Course:
         hidden = max(cfg.embedding_dim, getattr(cfg, "hidden_dim", 0) or 0)
         return 4 * (3 * targets * self.train.n_items + 32 * cfg.batch_size * width * hidden)
 
-    # ---------------------------------------------------------------- an epoch
-    def epoch(self, epoch: int) -> tuple[Any, Iterator[Any]]:
-        """The epoch's state (``None`` here: samples carry nothing from step to step) and its
-        mini-batches, in order."""
-        from recaudit.seeds import make_rng
-
-        cfg = self.config
-        order = self.data.order(cfg.batch_order, make_rng(self.seed, self.name, "order", epoch))
-        return None, self.data.epoch_batches(order, cfg.batch_size, self.device,
-                                             self.model.uses_time)
-
     @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
-                   tag: int) -> StepLosses:
-        """The losses of the members ``(course, state, step)`` that train at one step
-        (``tag``: the step's, for the dropout keys): members whose mini-batches share a shape
-        and a padded number of targets (:func:`._stack.padded`) as one pass of the stacked
-        network (the model's ``_objectives``), or member by member when the model says it
-        does not batch (its ``_batches_in_stack``)."""
-        model = members[0][0].model
-        groups: dict[Any, list[int]] = {}
-        for i, (_, _, step) in enumerate(members):
-            key = (tuple(step.items.shape), padded(len(step.sel))) \
-                if model._batches_in_stack() else (None, i)
-            groups.setdefault(key, []).append(i)
-        losses, order, tallies = [], [], []
-        for (_, rows), idx in groups.items():
-            positions = [members[i][0].member for i in idx]
-            batch = StackBatch.of([members[i][2] for i in idx], rows)
-            loss = model._objectives(net, batch, Members.step(net, positions, tag),
-                                     [members[i][0].loss_rng for i in idx])
-            losses.append(loss)
-            tallies.append(loss.detach() * len(batch))
-            order += positions
-        cat = (lambda t: t[0]) if len(losses) == 1 else torch.cat
-        return StepLosses(cat(losses), order, cat(tallies))
+    def stack(cls, courses: Sequence[Course]) -> Stack:
+        """The stack of ``courses``: their network (:meth:`network`) and their samples on
+        the device (:class:`._epochs.StackData`)."""
+        net = cls.network(courses)
+        first = courses[0]
+        data = StackData([c.data for c in courses], first.device, first.model.uses_time)
+        return Stack(list(courses), net, data)
 
-    def after_update(self, state: Any, step: Any, carry: Any) -> None:
-        """After the optimiser step: carry the objective's ``carry`` into ``state``."""
+    # ---------------------------------------------------------------- an epoch
+    @classmethod
+    def epoch(cls, stack: Stack, active: Sequence[Course], epoch: int) -> Any:
+        """Epoch ``epoch`` of the ``active`` members of ``stack`` (an epoch object: its
+        steps, their losses, their updates; see the module docstring)."""
+        return SampleEpoch(stack, active, epoch)
 
     # ---------------------------------------------------------------- epoch end, finish
     def member_network(self, share: bool = True) -> SequenceNet:
@@ -215,3 +205,117 @@ class Course:
         net.eval()
         self.model.network_ = net
         self.model.device_ = self.device
+
+
+class SampleEpoch:
+    """An epoch of the sample models' stack: each member's mini-batches in its own order,
+    planned once (:meth:`._epochs.StackData.plan`); at a step, members whose mini-batches
+    share a shape and a padded number of targets run as one pass of the network (the model's
+    ``_objectives``), or member by member when the model says it does not batch (its
+    ``_batches_in_stack``: the one place that decides it)."""
+
+    def __init__(self, stack: Stack, active: Sequence[Course], epoch: int) -> None:
+        from recaudit.seeds import make_rng
+
+        self.stack = stack
+        cfg = active[0].config
+        orders = {c.member: c.data.order(cfg.batch_order,
+                                         make_rng(c.seed, c.name, "order", epoch))
+                  for c in active}
+        together = active[0].model._batches_in_stack()
+        self.plan = stack.data.plan(orders, cfg.batch_size, together=together)
+
+    def __iter__(self) -> Iterator[list[Group]]:
+        return iter(self.plan.steps)
+
+    def objectives(self, step: list[Group], tag: int) -> StepLosses:
+        """The losses of the members of ``step`` (``tag``: the step's, for dropout keys)."""
+        stack = self.stack
+        model = stack.courses[0].model
+        losses, tallies = [], []
+        order: list[int] = []
+        for group in step:
+            batch = stack.data.batch(self.plan, group)
+            loss = model._objectives(stack.net, batch, Members.step(stack.net, group.members,
+                                                                     tag),
+                                     [stack.courses[k].loss_rng for k in group.members])
+            losses.append(loss)
+            tallies.append(loss.detach() * group.rows)
+            order += group.members
+        cat = (lambda t: t[0]) if len(losses) == 1 else torch.cat
+        return StepLosses(cat(losses), order, cat(tallies))
+
+    def after_update(self, step: list[Group], losses: StepLosses) -> None:
+        """Samples carry nothing from one step to the next."""
+
+    def state(self, course: Course) -> None:
+        return None
+
+
+class GroupCourse(Course):
+    """A course whose mini-batches are groups of the log in time order (``groups``, built by
+    :meth:`_prepare`), with a state that runs on from one group to the next: trained member by
+    member in a stack (:class:`MemberEpoch`)."""
+
+    groups: list[Any]
+
+    @classmethod
+    def stack(cls, courses: Sequence[Course]) -> Stack:
+        return Stack(list(courses), cls.network(courses))
+
+    @classmethod
+    def epoch(cls, stack: Stack, active: Sequence[Course], epoch: int) -> MemberEpoch:
+        return MemberEpoch(stack, active, epoch)
+
+    def start(self) -> Any:
+        """This member's state at the start of an epoch."""
+        raise NotImplementedError
+
+    def objective(self, net: SequenceNet, state: Any, grp: Any, tag: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """This member's loss at group ``grp`` from ``state`` (``tag``: the step's), what it
+        adds to the epoch's loss total, and what :meth:`advance` needs of it."""
+        raise NotImplementedError
+
+    def advance(self, state: Any, grp: Any, carry: Any) -> None:
+        """After the optimiser step: carry the objective's ``carry`` into ``state``."""
+        raise NotImplementedError
+
+
+class MemberEpoch:
+    """An epoch of courses whose mini-batches are groups of the log in time order, member by
+    member: each member's state (:meth:`Course.start`) runs on from one group to the next
+    (:meth:`Course.advance`); at a step, every member that still has a group trains on it."""
+
+    def __init__(self, stack: Stack, active: Sequence[Course], epoch: int) -> None:
+        self.stack = stack
+        courses = [cast(GroupCourse, c) for c in active]
+        self.states = {c.member: c.start() for c in courses}
+        self.groups = {c.member: iter(c.groups) for c in courses}
+
+    def __iter__(self) -> Iterator[list[tuple[GroupCourse, Any]]]:
+        courses = self.stack.courses
+        while True:
+            step = [(cast(GroupCourse, courses[k]), g) for k, it in self.groups.items()
+                    if (g := next(it, None)) is not None]
+            if not step:
+                return
+            yield step
+
+    def objectives(self, step: list[tuple[GroupCourse, Any]], tag: int) -> StepLosses:
+        losses, tallies, carries = [], [], {}
+        for course, grp in step:
+            loss, tally, carry = course.objective(self.stack.net, self.states[course.member],
+                                                  grp, tag)
+            losses.append(loss)
+            tallies.append(tally)
+            carries[course.member] = carry
+        return StepLosses(torch.stack(losses), [c.member for c, _ in step],
+                          torch.stack(tallies), carries)
+
+    def after_update(self, step: list[tuple[GroupCourse, Any]], losses: StepLosses) -> None:
+        for course, grp in step:
+            course.advance(self.states[course.member], grp, losses.carries[course.member])
+
+    def state(self, course: Course) -> Any:
+        return self.states[course.member]

@@ -55,7 +55,6 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -74,7 +73,7 @@ from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._course import Course, StepLosses
+from recaudit.models.sequential._course import Course, GroupCourse
 from recaudit.models.sequential._config import JODIEConfig
 
 __all__ = ["JODIE"]
@@ -300,7 +299,7 @@ class JODIE(SequentialRecommender):
         return -dist
 
 
-class _JODIECourse(Course):
+class _JODIECourse(GroupCourse):
     """JODIE in the training loop: the mini-batches are the log's groups in time order (the
     plan of :mod:`._jodie_plan`), the dynamic embeddings run on from group to group (detached at
     group boundaries) and restart from the learned initial vectors every epoch."""
@@ -331,34 +330,21 @@ class _JODIECourse(Course):
         states = (self.train.n_users + n_items) * d
         return 4 * (4 * rows * (d + n_items) + 16 * rows * d + 2 * states)
 
-    def epoch(self, epoch: int) -> tuple[_Trajectories, Iterator[dict]]:
-        """The epoch's state (every user's and item's dynamic embedding, from the initial
-        vectors as they are now; the first group reads the vectors themselves, with their
-        gradient) and the groups in time order."""
+    def start(self) -> _Trajectories:
+        """Every user's and item's dynamic embedding, from the initial vectors as they are
+        now; the epoch's first group reads the vectors themselves, with their gradient."""
         net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
         with torch.no_grad():
             user0, item0 = net.initial(Members.of(net, [self.member]))
             users = user0.detach().expand(train.n_users, d).clone()
             items = item0.detach().expand(train.n_items, d).clone()
-        return _Trajectories(users, items), iter(self.groups)
+        return _Trajectories(users, items)
 
-    @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
-                   tag: int) -> StepLosses:
-        """Member by member: each member's groups have their own t-batch plan."""
-        losses, tallies, carries = [], [], {}
-        for c, state, grp in members:
-            loss, total, buf = cast(_JODIECourse, c).objective(cast(_JODIENet, net), state, grp)
-            losses.append(loss)
-            tallies.append(total)
-            carries[c.member] = buf
-        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
-                          torch.stack(tallies), carries)
-
-    def objective(self, net: _JODIENet, state: _Trajectories, grp: dict
+    def objective(self, net: SequenceNet, state: _Trajectories, grp: dict, tag: int
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """This member's loss at group ``grp``, what it adds to the epoch's total and the
         group's state buffer."""
+        net = cast(_JODIENet, net)
         cfg, d = self.config, self.config.embedding_dim
         m = Members.of(net, [self.member])
         if state.first:
@@ -375,7 +361,7 @@ class _JODIECourse(Course):
         n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
         return loss / n, loss.detach(), buf
 
-    def after_update(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
+    def advance(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
         """The group's users and items run on from their states after the group."""
         buf = buf.detach()
         state.users.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))

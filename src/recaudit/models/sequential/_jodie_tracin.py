@@ -60,7 +60,7 @@ def factor_stream(model: Any, train: Interactions, rows: np.ndarray, queries: Qu
     wanted = np.zeros(len(train), dtype=bool)
     wanted[np.asarray(rows, dtype=np.int64)] = True
     device = model.device_
-    with deterministic_torch(model.config.num_threads, device):
+    with deterministic_torch(model.config.num_threads, device, fill_uninitialized=False):
         _, groups, _ = model._prepare(train, model.group_ptr_, device)
         for lr, state in model.checkpoints_:
             net = copy.deepcopy(net0)

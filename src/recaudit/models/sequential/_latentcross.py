@@ -39,9 +39,9 @@ sample per interaction with its own recomputed context of ``max_len`` items. Def
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import torch
@@ -58,7 +58,7 @@ from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import LatentCrossConfig
-from recaudit.models.sequential._course import Course, StepLosses
+from recaudit.models.sequential._course import Course, GroupCourse
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -259,7 +259,7 @@ class LatentCross(SequentialRecommender):
         fitted, q = self._tracin_inputs(queries)
         rows = np.asarray(rows, dtype=np.int64)
         device = self.device_
-        with deterministic_torch(self.config.num_threads, device):
+        with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
             groups = self._groups(train, device)
             net = copy.deepcopy(fitted)
             for lr, state in self.checkpoints_:
@@ -283,7 +283,7 @@ class LatentCross(SequentialRecommender):
             yield part, f
 
 
-class _HistoryCourse(Course):
+class _HistoryCourse(GroupCourse):
     """LatentCross with ``samples="history"`` in the training loop: the mini-batches are the
     log's groups in time order, each user's state runs on from group to group (detached at
     group boundaries) and restarts from zero every epoch; validation and the fitted model read
@@ -306,30 +306,20 @@ class _HistoryCourse(Course):
         return 4 * (3 * rows * self.train.n_items + 32 * rows * cfg.hidden_dim
                     + self.train.n_users * cfg.hidden_dim)
 
-    def epoch(self, epoch: int) -> tuple[torch.Tensor, Iterator[_Group]]:
-        """The epoch's state, every user's GRU state (zero: states restart every epoch),
-        and the groups in time order."""
-        state = torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
-        return state, iter(self.groups)
+    def start(self) -> torch.Tensor:
+        """Every user's GRU state, zero: states restart every epoch."""
+        return torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
 
-    @classmethod
-    def objectives(cls, net: SequenceNet, members: Sequence[tuple[Course, Any, Any]],
-                   tag: int) -> StepLosses:
-        """Member by member: each group's packed layout is its member's own."""
-        losses, tallies, carries = [], [], {}
+    def objective(self, net: SequenceNet, state: torch.Tensor, grp: _Group, tag: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         lc = cast(_LatentCrossNet, net)
-        for c, state, grp in members:
-            m = stk.Members.step(lc, [c.member], tag)
-            o, final = LatentCross._group_forward(lc, grp, state, m)
-            scores = LatentCross._logits(lc, lc.head(o.unsqueeze(0), m), m)[0]
-            loss = nn.functional.cross_entropy(scores, grp.items)
-            losses.append(loss)
-            tallies.append(loss.detach() * len(grp.rows))
-            carries[c.member] = final
-        return StepLosses(torch.stack(losses), [c.member for c, _, _ in members],
-                          torch.stack(tallies), carries)
+        m = stk.Members.step(lc, [self.member], tag)
+        o, final = LatentCross._group_forward(lc, grp, state, m)
+        scores = LatentCross._logits(lc, lc.head(o.unsqueeze(0), m), m)[0]
+        loss = nn.functional.cross_entropy(scores, grp.items)
+        return loss, loss.detach() * len(grp.rows), final
 
-    def after_update(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
+    def advance(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
         """The group's users run on from their states after the group (detached)."""
         state.index_copy_(0, grp.users, final.detach())
 

@@ -20,11 +20,10 @@ positions padded on the left, and the encoder reads the padding (its state after
 not zero: the cells have biases). Batches are left-aligned otherwise: row ``b`` holds its
 ``lengths[b]`` items then padding; an empty context is one padding position.
 
-Device layout: :meth:`SequenceData.epoch_batches` moves the user-major sequences to the
-training device once per fit and gathers every mini-batch there by index (no per-batch numpy
-work or host-to-device copy). The host computes, vectorised per epoch, each batch's width and
-number of targets, so selecting the target positions (:attr:`Batch.sel`) needs no host
-synchronisation on an accelerator.
+Device layout: the user-major sequences go to the training device once per fit and every
+mini-batch is gathered there by index (:func:`gather_rows`; a stack's epochs:
+:mod:`._epochs`). The host knows each batch's width and number of targets, so selecting the
+target positions needs no host synchronisation on an accelerator.
 
 Batch orders (Oh et al. 2022 §6.1): ``"shuffled"`` draws a fresh permutation of the samples
 each epoch from a seeded generator; ``"temporal"`` sorts samples by the log row of their (last)
@@ -34,7 +33,6 @@ interactions are learned first and a perturbation cascades through every later b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +41,8 @@ import torch
 
 from recaudit.data import Interactions, Queries
 
-__all__ = ["Batch", "StackBatch", "SequenceData", "batch_from_queries"]
+__all__ = ["Batch", "StackBatch", "SequenceData", "Rows", "gather_rows", "batch_from_queries",
+           "to_device"]
 
 
 @dataclass
@@ -125,6 +124,15 @@ class StackBatch:
 def _pad(t: Any, width: int, value: int) -> torch.Tensor:
     return t if len(t) == width else torch.nn.functional.pad(t, (0, width - len(t)),
                                                              value=value)
+
+
+def to_device(a: np.ndarray, device: torch.device | str) -> torch.Tensor:
+    """A host array on ``device`` without making the host wait: through pinned memory and a
+    non-blocking copy on CUDA (a copy from pageable memory waits for the device)."""
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if torch.device(device).type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def _time_features(times: torch.Tensor, next_times: torch.Tensor, valid: torch.Tensor):
@@ -213,25 +221,6 @@ class SequenceData:
     def _count(self, lens: np.ndarray) -> int:
         return int(lens.sum()) if self.layout == "window" else len(lens)
 
-    def epoch_batches(self, order: np.ndarray, batch_size: int, device,
-                      with_time: bool) -> Iterator[Batch]:
-        """Consecutive mini-batches of ``order``; one host-to-device copy per epoch."""
-        n = len(order)
-        if n == 0:
-            return
-        cuts = np.arange(0, n, batch_size)
-        lens = self.length[order]
-        widths = np.maximum.reduceat(lens, cuts)
-        counts = np.add.reduceat(lens, cuts) if self.layout == "window" else \
-            np.diff(np.append(cuts, n))
-        dev = self._on(device)
-        order_t = torch.as_tensor(order).to(device)
-        for j, lo in enumerate(cuts):
-            ids = order_t[lo:lo + batch_size]
-            width = self.max_len if self.pad_left else max(int(widths[j]), 1)
-            yield self._gather(dev, dev["start"][ids], dev["length"][ids], width,
-                               int(counts[j]), lens[lo:lo + batch_size], with_time)
-
     def prefix_batch_for_rows(self, rows: np.ndarray, device, with_time: bool) -> Batch:
         """Prefix samples "predict ``train.item[r]`` from the user's preceding items (up to
         ``max_len``)" for log rows ``rows``; a user's first row gets an empty context."""
@@ -260,36 +249,71 @@ class SequenceData:
                 last_only: bool | None = None) -> Batch:
         if last_only is None:
             last_only = self.layout == "prefix"
-        cols = dev["cols"][:width]
-        last = len(self.item) - 1
-        # pad_left: the context ends at the last column; otherwise it starts at column 0
-        offset = (width - length) if self.pad_left else torch.zeros_like(length)
-        valid = (cols[None, :] >= offset[:, None]) & (cols[None, :] < (offset + length)[:, None])
-        idx = (start[:, None] + cols[None, :] - offset[:, None]).clamp_(0, last)
-        item = dev["item"]
-        items = torch.where(valid, item[idx] + 1, 0)
-        rows = torch.arange(len(start), device=start.device)
-        nidx = (idx + 1).clamp_(max=last)
-        eff = torch.full_like(length, width) if self.pad_left else length.clamp(min=1)
+        rows = gather_rows(dev, start, length, width, pad_left=self.pad_left,
+                           last_only=last_only, with_time=with_time)
         if last_only:
-            sel_targets = item[start + length]
-            targets = torch.full_like(items, -1)
-            targets[rows, eff - 1] = sel_targets
-            sel = rows * width + eff - 1
+            sel = torch.arange(len(start), device=start.device) * width + rows.lengths - 1
+            sel_targets = rows.last_targets
         else:
-            targets = torch.where(valid, item[nidx], -1)
+            index = torch.arange(len(start), device=start.device)
             first = torch.cumsum(length, 0) - length
-            sel = (torch.repeat_interleave(rows * width - first, length, output_size=n_targets)
+            sel = (torch.repeat_interleave(index * width - first, length,
+                                           output_size=n_targets)
                    + torch.arange(n_targets, device=start.device))
-            sel_targets = targets.view(-1)[sel]
-        batch = Batch(items, eff, targets, dev["user"][start], sel=sel, sel_targets=sel_targets,
-                      host_lengths=host_lengths)
-        if with_time:
-            time = dev["time"]
-            times = torch.where(valid, time[idx], 0.0)
-            nt = torch.where(valid, time[nidx], 0.0)
-            batch.times, batch.gaps, batch.next_gaps = _time_features(times, nt, valid)
-        return batch
+            sel_targets = rows.targets.view(-1)[sel]
+        return Batch(rows.items, rows.lengths, rows.targets, rows.users, rows.times, rows.gaps,
+                     rows.next_gaps, sel=sel, sel_targets=sel_targets,
+                     host_lengths=host_lengths)
+
+
+@dataclass
+class Rows:
+    """Rows of samples gathered on the device (:func:`gather_rows`): ``items``, ``targets``
+    and the time features ``[n, W]``, effective ``lengths`` and ``users`` ``[n]``, which
+    positions are real (``valid``) and, for prefix samples, each row's target
+    (``last_targets``)."""
+
+    items: torch.Tensor
+    lengths: torch.Tensor
+    targets: torch.Tensor
+    users: torch.Tensor
+    valid: torch.Tensor
+    last_targets: torch.Tensor | None = None
+    times: torch.Tensor | None = None
+    gaps: torch.Tensor | None = None
+    next_gaps: torch.Tensor | None = None
+
+
+def gather_rows(dev: dict, start: torch.Tensor, length: torch.Tensor, width: int, *,
+                pad_left: bool, last_only: bool, with_time: bool) -> Rows:
+    """The rows of samples starting at ``start`` (positions in ``dev["item"]``) with
+    ``length`` context items, ``width`` columns, on the device of ``dev`` (the sequences as
+    tensors: ``item``, ``time``, ``user``, ``cols``). ``pad_left``: the context ends at the
+    last column, else it starts at column 0; ``last_only``: only the last position has a
+    target (prefix samples), else every position predicts the next item (windows)."""
+    cols = dev["cols"][:width]
+    last = len(dev["item"]) - 1
+    offset = (width - length) if pad_left else torch.zeros_like(length)
+    valid = (cols[None, :] >= offset[:, None]) & (cols[None, :] < (offset + length)[:, None])
+    idx = (start[:, None] + cols[None, :] - offset[:, None]).clamp_(0, last)
+    item = dev["item"]
+    items = torch.where(valid, item[idx] + 1, 0)
+    nidx = (idx + 1).clamp_(max=last)
+    eff = torch.full_like(length, width) if pad_left else length.clamp(min=1)
+    last_targets = None
+    if last_only:
+        last_targets = item[start + length]
+        targets = torch.full_like(items, -1)
+        targets[torch.arange(len(start), device=start.device), eff - 1] = last_targets
+    else:
+        targets = torch.where(valid, item[nidx], -1)
+    rows = Rows(items, eff, targets, dev["user"][start], valid, last_targets)
+    if with_time:
+        time = dev["time"]
+        times = torch.where(valid, time[idx], 0.0)
+        nt = torch.where(valid, time[nidx], 0.0)
+        rows.times, rows.gaps, rows.next_gaps = _time_features(times, nt, valid)
+    return rows
 
 
 def batch_from_queries(queries: Queries, max_len: int, device, with_time: bool, *,

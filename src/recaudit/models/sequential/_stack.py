@@ -32,6 +32,7 @@ model and stack sizes up to 16):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -55,7 +56,7 @@ class Members:
         self.index = None if index is None else list(index)
         self.keys = keys
         self.offset = offset
-        self._index_t = None if index is None else torch.tensor(self.index, device=device)
+        self._index_t = None if self.index is None else index_tensor(self.index, device)
 
     @classmethod
     def of(cls, net: nn.Module, index: Sequence[int] | None = None) -> Members:
@@ -96,8 +97,7 @@ class Members:
             (self.keys.device if self.keys is not None else None)
         out = Members(index, None, device, self.offset)
         if self.keys is not None:
-            out.keys = self.keys.index_select(0, torch.tensor(list(positions),
-                                                              device=self.keys.device))
+            out.keys = self.keys.index_select(0, index_tensor(positions, self.keys.device))
         return out
 
     def take(self, p: torch.Tensor) -> torch.Tensor:
@@ -110,6 +110,18 @@ class Members:
         bits = member_bits(self.keys, self.offset, shape)
         self.offset += bits[0].numel()
         return bits
+
+
+def index_tensor(values: Sequence[int], device: torch.device | str | None) -> torch.Tensor:
+    """``values`` as an index tensor on ``device``, made once per tuple and device (a pass
+    over a group of members must not copy its index to an accelerator at every step: a copy
+    from pageable host memory waits for the device)."""
+    return _index_cached(tuple(values), str(device) if device is not None else "cpu")
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_cached(values: tuple[int, ...], device: str) -> torch.Tensor:
+    return torch.tensor(values, device=device)
 
 
 def stacked(tensors: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -15,7 +15,7 @@ Adam state and early stopping, all members of one network whose parameters have 
 member dimension (:mod:`._stack`; a model trained alone is a stack of one, so there is one
 forward per model). At step ``j`` of an epoch every course that still has a ``j``-th
 mini-batch contributes its loss: members whose mini-batches share a shape run as one pass
-(:meth:`Course.objectives`); the losses are summed (the members share no parameter, so each
+(the epoch's ``objectives``, :mod:`._course`); the losses are summed (the members share no parameter, so each
 one's gradients are exactly those of its own loss) and one optimiser step updates every member
 that had a batch (a member with fewer batches this epoch, or one that stopped early, is left as
 it is).
@@ -30,7 +30,6 @@ seed and step; :mod:`._stack`).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +41,7 @@ from recaudit.data import Interactions
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._draws import step_tag
 from recaudit.models.sequential._nn import StackAdam, deterministic_torch
+from recaudit.models.sequential._stack import index_tensor
 
 __all__ = ["train", "train_stack", "available_memory"]
 
@@ -72,8 +72,8 @@ def train(courses: Sequence[Course]) -> None:
     """Train ``courses`` (one, or a stack of several of one model class and configuration)
     for their configured epochs; each gets its history, checkpoints and learned state.
 
-    One network holds every member (:meth:`Course.network`); at each step the members' losses
-    come as one tensor (:meth:`Course.objectives`), one Adam
+    One network holds every member (:meth:`Course.stack`); each epoch is one object
+    (:meth:`Course.epoch`) whose steps give the members' losses as one tensor, one Adam
     (:class:`~recaudit.models.sequential._nn.StackAdam`) updates the members that had a
     mini-batch, each slice with its own moments and step count, and each member's loss total
     of the epoch is a slot of one tensor, read once at the epoch's end. Runs under
@@ -87,10 +87,10 @@ def train(courses: Sequence[Course]) -> None:
     if any(type(c) is not type(first) or c.config != cfg or c.device != first.device
            for c in courses):
         raise ValueError("a stack trains courses of one model class, configuration and device")
-    with deterministic_torch(cfg.num_threads, first.device):
-        net = type(first).network(courses)
+    with deterministic_torch(cfg.num_threads, first.device, fill_uninitialized=False):
+        stack = type(first).stack(courses)
+        net = stack.net
         opt = StackAdam(net, cfg.lr, cfg.weight_decay)
-        positions: dict[tuple[int, ...], torch.Tensor] = {}   # stack positions, on the device
         last: dict[int, Any] = {}     # each course's last epoch state (what it finishes with)
         for epoch in range(cfg.epochs):
             active = [c for c in courses if not c.stopped]
@@ -99,25 +99,17 @@ def train(courses: Sequence[Course]) -> None:
             tic, cpu = time.perf_counter(), time.process_time()
             totals = torch.zeros(len(courses), dtype=first.total_dtype, device=first.device)
             net.train()
-            epochs = [(c, *c.epoch(epoch)) for c in active]
-            for c, state, _ in epochs:
-                last[id(c)] = state
-            for j in itertools.count():
-                members = [(c, state, s) for c, state, it in epochs
-                           if (s := next(it, None)) is not None]
-                if not members:
-                    break
-                step = type(first).objectives(net, members, step_tag(epoch, j))
+            run = type(first).epoch(stack, active, epoch)
+            for j, step in enumerate(run):
+                losses = run.objectives(step, step_tag(epoch, j))
                 opt.zero_grad()
-                (step.losses.sum() if step.losses.dim() else step.losses).backward()
-                opt.step(step.members)
-                key = tuple(step.members)
-                if key not in positions:
-                    positions[key] = torch.tensor(key, device=first.device)
-                totals.index_add_(0, positions[key], step.tallies.to(totals.dtype))
-                for c, state, s in members:
-                    c.after_update(state, s, step.carries.get(c.member))
+                (losses.losses.sum() if losses.losses.dim() else losses.losses).backward()
+                opt.step(losses.members)
+                totals.index_add_(0, index_tensor(losses.members, first.device),
+                                  losses.tallies.to(totals.dtype))
+                run.after_update(step, losses)
             for c in active:   # the epoch's one read of the device per member
+                last[id(c)] = run.state(c)
                 _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
             progress.epoch(epoch + 1, cfg.epochs)
         net.eval()
