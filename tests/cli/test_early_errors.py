@@ -28,7 +28,8 @@ def test_a_negative_seed_in_a_config_names_its_key(tmp_path, capsys):
 
 def test_audits_without_output_never_share_a_store(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    base = ["audit", "--dataset", "synthetic", "--seeds", "1", "-p", "seed-only",
+    base = ["audit", "--dataset", "synthetic", "--sample-users", "100", "--seeds", "1",
+            "-p", "seed-only",
             "--param", "epochs=1", "--param", "embedding_dim=8", "--param", "hidden_dim=8"]
     assert main(base + ["--model", "gru4rec"]) == 0
     first = capsys.readouterr().out

@@ -276,8 +276,8 @@ def test_a_signal_while_the_audit_writes_a_trial_keeps_it_and_says_so(tmp_path, 
 
     monkeypatch.setattr(study, "write_trial", write_trial)
     monkeypatch.chdir(tmp_path)
-    args = ["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=1",
-            "-p", "random-delete", "-p", "seed-only", "--seeds", "1", "--k", "5",
+    args = ["audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+            "--param", "epochs=1", "-p", "random-delete", "-p", "seed-only", "--seeds", "1", "--k", "5",
             "--output", "a.duckdb"]
     assert main(args) == 130
     err = capsys.readouterr().err
