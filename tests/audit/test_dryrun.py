@@ -108,8 +108,9 @@ def test_plan_without_stored_trials_or_calibration_has_no_time(tmp_path):
 
 def test_cli_dry_run_trains_nothing(tmp_path, capsys):
     out = tmp_path / "q.duckdb"
-    assert main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--seeds", "1",
-                 "--param", "epochs=2", "--output", str(out), "--dry-run"]) == 0
+    assert main(["audit", "--dataset", "synthetic", "--sample-users", "100", "--model",
+                 "gru4rec", "--seeds", "1", "--param", "epochs=2", "--output", str(out),
+                 "--dry-run"]) == 0
     text = capsys.readouterr().out
     assert "what the audit would train" in text and "detectable ΔRBO" in text
     assert not out.exists()
@@ -166,7 +167,8 @@ def test_a_stacked_plan_times_a_stack_and_divides_the_perturbed_fits_by_its_spee
 
 
 def test_cli_dry_run_with_a_stack_says_trials_per_hour(tmp_path, capsys):
-    main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=2",
+    main(["audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+          "--param", "epochs=2",
           "--param", "embedding_dim=8", "--param", "hidden_dim=8", "-p", "random-delete",
           "-p", "seed-only", "--stack", "2", "-o", str(tmp_path / "a.duckdb"), "--dry-run"])
     out = capsys.readouterr().out

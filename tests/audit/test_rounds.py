@@ -142,8 +142,9 @@ def test_decisions_without_trials_are_undecided(tmp_path):
 
 def test_cli_until_decided_prints_the_decisions(tmp_path, capsys):
     out = tmp_path / "u.duckdb"
-    code = main(["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=1",
-                 "--param", "embedding_dim=8", "--param", "hidden_dim=8", "-p",
+    code = main(["audit", "--dataset", "synthetic", "--sample-users", "100", "--model",
+                 "gru4rec", "--param", "epochs=1", "--param", "embedding_dim=8", "--param",
+                 "hidden_dim=8", "-p",
                  "random-delete", "-p", "seed-only", "--until-decided", "--max-seeds", "6",
                  "-o", str(out)])
     text = capsys.readouterr().out

@@ -32,13 +32,21 @@ def _results(path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return trials, queries
 
 
+@pytest.fixture(scope="module")
+def one_at_a_time(tmp_path_factory):
+    """The audit trained one trial at a time, in-process: what every stacked run of this
+    module must give (read only)."""
+    return _results(run_audit(_config(tmp_path_factory.mktemp("one"), "one.duckdb",
+                                      ExecutorSpec())))
+
+
 @pytest.mark.parametrize("executor", [ExecutorSpec(stack=3),
                                       ExecutorSpec("process", 2, stack=2)],
                          ids=["in-process stack 3", "pool of 2, stack 2"])
-def test_a_stacked_audit_gives_the_numbers_of_one_trial_at_a_time(tmp_path, executor):
-    one = run_audit(_config(tmp_path, "one.duckdb", ExecutorSpec()))
+def test_a_stacked_audit_gives_the_numbers_of_one_trial_at_a_time(tmp_path, executor,
+                                                                   one_at_a_time):
     stacked = run_audit(_config(tmp_path, "stacked.duckdb", executor))
-    t1, q1 = _results(one)
+    t1, q1 = one_at_a_time
     t2, q2 = _results(stacked)
     assert list(t1.trial_id) == list(t2.trial_id) and len(t1) == 2 * len(PERTURBATIONS)
     pd.testing.assert_frame_equal(q1, q2)
@@ -49,13 +57,12 @@ def test_a_stacked_audit_gives_the_numbers_of_one_trial_at_a_time(tmp_path, exec
     assert sizes.count(str(executor.stack)) >= executor.stack
 
 
-def test_a_stack_resumes_with_the_trials_it_has_not_stored(tmp_path):
+def test_a_stack_resumes_with_the_trials_it_has_not_stored(tmp_path, one_at_a_time):
     cfg = _config(tmp_path, "a.duckdb", ExecutorSpec(stack=4))
     run_audit(AuditConfig(**{**cfg.__dict__, "perturbations": PERTURBATIONS[:1]}))
     run_audit(cfg)
     t, q = _results(cfg.output)
-    one = run_audit(_config(tmp_path, "one.duckdb", ExecutorSpec()))
-    t1, q1 = _results(one)
+    t1, q1 = one_at_a_time
     assert list(t.trial_id) == list(t1.trial_id)
     pd.testing.assert_frame_equal(q, q1)
 

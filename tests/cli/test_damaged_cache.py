@@ -8,7 +8,8 @@ from recaudit.audit import AuditStore
 from recaudit.cli import main
 from recaudit.experiment._cache import ArrayCache
 
-ARGS = ["audit", "--dataset", "synthetic", "--model", "gru4rec", "--seeds", "1",
+ARGS = ["audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+        "--seeds", "1",
         "--param", "epochs=1", "--param", "embedding_dim=8", "--param", "hidden_dim=8"]
 
 

@@ -24,8 +24,9 @@ def test_sigint_ends_an_audit_with_130_and_says_what_is_saved(tmp_path):
     store = tmp_path / "a.duckdb"
     cmd = [sys.executable, "-c", "import sys; from recaudit.cli import _entry; "
            "sys.argv[0] = 'recaudit'; _entry()",
-           "audit", "--dataset", "synthetic", "--model", "gru4rec", "-p", "random-delete",
-           "-p", "seed-only", "--seeds", "20", "--param", "epochs=1", "--output", str(store)]
+           "audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+           "-p", "random-delete", "-p", "seed-only", "--seeds", "20", "--param", "epochs=1",
+           "--output", str(store)]
     # a shell's background job (make test &) ignores SIGINT, and a child inherits that:
     # give the audit the default disposition, as a terminal's foreground command has
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -276,8 +277,8 @@ def test_a_signal_while_the_audit_writes_a_trial_keeps_it_and_says_so(tmp_path, 
 
     monkeypatch.setattr(study, "write_trial", write_trial)
     monkeypatch.chdir(tmp_path)
-    args = ["audit", "--dataset", "synthetic", "--model", "gru4rec", "--param", "epochs=1",
-            "-p", "random-delete", "-p", "seed-only", "--seeds", "1", "--k", "5",
+    args = ["audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+            "--param", "epochs=1", "-p", "random-delete", "-p", "seed-only", "--seeds", "1", "--k", "5",
             "--output", "a.duckdb"]
     assert main(args) == 130
     err = capsys.readouterr().err

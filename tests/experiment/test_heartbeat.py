@@ -112,8 +112,10 @@ def test_a_trial_reports_its_phases_in_order():
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, ModelSpec
     from recaudit.audit._runner import run_trial
 
-    cfg = AuditConfig(name="hb", seeds=(0,), datasets=(DatasetSpec("synthetic"),),
-                      models=(ModelSpec("gru4rec", {"epochs": 2}),),
+    cfg = AuditConfig(name="hb", seeds=(0,),
+                      datasets=(DatasetSpec("synthetic", options={"n_users": 60}),),
+                      models=(ModelSpec("gru4rec", {"epochs": 2, "embedding_dim": 8,
+                                                    "hidden_dim": 8}),),
                       perturbations=("random-delete",), metrics=MetricSpec(k=5))
     (trial,) = cfg.trials()
     calls = []

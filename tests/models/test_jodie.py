@@ -101,7 +101,7 @@ def reference_fit(model, train, seed, group_ptr):
          weight_decay=1e-5),
 ])
 def test_fast_training_equals_row_by_row_reference(params):
-    train = _small_train()
+    train = _small_train(n_users=20)  # ~500 rows: 8-10 t-batches of the reference's slow loop
     model = create("jodie", epochs=2, embedding_dim=12, lr=0.01, **params).fit(train, seed=3)
     gptr = model._groups(train)
     params, losses, U, Ie = reference_fit(model, train, 3, gptr)

@@ -57,7 +57,7 @@ def test_placed_training_gives_the_same_trials(tmp_path, shared_data):
     from recaudit.audit import DatasetSpec, SplitSpec
 
     def config(out):
-        return AuditConfig(datasets=(DatasetSpec("synthetic"),),
+        return AuditConfig(datasets=(DatasetSpec("synthetic", options={"n_users": 80}),),
                            models=(ModelSpec("lstm", {"epochs": 1, "embedding_dim": 8}),),
                            perturbations=("random-delete",), split=SplitSpec(),
                            output=str(tmp_path / out))

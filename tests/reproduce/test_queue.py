@@ -24,7 +24,7 @@ def test_the_queue_stops_when_the_time_is_up(tmp_path):
     def runner(name, scale, root, *, workers, scope, records):
         ran.append((name, scope.device, scope.stack))
         if name == "second":
-            time.sleep(30)  # interrupted by the timer long before
+            time.sleep(300)  # interrupted by the timer (2 s in) long before
             raise AssertionError("the timer did not stop the run")
         (root / f"{name}.duckdb").write_text("")
         return {"verdict": "undecided"}
@@ -32,7 +32,8 @@ def test_the_queue_stops_when_the_time_is_up(tmp_path):
     t0 = time.monotonic()
     out = run_queue(tmp_path, minutes=1.0, margin=58.0, items=_items(), runner=runner,
                     device="cuda:0", stack=16)
-    assert time.monotonic() - t0 < 15          # stopped at the deadline, not after 30 s
+    # stopped at the deadline, not after the 300-s sleep (a bound a loaded machine keeps)
+    assert time.monotonic() - t0 < 150
     assert ran == [("first", "cuda:0", 16), ("second", "cuda:0", 16)]
     states = [i["state"] for i in out["items"]]
     assert states[0] == "complete" and states[1].startswith("stopped")

@@ -3,6 +3,7 @@ of the thesis' data and normalisation, and reduced end-to-end runs of both chapt
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -246,7 +247,20 @@ def test_column_measures_flatten_sets_and_orders():
 
 
 # ------------------------------------------------------------------ reduced runs
-def test_table34_end_to_end_one_model_resumes(shared_data, tmp_path, monkeypatch):
+@pytest.fixture
+def quick_funksvd(monkeypatch):
+    """The thesis' FunkSVD (undamped biases, as the preset) with 4 features of 20 passes
+    instead of 25 of 100: the reduced runs check the runners' plumbing (stores, resumes,
+    normalisation), which does not depend on the factors' quality; 12 fits of the preset took
+    12.5 s of Table 3.6's 15.6."""
+    from recaudit.models import _presets
+
+    thesis = _presets.PRESETS["funksvd@shriver2018"]
+    monkeypatch.setitem(_presets.PRESETS, "funksvd@shriver2018", dataclasses.replace(
+        thesis, params={**thesis.params, "features": 4, "iterations": 20}))
+
+
+def test_table34_end_to_end_one_model_resumes(shared_data, tmp_path, monkeypatch, quick_funksvd):
     work = tmp_path / "shriver2018-table3.4" / "small"
     work.mkdir(parents=True)
     m = props.run_table34(work, "small", 1, models=("funksvd",))
@@ -259,7 +273,7 @@ def test_table34_end_to_end_one_model_resumes(shared_data, tmp_path, monkeypatch
     assert props.run_table34(work, "small", 1, models=("funksvd",)) == m
 
 
-def test_fuzz_end_to_end_reduced(shared_data, tmp_path, monkeypatch):
+def test_fuzz_end_to_end_reduced(shared_data, tmp_path, monkeypatch, quick_funksvd):
     monkeypatch.setitem(fz.SCALES, "small", {"sets": 2, "zero_sets": 2, "note": ""})
     work = tmp_path / "shriver2018-table4.6" / "small"
     work.mkdir(parents=True)
@@ -272,7 +286,7 @@ def test_fuzz_end_to_end_reduced(shared_data, tmp_path, monkeypatch):
     assert {x[f"funksvd/{h}/1/mark"] for h in ("ZERO", "AMR")} <= {-1.0, 0.0, 1.0}
 
 
-def test_table36_end_to_end_two_steps(shared_data, tmp_path, monkeypatch):
+def test_table36_end_to_end_two_steps(shared_data, tmp_path, monkeypatch, quick_funksvd):
     from recaudit.experiment import Store
     from recaudit.properties import evolving_frames, read_values
 
@@ -309,7 +323,8 @@ def test_best_single_heuristic_of_table49():
 
 
 def test_fuzz_draws_take_the_first_sets_and_a_later_run_extends_the_store(shared_data, tmp_path,
-                                                                         monkeypatch):
+                                                                         monkeypatch,
+                                                                         quick_funksvd):
     from recaudit.errors import ConfigError
     from recaudit.reproduce import Scope
 
