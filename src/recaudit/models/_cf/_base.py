@@ -285,7 +285,7 @@ class RatingRecommender(Configurable):
                 seen[np.repeat(np.arange(len(block)), np.diff(sub.indptr)), sub.indices] = True
             else:
                 seen = np.zeros(s.shape, dtype=bool)
-            order = _list_order(s, seen, by_baseline, depth)
+            order = _list_order(np.ascontiguousarray(s), seen, by_baseline, depth)
             vals = np.take_along_axis(s, order, axis=1)
             # fallback items get their baseline shifted below the row's lowest model score,
             # so scores stay finite and non-increasing along every list
