@@ -65,7 +65,7 @@ def _set_deterministic(mode: bool, warn_only: bool = False) -> None:
     so every number, are those of the public call: both set the same flag in ``torch._C``."""
     import torch
 
-    inductor = sys.modules.get("torch._inductor.config")
+    inductor: Any = sys.modules.get("torch._inductor.config")
     if inductor is not None:
         inductor.deterministic = mode
     torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
