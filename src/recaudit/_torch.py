@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,17 +43,32 @@ def deterministic_torch(num_threads: int = 1, device: Any = "cpu",
         os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
         env_set = True
     old_fill = det.fill_uninitialized_memory  # type: ignore[attr-defined]
-    torch.use_deterministic_algorithms(True)
+    _set_deterministic(True)
     torch.set_num_threads(num_threads)
     det.fill_uninitialized_memory = fill_uninitialized  # type: ignore[attr-defined]
     try:
         yield
     finally:
         det.fill_uninitialized_memory = old_fill  # type: ignore[attr-defined]
-        torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+        _set_deterministic(old_det, warn_only=old_warn)
         torch.set_num_threads(old_threads)
         if env_set:
             del os.environ["CUBLAS_WORKSPACE_CONFIG"]
+
+
+def _set_deterministic(mode: bool, warn_only: bool = False) -> None:
+    """``torch.use_deterministic_algorithms(mode, warn_only=warn_only)`` without its import of
+    ``torch._inductor.config``, which imports TorchDynamo (measured: 1.2 CPU-s in every process
+    that trains or ranks, about as long as importing torch). The flag it sets there,
+    ``deterministic``, only steers ``torch.compile``, which this package never calls; it is
+    still set when something else has imported the inductor already. The kernels chosen, and
+    so every number, are those of the public call: both set the same flag in ``torch._C``."""
+    import torch
+
+    inductor: Any = sys.modules.get("torch._inductor.config")
+    if inductor is not None:
+        inductor.deterministic = mode
+    torch._C._set_deterministic_algorithms(mode, warn_only=warn_only)
 
 
 def check_device(device: str) -> str:

@@ -84,3 +84,29 @@ def test_a_trial_records_a_device_only_for_a_model_that_takes_one():
     assert versions(ModelSpec("lstm"))["device"].startswith(("cpu (", "cuda"))
     assert versions(ModelSpec("gru4rec", {"device": "cpu"}))["device"].startswith("cpu (")
     assert versions(ModelSpec("sasrec@betello2023"))["device"].startswith(("cpu (", "cuda"))
+
+
+def test_training_imports_no_dynamo_and_the_deterministic_flags_are_set_and_restored():
+    """Training and ranking switch on torch's deterministic algorithms without importing
+    TorchDynamo (``torch.use_deterministic_algorithms`` imports it through the inductor's
+    configuration: 1.2 CPU-s in every process that trains); when something else has imported
+    the inductor, its ``deterministic`` flag follows the block as the public call sets it."""
+    out = _fresh("import sys, torch\n"
+                 "from recaudit._torch import deterministic_torch\n"
+                 "from recaudit.models import create\n"
+                 "from recaudit.models.testing import leave_last_out, planted_log\n"
+                 "train, queries = leave_last_out(planted_log())\n"
+                 "create('gru4rec', epochs=1, embedding_dim=8, hidden_dim=8)"
+                 ".fit(train, seed=0).rank(queries)\n"
+                 "print('torch._dynamo' in sys.modules, "
+                 "torch.are_deterministic_algorithms_enabled())\n"
+                 "import torch._inductor.config as ic\n"
+                 "with deterministic_torch(1):\n"
+                 "    print(torch.are_deterministic_algorithms_enabled(), ic.deterministic)\n"
+                 "print(torch.are_deterministic_algorithms_enabled(), ic.deterministic)\n"
+                 "torch.use_deterministic_algorithms(True, warn_only=True)\n"
+                 "with deterministic_torch(1):\n"
+                 "    print(torch.is_deterministic_algorithms_warn_only_enabled())\n"
+                 "print(torch.is_deterministic_algorithms_warn_only_enabled(), ic.deterministic)")
+    assert out.split("\n") == ["False False", "True True", "False False", "False",
+                               "True True"]

@@ -407,3 +407,18 @@ def test_rank_lists_are_ordered_as_the_four_key_lexsort(seed, depth):
                            np.where(scored, 0, np.where(seen, 2, 1))), axis=-1)[:, :depth]
     got = _list_order(s, seen, np.argsort(-baseline, kind="stable"), depth)
     assert np.array_equal(got, expected)
+
+
+def test_the_kth_smallest_score_is_the_partitions():
+    # the threshold _list_order cuts at: every k of arrays of distinct values, of few values
+    # (ties, -0.0 beside 0.0) and of one value, as numpy's partition gives it
+    from recaudit.models._cf._base import _kth_smallest
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 7, 40, 101):
+        for a in (rng.random(n), rng.integers(-2, 3, n) / 2.0 * rng.choice([1.0, -1.0], n),
+                  np.full(n, 0.25)):
+            before = a.copy()
+            for k in range(n):
+                assert _kth_smallest(a, k) == np.partition(a, k)[k], (a, k)
+            assert np.array_equal(a, before)  # the input is left as it was

@@ -281,6 +281,11 @@ def test_replicates_needed_to_resolve_an_effect():
     need = est.replicates_for(0.01)
     assert need is not None and need > 3
     assert est.with_replicates(need).detectable() <= 0.01 < est.with_replicates(need - 1).detectable()
+    for effect, alpha, power in ((0.02, 0.05, 0.8), (0.015, 0.01, 0.9), (0.01, 0.05, 0.9),
+                                 (0.2, 0.05, 0.8)):
+        n = est.replicates_for(-effect, alpha, power)  # the fewest that detect it, either sign
+        assert est.with_replicates(n).detectable(alpha, power) <= effect
+        assert n == 2 or est.with_replicates(n - 1).detectable(alpha, power) > effect
     # larger effects need fewer replicates; one replicate cannot say
     assert est.replicates_for(0.05) <= need
     assert estimate_mean(y[:100]).replicates_for(0.01) is None

@@ -112,7 +112,7 @@ def _kendall_serial(a, b, n_codes):  # pragma: no cover - numba
     n = a.shape[0]
     out = np.empty(n, np.float64)
     err = np.zeros(n, np.int8)
-    _kendall_rows(a, b, n_codes, 0, n, out, err)
+    _kendall_rows(a, b, n_codes, np.int64(0), n, out, err)
     return out, err
 
 

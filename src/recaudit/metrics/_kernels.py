@@ -174,7 +174,7 @@ def _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size)
     n = a.shape[0]
     out = np.empty(n, np.float64)
     err = np.zeros(n, np.int8)
-    _rows(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, 0, n, out, err)
+    _rows(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, np.int64(0), n, out, err)
     return out, err
 
 
@@ -230,6 +230,7 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
     shorter list is a prefix of the longer (the float sum would fall an ulp short). Duplicates
     are only detected in the scanned prefix; ``full_scan=True`` checks every position.
     """
+    a, b = read_only(a), read_only(b)
     n_steps = max(len_a, len_b)
     powers, w = weights(p, len_a + len_b, kind == AO)
     rbo_sum = kind in (EXT, MIN, MAX, TRUNC)
@@ -239,6 +240,18 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
         return _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size)
     n_chunks = min(a.shape[0], 4 * numba.get_num_threads())
     return _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, n_chunks)
+
+
+def read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr`` (no copy). Numba compiles a kernel once per argument type,
+    and writability is part of the type: rank lists read from a store are read-only, those
+    a model returns are not, so a kernel given both was compiled twice (seconds each, in
+    every fresh checkout); the kernels only read their inputs."""
+    if not arr.flags.writeable:
+        return arr
+    view = arr.view()
+    view.flags.writeable = False
+    return view
 
 
 def log_tail(p: float, depth: int) -> float:

@@ -205,21 +205,29 @@ class Estimate:
         (:meth:`detectable` <= ``|effect|``), the variance of the replicate part shrinking as
         ``1 / replicates`` and the query part kept (:meth:`with_replicates`); ``None`` if no
         number up to ``most`` does (the query-level uncertainty alone is larger than the
-        effect, or the effect is 0)."""
+        effect, or the effect is 0).
+
+        :meth:`power` rises with the effect, so ``detectable <= |effect|`` is
+        ``power(|effect|) >= power``: one evaluation of the power per candidate count instead
+        of a root search for the detectable effect (a sixth of the time of evaluating a
+        paper's claims)."""
         effect = abs(float(effect))
         if not np.isfinite(effect) or effect == 0 or self.design not in (
                 "crossed", "nested", "replicates", "two-sample"):
             return None  # one replicate: the seed-to-seed variance is unknown
+
+        def enough(m: int) -> bool:
+            return self.with_replicates(m).power(effect, alpha) >= power
+
         lo = 2
-        if self.with_replicates(most).detectable(alpha, power) > effect:
+        if not enough(most):
             return None
-        if self.with_replicates(lo).detectable(alpha, power) <= effect:
+        if enough(lo):
             return lo
         hi = most
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self.with_replicates(mid).detectable(alpha, power) <= effect \
-                else (mid, hi)
+            lo, hi = (lo, mid) if enough(mid) else (mid, hi)
         return hi
 
     def with_replicates(self, m: int) -> Estimate:
