@@ -24,6 +24,13 @@ class TestLatentCrossHistory(RecommenderConformance):
         return create("latentcross", **TINY)
 
 
+class TestLatentCrossHistoryBatched(RecommenderConformance):
+    """The GPU's recurrence (padded levels, ``_levels``) on the CPU."""
+
+    def make_model(self):
+        return create("latentcross", recurrence="batched", **TINY)
+
+
 def test_learns_planted_sequence():
     mrr, pop = check_learns(lambda: create("latentcross", samples="history", epochs=10,
                                            embedding_dim=32, hidden_dim=32, batch_size=32,
