@@ -24,6 +24,13 @@ class TestLatentCrossHistory(RecommenderConformance):
         return create("latentcross", **TINY)
 
 
+class TestLatentCrossHistoryBatched(RecommenderConformance):
+    """The GPU's recurrence (padded levels, ``_levels``) on the CPU."""
+
+    def make_model(self):
+        return create("latentcross", recurrence="batched", **TINY)
+
+
 def test_learns_planted_sequence():
     mrr, pop = check_learns(lambda: create("latentcross", samples="history", epochs=10,
                                            embedding_dim=32, hidden_dim=32, batch_size=32,
@@ -101,10 +108,11 @@ def _fresh_net(model, train, seed):
                        torch.device("cpu"), model._init_rule())
 
 
-def test_training_equals_the_row_by_row_reference():
+@pytest.mark.parametrize("recurrence", ["native", "batched"])
+def test_training_equals_the_row_by_row_reference(recurrence):
     train = temporal_ratio_split(synthetic(seed=2, n_users=25, n_items=30)).train
     params = dict(epochs=2, embedding_dim=8, hidden_dim=8, batch_size=37, dropout=0.0,
-                  samples="history", lr=0.01)
+                  samples="history", lr=0.01, recurrence=recurrence)
     model = create("latentcross", **params).fit(train, seed=4)
     ref = create("latentcross", **params)
     net = _fresh_net(ref, train, seed=4)
@@ -261,3 +269,53 @@ def test_tracin_passes_over_the_history_once_per_checkpoint(monkeypatch):
     chunked = tracin_scores(model, train, queries, chunk_size=7)
     assert len(calls) == 2 and -(-len(train) // 7) > 2
     np.testing.assert_allclose(chunked, tracin_scores(model, train, queries), rtol=1e-5)
+
+
+@pytest.mark.parametrize("recurrence,level_rows", [("native", 8), ("batched", 8),
+                                                   ("batched", 1)])
+def test_a_member_of_sixteen_trains_as_it_does_alone(recurrence, level_rows, monkeypatch):
+    """An audit-like stack (one seed, each log one or two random rows short, so the members'
+    groups differ from the deleted rows on): members 0, 9 and 15 of a stack of 16 and member 1 of a
+    stack of 3 end bit for bit as the same trials alone (losses, parameters, scores). With
+    levels of one row (``LEVEL_ROWS = 1``) the batched levels split into groups of equal width
+    at many steps."""
+    from recaudit.models.sequential import _levels
+    from recaudit.models.sequential import fit_stack
+
+    monkeypatch.setattr(_levels, "LEVEL_ROWS", level_rows)
+    train, queries = leave_last_out(synthetic(seed=5, n_users=40, n_items=50))
+    rng = np.random.default_rng(1)
+    rows = np.arange(len(train))
+    logs = [train.take(np.delete(rows, rng.choice(len(train), 1 + i % 2, replace=False)))
+            for i in range(16)]          # one or two rows short: the last groups' sizes differ
+    params = dict(epochs=2, embedding_dim=8, hidden_dim=8, batch_size=50, samples="history",
+                  recurrence=recurrence, dropout=0.3)
+    splits = []
+    real = _levels._plan_levels
+
+    def counted(*args):
+        plan = real(*args)
+        splits.append(sum(groups[0][0] is not None for _, groups in plan.levels))
+        return plan
+
+    monkeypatch.setattr(_levels, "_plan_levels", counted)
+    sixteen = fit_stack([create("latentcross", **params) for _ in logs], logs, [7] * 16)
+    three = fit_stack([create("latentcross", **params) for _ in logs[:3]], logs[:3], [7] * 3)
+    assert (sum(splits) > 10) == (recurrence == "batched" and level_rows == 1)
+    for i, member in [(0, sixteen[0]), (9, sixteen[9]), (15, sixteen[15]), (1, three[1])]:
+        alone = create("latentcross", **params).fit(logs[i], seed=7)
+        assert [h["loss"] for h in alone.history_] == [h["loss"] for h in member.history_]
+        for name, v in alone.network_.state_dict().items():
+            assert torch.equal(v, member.network_.state_dict()[name]), f"member {i}: {name}"
+        assert torch.equal(alone.user_state_, member.user_state_)
+        assert np.array_equal(alone.score(queries), member.score(queries))
+    assert not np.array_equal(sixteen[0].score(queries), sixteen[15].score(queries))
+
+
+@pytest.mark.parametrize("recurrence", ["native", "batched"])
+def test_the_same_seed_gives_the_same_lists(recurrence):
+    train, queries = leave_last_out(synthetic(seed=2, n_users=25, n_items=30))
+    params = dict(TINY, recurrence=recurrence)
+    a, b = (create("latentcross", **params).fit(train, seed=11) for _ in range(2))
+    assert np.array_equal(a.rank(queries, k=10).items, b.rank(queries, k=10).items)
+    assert np.array_equal(a.score(queries), b.score(queries))

@@ -163,8 +163,7 @@ class SequentialRecommender(Configurable):
     def _batches_in_stack(self) -> bool:
         """Whether a stack of this model computes its members' losses in one batched pass
         (:meth:`_objectives` over members grouped by mini-batch shape and padded number of
-        targets); ``False`` for the models that train on whole histories, member by member.
-        The one place that decides it."""
+        targets; ``False``: member by member). The one place that decides it."""
         return True
 
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:

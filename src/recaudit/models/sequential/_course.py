@@ -7,8 +7,8 @@ stack (:meth:`Course.epoch`) is one object that plans the epoch, yields its step
 losses of the members that train at a step and carries what a step leaves for the next: the
 base course's :class:`SampleEpoch` (mini-batches of samples, planned once per epoch on the
 device, :mod:`._epochs`) and :class:`MemberEpoch` for courses whose mini-batches are groups of
-the log in time order with a state running on from one to the next (LatentCross over whole
-histories, JODIE).
+the log in time order with a state running on from one to the next, member by member (JODIE;
+LatentCross over whole histories batches its members: :mod:`._latentcross_history`).
 
 What passes from one step of an epoch to the next (a recurrent state, the trajectories of
 JODIE) lives in the epoch object, member by member: :meth:`Course.start` makes a member's state,

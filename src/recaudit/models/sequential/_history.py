@@ -18,12 +18,12 @@ of a :class:`torch.nn.utils.rnn.PackedSequence` whose sequences are the group's 
 by their number of rows, so one ``nn.GRU`` call processes a group (:class:`GroupLayout`).
 
 Ranking reads, for a query of user ``u``, the state after ``u``'s training history under the
-final weights (recomputed in evaluation mode after training, :func:`history_pass`), advanced
-over the query's context entries later than ``u``'s last training time — the test interactions
-before the query; entries at or before that time are the training history itself
-(:func:`query_layout`). A context holds at most the split's ``max_len`` entries (200 by
-default), so a query more than that many interactions past the end of training skips the
-entries in between.
+final weights (recomputed in evaluation mode after training,
+:meth:`._latentcross_history.HistoryStack.states`), advanced over the query's context entries
+later than ``u``'s last training time — the test interactions before the query; entries at or
+before that time are the training history itself (:func:`query_layout`). A context holds at
+most the split's ``max_len`` entries (200 by default), so a query more than that many
+interactions past the end of training skips the entries in between.
 """
 
 from __future__ import annotations

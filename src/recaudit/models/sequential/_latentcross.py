@@ -40,25 +40,24 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 import torch
-from torch import nn
 
 from recaudit.data import Interactions, Queries
-from recaudit.errors import DataError
-from recaudit.models.sequential._history import (count_groups, group_layouts, query_layout,
-                                                 row_gaps, train_last_time)
+from recaudit.models.sequential._history import query_layout, train_last_time
 from recaudit.models.sequential import _stack as stk
+from recaudit.models.sequential._levels import plan_packed, run_packed
+from recaudit.models.sequential._latentcross_history import (HistoryCourse, HistoryStack,
+                                                              history_groups, np_buckets)
 from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, init_normal,
                                             required)
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import LatentCrossConfig
-from recaudit.models.sequential._course import Course, GroupCourse
+from recaudit.models.sequential._course import Course
 
 __all__ = ["LatentCross", "log_buckets"]
 
@@ -66,11 +65,6 @@ __all__ = ["LatentCross", "log_buckets"]
 def log_buckets(delta: torch.Tensor, n: int) -> torch.Tensor:
     """``min(n - 1, floor(log2(1 + max(Δ, 0))))`` as int64."""
     return torch.log2(1.0 + delta.clamp(min=0)).floor().clamp(max=n - 1).long()
-
-
-def _np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
-    """:func:`log_buckets` of float64 gaps (computed once per fit / query batch)."""
-    return np.minimum(n - 1, np.floor(np.log2(1.0 + np.maximum(delta, 0.0)))).astype(np.int64)
 
 
 class _LatentCrossNet(SequenceNet):
@@ -93,22 +87,12 @@ class _LatentCrossNet(SequenceNet):
         nxt = log_buckets(required(batch.next_gaps, "time gaps"), self.n_buckets)
         return h * (1.0 + self.ctx_out(nxt, m))
 
-    def step_inputs(self, items: torch.Tensor, buckets: torch.Tensor, m: stk.Members
-                    ) -> torch.Tensor:
-        """GRU inputs ``(1 + w^in) ⊙ E[item]`` ``[n, D]`` of one member's interactions (item
-        codes, gap buckets ``[n]``)."""
-        x = self.embedding(items[None] + 1, m) * (1.0 + self.ctx_in(buckets[None], m))
-        return self.drop(x, m)[0]
-
-    def advance(self, x: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor,
-                m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run one member's GRU over packed inputs from states ``h0 [S, H]``: ``(outputs in
-        packed order, final state of each sequence)``."""
-        return self.gru.packed(x, batch_sizes, h0, m)
-
-    def context_out(self, buckets: torch.Tensor, m: stk.Members) -> torch.Tensor:
-        """``w^out`` ``[n, H]`` of one member's gap buckets ``[n]``."""
-        return self.ctx_out(buckets[None], m)[0]
+    def inputs(self, items: torch.Tensor, buckets: torch.Tensor, m: stk.Members
+               ) -> torch.Tensor:
+        """GRU inputs ``(1 + w^in) ⊙ E[item]`` ``[K, n, D]`` of the members' interactions (item
+        codes, gap buckets ``[K, n]``), dropout applied."""
+        x = self.embedding(items + 1, m) * (1.0 + self.ctx_in(buckets, m))
+        return self.drop(x, m)
 
     def head(self, o: torch.Tensor, m: stk.Members) -> torch.Tensor:
         return torch.relu(self.dense(self.drop(o, m), m))
@@ -117,24 +101,17 @@ class _LatentCrossNet(SequenceNet):
         return m.take(self.out.weight), self.out.bias_of(m)
 
 
-@dataclass
-class _Group:
-    """A mini-batch of ``samples="history"`` as tensors (see ``_history.GroupLayout``)."""
-
-    rows: np.ndarray
-    items: torch.Tensor
-    buckets: torch.Tensor
-    users: torch.Tensor
-    batch_sizes: torch.Tensor
-    before: torch.Tensor
-
-
 @register("latentcross")
 class LatentCross(SequentialRecommender):
     """LatentCross GRU with time-difference context (Beutel et al., WSDM 2018)."""
 
     Config = LatentCrossConfig
     uses_time = True
+    #: 3: a stack over whole histories trains as one pass per step (``_latentcross_history``):
+    #: ``recurrence = "batched"`` runs the padded levels of :mod:`._levels` where it ran the
+    #: fused kernel (other numbers), the loss is each member's sum over its rows / ``n`` (the
+    #: logged loss differs in the last bits; with ``"native"`` the lists are unchanged)
+    implementation = 3
     n_users_: int
     user_state_: torch.Tensor
     user_last_time_: np.ndarray
@@ -158,63 +135,24 @@ class LatentCross(SequentialRecommender):
     def _history(self) -> bool:
         return self.config.samples == "history"
 
-    def _batches_in_stack(self) -> bool:
-        return not self._history  # whole histories train in their own course
-
     # ------------------------------------------------------------------ history samples
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
-        return _HistoryCourse(self, train, seed, device) if self._history \
+        return HistoryCourse(self, train, seed, device) if self._history \
             else super()._course(train, seed, device)
 
-    def _groups(self, train: Interactions, device) -> list[_Group]:
-        """The mini-batches of ``train`` as tensors on ``device`` (built once per fit)."""
-        self._gaps_ = row_gaps(train.user, train.timestamp)
-        buckets = _np_buckets(self._gaps_, self.config.time_buckets)
-        out = []
-        for lay in group_layouts(train.user, count_groups(len(train), self.config.batch_size)):
-            def t(a):
-                return torch.as_tensor(np.ascontiguousarray(a, dtype=np.int64)).to(device)
-
-            out.append(_Group(lay.rows, t(train.item[lay.rows]), t(buckets[lay.rows]),
-                              t(lay.users), torch.as_tensor(lay.batch_sizes), t(lay.before)))
-        return out
-
-    @staticmethod
-    def _group_forward(net: _LatentCrossNet, grp: _Group, state: torch.Tensor,
-                       m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
-        """``o`` of every row of the group (packed order) and its users' final states, for
-        the one member ``m``."""
-        h0 = state.index_select(0, grp.users)
-        out, final = net.advance(net.step_inputs(grp.items, grp.buckets, m), grp.batch_sizes,
-                                 h0, m)
-        before = torch.cat([h0, out]).index_select(0, grp.before)
-        return before * (1.0 + net.context_out(grp.buckets, m)), final
-
-    def _pass(self, net: _LatentCrossNet, groups: list[_Group], device, rows_out: bool = False
-              ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Every user's state after the training history under ``net`` (evaluation mode, no
-        gradient) and, with ``rows_out``, each row's ``o`` in log order."""
-        net.eval()
-        m = stk.Members.of(net)
-        state = torch.zeros(self.n_users_, self.config.hidden_dim, device=device)
-        rows = None
-        if rows_out:
-            rows = torch.empty(sum(len(g.rows) for g in groups), self.config.hidden_dim,
-                               device=device)
-        with torch.no_grad():
-            for grp in groups:
-                o, final = self._group_forward(net, grp, state, m)
-                state.index_copy_(0, grp.users, final)
-                if rows is not None:
-                    rows[torch.as_tensor(grp.rows).to(device)] = o
-        return state, rows
-
-    def _finish(self, net: _LatentCrossNet, groups: list[_Group], device) -> None:
-        """Fitted state: the network and every user's state under its final weights."""
+    def _fitted_state(self, net: _LatentCrossNet, state: torch.Tensor, device) -> None:
+        """Fitted state: the network and every user's state ``[U, H]`` after the training
+        history under it (the course computes it: :meth:`HistoryStack.states`)."""
         self.network_ = net
         self.device_ = device
-        self.user_state_, _ = self._pass(net, groups, device)
+        self.user_state_ = state
         self.user_last_time_ = train_last_time(self._train_)
+
+    def _pass(self, net: _LatentCrossNet, history: HistoryStack, rows_out: bool = False
+              ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Every user's state after the history (a stack of one's) under ``net`` and, with
+        ``rows_out``, each row's ``o`` in log order."""
+        return history.states(net, [0], rows_out)
 
     def _history_hidden(self, net: _LatentCrossNet, queries: Queries, state: torch.Tensor,
                         device) -> torch.Tensor:
@@ -228,13 +166,14 @@ class LatentCross(SequentialRecommender):
         m = stk.Members.of(net)
         h = state.index_select(0, t(queries.user))
         if len(lay.queries):
-            x = net.step_inputs(t(lay.items), t(_np_buckets(lay.gaps, nb)), m)
-            _, final = net.advance(x, torch.as_tensor(lay.batch_sizes),
-                                   h.index_select(0, t(lay.queries)), m)
-            h = h.index_copy(0, t(lay.queries), final)
+            plan = plan_packed([lay.batch_sizes], [lay.queries], len(lay.items), device,
+                               stk.resolve_recurrence(self.config.recurrence, device))
+            x = net.inputs(t(lay.items)[None], t(np_buckets(lay.gaps, nb))[None], m)
+            _, final = run_packed(net.gru, x, h, plan, m)
+            h = h.index_copy(0, plan.rows, final)
         tau = queries.timestamp.astype(np.float64) - lay.last_time
         tau = np.where(np.isnan(tau), 0.0, tau)
-        o = h * (1.0 + net.context_out(t(_np_buckets(tau, nb)), m))
+        o = h * (1.0 + net.ctx_out(t(np_buckets(tau, nb))[None], m)[0])
         return net.head(o.unsqueeze(0), m)[0]
 
     def _chunk_size(self, device: torch.device) -> int:
@@ -258,13 +197,14 @@ class LatentCross(SequentialRecommender):
             return
         fitted, q = self._tracin_inputs(queries)
         rows = np.asarray(rows, dtype=np.int64)
-        device = self.device_
-        with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
-            groups = self._groups(train, device)
+        device, cfg = self.device_, self.config
+        with deterministic_torch(cfg.num_threads, device, fill_uninitialized=False):
+            history = HistoryStack([history_groups(train, cfg.batch_size, cfg.time_buckets)],
+                                   train.n_users, cfg.hidden_dim, device, cfg.recurrence)
             net = copy.deepcopy(fitted)
             for lr, state in self.checkpoints_:
                 net.load_state_dict(state)
-                end, o = self._pass(net, groups, device, rows_out=True)
+                end, o = self._pass(net, history, rows_out=True)
                 with torch.no_grad():
                     f_test = self._factors(net, self._history_hidden(net, q, end, device),
                                            torch.as_tensor(q.target.astype(np.int64)).to(device))
@@ -281,53 +221,3 @@ class LatentCross(SequentialRecommender):
                 f = self._factors(net, h,
                                   torch.as_tensor(train.item[part].astype(np.int64)).to(device))
             yield part, f
-
-
-class _HistoryCourse(GroupCourse):
-    """LatentCross with ``samples="history"`` in the training loop: the mini-batches are the
-    log's groups in time order, each user's state runs on from group to group (detached at
-    group boundaries) and restarts from zero every epoch; validation and the fitted model read
-    every user's state after the whole history (``LatentCross._finish``)."""
-
-    model: LatentCross
-
-    def _prepare(self) -> int:
-        train, model = self.train, self.model
-        if len(train) == 0:
-            raise DataError(f"{self.name}: the training log is empty", source=train.name)
-        self.groups = model._groups(train, self.device)
-        model.n_items_, model.n_users_ = train.n_items, train.n_users
-        model._train_ = train
-        return len(train)
-
-    def _batch_bytes(self) -> int:
-        cfg = self.config
-        rows = max(len(g.rows) for g in self.groups)
-        return 4 * (3 * rows * self.train.n_items + 32 * rows * cfg.hidden_dim
-                    + self.train.n_users * cfg.hidden_dim)
-
-    def start(self) -> torch.Tensor:
-        """Every user's GRU state, zero: states restart every epoch."""
-        return torch.zeros(self.train.n_users, self.config.hidden_dim, device=self.device)
-
-    def objective(self, net: SequenceNet, state: torch.Tensor, grp: _Group, tag: int
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        lc = cast(_LatentCrossNet, net)
-        m = stk.Members.step(lc, [self.member], tag)
-        o, final = LatentCross._group_forward(lc, grp, state, m)
-        scores = LatentCross._logits(lc, lc.head(o.unsqueeze(0), m), m)[0]
-        loss = nn.functional.cross_entropy(scores, grp.items)
-        return loss, loss.detach() * len(grp.rows), final
-
-    def advance(self, state: torch.Tensor, grp: _Group, final: torch.Tensor) -> None:
-        """The group's users run on from their states after the group (detached)."""
-        state.index_copy_(0, grp.users, final.detach())
-
-    def validate(self) -> float:
-        self.model._finish(cast(_LatentCrossNet, self.member_network()), self.groups,
-                           self.device)
-        return super().validate()
-
-    def finish(self, state: torch.Tensor) -> None:
-        net = cast(_LatentCrossNet, self.member_network(share=False))
-        self.model._finish(net, self.groups, self.device)

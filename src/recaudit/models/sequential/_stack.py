@@ -42,7 +42,7 @@ from torch.nn import functional as F
 from recaudit.models.sequential._draws import fmix32, member_bits, threshold
 
 __all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
-           "RECURRENCES", "resolve_recurrence", "ROWS", "padded"]
+           "RECURRENCES", "resolve_recurrence", "ROWS", "padded", "gru_cell"]
 
 
 class Members:
@@ -256,6 +256,18 @@ def _sigmoid(x: torch.Tensor) -> torch.Tensor:
     return (torch.tanh(x * 0.5) + 1.0) * 0.5
 
 
+def gru_cell(gi: torch.Tensor, h: torch.Tensor, w_hh: torch.Tensor,
+             b_hh: torch.Tensor | None) -> torch.Tensor:
+    """One step of every member's GRU (:class:`Recurrent`'s batched recurrence): ``gi [K, B,
+    3H]`` the input projections (``b_ih`` included), ``h [K, B, H]`` the states, ``w_hh [K, H,
+    3H]`` (transposed), ``b_hh [K, 1, 3H]`` or ``None``; the new states ``[K, B, H]``."""
+    hid = h.shape[-1]
+    gh = torch.baddbmm(b_hh, h, w_hh) if b_hh is not None else torch.bmm(h, w_hh)
+    rz = _sigmoid(gi[..., :2 * hid] + gh[..., :2 * hid])
+    n = torch.tanh(gi[..., 2 * hid:] + rz[..., :hid] * gh[..., 2 * hid:])
+    return n + rz[..., hid:] * (h - n)
+
+
 def _gate_scale(mode: str, hid: int, like: torch.Tensor) -> torch.Tensor:
     """The LSTM's gate pre-activations' scale before one ``tanh``: ``1/2`` for ``i, f, o``
     (their σ, :func:`_sigmoid`), 1 for ``g``."""
@@ -352,12 +364,10 @@ class Recurrent(nn.Module):
             scale = _gate_scale(self.mode, hid, x)
             steps = []
             for t in range(length):
-                gh = torch.baddbmm(b_hh, h, w_hh) if self.bias else torch.bmm(h, w_hh)
                 if self.mode == "GRU":
-                    rz = _sigmoid(gi[t][..., :2 * hid] + gh[..., :2 * hid])
-                    n = torch.tanh(gi[t][..., 2 * hid:] + rz[..., :hid] * gh[..., 2 * hid:])
-                    h = n + rz[..., hid:] * (h - n)
+                    h = gru_cell(gi[t], h, w_hh, b_hh if self.bias else None)
                 else:
+                    gh = torch.baddbmm(b_hh, h, w_hh) if self.bias else torch.bmm(h, w_hh)
                     act = torch.tanh((gi[t] + gh) * scale)   # g's tanh; σ of i, f, o below
                     gate = (act + 1.0) * 0.5
                     c = gate[..., hid:2 * hid] * c + gate[..., :hid] * act[..., 2 * hid:3 * hid]
@@ -365,15 +375,3 @@ class Recurrent(nn.Module):
                 steps.append(h)
             out = torch.stack(steps, dim=2)
         return out
-
-    def packed(self, data: torch.Tensor, batch_sizes: torch.Tensor, h0: torch.Tensor,
-               m: Members) -> tuple[torch.Tensor, torch.Tensor]:
-        """One member's GRU over a packed sequence (``PackedSequence`` data ``[T, in]``,
-        ``batch_sizes`` on the CPU) from states ``h0 [S, H]``: ``(outputs [T, H], final
-        states [S, H])``; ``m``: that one member."""
-        if self.mode != "GRU":
-            raise NotImplementedError("packed sequences are run by GRUs here")
-        weights, = self.weights(m)
-        out, hn = _VF.gru(data, batch_sizes, h0.unsqueeze(0), weights, self.bias,
-                          self.num_layers, 0.0, self.training, False)
-        return out, hn[0]

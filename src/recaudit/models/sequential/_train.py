@@ -113,9 +113,10 @@ def train(courses: Sequence[Course]) -> None:
                 _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
             progress.epoch(epoch + 1, cfg.epochs)
         net.eval()
-        for c in courses:
+        for c in courses:   # every member's best parameters back before any finishes
             if c.best_state is not None:
                 net.load_member_state(c.member, c.best_state)
+        for c in courses:
             c.finish(last.get(id(c)))
             c.model.history_ = c.history
             c.model.checkpoints_ = c.checkpoints
