@@ -153,13 +153,15 @@ def test_decisions_and_reasons():
     assert few.look == 0 and few.next == 3 and "first look" in few.reason()
 
 
-def test_next_round_grows_at_most_two_rungs_and_stops_at_the_cap():
+def test_next_round_grows_at_most_one_rung_and_stops_at_the_cap():
     rng = np.random.default_rng(5)
     x = 0.05 + rng.standard_normal(3)  # a small effect in noise: far from decided
     s = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=1000))
-    assert s.decision == "undecided"
-    if s.need is not None and s.need > 6:
-        assert s.next == 6  # two rungs up from 3
+    assert s.decision == "undecided" and s.need > 4
+    assert s.next == 4  # one rung up from 3
+    near = sequential_test(np.r_[x, 1.0 + rng.standard_normal(9)], np.arange(12),
+                           plan=SequentialPlan(cap=1000))
+    assert near.look == 12 and near.need > 16 and near.next == 16  # the clamp, from 12
     capped = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=4))
     assert capped.next in (4, None)
     assert sequential_test(x[:3], np.arange(3), plan=SequentialPlan(cap=3)).next is None

@@ -11,7 +11,7 @@
    the ``pairs`` asked for — on the per-query similarity ``on`` (RBO), paired per (seed,
    query), a seed's draws averaged;
 3. a comparison still undecided whose projected need fits the cap asks for the next rung
-   (at most two rungs up); each perturbation is trained up to the largest rung its
+   (at most one rung up); each perturbation is trained up to the largest rung its
    comparisons ask for, and the others wait;
 4. the run stops when every comparison is decided, when the rest would need more than the cap
    ("would need about N seeds"), or when the next round would not finish within the budget —
