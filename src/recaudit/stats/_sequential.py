@@ -63,8 +63,8 @@ twice the trials for a tenth more power); ``next`` the rung to run to now: ``nee
 ``STEPS`` = 1 rung (a third or a half more replicates) up, so that a noisy projection cannot
 spend the budget at once and a comparison stops close to where it is decided (two rungs up,
 as the first runs did, overshot: 7 % more trials for the same power on the records' variance
-structure, ``benchmarks/bench_sequential.py --steps 2``). A comparison whose ``need`` exceeds the cap gets no more replicates: it stops *beyond
-the cap* ("would need about N").
+structure, ``benchmarks/bench_sequential.py --steps 2``). A comparison whose ``need``
+exceeds the cap gets no more replicates: it stops *beyond the cap* ("would need about N").
 
 Anytime-valid e-processes for the t-test (the mixture Bayes factor of Grünwald, de Heide and
 Koolen 2024, whose confidence sequence is Lai's 1976) allow a look at every replicate, which

@@ -138,7 +138,8 @@ def _table(design: tuple[int, ...], rho: float, kept: float
     for i, la in enumerate(_GRID):
         out[:, i] = np.log10(np.maximum(_boundaries(info, 10.0 ** la * spent), 1e-320))
     if np.any(np.diff(out, axis=1) < -1e-9):
-        raise AssertionError("group-sequential nominal levels must grow with alpha")
+        raise RuntimeError(f"the group-sequential levels of the design {design} with rho {rho} "
+                           "do not grow with alpha: the rule cannot give valid p-values here")
     return _GRID, out
 
 
