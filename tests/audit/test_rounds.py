@@ -163,3 +163,41 @@ def test_cli_until_decided_prints_the_decisions(tmp_path, capsys):
     assert main(["report", str(out), "-o", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     assert "Decided in rounds" in page and "Where the variation comes from" in page
+
+
+def test_a_store_keeps_the_spending_rule_it_began_with(tmp_path):
+    # a later call keeps the first call's rule, whatever its own plan says; rounds that name
+    # no rule were run before rules were named (LEGACY_RULE), and go on with it
+    from recaudit.audit._rounds import decisions_of_rounds
+    from recaudit.experiment import Store
+    from recaudit.stats import LEGACY_RULE
+
+    other = "lan-demets-rho1"
+    assert other != LEGACY_RULE
+    perts = ("casper-delete", "seed-only")
+    effects, sd = {"casper-delete": 0.01, "seed-only": 0.0}, {"casper-delete": 0.01,
+                                                               "seed-only": 0.01}
+    cfg = _config(tmp_path, perts)
+    run, _ = _runner(effects, sd)
+    run_until_decided(cfg, SequentialPlan(cap=6, rule=other), run=run)
+    with Store(cfg.output) as st:
+        kept = st.meta()["rounds"]
+        assert {r["plan"]["rule"] for r in kept} == {other}
+    run_until_decided(cfg, SequentialPlan(cap=8), run=run)
+    with Store(cfg.output) as st:
+        kept = st.meta()["rounds"]
+        assert {r["plan"]["rule"] for r in kept} == {other}
+        for r in kept:  # as an older version wrote them
+            del r["plan"]["rule"]
+        st.set_meta("rounds", kept)
+        st.set_meta("config", {"read by": "the test's config_of"})
+    more = run_until_decided(cfg, SequentialPlan(cap=64, rule=other), run=run)
+    with Store(cfg.output, read_only=True) as st:
+        rules = [r["plan"].get("rule") for r in st.meta()["rounds"]]
+    assert rules[:len(kept)] == [None] * len(kept)
+    assert set(rules[len(kept):]) == {LEGACY_RULE}
+    # the decisions are read back with the rule the rounds were run by
+    frame, plan, _ = decisions_of_rounds(cfg.output, lambda meta: cfg)
+    assert plan.rule == LEGACY_RULE and plan.design == 6
+    assert list(frame.decision) == list(more.decisions.decision)
+    assert list(frame.level) == pytest.approx(list(more.decisions.level))

@@ -160,3 +160,32 @@ def test_cli_refuses_until_decided_where_nothing_repeats(tmp_path, capsys):
     code = main(["reproduce", "run", "zhu2023-figure8", "--max-seeds", "40", "--dir",
                  str(tmp_path)])
     assert code != 0 and "go with --until-decided" in capsys.readouterr().err
+
+
+def test_a_record_keeps_the_spending_rule_it_was_decided_by(tmp_path, monkeypatch):
+    from recaudit.stats import LEGACY_RULE
+
+    other = "lan-demets-rho1"
+    # a record written before rules were named was decided by the Bonferroni rule
+    old = {"sequential": {"alpha": 0.05, "cap": 256, "design": 256, "margin": 0.0}}
+    assert recording.sequential_plan(old).rule == LEGACY_RULE
+    assert recording.sequential_plan({"sequential": {**old["sequential"], "rule": other}}
+                                     ).rule == other
+    # a new run names its rule; continued with another plan, it keeps rule and design
+    calls: list = []
+    exp = _stand_in({"AMR": 0.5, "ALI": 0.14, "ARAND": 0.1}, calls)
+    monkeypatch.setattr(recording, "PAPERS", ())
+    monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
+    rec = recording.run("stand-in", "small", tmp_path, until=SequentialPlan(cap=8, rule=other))
+    assert rec["sequential"]["rule"] == other
+    again = recording.run("stand-in", "small", tmp_path, until=SequentialPlan(cap=16))
+    assert again["sequential"]["rule"] == other and again["sequential"]["design"] == 8
+    # a record without a rule (as older versions wrote) goes on with LEGACY_RULE
+    path = tmp_path / "stand-in" / "small" / "record.json"
+    on_disk = json.loads(path.read_text())
+    del on_disk["sequential"]["rule"]
+    path.write_text(json.dumps(on_disk))
+    third = recording.run("stand-in", "small", tmp_path,
+                          until=SequentialPlan(cap=64, rule=other))
+    assert third["sequential"]["rule"] == LEGACY_RULE
+    assert third["sequential"]["design"] == 8

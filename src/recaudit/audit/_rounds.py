@@ -11,7 +11,7 @@
    the ``pairs`` asked for — on the per-query similarity ``on`` (RBO), paired per (seed,
    query), a seed's draws averaged;
 3. a comparison still undecided whose projected need fits the cap asks for the next rung
-   (at most two rungs up); each perturbation is trained up to the largest rung its
+   (at most one rung up); each perturbation is trained up to the largest rung its
    comparisons ask for, and the others wait;
 4. the run stops when every comparison is decided, when the rest would need more than the cap
    ("would need about N seeds"), or when the next round would not finish within the budget —
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._spec import AuditConfig, perturbation_label
-from recaudit.stats import (Sequential, SequentialPlan, replicates_estimator, rung,
+from recaudit.stats import (LEGACY_RULE, Sequential, SequentialPlan, replicates_estimator, rung,
                             sequential_family)
 
 __all__ = ["Rounds", "run_until_decided", "decisions", "comparisons", "decisions_of_rounds"]
@@ -183,9 +183,12 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     targets = {label: first for label in labels}
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
-    # the spending was designed for the first call's cap: a later call keeps that design
+    # the spending was designed for the first call's cap and rule: a later call keeps both
+    # (rounds that name no rule were run before rules were named: LEGACY_RULE)
     design = next((r["design"] for r in earlier if r.get("design")), plan.design or plan.cap)
-    plan = dataclasses.replace(plan, design=design)
+    rule = next((r["plan"].get("rule", LEGACY_RULE) for r in earlier if r.get("plan")),
+                plan.rule)
+    plan = dataclasses.replace(plan, design=design, rule=rule)
     history: list[dict] = []
     while True:
         todo = dict(targets)
@@ -210,6 +213,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
         history.append({"call": call, "design": design, "round": len(history) + 1,
                         "plan": {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
+                                 "rule": plan.rule,
                                  "grow": grow, "on": on, "pairs": [list(p) for p in pairs]},
                         "targets": dict(todo),
                         "seconds": time.perf_counter() - t0,
@@ -265,7 +269,7 @@ def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
     last = rounds[-1]
     p = last["plan"]
     plan = SequentialPlan(alpha=p["alpha"], cap=p["cap"], margin=p["margin"],
-                          design=last.get("design"))
+                          design=last.get("design"), rule=p.get("rule", LEGACY_RULE))
     config = config_of(meta["config"])
     frame, _ = decisions(store, config, plan, pairs=[tuple(x) for x in p.get("pairs", [])],
                          on=p.get("on", "rbo"), grow=p.get("grow", "seeds"))

@@ -122,14 +122,16 @@ def load_measures(root: Path, record: dict[str, Any]) -> Measures:
 
 def sequential_plan(record: dict[str, Any] | None) -> Any:
     """The :class:`~recaudit.stats.SequentialPlan` a record was decided by (its
-    ``sequential`` entry: a run with ``--until-decided``), else None."""
+    ``sequential`` entry: a run with ``--until-decided``), else None. An entry that names no
+    spending ``rule`` was written before rules were named: it spent by
+    :data:`~recaudit.stats.LEGACY_RULE`."""
     seq = (record or {}).get("sequential")
     if not seq:
         return None
-    from recaudit.stats import SequentialPlan
+    from recaudit.stats import LEGACY_RULE, SequentialPlan
 
     return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0),
-                          design=seq.get("design"))
+                          design=seq.get("design"), rule=seq.get("rule", LEGACY_RULE))
 
 
 def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None,
@@ -298,7 +300,8 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
     plan = dataclasses.replace(until, alpha=exp.alpha)
     earlier = load_record(records, exp.name, scale) if records is not None else None
     if earlier and earlier.get("sequential", {}).get("design"):  # a run continued: its design
-        plan = dataclasses.replace(plan, design=earlier["sequential"]["design"])
+        plan = dataclasses.replace(plan, design=earlier["sequential"]["design"],  # and rule
+                                   rule=sequential_plan(earlier).rule)
     elif plan.design is None:
         plan = dataclasses.replace(plan, design=plan.cap)
     say = progress or (lambda message: None)
@@ -343,7 +346,7 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
         n = nxt
     final = _grown(scope, exp.grows, n)
     return measures, {"alpha": plan.alpha, "cap": plan.cap, "design": plan.design,
-                      "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
+                      "rule": plan.rule, "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
                       "stopped": stopped}, final
 
 

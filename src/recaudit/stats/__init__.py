@@ -25,7 +25,8 @@ effect and :meth:`Estimate.replicates_for` the seeds that would resolve an undec
 :func:`sequential_family` (and :func:`sequential_test`, :func:`sequential_welch`,
 :func:`sequential_decision` for one comparison) decide comparisons that are looked at again
 after every round of new seeds, with the family-wise error rate kept under optional stopping
-(:class:`SequentialPlan`: repeated p-values on a fixed ladder of looks, Holm across).
+(:class:`SequentialPlan`: repeated p-values on a fixed ladder of looks, Holm across; the
+named spending rules in :data:`RULES`).
 """
 
 from typing import TYPE_CHECKING
@@ -35,7 +36,8 @@ from recaudit._lazy import exports
 if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
     from recaudit.stats._estimate import (DESIGNS, Estimate, VarianceParts, estimate_mean,
                                           variance_parts, welch)
-    from recaudit.stats._sequential import (DECISIONS, Sequential, SequentialPlan,
+    from recaudit.stats._sequential import (DECISIONS, DEFAULT_RULE, LEGACY_RULE, RULES,
+                                            Sequential, SequentialPlan,
                                             replicates_estimator, rung, rungs_upto,
                                             sequential_decision, sequential_family,
                                             sequential_test, sequential_welch)
@@ -44,13 +46,15 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
 __getattr__, __dir__ = exports(__name__, {
     "._estimate": ("DESIGNS", "Estimate", "VarianceParts", "estimate_mean", "variance_parts",
                    "welch"),
-    "._sequential": ("DECISIONS", "Sequential", "SequentialPlan", "replicates_estimator",
-                     "rung", "rungs_upto", "sequential_decision", "sequential_family",
-                     "sequential_test", "sequential_welch"),
+    "._sequential": ("DECISIONS", "DEFAULT_RULE", "LEGACY_RULE", "RULES", "Sequential",
+                     "SequentialPlan", "replicates_estimator", "rung", "rungs_upto",
+                     "sequential_decision", "sequential_family", "sequential_test",
+                     "sequential_welch"),
     "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
 })
 
-__all__ = ["DECISIONS", "DESIGNS", "Estimate", "Sequential", "SequentialPlan", "Test",
+__all__ = ["DECISIONS", "DEFAULT_RULE", "DESIGNS", "LEGACY_RULE", "RULES", "Estimate",
+           "Sequential", "SequentialPlan", "Test",
            "estimate_mean", "holm", "one_sample_test", "paired_test", "replicates_estimator",
            "rung", "rungs_upto", "sequential_decision", "sequential_family", "sequential_test",
            "sequential_welch", "VarianceParts",

@@ -10,24 +10,30 @@ rate at ``alpha`` whatever the data do to the schedule.
 modification sets) reaches a rung of one fixed ladder, ``3, 4, 6, 8, 12, 16, 24, 32, ...``
 (rung ``k`` = ``3 * 2**((k-1)/2)`` for odd ``k``, ``4 * 2**((k-2)/2)`` for even ``k``).
 
-**Spending.** Look ``k`` gets the weight ``w_k`` of the comparison's alpha, with
-``sum_k w_k = 1`` over the whole, unbounded ladder: the plan's *design* cap ``D`` (the cap
-of the first run; a later run with a larger cap keeps it) receives 90 % of it, spread over the
-rungs up to ``D`` in proportion to ``sqrt(rung)`` — little at the first looks, which decide
-only large effects, and most where the marginal ones are decided (the shape of the
-spending functions of Lan and DeMets 1983 between Pocock's and O'Brien and Fleming's) — and
-the remaining 10 % goes to the rungs beyond ``D``, ``0.1 / (j (j + 1))`` to the ``j``-th of
-them, so that a run continued past its design still has alpha to spend.
+**Spending.** Look ``k`` reads its interval at the nominal two-sided level ``nu_k(a)`` when
+the comparison is tested at ``a``; a named rule (:data:`RULES`, :mod:`recaudit.stats._spending`)
+fixes ``nu_k`` for the whole, unbounded ladder from the plan's *design* cap ``D`` (the cap of
+the first run; a later run with a larger cap keeps it, and keeps the rule: the store's
+``rounds`` and the record's ``sequential`` entry name it, and those that name none were run by
+:data:`LEGACY_RULE`). The default, ``bonferroni-sqrt``, is Bonferroni's: ``nu_k(a) = a w_k``
+with ``sum_k w_k = 1``, 90 % of it over the rungs up to ``D`` in proportion to
+``sqrt(rung)`` — little at the first looks, which decide only large effects, and most where
+the marginal ones are decided (the shape of the spending functions of Lan and DeMets 1983
+between Pocock's and O'Brien and Fleming's) — and the remaining 10 % to the rungs beyond
+``D``, ``0.1 / (j (j + 1))`` to the ``j``-th of them, so that a run continued past its design
+still has alpha to spend.
 
 **Repeated p-values.** At look ``k`` a comparison's interval is a fixed-sample one on the
 first ``rung_k`` replicates (:mod:`recaudit.stats._estimate`: the replicates' t interval,
-Welch's for two independent samples) at the two-sided level ``a w_k``; its *repeated
+Welch's for two independent samples) at the two-sided level ``nu_k(a)``; its *repeated
 p-value* ``p_k`` is the smallest ``a`` for which that interval excludes the null (or, for
 equivalence, lies inside the margin), and the comparison's is ``P = min_k p_k`` over the rungs
 its replicates reach. By the union bound, ``Pr(P <= u) <= sum_k u w_k = u`` under the null
 whatever the looks, the stopping and the dependence between looks: ``P`` is a valid p-value,
 at any time (Jennison and Turnbull 1989's repeated confidence intervals, with a Bonferroni
-instead of the looks' joint law, which few replicates do not give).
+instead of the looks' joint law, which few replicates do not give: the group-sequential rule
+``lan-demets-rho1`` uses that law and exceeds its level at 3-12 replicates unless it holds
+alpha back, :mod:`recaudit.stats._spending`).
 
 **Two levels** (seeds x test queries, the audit's crossed design): the mean difference is
 ``mu + a + b``, with ``a`` the replicates' part (it shrinks as replicates are added) and ``b``
@@ -54,14 +60,18 @@ threshold (direction or equivalence), at the observed difference (``OPTIMISM`` s
 errors towards a decision: 0, measured best in trials per decision on the records' own
 variance structure, ``benchmarks/bench_sequential.py``; 1 keeps more comparisons going, at
 twice the trials for a tenth more power); ``next`` the rung to run to now: ``need``, but at most
-two rungs (twice the replicates) up, so that one noisy projection cannot spend the budget at
-once. A comparison whose ``need`` exceeds the cap gets no more replicates: it stops *beyond
-the cap* ("would need about N").
+``STEPS`` = 1 rung (a third or a half more replicates) up, so that a noisy projection cannot
+spend the budget at once and a comparison stops close to where it is decided (two rungs up,
+as the first runs did, overshot: 7 % more trials for the same power on the records' variance
+structure, ``benchmarks/bench_sequential.py --steps 2``). A comparison whose ``need``
+exceeds the cap gets no more replicates: it stops *beyond the cap* ("would need about N").
 
 Anytime-valid e-processes for the t-test (the mixture Bayes factor of Grünwald, de Heide and
 Koolen 2024, whose confidence sequence is Lai's 1976) allow a look at every replicate, which
-rounds of trials do not need; at the few replicates audits have they decide later (the
-mixture's critical value at 8 replicates is 5.0, the ladder's 3.9 for a design cap of 32).
+rounds of trials do not need; where audits decide they decide later: at ``alpha = 0.05``
+the mixture's critical ``|t|`` (its prior scale chosen in hindsight for that number of
+replicates, which favours it) is 4.14 at 8 replicates and 3.25 at 32, the ladder's
+(``bonferroni-sqrt``, design cap 32) 4.08 and 2.77.
 """
 
 from __future__ import annotations
@@ -75,21 +85,21 @@ import numpy as np
 from scipy import optimize, special
 
 from recaudit.stats._estimate import Estimate, _codes, _t_quantile, estimate_mean, welch
+from recaudit.stats._spending import DEFAULT_RULE, LEGACY_RULE, RULES, Rule
 
 __all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "sequential_test",
-           "sequential_welch", "sequential_decision", "sequential_family", "DECISIONS"]
+           "sequential_welch", "sequential_decision", "sequential_family", "DECISIONS",
+           "RULES", "DEFAULT_RULE", "LEGACY_RULE"]
 
 #: What a sequential comparison can end as (module docstring).
 DECISIONS = ("greater", "less", "equivalent", "undecided")
 
 #: Projections look this far up the ladder (rung 40 = 3,145,728 replicates) before giving up.
 _LAST_RUNG = 40
-#: The share of alpha kept for the rungs beyond the design cap (module docstring).
-TAIL = 0.1
-#: How the design's share grows with the rung (``rung ** SHAPE``) and how many standard errors
-#: a projection leans towards a decision (module docstring).
-SHAPE = 0.5
+#: How many standard errors a projection leans towards a decision, and how many rungs one
+#: round may climb (module docstring).
 OPTIMISM = 0.0
+STEPS = 1
 
 
 def rung(k: int) -> int:
@@ -129,7 +139,9 @@ class SequentialPlan:
     the difference tested against. query_share: the part of a comparison's alpha spent, once,
     on the test queries' part of a two-level design. comparisons: for
     :func:`sequential_decision` alone, how many comparisons share ``alpha`` (Bonferroni);
-    :func:`sequential_family` decides a family by Holm instead.
+    :func:`sequential_family` decides a family by Holm instead. rule: the name of the
+    spending rule (:data:`RULES`, :mod:`recaudit.stats._spending`; default
+    :data:`DEFAULT_RULE`); a run continued later keeps the rule it began with.
     """
 
     alpha: float = 0.05
@@ -139,8 +151,11 @@ class SequentialPlan:
     null: float = 0.0
     query_share: float = 0.2
     comparisons: int = 1
+    rule: str = DEFAULT_RULE
 
     def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {sorted(RULES)}, got {self.rule!r}")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {self.alpha!r}")
         if self.comparisons < 1:
@@ -160,37 +175,48 @@ class SequentialPlan:
         """The last rung the cap allows."""
         return rungs_upto(self.cap)[-1]
 
+    @property
+    def spending(self) -> Rule:
+        """The spending rule :attr:`rule` names."""
+        return RULES[self.rule]
+
+    @property
+    def designed(self) -> tuple[int, ...]:
+        """The rungs of the design (up to :attr:`design`, else :attr:`cap`)."""
+        return _designed(self.design or self.cap)
+
+    def nominal(self, k: int, a: float) -> float:
+        """``nu_k(a)``: the two-sided nominal level of look ``k``'s fixed-sample interval
+        when the comparison is tested at ``a`` (module docstring)."""
+        return self.spending.nominal(self.designed, k, a)
+
     def weight(self, k: int) -> float:
-        """``w_k``, look ``k``'s share of a comparison's alpha (module docstring)."""
-        return _weight(len(rungs_upto(self.design or self.cap)), k)
+        """``w_k = nu_k(alpha) / alpha``, look ``k``'s nominal level as a share of the
+        plan's alpha (Bonferroni rules: the same at every level; the shares of a
+        group-sequential rule sum to more than 1, the looks' correlation paying for it)."""
+        return self.nominal(k, self.alpha) / self.alpha
 
     def level(self, r: int) -> float:
-        """The two-sided level a single comparison spends at the look at ``r`` replicates
-        (a rung): ``alpha / comparisons x w_k``."""
-        return self.alpha / self.comparisons * self.weight(_index(r))
+        """The two-sided nominal level of a single comparison's look at ``r`` replicates
+        (a rung): ``nu_k(alpha / comparisons)``."""
+        return self.nominal(_index(r), self.alpha / self.comparisons)
 
     def halfwidth(self, est: Estimate, k: int, a: float) -> float:
         """The half-width of look ``k``'s interval of ``est`` at the comparison level ``a``
         (module docstring: two levels split between the ladder and one bound on the
         queries' part)."""
-        w = self.weight(k)
         if est.design != "crossed":
-            return est.halfwidth(a * w / 2)
+            return est.halfwidth(self.nominal(k, a) / 2)
         (va, df_a), (vb, df_b) = est.parts
-        seeds = (1 - self.query_share) * a * w
+        seeds = self.nominal(k, (1 - self.query_share) * a)
         queries = self.query_share * a
         return float((_t_quantile(1 - seeds / 2, df_a) * np.sqrt(va) if va > 0 else 0.0)
                      + (_t_quantile(1 - queries / 2, df_b) * np.sqrt(vb) if vb > 0 else 0.0))
 
 
-@functools.lru_cache(maxsize=4096)
-def _weight(design: int, k: int) -> float:
-    """``w_k`` for a design of ``design`` rungs (module docstring)."""
-    if k <= design:
-        total = sum(rung(j) ** SHAPE for j in range(1, design + 1))
-        return (1 - TAIL) * rung(k) ** SHAPE / total
-    j = k - design
-    return TAIL / (j * (j + 1))
+@functools.lru_cache(maxsize=256)
+def _designed(cap: int) -> tuple[int, ...]:
+    return tuple(rungs_upto(cap))
 
 
 def _repeated_p(est: Estimate, k: int, plan: SequentialPlan, gap: float) -> float:
@@ -200,10 +226,10 @@ def _repeated_p(est: Estimate, k: int, plan: SequentialPlan, gap: float) -> floa
         return 1.0
     if est.se == 0:
         return 0.0
-    w = plan.weight(k)
     if est.design != "crossed" and len(est.parts) == 1:  # t: in closed form
         (v, df), = est.parts
-        return float(min(1.0, 2 * special.stdtr(df, -gap / np.sqrt(v)) / w))
+        return plan.spending.level_for(plan.designed, k,
+                                       float(2 * special.stdtr(df, -gap / np.sqrt(v))))
     f = lambda la: plan.halfwidth(est, k, 10.0 ** la) - gap  # noqa: E731
     if f(0.0) > 0:
         return 1.0
@@ -347,12 +373,12 @@ def _one(ests, ps, available: int, tested: dict, open_threshold: float,
     shown = eq_thr if decision == "equivalent" else dir_thr
     h = plan.halfwidth(est, k, shown) if est.se == est.se else nan
     low, high = est.mean - h, est.mean + h
-    level = shown * plan.weight(k)
+    level = plan.nominal(k, shown)
     if decision != "undecided":
         return Sequential(decision, est, rung(k), level, low, high, None, None, available,
                           plan, p_dir, p_eq, eq_ok)
     need = _need(est, k, plan, open_threshold)
-    nxt = None if need is None or need > plan.cap else min(need, rung(k + 2), plan.last)
+    nxt = None if need is None or need > plan.cap else min(need, rung(k + STEPS), plan.last)
     if nxt is not None and nxt <= rung(k):
         nxt = None
     return Sequential(decision, est, rung(k), level, low, high, need, nxt, available, plan,
