@@ -201,6 +201,11 @@ def materialize(module: M, generators: Sequence[torch.Generator], device: torch.
     with a zero padding row, ``LayerNorm`` ones and zeros (parameters of other modules keep the
     default rule). ``rule(name, shape, g)`` may return a tensor to override either for a
     parameter (or ``None``).
+
+    Each member's generator is its own (one object per member): the parameters are filled one
+    at a time, every member's value drawn in turn and stacked into the parameter in one
+    operation (a constant, layer norm weights and biases, in one fill), so a member's draws
+    are those it makes alone while the operations do not grow with members x parameters.
     """
     module = module.to_empty(device="cpu")
     norms = {id(m.weight) for m in module.modules() if isinstance(m, stk.LayerNorm)}
