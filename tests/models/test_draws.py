@@ -70,3 +70,24 @@ def test_a_step_key_is_the_members_key_mixed_with_the_step():
     assert [k & 0xFFFFFFFF for k in m.keys.tolist()] == want
     assert _draws.step_tag(2, 17) != _draws.step_tag(17, 2)
     assert len({_draws.step_tag(e, j) for e in range(50) for j in range(300)}) == 50 * 300
+
+
+@pytest.mark.parametrize("p", [0.0, 0.1, 0.2, 0.5, 1 - 2**-24, 1.0])
+def test_a_keep_mask_is_the_draws_at_least_the_threshold(p):
+    """keep_mask (in place, compared unsigned) keeps exactly the elements whose 24-bit draw is
+    at least ``ceil(p 2^24)``: against member_bits, for thresholds from none to all."""
+    keys = _keys(0, -1, 987654321, -2**31)
+    cut = _draws.threshold(p)
+    for start, shape in [(0, (5, 7)), (2**31 - 40, (33,))]:
+        want = _draws.member_bits(keys, start, shape) >= cut
+        got = _draws.keep_mask(keys, start, shape, cut, torch.float32)
+        assert got.dtype == torch.float32 and got.shape == want.shape
+        assert torch.equal(got, want.float())
+    # an element whose draw is the threshold is kept; with the threshold one above, dropped
+    bits = _draws.member_bits(keys, 0, (50_000,))
+    for r, c in [(0, 0), (1, 3), (3, 49_999)]:
+        edge = int(bits[r, c])
+        at = _draws.keep_mask(keys, 0, (50_000,), edge, torch.float32)
+        above = _draws.keep_mask(keys, 0, (50_000,), edge + 1, torch.float32)
+        assert at[r, c] == 1.0 and above[r, c] == 0.0
+        assert torch.equal(at, (bits >= edge).float()) and torch.equal(above, (bits > edge).float())

@@ -117,6 +117,35 @@ def test_stack_members_of_different_sizes_give_the_same_member():
     assert np.array_equal(one.score(queries), three[1].score(queries))
 
 
+@pytest.mark.parametrize("key", ["sasrec", "tisasrec", "bert4rec"])
+def test_a_member_of_sixteen_equals_the_model_alone(key, monkeypatch):
+    """Neighbour independence at K = 16, audit-like (each log one interaction short, one seed
+    and two others mixed in): members 0, 9 and 15 train as the same trials alone, also at
+    steps where the stack's members are scored in several groups (BERT4Rec's Cloze counts
+    straddle a multiple of 64 with ``mask_prob`` 0.3)."""
+    from recaudit.models.sequential import SequentialRecommender
+
+    params = dict(CONFIGS[key], mask_prob=0.3) if key == "bert4rec" else CONFIGS[key]
+    sizes: list[int] = []
+    scored = SequentialRecommender._scored
+    monkeypatch.setattr(SequentialRecommender, "_scored", lambda self, net, trunk, *a: sizes.append(
+        trunk.shape[0]) or scored(self, net, trunk, *a))
+    log = synthetic(seed=5, n_users=40, n_items=50)
+    train, queries = leave_last_out(log)
+    rows = np.arange(len(train))
+    cut = np.random.default_rng(1).choice(len(train), 16, replace=False)
+    logs = [train.take(np.delete(rows, r)) for r in cut]
+    seeds = [3] * 16
+    seeds[4], seeds[9] = 5, 4
+    members = fit_stack([create(key, **params) for _ in logs], logs, seeds)
+    assert max(sizes) > 1 and any(1 <= n < 16 for n in sizes)   # groups of several, and fewer
+    for i in (0, 9, 15):
+        alone = create(key, **params).fit(logs[i], seed=seeds[i])
+        assert [r["loss"] for r in alone.history_] == [r["loss"] for r in members[i].history_]
+        assert np.array_equal(alone.score(queries), members[i].score(queries)), f"member {i}"
+    assert not np.array_equal(members[0].score(queries), members[15].score(queries))
+
+
 def test_members_of_different_catalogues_train_in_stacks_of_their_own():
     """One network holds a stack: logs over catalogues of other sizes train apart, each
     member as it trains alone."""

@@ -34,7 +34,7 @@ from torch import nn
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
-from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, _pad, to_device
+from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, to_device
 from recaudit.models.sequential._stack import padded
 from recaudit.models.sequential._sasrec import _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
@@ -148,19 +148,22 @@ class BERT4Rec(SequentialRecommender):
         """Each member's Cloze loss ``[K]``, scores ``[R, n_items]`` and number of masked
         positions: the members' inputs, of one shape, run as one pass; their masked positions
         (each member's own count, padded, :func:`._stack.padded`) are scored in one batched
-        pass per padded count."""
-        inputs, positions, targets = [], [], []
-        for j, rng in enumerate(rngs):
-            pos, full = self._cloze(batch, j, rng)
-            both = torch.cat([full, full])
-            masked = both.clone()
-            masked.view(-1)[pos] = net.mask_token
-            inputs.append(masked)
-            positions.append(pos)
-            targets.append(both.view(-1)[pos] - 1)
+        pass per padded count. The masks are drawn on the host, member by member (their
+        numbers fix the loss's shape: no device sync); everything else is one operation for
+        all members."""
+        items = batch.items
+        k, b, w = items.shape
+        size = 2 * b * (w + 1)                        # a member's two copies, flat
+        full = self._windows(batch)
+        both = torch.cat([full, full], 1)             # [K, 2B, W + 1]: Cloze and last-item
+        hosts = batch.host_lengths if batch.host_lengths is not None \
+            else list(batch.lengths.cpu().numpy())
+        positions = [self._cloze(np.asarray(hosts[j]), w + 1, rng) for j, rng in enumerate(rngs)]
+        flat = np.concatenate([pos + j * size for j, pos in enumerate(positions)])
+        inputs = both.clone()
+        inputs.view(-1)[to_device(flat, items.device)] = net.mask_token
         lengths = batch.lengths + 1
-        trunk = net(StackBatch(stk.stacked(inputs), torch.cat([lengths, lengths], 1), None,
-                               batch.users), m)
+        trunk = net(StackBatch(inputs, torch.cat([lengths, lengths], 1), None, batch.users), m)
         groups: dict[int, list[int]] = {}
         for j, pos in enumerate(positions):
             groups.setdefault(padded(len(pos)), []).append(j)
@@ -168,9 +171,15 @@ class BERT4Rec(SequentialRecommender):
         for rows, idx in groups.items():
             whole = len(idx) == len(rngs)
             part = trunk if whole else trunk.index_select(0, stk.index_tensor(idx, trunk.device))
-            sel = stk.stacked([_pad(positions[j], rows, 0) for j in idx])
-            tgt = stk.stacked([_pad(targets[j], rows, -100) for j in idx])
-            parts.append((idx, *self._scored(net, part, sel, tgt, m if whole else m.sub(idx))))
+            sel = np.zeros((len(idx), rows), dtype=np.int64)      # padding: position 0 ...
+            real = np.zeros((len(idx), rows), dtype=bool)
+            for r, j in enumerate(idx):
+                sel[r, :len(positions[j])] = positions[j]
+                real[r, :len(positions[j])] = True
+            at = to_device(sel + (np.asarray(idx) * size)[:, None], items.device)
+            tgt = torch.where(to_device(real, items.device), both.view(-1)[at] - 1, -100)
+            parts.append((idx, *self._scored(net, part, to_device(sel, items.device), tgt,
+                                             m if whole else m.sub(idx))))  # ... target ignored
         counts = [len(p) for p in positions]
         if len(parts) == 1:
             return parts[0][1], list(parts[0][2]), counts
@@ -181,26 +190,28 @@ class BERT4Rec(SequentialRecommender):
                 losses[j], scores[j] = loss[r], score[r]
         return torch.stack(losses), scores, counts
 
-    def _cloze(self, batch: StackBatch, j: int, rng: np.random.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Member ``j``'s Cloze positions (flat in its two copies ``[2B, W + 1]``) and its
-        windows with their last target appended; masks drawn on the host (the counts fix
-        the loss's shape: no device sync)."""
-        items, lengths = batch.items[j], batch.lengths[j]
-        b, width = items.shape[0], items.shape[1] + 1
-        rows = torch.arange(b, device=items.device)
-        full = torch.cat([items, torch.zeros_like(items[:, :1])], dim=1)
-        full[rows, lengths] = required(batch.targets, "targets")[j][rows, lengths - 1] + 1
-        host = batch.host_lengths[j] if batch.host_lengths is not None \
-            else lengths.cpu().numpy()
-        real = np.asarray(host) + 1
+    @staticmethod
+    def _windows(batch: StackBatch) -> torch.Tensor:
+        """Every member's windows with their last target appended ``[K, B, W + 1]``."""
+        items, lengths = batch.items, batch.lengths.unsqueeze(2)
+        full = torch.cat([items, torch.zeros_like(items[..., :1])], dim=2)
+        last = required(batch.targets, "targets").gather(2, lengths - 1) + 1
+        return full.scatter_(2, lengths, last)
+
+    def _cloze(self, host_lengths: np.ndarray, width: int, rng: np.random.Generator
+               ) -> np.ndarray:
+        """A member's Cloze positions, flat in its two copies ``[2B, width]`` of its windows
+        (``host_lengths`` the windows' lengths): each item masked with probability
+        ``mask_prob`` (at least one per window) in the first copy, the last item in the
+        second."""
+        b = len(host_lengths)
+        real = host_lengths + 1
         masked = (rng.random((b, width)) < self.config.mask_prob) & \
             (np.arange(width)[None, :] < real[:, None])
         none = np.flatnonzero(~masked.any(1))
         masked[none, real[none] - 1] = True
-        pos = np.concatenate([np.flatnonzero(masked),                       # Cloze copy
-                              (b + np.arange(b)) * width + real - 1])       # last-item copy
-        return to_device(pos, items.device), full
+        return np.concatenate([np.flatnonzero(masked),                       # Cloze copy
+                               (b + np.arange(b)) * width + real - 1])       # last-item copy
 
     def _query_hidden(self, net, batch: Batch) -> torch.Tensor:
         items, keep = _append_mask(batch.items, batch.lengths, net.mask_token,

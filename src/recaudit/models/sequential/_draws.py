@@ -27,7 +27,8 @@ import math
 
 import torch
 
-__all__ = ["PHI", "fmix32", "fold", "step_tag", "member_bits", "reference_bits", "threshold"]
+__all__ = ["PHI", "fmix32", "fold", "step_tag", "member_bits", "keep_mask", "reference_bits",
+           "threshold"]
 
 #: the golden-ratio multiplier 0x9E3779B9 as a signed 32-bit integer
 PHI = 0x9E3779B9 - (1 << 32)
@@ -84,6 +85,31 @@ def member_bits(keys: torch.Tensor, start: int, shape: tuple[int, ...]) -> torch
     i = torch.arange(start, start + n, dtype=torch.int32, device=keys.device) * PHI
     z = fmix32(i.unsqueeze(0) ^ keys.unsqueeze(1))
     return ((z >> 8) & 0xFFFFFF).view(keys.shape[0], *shape)
+
+
+def keep_mask(keys: torch.Tensor, start: int, shape: tuple[int, ...], cut: int,
+              dtype: torch.dtype) -> torch.Tensor:
+    """``member_bits(keys, start, shape) >= cut`` as ``0``/``1`` of ``dtype`` ``[K, *shape]``
+    (a dropout mask, kept elements 1), computed in place in one int32 buffer: the same hash,
+    fewer passes and no fresh buffer per operation (what makes the masks about as cheap as
+    ``torch.rand``'s on the CPU). The 24-bit draw ``u = z >>> 8`` is at least ``cut`` exactly
+    when ``z``, read unsigned, is at least ``256 cut``, which signed int32 arithmetic compares
+    as ``z XOR 2^31 >= 256 cut - 2^31``."""
+    n = 1
+    for s in shape:
+        n *= s
+    i = torch.arange(start, start + n, dtype=torch.int32, device=keys.device).mul_(PHI)
+    z = i.unsqueeze(0) ^ keys.unsqueeze(1)
+    t = torch.empty_like(z)
+    for shift, low, mult in ((16, 0xFFFF, _M1), (13, 0x7FFFF, _M2), (16, 0xFFFF, None)):
+        torch.bitwise_right_shift(z, shift, out=t)    # z >>> shift: arithmetic shift, masked
+        z.bitwise_xor_(t.bitwise_and_(low))
+        if mult is not None:
+            z.mul_(mult)
+    limit = cut * 256 - (1 << 31)
+    if limit > _MASK >> 1:                            # cut = 2^24: nothing is kept
+        return torch.zeros((keys.shape[0], *shape), dtype=dtype, device=keys.device)
+    return torch.ge(z.bitwise_xor_(-(1 << 31)), limit).to(dtype).view(keys.shape[0], *shape)
 
 
 def reference_bits(key: int, start: int, n: int) -> list[int]:

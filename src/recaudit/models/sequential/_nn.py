@@ -62,10 +62,11 @@ class SequenceNet(nn.Module):
         """Member ``k`` as a network of its own (a stack of one): its parameters copied, or
         with ``share`` views of this network's (for reading: evaluation, validation)."""
         memo: dict[int, Any] = {id(self.generators): None, id(self.dropout_keys): None}
-        for p in self.parameters():
-            part = p.detach()[k:k + 1]
-            memo[id(p)] = nn.Parameter(part if share else part.clone(),
-                                       requires_grad=p.requires_grad)
+        with torch.no_grad():   # a slice made without grad is already detached
+            for p in self.parameters():
+                part = p[k:k + 1]
+                memo[id(p)] = nn.Parameter(part if share else part.clone(),
+                                           requires_grad=p.requires_grad)
         return copy.deepcopy(self, memo)
 
     def member_state(self, k: int) -> dict:
@@ -114,19 +115,25 @@ class StackAdam:
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
         self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
         self.params = [p for p in net.parameters() if p.requires_grad]
+        self.detached = [p.detach() for p in self.params]   # what the kernel updates in place
+        n = len(self.params)
         self.size = self.params[0].shape[0] if self.params else 0
-        self.reached = [False] * len(self.params)
+        self.reached = [False] * n
         self.moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in self.params]
-        self.steps = [[torch.zeros((), dtype=torch.float32, device=p.device)
-                       for p in self.params] for _ in range(self.size)]
+        # every member's step count of every parameter: 0-d views of one tensor [K, n]
+        counts = torch.zeros(self.size * n, dtype=torch.float32,
+                             device=self.params[0].device if n else None).unbind(0)
+        self.steps = [list(counts[j * n:(j + 1) * n]) for j in range(self.size)]
         self.grads: list[torch.Tensor] = []
         if self.size > 1:
             for i, p in enumerate(self.params):
                 p.grad = torch.zeros_like(p)
                 self.grads.append(p.grad)
                 p.register_post_accumulate_grad_hook(lambda _, i=i: self._reach(i))
-            self.slices = [[(p.detach()[j], g[j], m[j], v[j]) for p, g, (m, v)
-                            in zip(self.params, self.grads, self.moments, strict=True)]
+            # each member's slices, one unbind per tensor (views: the kernel updates in place)
+            cols = [tuple(t.unbind(0) for t in (d, g, m, v)) for d, g, (m, v)
+                    in zip(self.detached, self.grads, self.moments, strict=True)]
+            self.slices = [[(d[j], g[j], m[j], v[j]) for d, g, m, v in cols]
                            for j in range(self.size)]
 
     def _reach(self, i: int) -> None:
@@ -144,8 +151,9 @@ class StackAdam:
     def step(self, members: Sequence[int]) -> None:
         """Update ``members`` (stack positions) where the last backward pass reached."""
         if self.size == 1:
-            parts = [(p.detach(), p.grad, m, v, self.steps[0][i])
-                     for i, (p, (m, v)) in enumerate(zip(self.params, self.moments, strict=True))
+            parts = [(d, p.grad, m, v, self.steps[0][i])
+                     for i, (p, d, (m, v)) in enumerate(zip(self.params, self.detached,
+                                                             self.moments, strict=True))
                      if p.grad is not None]
         else:
             parts = [(*self.slices[j][i], self.steps[j][i]) for j in members
@@ -193,6 +201,11 @@ def materialize(module: M, generators: Sequence[torch.Generator], device: torch.
     with a zero padding row, ``LayerNorm`` ones and zeros (parameters of other modules keep the
     default rule). ``rule(name, shape, g)`` may return a tensor to override either for a
     parameter (or ``None``).
+
+    Each member's generator is its own (one object per member): the parameters are filled one
+    at a time, every member's value drawn in turn and stacked into the parameter in one
+    operation (a constant, layer norm weights and biases, in one fill), so a member's draws
+    are those it makes alone while the operations do not grow with members x parameters.
     """
     module = module.to_empty(device="cpu")
     norms = {id(m.weight) for m in module.modules() if isinstance(m, stk.LayerNorm)}
@@ -201,30 +214,45 @@ def materialize(module: M, generators: Sequence[torch.Generator], device: torch.
     embeds = {id(m.weight): m.padding_idx for m in module.modules()
               if isinstance(m, stk.Embedding)}
     with torch.no_grad():
-        for k, g in enumerate(generators):
-            for name, p in module.named_parameters():
-                shape = tuple(p.shape[1:])
+        # parameter by parameter, member by member: each member's generator still meets the
+        # parameters in named_parameters order (the draws of a member are its own)
+        for name, p in module.named_parameters():
+            shape = tuple(p.shape[1:])
+            values = []
+            for g in generators:
                 value = rule(name, shape, g) if rule is not None else None
                 if value is None and style == "torch":
                     value = _torch_default(_owner(module, name), name, shape, g)
                 if value is None:
-                    if id(p) in norms:
-                        value = torch.ones(shape)
-                    elif name.endswith("bias") or "bias_" in name.rsplit(".", 1)[-1] \
-                            or len(shape) == 1:
-                        value = torch.zeros(shape)
-                    elif id(p) in embeds:
-                        value = init_normal(shape, 1.0 / math.sqrt(shape[-1]), g)
-                        if embeds[id(p)] is not None:
-                            value[embeds[id(p)]] = 0.0
-                    else:
-                        fan_out, fan_in = shape[0], math.prod(shape[1:])
-                        fan_out //= rnns.get(id(p), 1)  # RNN gates stacked along dim 0
-                        value = init_uniform(shape, math.sqrt(6.0 / (fan_in + fan_out)), g)
-                p[k].copy_(value.to(p.dtype))
+                    value = _default(name, p, shape, g, norms, rnns, embeds)
+                values.append(value)
+            if all(isinstance(v, float) for v in values) and len(set(values)) == 1:
+                p.fill_(values[0])                        # ones or zeros: one fill
+            else:
+                torch.stack([torch.full(shape, v) if isinstance(v, float) else v.to(p.dtype)
+                             for v in values], out=p)
         for b in module.buffers():
             b.zero_()
     return module.to(device)
+
+
+def _default(name: str, p: torch.Tensor, shape: tuple[int, ...], g: torch.Generator,
+             norms: set[int], rnns: dict[int, int], embeds: dict[int, int | None]
+             ) -> torch.Tensor | float:
+    """The default rule's value of a member's parameter (:func:`materialize`); a constant as
+    a float (layer norm weights 1, biases 0)."""
+    if id(p) in norms:
+        return 1.0
+    if name.endswith("bias") or "bias_" in name.rsplit(".", 1)[-1] or len(shape) == 1:
+        return 0.0
+    if id(p) in embeds:
+        value = init_normal(shape, 1.0 / math.sqrt(shape[-1]), g)
+        if embeds[id(p)] is not None:
+            value[embeds[id(p)]] = 0.0
+        return value
+    fan_out, fan_in = shape[0], math.prod(shape[1:])
+    fan_out //= rnns.get(id(p), 1)  # RNN gates stacked along dim 0
+    return init_uniform(shape, math.sqrt(6.0 / (fan_in + fan_out)), g)
 
 
 def _torch_default(owner: nn.Module, name: str, shape: tuple[int, ...], g: torch.Generator):

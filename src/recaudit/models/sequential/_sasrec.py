@@ -32,7 +32,28 @@ from recaudit.models.sequential._config import SASRecConfig
 __all__ = ["SASRec"]
 
 
-class _Block(nn.Module):
+class PreLNBlock(nn.Module):
+    """The layers SASRec's and TiSASRec's pre-LN blocks share, for ``K`` members: the
+    attention's layer norm and projections (``ln_attn``, ``q``, ``kv``, ``out``:
+    :meth:`_attention`) and the feed-forward part (``ln_ffn``, ``ff1``, ``ff2``:
+    :meth:`_feed_forward`), made by two calls so that a block can add its own layers between
+    them (the order of a block's parameters is the order a member's generator initialises
+    them in)."""
+
+    def _attention(self, k: int, dim: int, heads: int) -> None:
+        self.heads = heads
+        self.ln_attn = stk.LayerNorm(k, dim)
+        self.q = stk.Linear(k, dim, dim)
+        self.kv = stk.Linear(k, dim, 2 * dim)
+        self.out = stk.Linear(k, dim, dim)
+
+    def _feed_forward(self, k: int, dim: int, inner: int | None) -> None:
+        self.ln_ffn = stk.LayerNorm(k, dim)
+        self.ff1 = stk.Linear(k, dim, inner or dim)
+        self.ff2 = stk.Linear(k, inner or dim, dim)
+
+
+class _Block(PreLNBlock):
     """Pre-LN transformer block (SASRec, Kang & McAuley 2018, §III-B/C) of ``K`` members.
 
     ``Q = LN(x)``; ``x' = Q + MHA(Q, x, x)`` with a causal mask (position ``i`` sees
@@ -43,14 +64,8 @@ class _Block(nn.Module):
     def __init__(self, k: int, dim: int, heads: int, dropout: float,
                  inner: int | None = None) -> None:
         super().__init__()
-        self.heads = heads
-        self.ln_attn = stk.LayerNorm(k, dim)
-        self.q = stk.Linear(k, dim, dim)
-        self.kv = stk.Linear(k, dim, 2 * dim)
-        self.out = stk.Linear(k, dim, dim)
-        self.ln_ffn = stk.LayerNorm(k, dim)
-        self.ff1 = stk.Linear(k, dim, inner or dim)
-        self.ff2 = stk.Linear(k, inner or dim, dim)
+        self._attention(k, dim, heads)
+        self._feed_forward(k, dim, inner)
         self.drop_attn = stk.Dropout(dropout)
         self.drop_out = stk.Dropout(dropout)
         self.drop_ff1 = stk.Dropout(dropout)

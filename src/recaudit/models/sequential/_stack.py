@@ -39,7 +39,7 @@ import torch
 from torch import _VF, nn
 from torch.nn import functional as F
 
-from recaudit.models.sequential._draws import fmix32, member_bits, threshold
+from recaudit.models.sequential._draws import fmix32, keep_mask, member_bits, threshold
 
 __all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
            "RECURRENCES", "resolve_recurrence", "ROWS", "padded", "gru_cell"]
@@ -110,6 +110,14 @@ class Members:
         bits = member_bits(self.keys, self.offset, shape)
         self.offset += bits[0].numel()
         return bits
+
+    def keep(self, shape: tuple[int, ...], cut: int, dtype: torch.dtype) -> torch.Tensor:
+        """Each member's next dropout mask ``[K, *shape]``: ``1`` where :meth:`draw` would
+        give a draw of at least ``cut``, else ``0`` (:func:`._draws.keep_mask`)."""
+        assert self.keys is not None
+        mask = keep_mask(self.keys, self.offset, shape, cut, dtype)
+        self.offset += mask[0].numel()
+        return mask
 
 
 def index_tensor(values: Sequence[int], device: torch.device | str | None) -> torch.Tensor:
@@ -218,8 +226,8 @@ class Dropout(nn.Module):
     def forward(self, x: torch.Tensor, m: Members) -> torch.Tensor:
         if not self.training or self.p <= 0.0 or m.keys is None:
             return x
-        keep = m.draw(tuple(x.shape[1:])) >= self.cut
-        return x * keep / (1.0 - self.p)
+        keep = m.keep(tuple(x.shape[1:]), self.cut, x.dtype)   # 0 / 1, as x * bool gives
+        return torch.mul(x, keep).div_(1.0 - self.p)
 
 
 #: scored rows (targets) of a member are padded to a multiple of this (:func:`padded`)

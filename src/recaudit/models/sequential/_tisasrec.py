@@ -36,7 +36,7 @@ from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._config import TiSASRecConfig
-from recaudit.models.sequential._sasrec import _normal_rule
+from recaudit.models.sequential._sasrec import PreLNBlock, _normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 
 __all__ = ["TiSASRec", "interval_buckets"]
@@ -56,22 +56,16 @@ def interval_buckets(times: torch.Tensor, lengths: torch.Tensor, k: int) -> torc
     return diff.floor().clamp(max=k).long()
 
 
-class _TimeAwareBlock(nn.Module):
+class _TimeAwareBlock(PreLNBlock):
     def __init__(self, k: int, d: int, heads: int, dropout: float, max_len: int, span: int,
                  inner: int | None = None) -> None:
         super().__init__()
-        self.heads = heads
-        self.ln_attn = stk.LayerNorm(k, d)
-        self.q = stk.Linear(k, d, d)
-        self.kv = stk.Linear(k, d, 2 * d)
-        self.out = stk.Linear(k, d, d)
+        self._attention(k, d, heads)
         self.pos_k = stk.Embedding(k, max_len, d)
         self.pos_v = stk.Embedding(k, max_len, d)
         self.int_k = stk.Embedding(k, span + 1, d)
         self.int_v = stk.Embedding(k, span + 1, d)
-        self.ln_ffn = stk.LayerNorm(k, d)
-        self.ff1 = stk.Linear(k, d, inner or d)
-        self.ff2 = stk.Linear(k, inner or d, d)
+        self._feed_forward(k, d, inner)
         self.drops = nn.ModuleList(stk.Dropout(dropout) for _ in range(5))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, buckets: torch.Tensor,
