@@ -8,10 +8,11 @@ losses of the members that train at a step and carries what a step leaves for th
 base course's :class:`SampleEpoch` (mini-batches of samples, planned once per epoch on the
 device, :mod:`._epochs`) and :class:`MemberEpoch` for courses whose mini-batches are groups of
 the log in time order with a state running on from one to the next (LatentCross over whole
-histories, JODIE).
+histories; JODIE has an epoch of its own, :mod:`._jodie_stack`, that takes the members' groups
+together).
 
-What passes from one step of an epoch to the next (a recurrent state, the trajectories of
-JODIE) lives in the epoch object, member by member: :meth:`Course.start` makes a member's state,
+What passes from one step of an epoch to the next (a recurrent state) lives in the epoch
+object, member by member: :meth:`Course.start` makes a member's state,
 the objective returns what the update needs of it (:attr:`StepLosses.carries`) and
 :meth:`Course.advance` carries it into the state. Nothing passes between them through
 attributes of the course.
