@@ -31,14 +31,16 @@ in t-batches (§4.3), with exactly the reads of a row-by-row pass in time order.
 embeddings restart from learned initial vectors every epoch; the initial vectors receive
 gradient only through the first group of an epoch (later groups read detached states).
 
-Implementation: the schedule is computed once per fit (numba); each group's states live in one
+Implementation: the schedule is computed once per fit (numba); each step's states live in one
 preallocated buffer; the recurrence is one autograd node whose backward is written out
-(``_Recurrence``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory and time per
-group are linear in its rows — no copy of the user/item state per t-batch. Prediction and loss
-are batched over the whole group. Compared with recaudit 0.1 (one autograd copy of the whole
-state per run of rows with the same global t-batch index, ~100x slower), results agree to float
-rounding when the groups agree; the one semantic difference: 0.1 read ``p(t-)`` from the state
-before the current run, we read the state after every earlier row (exact time order).
+(``_jodie_rnn._Cascade``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory
+and time per group are linear in its rows — no copy of the user/item state per t-batch.
+Prediction and loss are batched over the whole group. In a stack the members' groups of a step
+are one computation, each member's numbers those it has alone (:mod:`._jodie_stack`).
+Compared with recaudit 0.1 (one autograd copy of the whole state per run of rows with the same
+global t-batch index, ~100x slower), results agree to float rounding when the groups agree; the
+one semantic difference: 0.1 read ``p(t-)`` from the state before the current run, we read the
+state after every earlier row (exact time order).
 
 Ranking (as in the paper): for a query (user ``u`` at time ``t``, last context item ``p``),
 every item ``j`` is scored by ``-||ĵ(t) - [j ; j̄]||²`` with the embeddings at the end of
