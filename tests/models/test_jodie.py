@@ -9,8 +9,10 @@ from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
 from recaudit.models.sequential._jodie import _JODIENet
 from recaudit.models.sequential._history import count_groups
-from recaudit.models.sequential._jodie_plan import make_plan, previous_rows, timespan_groups
-from recaudit.models.sequential._jodie_rnn import recurrence
+from recaudit.models.sequential._jodie_plan import (group_arrays, make_plan, previous_rows,
+                                                    timespan_groups)
+from recaudit.models.sequential._jodie_rnn import cascade
+from recaudit.models.sequential._jodie_stack import plan_steps, row_pad
 from recaudit.models.sequential._nn import materialize
 from recaudit.seeds import make_torch_generator
 
@@ -125,43 +127,54 @@ def test_numba_and_torch_recurrences_agree():
     np.testing.assert_allclose(a.score(train), b.score(train), rtol=1e-4, atol=1e-4)
 
 
-def _random_group(seed, d=6):
+def _random_step(seed, d=6, sizes=(30, 23, 12), pad_numba=False):
+    """The first step of a stack whose member ``p`` trains on the first ``sizes[p]`` rows of
+    a small log (one group each: members with different levels and rows), and random entry
+    states."""
     train = _small_train(seed=seed, n_users=8, n_items=6)
-    prev = np.where(previous_rows(train.user) >= 0,
-                    train.item[np.maximum(previous_rows(train.user), 0)], -1)
-    n = min(len(train), 30)
-    plan = make_plan(train.user[:n], train.item[:n], prev[:n], np.array([0, n]),
-                     train.n_users, train.n_items)
+    pu = previous_rows(train.user)
+    prev = np.where(pu >= 0, train.item[np.maximum(pu, 0)], -1)
     rng = np.random.default_rng(seed)
-    n_ext = len(plan.ext_users) + len(plan.ext_items)
-    idx = torch.tensor(np.stack([plan.iu, plan.ii], 1).ravel())
-    return plan, n_ext, idx, rng, d, n
+    groups = []
+    for n in sizes:
+        plan = make_plan(train.user[:n], train.item[:n], prev[:n], np.array([0, n]),
+                         train.n_users, train.n_items)
+        groups.append(group_arrays(plan, train, prev, rng.random(len(train)),
+                                   rng.random(len(train))))
+    step, = plan_steps(groups, list(range(len(sizes))), len(sizes), train.n_users,
+                       train.n_items, row_pad(pad_numba), torch.device("cpu"))
+    return step, rng, d
 
 
 def test_recurrence_backward_matches_finite_differences():
-    plan, n_ext, idx, rng, d, n = _random_group(0)
+    step, rng, d = _random_step(0, d=3, sizes=(20, 13))
+    k, n_ent = 2, len(step.entry_state)
     dt = torch.float64
-    entry = torch.tensor(rng.normal(size=(n_ext, d)), dtype=dt, requires_grad=True)
-    w = torch.tensor(rng.normal(size=(2 * d, 2 * d + 2)) * 0.5, dtype=dt, requires_grad=True)
-    b = torch.tensor(rng.normal(size=2 * d) * 0.1, dtype=dt, requires_grad=True)
-    deltas = torch.tensor(rng.random((n, 2)), dtype=dt)
-    assert torch.autograd.gradcheck(
-        lambda e, w_, b_: recurrence(e, w_, b_, deltas, idx, plan.level_ptr, impl="torch"),
-        (entry, w, b))
+    entry = torch.tensor(rng.normal(size=(n_ent, d)), dtype=dt, requires_grad=True)
+    w = torch.tensor(rng.normal(size=(k, 2 * d, 2 * d + 2)) * 0.5, dtype=dt, requires_grad=True)
+    b = torch.tensor(rng.normal(size=(k, 2 * d)) * 0.1, dtype=dt, requires_grad=True)
+    assert max(len(level) for level in step.rnn.levels) == 1  # the members padded alike
+    slots = torch.cat([lg.new_u for lg in step.losses] + [lg.new_i for lg in step.losses])
+    assert torch.autograd.gradcheck(   # the rows' outputs (padding rows: nobody reads them)
+        lambda e, w_, b_: cascade(e, w_, b_, step.rnn, False).index_select(0, slots),
+        (entry, w, b), fast_mode=True)
 
 
-def test_numba_recurrence_gradients_equal_torch_ones():
-    plan, n_ext, idx, rng, d, n = _random_group(1, d=8)
-    args = [torch.tensor(rng.normal(size=s), dtype=torch.float32)
-            for s in [(n_ext, d), (2 * d, 2 * d + 2), (2 * d,)]]
-    deltas = torch.tensor(rng.random((n, 2)), dtype=torch.float32)
-    up = torch.tensor(rng.normal(size=(n_ext + 1 + 2 * n, d)), dtype=torch.float32)
+def test_numba_and_torch_recurrences_give_the_same_step():
+    """The numba kernels (no padding) and the torch recurrence (blocks padded to 64 rows)
+    compute every member's rows and gradients alike (to float rounding)."""
     outs = []
-    for impl in ("auto", "torch"):
+    for fast in (True, False):
+        step, rng, d = _random_step(1, d=8, pad_numba=fast)
+        k, n_ent = 3, len(step.entry_state)
+        args = [torch.tensor(rng.normal(size=s), dtype=torch.float32)
+                for s in [(n_ent, d), (k, 2 * d, 2 * d + 2), (k, 2 * d)]]
         xs = [a.clone().requires_grad_() for a in args]
-        buf = recurrence(*xs, deltas, idx, plan.level_ptr, impl=impl)
-        (buf * up).sum().backward()
-        outs.append([buf.detach()] + [x.grad for x in xs])
+        buf = cascade(*xs, step.rnn, fast)
+        slots = torch.cat([lg.new_u for lg in step.losses] + [lg.new_i for lg in step.losses])
+        up = torch.tensor(rng.normal(size=(len(slots), d)), dtype=torch.float32)
+        (buf.index_select(0, slots) * up).sum().backward()
+        outs.append([buf.index_select(0, slots).detach()] + [x.grad for x in xs])
     for x, y in zip(*outs):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-5)
 

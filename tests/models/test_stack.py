@@ -146,6 +146,49 @@ def test_a_member_of_sixteen_equals_the_model_alone(key, monkeypatch):
     assert not np.array_equal(members[0].score(queries), members[15].score(queries))
 
 
+@pytest.mark.parametrize("impl", ["auto", "torch"])
+def test_jodie_members_of_stacks_of_1_3_and_16_train_alike(impl, monkeypatch):
+    """JODIE's members take their groups together (one recurrence per step for the stack,
+    levels of every member batched) and each member trains as it does alone, in a stack of
+    3 and of 16, whatever its neighbours: logs one interaction short at various places (their
+    groups differ in rows and t-batch levels), one user's history removed (fewer groups), an
+    item replaced; the numba recurrence and the torch one (the GPU's, blocks padded)."""
+    from recaudit.models.sequential import _jodie_rnn
+
+    logs, queries = _logs()
+    train = logs[0]
+    rows = np.arange(len(train))
+    changed = train.item.copy()
+    changed[40] = (changed[40] + 1) % train.n_items
+    logs = [*logs, *(train.take(np.delete(rows, r)) for r in (0, 3, 31, 60, 99, 150, 201,
+                                                               len(train) - 1)),
+            train.take(rows[train.user != 7]), train.take(rows[train.user != 11]),
+            train.replace(item=changed), train, train]
+    seeds = [3, 3, 4, *range(10, 21), 5, 5]   # the last two: one trial twice
+    assert len(logs) == len(seeds) == 16
+
+    def model():
+        m = create("jodie", epochs=2, embedding_dim=8, batch_size=16, checkpoint_every=1)
+        m._rnn_impl = impl
+        return m
+
+    calls = []
+    real = _jodie_rnn.cascade
+    monkeypatch.setattr(_jodie_rnn, "cascade", lambda *a: calls.append(1) or real(*a))
+    sixteen = fit_stack([model() for _ in logs], logs, seeds)
+    steps = 2 * max(len(m.group_ptr_) - 1 for m in sixteen)
+    assert len(calls) == steps                     # one recurrence per step for all members
+    three = fit_stack([model() for _ in range(3)], [logs[5], logs[0], logs[2]],
+                      [seeds[5], seeds[0], seeds[2]])
+    for i, j in [(0, 1), (2, 2), (5, 0)]:
+        alone = model().fit(logs[i], seed=seeds[i])
+        want = _state(alone, logs[i], queries)
+        _assert_same(want, _state(sixteen[i], logs[i], queries), f"member {i} of 16")
+        _assert_same(want, _state(three[j], logs[i], queries), f"member {i} in 3")
+    assert not np.array_equal(sixteen[0].score(queries), sixteen[14].score(queries))
+    assert np.array_equal(sixteen[14].score(queries), sixteen[15].score(queries))
+
+
 def test_members_of_different_catalogues_train_in_stacks_of_their_own():
     """One network holds a stack: logs over catalogues of other sizes train apart, each
     member as it trains alone."""

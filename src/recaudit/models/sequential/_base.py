@@ -160,12 +160,6 @@ class SequentialRecommender(Configurable):
                                          reduction="none").view(k, -1)
         return ce.sum(1) / (targets >= 0).sum(1), scores
 
-    def _batches_in_stack(self) -> bool:
-        """Whether a stack of this model computes its members' losses in one batched pass
-        (:meth:`_objectives` over members grouped by mini-batch shape and padded number of
-        targets; ``False``: member by member). The one place that decides it."""
-        return True
-
     def query_scores(self, net: SequenceNet, batch: Batch) -> torch.Tensor:
         """Scores ``[B, n_items]`` of the next item after each row's context (``net``, a
         stack of one, in evaluation mode gives what :meth:`rank` ranks by)."""

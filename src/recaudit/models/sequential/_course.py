@@ -6,22 +6,22 @@ sample models, one store of their samples on the device (a :class:`Stack`). An *
 stack (:meth:`Course.epoch`) is one object that plans the epoch, yields its steps, computes the
 losses of the members that train at a step and carries what a step leaves for the next: the
 base course's :class:`SampleEpoch` (mini-batches of samples, planned once per epoch on the
-device, :mod:`._epochs`) and :class:`MemberEpoch` for courses whose mini-batches are groups of
-the log in time order with a state running on from one to the next, member by member (JODIE;
-LatentCross over whole histories batches its members: :mod:`._latentcross_history`).
+device, :mod:`._epochs`), and the epochs of the courses whose mini-batches are groups of the
+log in time order with a state running on from one group to the next, which take the members'
+groups of a step together (LatentCross over whole histories: :mod:`._latentcross_history`;
+JODIE: :mod:`._jodie_stack`).
 
-What passes from one step of an epoch to the next (a recurrent state, the trajectories of
-JODIE) lives in the epoch object, member by member: :meth:`Course.start` makes a member's state,
-the objective returns what the update needs of it (:attr:`StepLosses.carries`) and
-:meth:`Course.advance` carries it into the state. Nothing passes between them through
-attributes of the course.
+What passes from one step of an epoch to the next (a recurrent state, JODIE's trajectories)
+lives in the epoch object: the objectives return what the update needs of it
+(:attr:`StepLosses.carries`) and the epoch's ``after_update`` carries it into the state.
+Nothing passes between them through attributes of the course.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,8 +34,7 @@ from recaudit.models.sequential._epochs import Group, StackData
 from recaudit.models.sequential._nn import SequenceNet, materialize
 from recaudit.models.sequential._stack import Members
 
-__all__ = ["Course", "GroupCourse", "Stack", "StepLosses", "SampleEpoch", "MemberEpoch",
-           "valid_metric"]
+__all__ = ["Course", "Stack", "StepLosses", "SampleEpoch", "valid_metric"]
 
 
 @dataclass
@@ -82,8 +81,9 @@ class Course:
     when the course finishes; ``train`` is the training log (its last interaction per user is
     held out for validation when the model has ``patience``), ``seed`` the training seed. The
     courses of a stack share one network (:meth:`network`), member ``member`` of it each.
-    Subclasses (the cascade models' histories) override :meth:`_prepare`, :meth:`epoch`,
-    :meth:`objectives` and :meth:`after_update`.
+    Subclasses (the cascade models' courses) override :meth:`_prepare`, :meth:`stack` and
+    :meth:`epoch`, whose epoch object supplies the step's ``objectives`` and
+    ``after_update``.
     """
 
     #: the dtype of the per-epoch loss total (the mean loss of an epoch is ``total / n``)
@@ -211,8 +211,7 @@ class SampleEpoch:
     """An epoch of the sample models' stack: each member's mini-batches in its own order,
     planned once (:meth:`._epochs.StackData.plan`); at a step, members whose mini-batches
     share a shape and a padded number of targets run as one pass of the network (the model's
-    ``_objectives``), or member by member when the model says it does not batch (its
-    ``_batches_in_stack``: the one place that decides it)."""
+    ``_objectives``)."""
 
     def __init__(self, stack: Stack, active: Sequence[Course], epoch: int) -> None:
         from recaudit.seeds import make_rng
@@ -222,8 +221,7 @@ class SampleEpoch:
         orders = {c.member: c.data.order(cfg.batch_order,
                                          make_rng(c.seed, c.name, "order", epoch))
                   for c in active}
-        together = active[0].model._batches_in_stack()
-        self.plan = stack.data.plan(orders, cfg.batch_size, together=together)
+        self.plan = stack.data.plan(orders, cfg.batch_size)
 
     def __iter__(self) -> Iterator[list[Group]]:
         return iter(self.plan.steps)
@@ -251,71 +249,3 @@ class SampleEpoch:
     def state(self, course: Course) -> None:
         return None
 
-
-class GroupCourse(Course):
-    """A course whose mini-batches are groups of the log in time order (``groups``, built by
-    :meth:`_prepare`), with a state that runs on from one group to the next: trained member by
-    member in a stack (:class:`MemberEpoch`)."""
-
-    groups: list[Any]
-
-    @classmethod
-    def stack(cls, courses: Sequence[Course]) -> Stack:
-        return Stack(list(courses), cls.network(courses))
-
-    @classmethod
-    def epoch(cls, stack: Stack, active: Sequence[Course], epoch: int) -> MemberEpoch:
-        return MemberEpoch(stack, active, epoch)
-
-    def start(self) -> Any:
-        """This member's state at the start of an epoch."""
-        raise NotImplementedError
-
-    def objective(self, net: SequenceNet, state: Any, grp: Any, tag: int
-                  ) -> tuple[torch.Tensor, torch.Tensor, Any]:
-        """This member's loss at group ``grp`` from ``state`` (``tag``: the step's), what it
-        adds to the epoch's loss total, and what :meth:`advance` needs of it."""
-        raise NotImplementedError
-
-    def advance(self, state: Any, grp: Any, carry: Any) -> None:
-        """After the optimiser step: carry the objective's ``carry`` into ``state``."""
-        raise NotImplementedError
-
-
-class MemberEpoch:
-    """An epoch of courses whose mini-batches are groups of the log in time order, member by
-    member: each member's state (:meth:`Course.start`) runs on from one group to the next
-    (:meth:`Course.advance`); at a step, every member that still has a group trains on it."""
-
-    def __init__(self, stack: Stack, active: Sequence[Course], epoch: int) -> None:
-        self.stack = stack
-        courses = [cast(GroupCourse, c) for c in active]
-        self.states = {c.member: c.start() for c in courses}
-        self.groups = {c.member: iter(c.groups) for c in courses}
-
-    def __iter__(self) -> Iterator[list[tuple[GroupCourse, Any]]]:
-        courses = self.stack.courses
-        while True:
-            step = [(cast(GroupCourse, courses[k]), g) for k, it in self.groups.items()
-                    if (g := next(it, None)) is not None]
-            if not step:
-                return
-            yield step
-
-    def objectives(self, step: list[tuple[GroupCourse, Any]], tag: int) -> StepLosses:
-        losses, tallies, carries = [], [], {}
-        for course, grp in step:
-            loss, tally, carry = course.objective(self.stack.net, self.states[course.member],
-                                                  grp, tag)
-            losses.append(loss)
-            tallies.append(tally)
-            carries[course.member] = carry
-        return StepLosses(torch.stack(losses), [c.member for c, _ in step],
-                          torch.stack(tallies), carries)
-
-    def after_update(self, step: list[tuple[GroupCourse, Any]], losses: StepLosses) -> None:
-        for course, grp in step:
-            course.advance(self.states[course.member], grp, losses.carries[course.member])
-
-    def state(self, course: Course) -> Any:
-        return self.states[course.member]

@@ -74,10 +74,9 @@ class StackData:
                     "length": t([d.length for d in datas]),
                     "cols": torch.arange(self.max_len + 1, device=device)}
 
-    def plan(self, orders: dict[int, np.ndarray], batch_size: int, *,
-             together: bool = True) -> EpochPlan:
-        """The epoch of the members in ``orders`` (stack position -> its samples' order);
-        ``together``: members of one shape form a group (else each member its own)."""
+    def plan(self, orders: dict[int, np.ndarray], batch_size: int) -> EpochPlan:
+        """The epoch of the members in ``orders`` (stack position -> its samples' order):
+        at each step, members whose mini-batches have one shape form a group."""
         window = self.layout == "window"
         steps: list[list[Group]] = []
         chunks: list[np.ndarray] = []
@@ -92,10 +91,10 @@ class StackData:
                 lens = self.datas[k].length[ids]
                 width = self.max_len if self.pad_left else max(int(lens.max()), 1)
                 count = int(lens.sum()) if window else len(ids)
-                key = (len(ids), width, padded(count), -1 if together else k)
+                key = (len(ids), width, padded(count))
                 keyed.setdefault(key, []).append((k, ids, lens))
             step = []
-            for (rows, width, targets, _), members in keyed.items():
+            for (rows, width, targets), members in keyed.items():
                 gids = np.concatenate([ids + self.sample_offset[k] for k, ids, _ in members])
                 step.append(Group(tuple(k for k, _, _ in members), rows, width, targets, n,
                                   n + len(gids), tuple(lens for _, _, lens in members)))

@@ -31,14 +31,16 @@ in t-batches (§4.3), with exactly the reads of a row-by-row pass in time order.
 embeddings restart from learned initial vectors every epoch; the initial vectors receive
 gradient only through the first group of an epoch (later groups read detached states).
 
-Implementation: the schedule is computed once per fit (numba); each group's states live in one
+Implementation: the schedule is computed once per fit (numba); each step's states live in one
 preallocated buffer; the recurrence is one autograd node whose backward is written out
-(``_Recurrence``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory and time per
-group are linear in its rows — no copy of the user/item state per t-batch. Prediction and loss
-are batched over the whole group. Compared with recaudit 0.1 (one autograd copy of the whole
-state per run of rows with the same global t-batch index, ~100x slower), results agree to float
-rounding when the groups agree; the one semantic difference: 0.1 read ``p(t-)`` from the state
-before the current run, we read the state after every earlier row (exact time order).
+(``_jodie_rnn._Cascade``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory
+and time per group are linear in its rows — no copy of the user/item state per t-batch.
+Prediction and loss are batched over the whole group. In a stack the members' groups of a step
+are one computation, each member's numbers those it has alone (:mod:`._jodie_stack`).
+Compared with recaudit 0.1 (one autograd copy of the whole state per run of rows with the same
+global t-batch index, ~100x slower), results agree to float rounding when the groups agree; the
+one semantic difference: 0.1 read ``p(t-)`` from the state before the current run, we read the
+state after every earlier row (exact time order).
 
 Ranking (as in the paper): for a query (user ``u`` at time ``t``, last context item ``p``),
 every item ``j`` is scored by ``-||ĵ(t) - [j ; j̄]||²`` with the embeddings at the end of
@@ -55,7 +57,7 @@ gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_trac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -65,22 +67,22 @@ from torch import nn
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
 from recaudit.models.sequential._history import count_groups, train_last_time
-from recaudit.models.sequential._jodie_plan import (Plan, group_tensors, make_plan,
+from recaudit.models.sequential._jodie_plan import (Plan, group_arrays, make_plan,
                                                     previous_rows, timespan_groups)
-from recaudit.models.sequential._jodie_rnn import recurrence
+from recaudit.models.sequential._jodie_stack import StackEpoch
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet
-from recaudit.models.sequential._stack import Members
 from recaudit.models._registry import register
 from recaudit.models.sequential._base import SequentialRecommender, fit_stack
-from recaudit.models.sequential._course import Course, GroupCourse
+from recaudit.models.sequential._course import Course, Stack
 from recaudit.models.sequential._config import JODIEConfig
 
 __all__ = ["JODIE"]
 
 class _JODIENet(SequenceNet):
-    """JODIE's parameters for ``k`` members; the methods compute one member (``m``) on rows
-    ``[n, ...]``."""
+    """JODIE's parameters for ``k`` members. The stacked methods compute the members ``m`` on
+    rows ``[K', n, ...]``; :meth:`projection` and :meth:`predict` are those of a network of
+    one member (ranking, TracIn) on rows ``[n, ...]``."""
 
     def __init__(self, k: int, n_users: int, n_items: int, d: int) -> None:
         super().__init__()
@@ -95,40 +97,55 @@ class _JODIENet(SequenceNet):
         self.w_user_static = stk.Embedding(k, n_users, d + n_items)
         self.w_prev_static = stk.Embedding(k, n_items + 1, d + n_items)  # 0 = none
 
-    def initial(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
-        """Member ``m``'s initial user and item vectors ``[d]``."""
-        return _one(m.take(self.init_user)), _one(m.take(self.init_item))
+    def project_users(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
+                      ) -> torch.Tensor:
+        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [K', n, d]``,
+        ``Δ_u [K', n, 1]``."""
+        return u_prev * (1.0 + self.project(deltas, m))
+
+    def predict_items(self, u_proj: torch.Tensor, user_rows: torch.Tensor,
+                      prev_dyn: torch.Tensor, prev_rows: torch.Tensor, m: stk.Members
+                      ) -> torch.Tensor:
+        """Predicted ``[dynamic ; static]`` embedding of the next item (eq. 4) of rows
+        ``[K', n, ...]``; ``user_rows``, ``prev_rows`` ``[K', n]``: rows of the stacked static
+        tables (member ``k``'s user ``u`` is row ``k n_users + u``, its previous item ``p`` row
+        ``k (n_items + 1) + p + 1``). The static weights are read with ``index_select``
+        (backward: one ``index_add`` into the dense gradient; ``nn.Embedding``'s CPU backward
+        filled the table about 50 times per step: 45 % of an epoch on Foursquare's 5,597
+        items)."""
+        def rows(table: stk.Embedding, at: torch.Tensor) -> torch.Tensor:
+            return table.weight.flatten(0, 1).index_select(0, at.reshape(-1)).view(
+                *at.shape, -1)
+
+        return (self.w_user_dyn(u_proj, m) + self.w_prev_dyn(prev_dyn, m)
+                + rows(self.w_user_static, user_rows) + rows(self.w_prev_static, prev_rows))
 
     def projection(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
                    ) -> torch.Tensor:
-        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [n, d]``, ``Δ_u [n, 1]``."""
-        return u_prev * (1.0 + self.project(deltas[None], m)[0])
+        """:meth:`project_users` of one member's rows ``[n, ...]``."""
+        return self.project_users(u_prev[None], deltas[None], m)[0]
 
     def predict(self, u_proj, users, prev_dyn, prev_item, m: stk.Members):
-        """Predicted ``[dynamic ; static]`` embedding of the next item (eq. 4). The static
-        weights are read with ``index_select`` (backward: one ``index_add`` into the dense
-        gradient; ``nn.Embedding``'s CPU backward filled the table about 50 times per step:
-        45 % of an epoch on Foursquare's 5,597 items)."""
-        return (self.w_user_dyn(u_proj[None], m)[0] + self.w_prev_dyn(prev_dyn[None], m)[0]
-                + _one(m.take(self.w_user_static.weight)).index_select(0, users)
-                + _one(m.take(self.w_prev_static.weight)).index_select(0, prev_item + 1))
+        """:meth:`predict_items` of the rows ``[n, ...]`` of a network of one member
+        (``prev_item``: -1 for none)."""
+        if self.size != 1:
+            raise ValueError("predict reads a network of one member (network.member(k))")
+        return self.predict_items(u_proj[None], users[None], prev_dyn[None],
+                                  (prev_item + 1)[None], m)[0]
 
-    def cell_weights(self, m: stk.Members) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both RNN cells as one affine map of ``x = [u(t-), j(t-), Δ_u, Δ_j]``: ``[2d, 2d+2]``
-        weights (rows: user cell, item cell) and ``[2d]`` bias."""
-        wu, wi = _one(m.take(self.user_rnn.weight)), _one(m.take(self.item_rnn.weight))
-        d = wu.shape[0]
-        zero = wu.new_zeros(d, 1)
-        w = torch.cat([torch.cat([wu[:, :2 * d], wu[:, 2 * d:], zero], 1),
-                       torch.cat([wi[:, d:2 * d], wi[:, :d], zero, wi[:, 2 * d:]], 1)], 0)
-        bu, bi = self.user_rnn.bias_of(m), self.item_rnn.bias_of(m)
+    def cell_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both RNN cells of every member as one affine map of ``x = [u(t-), j(t-), Δ_u,
+        Δ_j]``: ``[K, 2d, 2d+2]`` weights (rows: user cell, item cell) and ``[K, 2d]``
+        biases."""
+        wu, wi = self.user_rnn.weight, self.item_rnn.weight
+        k, d = wu.shape[:2]
+        zero = wu.new_zeros(k, d, 1)
+        w = torch.cat([torch.cat([wu, zero], 2),
+                       torch.cat([wi[:, :, d:2 * d], wi[:, :, :d], zero, wi[:, :, 2 * d:]], 2)],
+                      1)
+        bu, bi = self.user_rnn.bias, self.item_rnn.bias
         assert bu is not None and bi is not None
-        return w, torch.cat([_one(bu), _one(bi)])
-
-
-def _one(t: torch.Tensor) -> torch.Tensor:
-    """The only member's slice of ``t [1, ...]`` (a view; its backward copies nothing)."""
-    return t.squeeze(0)
+        return w, torch.cat([bu, bi], 1)
 
 
 @register("jodie")
@@ -136,7 +153,11 @@ class JODIE(SequentialRecommender):
     """JODIE coupled user/item RNNs with embedding projection (Kumar et al., KDD 2019)."""
 
     Config = JODIEConfig
-    implementation = 1  # unchanged since the one training loop
+    #: 2: a stack's members take their groups together; the torch recurrence (accelerators)
+    #: runs a t-batch level of every member as batched products over blocks padded to
+    #: multiples of 64 rows, which changes its numbers (the CPU's numba recurrence and the
+    #: losses give version 1's bits; measured)
+    implementation = 2
     _rnn_impl = "auto"  # "torch" forces the torch recurrence on the CPU (tests)
     _group_ptr: np.ndarray | None = None  # group boundaries of the next fit (tests)
     user_state_: torch.Tensor  # dynamic embeddings at the end of training (set by fit)
@@ -180,10 +201,9 @@ class JODIE(SequentialRecommender):
         return count_groups(len(train), self.config.batch_size)
 
     @staticmethod
-    def _prepare(train: Interactions, gptr: np.ndarray, device
-                 ) -> tuple[Plan, list[dict], float]:
+    def _prepare(train: Interactions, gptr: np.ndarray) -> tuple[Plan, list[dict], float]:
         """The fit's schedule over ``train`` with group boundaries ``gptr``: the plan, the
-        per-group tensors and the time scale (the standard deviation of ``Δ_u``)."""
+        per-group arrays (host) and the time scale (the standard deviation of ``Δ_u``)."""
         times = train.timestamp.astype(np.float64)
         prev_u, prev_i = previous_rows(train.user), previous_rows(train.item)
         du = np.where(prev_u >= 0, times - times[np.maximum(prev_u, 0)], 0.0)
@@ -191,8 +211,7 @@ class JODIE(SequentialRecommender):
         scale = float(du.std()) or 1.0
         prev_item = np.where(prev_u >= 0, train.item[np.maximum(prev_u, 0)], -1).astype(np.int64)
         plan = make_plan(train.user, train.item, prev_item, gptr, train.n_users, train.n_items)
-        groups = group_tensors(plan, train, prev_item, du / scale, di / scale, device)
-        return plan, groups, scale
+        return plan, group_arrays(plan, train, prev_item, du / scale, di / scale), scale
 
     def fit(self, train: Interactions, *, seed: int, _group_ptr: np.ndarray | None = None
             ) -> JODIE:
@@ -208,31 +227,6 @@ class JODIE(SequentialRecommender):
 
     def _course(self, train: Interactions, seed: int, device: torch.device) -> Course:
         return _JODIECourse(self, train, seed, device)
-
-    def _group_loss(self, net, buf, grp, lam_u, lam_i, m: stk.Members) -> torch.Tensor:
-        d = buf.shape[1]
-        n = grp["deltas"].shape[0]
-        base = grp["n_ext"] + 1
-        u_prev = buf.index_select(0, grp["iu"])
-        i_prev = buf.index_select(0, grp["ii"])
-        p_dyn = buf.index_select(0, grp["ip"])
-        new = buf[base:base + 2 * n].view(n, 2, d)
-        if self.config.detach_targets:
-            u_ref, i_ref = u_prev.detach(), i_prev.detach()
-        else:
-            u_ref, i_ref = u_prev, i_prev
-        u_proj = net.projection(u_prev, grp["deltas"][:, :1], m)
-        pred = net.predict(u_proj, grp["users"], p_dyn, grp["prev"], m)
-        one_hot = buf.new_zeros(n, net.n_items).scatter_(1, grp["items"][:, None], 1.0)
-        target = torch.cat([i_ref, one_hot], 1)  # (F.one_hot checks its input: a device sync)
-        if self.config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
-            per_row = (((pred - target) ** 2).mean(1)
-                       + lam_u * ((new[:, 0] - u_ref) ** 2).mean(1)
-                       + lam_i * ((new[:, 1] - i_ref) ** 2).mean(1))
-            return (per_row * grp["row_weight"]).sum()
-        return (((pred - target) ** 2).sum()
-                + lam_u * ((new[:, 0] - u_ref) ** 2).sum()
-                + lam_i * ((new[:, 1] - i_ref) ** 2).sum())
 
     # ------------------------------------------------------------------ TracIn
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
@@ -299,10 +293,11 @@ class JODIE(SequentialRecommender):
         return -dist
 
 
-class _JODIECourse(GroupCourse):
+class _JODIECourse(Course):
     """JODIE in the training loop: the mini-batches are the log's groups in time order (the
     plan of :mod:`._jodie_plan`), the dynamic embeddings run on from group to group (detached at
-    group boundaries) and restart from the learned initial vectors every epoch."""
+    group boundaries) and restart from the learned initial vectors every epoch; the members of
+    a stack take their groups together (:class:`._jodie_stack.StackEpoch`)."""
 
     model: JODIE
     total_dtype = torch.float32
@@ -313,7 +308,7 @@ class _JODIECourse(GroupCourse):
             raise DataError("jodie: the training log is empty", source=train.name)
         gptr = getattr(model, "_group_ptr", None)
         gptr = model._groups(train) if gptr is None else gptr
-        self.plan, self.groups, model.time_scale_ = model._prepare(train, gptr, self.device)
+        self.plan, self.groups, model.time_scale_ = model._prepare(train, gptr)
         model.group_ptr_ = gptr
         model.n_items_, model.n_users_ = train.n_items, train.n_users
         return len(train)
@@ -326,61 +321,24 @@ class _JODIECourse(GroupCourse):
 
     def _batch_bytes(self) -> int:
         d, n_items = self.config.embedding_dim, self.train.n_items
-        rows = max(int(g["deltas"].shape[0]) for g in self.groups)
+        rows = max(len(g["deltas"]) for g in self.groups)
         states = (self.train.n_users + n_items) * d
         return 4 * (4 * rows * (d + n_items) + 16 * rows * d + 2 * states)
 
-    def start(self) -> _Trajectories:
-        """Every user's and item's dynamic embedding, from the initial vectors as they are
-        now; the epoch's first group reads the vectors themselves, with their gradient."""
-        net, train, d = cast(_JODIENet, self.net), self.train, self.config.embedding_dim
-        with torch.no_grad():
-            user0, item0 = net.initial(Members.of(net, [self.member]))
-            users = user0.detach().expand(train.n_users, d).clone()
-            items = item0.detach().expand(train.n_items, d).clone()
-        return _Trajectories(users, items)
+    @classmethod
+    def stack(cls, courses: Sequence[Course]) -> Stack:
+        return Stack(list(courses), cls.network(courses), {})  # data: the epochs' plans
 
-    def objective(self, net: SequenceNet, state: _Trajectories, grp: dict, tag: int
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """This member's loss at group ``grp``, what it adds to the epoch's total and the
-        group's state buffer."""
-        net = cast(_JODIENet, net)
-        cfg, d = self.config, self.config.embedding_dim
-        m = Members.of(net, [self.member])
-        if state.first:
-            user0, item0 = net.initial(m)
-            entry = torch.cat([user0.expand(len(grp["ext_u"]), d),
-                               item0.expand(len(grp["ext_i"]), d)])
-        else:
-            entry = torch.cat([state.users.index_select(0, grp["ext_u"]),
-                               state.items.index_select(0, grp["ext_i"])])
-        w, b = net.cell_weights(m)
-        buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
-                         self.model._rnn_impl)
-        loss = self.model._group_loss(net, buf, grp, cfg.lambda_user, cfg.lambda_item, m)
-        n = grp["deltas"].shape[0] if cfg.loss_reduction == "group-sum" else 1
-        return loss / n, loss.detach(), buf
+    @classmethod
+    def epoch(cls, stack: Stack, active: Sequence[Course], epoch: int) -> StackEpoch:
+        return StackEpoch(stack, [cast(_JODIECourse, c) for c in active])
 
-    def advance(self, state: _Trajectories, grp: dict, buf: torch.Tensor) -> None:
-        """The group's users and items run on from their states after the group."""
-        buf = buf.detach()
-        state.users.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
-        state.items.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
-        state.first = False
-
-    def finish(self, state: _Trajectories) -> None:
+    def finish(self, state: torch.Tensor) -> None:
+        """``state``: the stack's states after the last epoch ``[K, n_users + n_items, d]``."""
         super().finish(state)
         model, train = self.model, self.train
-        model.user_state_, model.item_state_ = state.users, state.items
+        mine = state[self.member]
+        model.user_state_ = mine[:train.n_users].clone()
+        model.item_state_ = mine[train.n_users:].clone()
         model.user_last_time_ = train_last_time(train)
         model.plan_stats_ = {"groups": self.plan.n_groups, "t_batches": self.plan.n_levels}
-
-
-@dataclass
-class _Trajectories:
-    """JODIE's epoch state: the dynamic embeddings of every user and item after the groups
-    so far, and whether the next group is the epoch's first (it reads the initial vectors)."""
-
-    users: torch.Tensor
-    items: torch.Tensor
-    first: bool = True

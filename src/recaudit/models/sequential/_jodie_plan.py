@@ -29,13 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from numba import njit
 
 from recaudit.data import Interactions
 
 __all__ = ["Plan", "timespan_groups", "make_plan", "previous_rows",
-           "group_tensors", "t_batches"]
+           "group_arrays", "t_batches"]
 
 
 @njit(cache=True)
@@ -279,33 +278,33 @@ def t_batches(train: Interactions) -> np.ndarray:
                       train.n_items)
 
 
-def group_tensors(plan: Plan, train: Interactions, prev_item: np.ndarray, du: np.ndarray,
-                   di: np.ndarray, device) -> list[dict]:
-    """Per-group index tensors, built once per fit (processing order throughout)."""
-    def T(a, dt=torch.long):  # noqa: N802
-        return torch.tensor(np.ascontiguousarray(a), dtype=dt, device=device)
-
+def group_arrays(plan: Plan, train: Interactions, prev_item: np.ndarray, du: np.ndarray,
+                 di: np.ndarray) -> list[dict]:
+    """Per-group arrays on the host, built once per fit (processing order throughout): the
+    level boundaries, the rows' read slots ``iu``/``ii``/``ip`` in the group's own buffer
+    layout (:class:`Plan`), the rows' codes, time differences and t-batch weights, the entry
+    and final states' codes and slots; :mod:`._jodie_stack` takes several members' groups
+    together."""
     groups = []
     for g in range(plan.n_groups):
         s, e = plan.group_ptr[g], plan.group_ptr[g + 1]
         rows = plan.order[s:e]
         lp = plan.level_ptr[plan.level_group_ptr[g]:plan.level_group_ptr[g + 1]]
-        ext_u = plan.ext_users[plan.ext_user_ptr[g]:plan.ext_user_ptr[g + 1]]
-        ext_i = plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]]
         fu = slice(plan.fin_user_ptr[g], plan.fin_user_ptr[g + 1])
         fi = slice(plan.fin_item_ptr[g], plan.fin_item_ptr[g + 1])
         sizes = np.diff(lp)
         groups.append({
             "levels": np.ascontiguousarray(lp, dtype=np.int64),
             "rows": np.ascontiguousarray(rows, dtype=np.int64),
-            "row_weight": T(np.repeat(1.0 / sizes, sizes), torch.float32),
-            "idx": T(np.stack([plan.iu[s:e], plan.ii[s:e]], 1).ravel()),
-            "iu": T(plan.iu[s:e]), "ii": T(plan.ii[s:e]), "ip": T(plan.ip[s:e]),
-            "users": T(train.user[rows]), "items": T(train.item[rows]),
-            "prev": T(prev_item[rows]),
-            "deltas": T(np.stack([du[rows], di[rows]], 1), torch.float32),
-            "ext_u": T(ext_u), "ext_i": T(ext_i), "n_ext": len(ext_u) + len(ext_i),
-            "fin_u": T(plan.fin_user[fu]), "fin_u_slot": T(plan.fin_user_slot[fu]),
-            "fin_i": T(plan.fin_item[fi]), "fin_i_slot": T(plan.fin_item_slot[fi]),
+            "row_weight": np.repeat(1.0 / sizes, sizes).astype(np.float32),
+            "iu": plan.iu[s:e], "ii": plan.ii[s:e], "ip": plan.ip[s:e],
+            "users": train.user[rows].astype(np.int64),
+            "items": train.item[rows].astype(np.int64),
+            "prev": prev_item[rows].astype(np.int64),
+            "deltas": np.stack([du[rows], di[rows]], 1).astype(np.float32),
+            "ext_u": plan.ext_users[plan.ext_user_ptr[g]:plan.ext_user_ptr[g + 1]],
+            "ext_i": plan.ext_items[plan.ext_item_ptr[g]:plan.ext_item_ptr[g + 1]],
+            "fin_u": plan.fin_user[fu], "fin_u_slot": plan.fin_user_slot[fu],
+            "fin_i": plan.fin_item[fi], "fin_i_slot": plan.fin_item_slot[fi],
         })
     return groups

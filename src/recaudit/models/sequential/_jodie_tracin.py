@@ -39,7 +39,9 @@ import numpy as np
 import torch
 
 from recaudit.data import Interactions, Queries
-from recaudit.models.sequential._jodie_rnn import recurrence
+from recaudit.models.sequential._jodie_rnn import uses_numba
+from recaudit.models.sequential._jodie_stack import (advance, initial_states, plan_steps,
+                                                     row_pad, step_buffer)
 from recaudit.models.sequential._nn import deterministic_torch
 from recaudit.models.sequential._stack import Members
 
@@ -61,12 +63,12 @@ def factor_stream(model: Any, train: Interactions, rows: np.ndarray, queries: Qu
     wanted[np.asarray(rows, dtype=np.int64)] = True
     device = model.device_
     with deterministic_torch(model.config.num_threads, device, fill_uninitialized=False):
-        _, groups, _ = model._prepare(train, model.group_ptr_, device)
+        _, groups, _ = model._prepare(train, model.group_ptr_)
         for lr, state in model.checkpoints_:
             net = copy.deepcopy(net0)
             net.load_state_dict(state)
             net.eval()
-            _, _, users, items = deque(_walk(model, net, groups), maxlen=1)[0]  # end states
+            *_, users, items = deque(_walk(model, net, groups), maxlen=1)[0]  # end states
             test = _query_factors(model, net, q, users, items, device)
             yield lr, test, True, _row_chunks(model, net, groups, wanted, chunk_size)
 
@@ -99,25 +101,20 @@ def _check_log(model: Any, train: Interactions) -> None:
 
 
 def _walk(model: Any, net: Any, groups: list[dict]
-          ) -> Iterator[tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """The fit's forward pass with fixed weights: ``(group, its state buffer, user states,
-    item states)`` per group, the states as they are after the group."""
-    m = Members.of(net)
+          ) -> Iterator[tuple[dict, Any, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The fit's forward pass with fixed weights (the training steps of a stack of one):
+    ``(group, its step, its state buffer, user states, item states)`` per group, the states
+    as they are after the group."""
+    device = model.device_
+    fast = uses_numba(model._rnn_impl, device)
+    steps = plan_steps([groups], [0], 1, model.n_users_, model.n_items_, row_pad(fast), device)
     with torch.no_grad():
-        user0, item0 = net.initial(m)
-        d = user0.shape[0]
-        users = user0.expand(model.n_users_, d).clone()
-        items = item0.expand(model.n_items_, d).clone()
-        w, b = net.cell_weights(m)
-    for grp in groups:
+        states = initial_states(net, model.n_users_)
+    for grp, step in zip(groups, steps, strict=True):
         with torch.no_grad():
-            entry = torch.cat([users.index_select(0, grp["ext_u"]),
-                               items.index_select(0, grp["ext_i"])])
-            buf = recurrence(entry, w, b, grp["deltas"], grp["idx"], grp["levels"],
-                             model._rnn_impl)
-            users.index_copy_(0, grp["fin_u"], buf.index_select(0, grp["fin_u_slot"]))
-            items.index_copy_(0, grp["fin_i"], buf.index_select(0, grp["fin_i_slot"]))
-        yield grp, buf, users, items
+            buf = step_buffer(net, step, states, fast)
+            advance(states, step, buf)
+        yield grp, step, buf, states[0, :model.n_users_], states[0, model.n_users_:]
 
 
 def _row_chunks(model: Any, net: Any, groups: list[dict], wanted: np.ndarray, chunk: int
@@ -125,11 +122,11 @@ def _row_chunks(model: Any, net: Any, groups: list[dict], wanted: np.ndarray, ch
     ids: list[np.ndarray] = []
     parts: list[tuple] = []
     held = 0
-    for grp, buf, _, _ in _walk(model, net, groups):
+    for grp, step, buf, _, _ in _walk(model, net, groups):
         sel = np.flatnonzero(wanted[grp["rows"]])
         if len(sel):
             ids.append(grp["rows"][sel])
-            parts.append(_row_factors(net, buf, grp, torch.as_tensor(sel).to(buf.device)))
+            parts.append(_row_factors(net, buf, grp, step.losses[0], sel))
             held += len(sel)
         if held >= chunk:
             yield _joined(ids, parts)
@@ -143,14 +140,21 @@ def _joined(ids: list[np.ndarray], parts: list[tuple]) -> tuple[np.ndarray, tupl
 
 
 @torch.no_grad()
-def _row_factors(net: Any, buf: torch.Tensor, grp: dict, sel: torch.Tensor) -> tuple:
-    """``(D, H, K)`` of the group's rows ``sel`` (positions in the group's order)."""
-    u_prev = buf.index_select(0, grp["iu"][sel])
-    item_prev = buf.index_select(0, grp["ii"][sel])
-    p_dyn = buf.index_select(0, grp["ip"][sel])
-    u_proj = net.projection(u_prev, grp["deltas"][sel, :1], Members.of(net))
-    users, prev = grp["users"][sel], grp["prev"][sel]
-    return _triple(net, u_proj, users, p_dyn, prev, item_prev, grp["items"][sel])
+def _row_factors(net: Any, buf: torch.Tensor, grp: dict, lg: Any, sel: np.ndarray) -> tuple:
+    """``(D, H, K)`` of the group's rows ``sel`` (positions in the group's order; ``lg``: the
+    step's one loss pass, whose slots are the rows')."""
+    at = torch.as_tensor(sel).to(buf.device)
+
+    def host(a, dtype=torch.long):
+        return torch.as_tensor(a[sel], dtype=dtype).to(buf.device)
+
+    u_prev = buf.index_select(0, lg.iu[at])
+    item_prev = buf.index_select(0, lg.ii[at])
+    p_dyn = buf.index_select(0, lg.ip[at])
+    u_proj = net.projection(u_prev, host(grp["deltas"][:, :1], torch.float32),
+                            Members.of(net))
+    return _triple(net, u_proj, host(grp["users"]), p_dyn, host(grp["prev"]), item_prev,
+                   host(grp["items"]))
 
 
 @torch.no_grad()

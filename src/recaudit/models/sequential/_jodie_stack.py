@@ -1,0 +1,357 @@
+"""JODIE's groups of several members taken together: the steps of a stack's epoch.
+
+At step ``j`` of an epoch every member that has a ``j``-th group (:mod:`._jodie_plan`) trains on
+it, and the members' groups are computed as one: one buffer holds every member's entry states,
+one zero row and the rows' outputs; the rows are laid out *level by level* (t-batch level
+``l`` of every member, then level ``l + 1``; a member with fewer levels drops out), so the
+recurrence runs each level of all members as one batched computation
+(:func:`~._jodie_rnn.cascade`), the losses of members whose groups have as many rows as one
+pass (:class:`LossGroup`), and the states after the step return to every member's state rows
+in one scatter.
+
+**A member's numbers never depend on its neighbours.** Within a level a member's rows form
+one block of ``pad(n)`` rows, ``n`` its rows at that level and ``pad`` a rule of the member
+alone (the torch recurrence pads to multiples of :data:`~._stack.ROWS`, the numba one not at
+all): members whose blocks have as many rows run as one batched product whose slice is the
+product the member has alone; padding rows read the zero row, nobody reads what they write,
+and their gradients are zeros. A loss pass holds members with as many rows, each in its own
+processing order. Every index is into the member's own part of a stacked table (state rows
+``k (n_users + n_items) + code``, static weights ``k n + code``).
+
+The plan of an epoch depends on the set of members that train (a member that stopped early
+leaves it); it is built on the host once for each such set and copied to the device in one
+copy per dtype (:class:`_Pack`): a step then reads nothing back from the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from recaudit.models.sequential._stack import Members, padded
+
+__all__ = ["Step", "LossGroup", "LevelGroup", "Cascade", "plan_steps", "row_pad", "StackEpoch",
+           "group_losses", "initial_states"]
+
+
+@dataclass(frozen=True)
+class LevelGroup:
+    """Rows ``lo:hi`` of a level: ``hi - lo = K' rows``, the blocks of members ``members``
+    (stack positions, ``None``: all of them in order), ``rows`` each; ``idx`` their read
+    slots ``[2 (hi - lo)]`` (``u(t-)``, ``j(t-)`` per row), ``deltas`` ``[K', rows, 2]``."""
+
+    lo: int
+    hi: int
+    rows: int
+    members: torch.Tensor | None
+    idx: torch.Tensor
+    deltas: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """What the recurrence of a step reads: ``n_rows`` rows (padding included), their read
+    slots ``idx [2 n_rows]`` and time differences ``deltas [n_rows, 2]``; per level the
+    member blocks (host arrays for the numba kernels: ``blk_ptr`` cuts the blocks into
+    levels, block ``b`` is member ``blk_member[b]``'s rows ``blk_start[b]`` onwards,
+    ``blk_n[b]`` of them) and the :class:`LevelGroup` s of the torch recurrence."""
+
+    n_rows: int
+    idx: torch.Tensor
+    deltas: torch.Tensor
+    blk_ptr: np.ndarray
+    blk_member: np.ndarray
+    blk_start: np.ndarray
+    blk_n: np.ndarray
+    levels: list[list[LevelGroup]]
+
+
+@dataclass(frozen=True)
+class LossGroup:
+    """Members (stack positions) whose groups have ``rows`` rows each, their loss as one
+    pass (``m``): buffer slots ``[K' rows]`` of ``u(t-)``, ``j(t-)``, ``p(t-)``, ``u(t)``,
+    ``j(t)`` (each member's rows in its processing order); ``users`` and ``prev`` rows
+    ``[K', rows]`` of the stacked static tables (``p + 1``: 0 = none), ``items`` ``[K', rows,
+    1]``, ``du`` ``[K', rows, 1]`` and the t-batch weights ``[K', rows]``."""
+
+    members: tuple[int, ...]
+    m: Members
+    rows: int
+    iu: torch.Tensor
+    ii: torch.Tensor
+    ip: torch.Tensor
+    new_u: torch.Tensor
+    new_i: torch.Tensor
+    users: torch.Tensor
+    prev: torch.Tensor
+    items: torch.Tensor
+    du: torch.Tensor
+    weight: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the stack: its members (in the order of their losses), whether it is the
+    epoch's first (entries read the initial vectors, rows ``k`` / ``K + k`` of
+    ``[init_user ; init_item]``: ``entry_init``) or not (rows of the stacked state:
+    ``entry_state``), the recurrence's plan, the loss passes and the final states' scatter
+    (``fin_src`` buffer slots to ``fin_dst`` state rows)."""
+
+    members: list[int]
+    first: bool
+    entry_init: torch.Tensor
+    entry_state: torch.Tensor
+    rnn: Cascade
+    losses: list[LossGroup]
+    fin_dst: torch.Tensor
+    fin_src: torch.Tensor
+
+
+def row_pad(use_numba: bool) -> Callable[[int], int]:
+    """A member's rows at a level as a block of the buffer: the numba recurrence computes
+    each row alone (no padding); the torch one pads to a multiple of ``ROWS``."""
+    return (lambda n: n) if use_numba else padded
+
+
+class _Pack:
+    """Host arrays gathered for one copy to the device per dtype."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {"i": [], "f": []}
+        self.size = {"i": 0, "f": 0}
+        self.out: dict[str, torch.Tensor] = {}
+
+    def add(self, a: np.ndarray, kind: str = "i") -> tuple[str, int, tuple[int, ...]]:
+        a = np.ascontiguousarray(a, dtype=np.int64 if kind == "i" else np.float32)
+        ref = (kind, self.size[kind], a.shape)
+        self.parts[kind].append(a.ravel())
+        self.size[kind] += a.size
+        return ref
+
+    def finish(self, device: torch.device) -> None:
+        for kind, parts in self.parts.items():
+            dt = np.int64 if kind == "i" else np.float32
+            flat = np.concatenate(parts) if parts else np.zeros(0, dt)
+            self.out[kind] = torch.from_numpy(flat).to(device)
+
+    def __call__(self, ref: tuple[str, int, tuple[int, ...]]) -> torch.Tensor:
+        kind, lo, shape = ref
+        return self.out[kind][lo:lo + int(np.prod(shape, dtype=np.int64))].view(shape)
+
+
+def plan_steps(groups: Sequence[Sequence[dict]], positions: Sequence[int], k: int,
+               n_users: int, n_items: int, pad: Callable[[int], int],
+               device: torch.device) -> list[Step]:
+    """The steps of an epoch of members ``positions`` (of a stack of ``k``) whose groups
+    (:func:`~._jodie_plan.group_arrays`) are ``groups[i]`` for member ``positions[i]``."""
+    pack = _Pack()
+    n_steps = max((len(g) for g in groups), default=0)
+    raw = [_step([(p, gs[j]) for p, gs in zip(positions, groups, strict=True) if j < len(gs)],
+                 j == 0, k, n_users, n_items, pad, pack) for j in range(n_steps)]
+    pack.finish(device)
+    return [build(pack, device) for build in raw]
+
+
+def _step(here: list[tuple[int, dict]], first: bool, k: int, n_users: int, n_items: int,
+          pad: Callable[[int], int], pack: _Pack) -> Callable[[_Pack, torch.device], Step]:
+    n_state = n_users + n_items
+    # entries: each member's users, then its items
+    off, e = {}, 0
+    ent_state, ent_init = [], []
+    for p, g in here:
+        nu, ni = len(g["ext_u"]), len(g["ext_i"])
+        off[p] = e
+        ent_state += [p * n_state + g["ext_u"], p * n_state + n_users + g["ext_i"]]
+        ent_init += [np.full(nu, p, np.int64), np.full(ni, k + p, np.int64)]
+        e += nu + ni
+    zero, base = e, e + 1
+    # rows, level by level; within a level, blocks of equal padded size together
+    row_pos = {p: np.empty(len(g["iu"]), np.int64) for p, g in here}
+    blk_ptr, blk_member, blk_start, blk_n = [0], [], [], []
+    levels: list[list[list]] = []
+    r = 0
+    for lv in range(max(len(g["levels"]) - 1 for _, g in here)):
+        blocks = sorted(((pad(int(g["levels"][lv + 1] - g["levels"][lv])), p,
+                          int(g["levels"][lv]), int(g["levels"][lv + 1]))
+                         for p, g in here if lv + 1 < len(g["levels"])), key=lambda b: b[0])
+        level: list[list] = []
+        for size, p, a, z in blocks:
+            row_pos[p][a:z] = r + np.arange(z - a)
+            blk_member.append(p)
+            blk_start.append(r)
+            blk_n.append(z - a)
+            if level and level[-1][2] == size:
+                level[-1][1] += size
+                level[-1][3].append(p)
+            else:
+                level.append([r, r + size, size, [p]])
+            r += size
+        blk_ptr.append(len(blk_member))
+        levels.append(level)
+    n_rows = r
+
+    def remap(p: int, g: dict, slots: np.ndarray) -> np.ndarray:
+        n_ext = len(g["ext_u"]) + len(g["ext_i"])
+        out = np.where(slots < n_ext, off[p] + slots, zero)
+        proc = slots > n_ext
+        q = slots[proc] - (n_ext + 1)
+        out[proc] = base + 2 * row_pos[p][q // 2] + q % 2
+        return out
+
+    idx = np.full(2 * n_rows, zero, np.int64)
+    deltas = np.zeros((n_rows, 2), np.float32)
+    by_rows: dict[int, list[tuple[int, dict]]] = {}
+    for p, g in here:
+        pos = row_pos[p]
+        idx[2 * pos], idx[2 * pos + 1] = remap(p, g, g["iu"]), remap(p, g, g["ii"])
+        deltas[pos] = g["deltas"]
+        by_rows.setdefault(len(pos), []).append((p, g))
+    refs = {"entry_init": pack.add(np.concatenate(ent_init)),
+            "entry_state": pack.add(np.concatenate(ent_state)),
+            "idx": pack.add(idx), "deltas": pack.add(deltas, "f"),
+            "fin_dst": pack.add(np.concatenate(
+                [np.concatenate([p * n_state + g["fin_u"], p * n_state + n_users + g["fin_i"]])
+                 for p, g in here])),
+            "fin_src": pack.add(np.concatenate(
+                [np.concatenate([remap(p, g, g["fin_u_slot"]), remap(p, g, g["fin_i_slot"])])
+                 for p, g in here]))}
+    losses = []
+    for n, members in by_rows.items():
+        def cat(f):
+            return np.concatenate([f(p, g) for p, g in members])
+
+        losses.append((tuple(p for p, _ in members), n, {
+            "iu": pack.add(cat(lambda p, g: remap(p, g, g["iu"]))),
+            "ii": pack.add(cat(lambda p, g: remap(p, g, g["ii"]))),
+            "ip": pack.add(cat(lambda p, g: remap(p, g, g["ip"]))),
+            "new_u": pack.add(cat(lambda p, g: base + 2 * row_pos[p])),
+            "new_i": pack.add(cat(lambda p, g: base + 2 * row_pos[p] + 1)),
+            "users": pack.add(cat(lambda p, g: p * n_users + g["users"]).reshape(-1, n)),
+            "prev": pack.add(cat(lambda p, g: p * (n_items + 1) + g["prev"] + 1)
+                             .reshape(-1, n)),
+            "items": pack.add(cat(lambda p, g: g["items"]).reshape(-1, n, 1)),
+            "du": pack.add(cat(lambda p, g: g["deltas"][:, 0]).reshape(-1, n, 1), "f"),
+            "weight": pack.add(cat(lambda p, g: g["row_weight"]).reshape(-1, n), "f")}))
+    every = list(range(k))
+
+    def build(pk: _Pack, device: torch.device) -> Step:
+        from recaudit.models.sequential._stack import index_tensor
+
+        flat_idx, flat_deltas = pk(refs["idx"]), pk(refs["deltas"])
+        lvls = [[LevelGroup(lo, hi, size, None if ps == every else index_tensor(ps, device),
+                            flat_idx[2 * lo:2 * hi], flat_deltas[lo:hi].view(-1, size, 2))
+                 for lo, hi, size, ps in level] for level in levels]
+        rnn = Cascade(n_rows, flat_idx, flat_deltas, np.asarray(blk_ptr, np.int64),
+                      np.asarray(blk_member, np.int64), np.asarray(blk_start, np.int64),
+                      np.asarray(blk_n, np.int64), lvls)
+        passes = [LossGroup(ps, Members(None if list(ps) == every else ps, None, device), n,
+                            **{name: pk(ref) for name, ref in r.items()})
+                  for ps, n, r in losses]
+        return Step([p for lg in passes for p in lg.members], first, pk(refs["entry_init"]),
+                    pk(refs["entry_state"]), rnn, passes, pk(refs["fin_dst"]),
+                    pk(refs["fin_src"]))
+
+    return build
+
+
+def initial_states(net: Any, n_users: int) -> torch.Tensor:
+    """Every member's users' and items' dynamic embeddings at the start of an epoch, the
+    initial vectors as they are now (detached): ``[K, n_users + n_items, d]``."""
+    k, d = net.init_user.shape
+    with torch.no_grad():
+        return torch.cat([net.init_user[:, None].expand(k, n_users, d),
+                          net.init_item[:, None].expand(k, net.n_items, d)], 1)
+
+
+def step_buffer(net: Any, step: Step, states: torch.Tensor, use_numba: bool) -> torch.Tensor:
+    """The buffer of ``step`` (:func:`~._jodie_rnn.cascade`) from ``states`` (the epoch's
+    first step: the initial vectors, with their gradient)."""
+    from recaudit.models.sequential._jodie_rnn import cascade
+
+    if step.first:
+        entry = torch.cat([net.init_user, net.init_item]).index_select(0, step.entry_init)
+    else:
+        entry = states.view(-1, states.shape[2]).index_select(0, step.entry_state)
+    w, b = net.cell_weights()
+    return cascade(entry, w, b, step.rnn, use_numba)
+
+
+def advance(states: torch.Tensor, step: Step, buf: torch.Tensor) -> None:
+    """The step's users and items run on from their states after the step."""
+    states.view(-1, states.shape[2]).index_copy_(0, step.fin_dst,
+                                                 buf.detach().index_select(0, step.fin_src))
+
+
+def group_losses(net: Any, buf: torch.Tensor, lg: LossGroup, config: Any) -> torch.Tensor:
+    """The loss (eq. 5, the model's ``loss_reduction`` and ``detach_targets``) of each member
+    of a loss pass ``[K']``, before division by the group's size."""
+    k, n, d = lg.items.shape[0], lg.rows, buf.shape[1]
+
+    def rows(at: torch.Tensor) -> torch.Tensor:
+        return buf.index_select(0, at).view(k, n, d)
+
+    u_prev, i_prev, p_dyn = rows(lg.iu), rows(lg.ii), rows(lg.ip)
+    u_new, i_new = rows(lg.new_u), rows(lg.new_i)
+    if config.detach_targets:
+        u_ref, i_ref = u_prev.detach(), i_prev.detach()
+    else:
+        u_ref, i_ref = u_prev, i_prev
+    u_proj = net.project_users(u_prev, lg.du, lg.m)
+    pred = net.predict_items(u_proj, lg.users, p_dyn, lg.prev, lg.m)
+    one_hot = buf.new_zeros(k, n, net.n_items).scatter_(2, lg.items, 1.0)
+    target = torch.cat([i_ref, one_hot], 2)  # (F.one_hot checks its input: a device sync)
+    lam_u, lam_i = config.lambda_user, config.lambda_item
+    if config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
+        per_row = (((pred - target) ** 2).mean(2) + lam_u * ((u_new - u_ref) ** 2).mean(2)
+                   + lam_i * ((i_new - i_ref) ** 2).mean(2))
+        return (per_row * lg.weight).sum(1)
+    return (((pred - target) ** 2).sum((1, 2)) + lam_u * ((u_new - u_ref) ** 2).sum((1, 2))
+            + lam_i * ((i_new - i_ref) ** 2).sum((1, 2)))
+
+
+class StackEpoch:
+    """An epoch of JODIE's stack: each step takes the step's group of every member together
+    (:func:`plan_steps`, planned once per set of members); the members' dynamic embeddings
+    are one tensor ``[K, n_users + n_items, d]`` (:func:`initial_states`)."""
+
+    def __init__(self, stack: Any, active: Sequence[Any]) -> None:
+        from recaudit.models.sequential._jodie_rnn import uses_numba
+
+        first = active[0]
+        net = stack.net
+        self.net, self.config = net, first.config
+        self.n_users = first.train.n_users
+        self.use_numba = uses_numba(first.model._rnn_impl, first.device)
+        key = (tuple(c.member for c in active), self.use_numba)
+        if key not in stack.data:
+            stack.data[key] = plan_steps([c.groups for c in active], key[0], net.size,
+                                         self.n_users, net.n_items, row_pad(self.use_numba),
+                                         first.device)
+        self.steps: list[Step] = stack.data[key]
+        self.states = initial_states(net, self.n_users)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def objectives(self, step: Step, tag: int) -> Any:
+        from recaudit.models.sequential._course import StepLosses
+
+        buf = step_buffer(self.net, step, self.states, self.use_numba)
+        losses = [group_losses(self.net, buf, lg, self.config) for lg in step.losses]
+        total = losses[0] if len(losses) == 1 else torch.cat(losses)
+        if self.config.loss_reduction == "group-sum":
+            means = [loss / lg.rows for loss, lg in zip(losses, step.losses, strict=True)]
+            mean = means[0] if len(means) == 1 else torch.cat(means)
+        else:
+            mean = total
+        return StepLosses(mean, step.members, total.detach(), {-1: buf})
+
+    def after_update(self, step: Step, losses: Any) -> None:
+        advance(self.states, step, losses.carries[-1])
+
+    def state(self, course: Any) -> torch.Tensor:
+        return self.states
