@@ -132,7 +132,7 @@ def test_run_until_decided_grows_only_what_is_undecided(tmp_path, monkeypatch):
     on_disk = json.loads((tmp_path / "stand-in" / "small" / "record.json").read_text())
     assert on_disk["sequential"]["cap"] == 64
     page = render_report(tmp_path)
-    assert "Until decided (sequential rule at alpha 0.05, cap 64 draws)" in page
+    assert "Until decided (sequential rule bonferroni-sqrt at alpha 0.05, cap 64 draws)" in page
     assert "read sequentially" in page
     assert f"at {consumed['m2: ALI beats ARAND']} replicates" in page
 

@@ -240,7 +240,10 @@ def _rounds(rec: dict[str, Any]) -> list[str]:
     margin = f", equivalence margin {seq['margin']:g}" if seq.get("margin") else ""
     used = "; ".join(f"{c['replicates']} for “{c['text'][:60]}{'…' if len(c['text']) > 60 else ''}” "
                      f"({c['state']})" for c in seq.get("claims", []))
-    return [f"- Until decided (sequential rule at alpha {seq['alpha']:g}, cap {seq['cap']} "
+    from recaudit.stats import LEGACY_RULE
+
+    rule = seq.get("rule", LEGACY_RULE)   # records written before rules were named
+    return [f"- Until decided (sequential rule {rule} at alpha {seq['alpha']:g}, cap {seq['cap']} "
             f"{grows}{margin}): {len(seq['rounds'])} round(s), {grows} {steps}; stopped: "
             f"{STOPPED[seq['stopped']]}. {grows.capitalize()} each claim read: {used}."]
 
