@@ -46,7 +46,23 @@ __all__ = ["Batch", "StackBatch", "SequenceData", "Rows", "gather_rows", "batch_
 
 
 @dataclass
-class Batch:
+class _Inputs:
+    """The tensors every mini-batch holds (:class:`Batch`: one model's; :class:`StackBatch`:
+    a stack's, with a leading member dimension)."""
+
+    items: torch.Tensor
+    lengths: torch.Tensor
+    targets: torch.Tensor | None
+    users: torch.Tensor
+    times: torch.Tensor | None = None
+    gaps: torch.Tensor | None = None
+    next_gaps: torch.Tensor | None = None
+    sel: torch.Tensor | None = None
+    sel_targets: torch.Tensor | None = None
+
+
+@dataclass
+class Batch(_Inputs):
     """Model input: ``items [B, W]`` (code ``item + 1``, 0 = padding), ``lengths [B]``.
 
     ``targets[b, j]`` is the item to predict from positions ``<= j`` (``-1``: none); ``sel``
@@ -57,15 +73,6 @@ class Batch:
     ``host_lengths``: the lengths as a numpy array (known on the host; no device read).
     """
 
-    items: torch.Tensor
-    lengths: torch.Tensor
-    targets: torch.Tensor | None
-    users: torch.Tensor
-    times: torch.Tensor | None = None
-    gaps: torch.Tensor | None = None
-    next_gaps: torch.Tensor | None = None
-    sel: torch.Tensor | None = None
-    sel_targets: torch.Tensor | None = None
     host_lengths: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -73,7 +80,7 @@ class Batch:
 
 
 @dataclass
-class StackBatch:
+class StackBatch(_Inputs):
     """The mini-batches of a stack's members at one step, of one shape, along a leading
     member dimension: ``items [K, B, W]``, ``lengths [K, B]``, the time features and targets
     likewise. ``sel [K, R]`` lists each member's scored positions (flat ``b W + j``) and
@@ -81,15 +88,6 @@ class StackBatch:
     target ``-100``: ignored); ``counts`` is each member's number of real rows. :meth:`of`
     stacks :class:`Batch` es; a batch of a model alone is a stack of one."""
 
-    items: torch.Tensor
-    lengths: torch.Tensor
-    targets: torch.Tensor | None
-    users: torch.Tensor
-    times: torch.Tensor | None = None
-    gaps: torch.Tensor | None = None
-    next_gaps: torch.Tensor | None = None
-    sel: torch.Tensor | None = None
-    sel_targets: torch.Tensor | None = None
     counts: list[int] | None = None
     host_lengths: list[np.ndarray] | None = None
 
