@@ -39,7 +39,7 @@ import torch
 from torch import _VF, nn
 from torch.nn import functional as F
 
-from recaudit.models.sequential._draws import fmix32, keep_mask, member_bits, threshold
+from recaudit.models.sequential._draws import fmix32, keep_mask, threshold
 
 __all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
            "RECURRENCES", "resolve_recurrence", "ROWS", "padded", "gru_cell"]
@@ -104,16 +104,10 @@ class Members:
         """Parameter ``p`` ``[K, ...]`` of this pass's members."""
         return p if self._index_t is None else p.index_select(0, self._index_t.to(p.device))
 
-    def draw(self, shape: tuple[int, ...]) -> torch.Tensor:
-        """Each member's next 24-bit draws ``[K, *shape]`` (int32, :func:`._draws.member_bits`)."""
-        assert self.keys is not None
-        bits = member_bits(self.keys, self.offset, shape)
-        self.offset += bits[0].numel()
-        return bits
-
     def keep(self, shape: tuple[int, ...], cut: int, dtype: torch.dtype) -> torch.Tensor:
-        """Each member's next dropout mask ``[K, *shape]``: ``1`` where :meth:`draw` would
-        give a draw of at least ``cut``, else ``0`` (:func:`._draws.keep_mask`)."""
+        """Each member's next dropout mask ``[K, *shape]``: ``1`` where the member's next 24-bit
+        draws (:func:`._draws.member_bits`) are at least ``cut``, else ``0``
+        (:func:`._draws.keep_mask`, the same draws computed in place)."""
         assert self.keys is not None
         mask = keep_mask(self.keys, self.offset, shape, cut, dtype)
         self.offset += mask[0].numel()
