@@ -59,10 +59,12 @@ demo: $(REPORTSTAMP)
 		--param max_len=10 --param embedding_dim=64 --param hidden_dim=64 --output results/demo.duckdb
 
 # One pytest worker per core (pytest-xdist), then the tests that start a Ray cluster, alone
-# and one at a time (no two clusters competing for the cores and Ray's start-up timeouts).
+# and one at a time (no two clusters competing for the cores and Ray's start-up timeouts);
+# they live in tests/ray, so that run collects nothing else (tests/conftest.py refuses a test
+# marked ray anywhere else).
 test: $(DEVSTAMP)
 	$(PY) -m pytest -q -n auto -m "not ray"
-	$(PY) -m pytest -q -m ray
+	$(PY) -m pytest -q -m ray tests/ray
 
 # The documentation site into build/docs (open build/docs/index.html): every warning is an
 # error, and a command, option, configuration key, model parameter or store column without its

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,12 +19,30 @@ os.environ.setdefault("RECAUDIT_MIRROR", str(SHARED_DATA))
 from tests._who_audit import who_audit  # noqa: E402, F401 - a small real audit, session-wide
 
 
+def pytest_configure(config):
+    """Tests of Ctrl-C see what a terminal's foreground command sees. A shell's background job
+    (``make test &``, or pytest started by a script) begins with SIGINT ignored, and so would
+    every xdist worker: give this process Python's own handler back (the worker processes run
+    this hook too)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 #: Tests marked ``slow`` by measurement (``tests/_measure_slow.py``, which turns this off with
 #: ``RECAUDIT_SLOW_LIST=0`` to measure them all).
 SLOW = REPO / "tests" / "slow.txt"
 
 
+RAY_TESTS = REPO / "tests" / "ray"
+
+
 def pytest_collection_modifyitems(config, items):
+    # `make test` runs the Ray tests by folder (collecting nothing else): one marked elsewhere
+    # would never run there.
+    stray = [i.nodeid for i in items if i.get_closest_marker("ray")
+             and RAY_TESTS not in Path(i.path).parents]
+    if stray:
+        raise pytest.UsageError(f"tests marked ray must live in tests/ray/: {stray}")
     if os.environ.get("RECAUDIT_SLOW_LIST") == "0" or not SLOW.is_file():
         return
     listed = {line.strip() for line in SLOW.read_text().splitlines()

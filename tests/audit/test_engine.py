@@ -71,44 +71,6 @@ def test_process_pool_gives_identical_numbers(tmp_path):
     pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
 
 
-@pytest.mark.slow
-@pytest.mark.ray  # `make test` runs it alone, after the others
-def test_ray_gives_identical_numbers(tmp_path, monkeypatch):
-    pytest.importorskip("ray")
-    if " " in sys.executable:  # Ray's workers cannot start (recaudit.experiment._ray)
-        pytest.skip("Ray cannot start workers from a Python path with a space")
-    import shutil
-    import tempfile
-
-    # Ray's unix sockets need a short path; keep its files (and ~/.ray) out of the real home.
-    short = tempfile.mkdtemp(prefix="rt", dir="/tmp")
-    monkeypatch.setenv("RAY_TMPDIR", short)
-    monkeypatch.setenv("HOME", short)
-    # A loaded machine may need minutes to start Ray's GCS server and workers (defaults 30/60 s).
-    monkeypatch.setenv("RAY_gcs_server_port_wait_time_s", "600")
-    monkeypatch.setenv("RAY_worker_register_timeout_seconds", "900")
-    # Left unset, ray.init turns token authentication on for the whole process (it exports
-    # RAY_AUTH_MODE=token, with the token under this temporary HOME): a later Ray cluster in
-    # this process (tests/experiment/test_ray_cluster.py) would then find no token and its GCS
-    # server would abort. Every Ray test of the suite runs with authentication off.
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
-    monkeypatch.delenv("PYTHONBREAKPOINT", raising=False)
-    a = _config(tmp_path, "a.duckdb", seeds=(0,))
-    b = _config(tmp_path, "b.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2))
-    # stacks on Ray: each stack one task, its baseline shared as an object reference
-    c = _config(tmp_path, "c.duckdb", seeds=(0,), executor=ExecutorSpec("ray", workers=2,
-                                                                        stack=2))
-    try:
-        run_audit(a)
-        run_audit(b)
-        run_audit(c)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
-    pd.testing.assert_frame_equal(_numbers(a.output), _numbers(b.output))
-    pd.testing.assert_frame_equal(_numbers(a.output), _numbers(c.output))
-
-
 _MODEL, _DATA = dict(TINY_MODEL.params), dict(TINY_DATA.options)
 _KILL_SCRIPT = textwrap.dedent(f"""
     import sys

@@ -30,10 +30,51 @@ def test_read_only_rank_lists_reuse_the_writable_lists_compiled_kernel():
 def test_the_serial_and_parallel_paths_share_the_row_kernel():
     a, b = _lists(2, 4), _lists(3, 4)
     _kernels.similarity_kernel(a, 10, b, 10, _kernels.EXT, 0.9, 0.0)  # serial
+    # The row kernel as the serial path calls it, called here too: the serial kernel may have
+    # come from numba's cache (another pytest worker wrote it), which links the row kernel in
+    # without adding to its signatures; a parallel kernel compiled in this process adds one
+    # exactly when it calls the row kernel with other types.
+    ra, rb = _kernels.kernel_codes(a), _kernels.kernel_codes(b)
+    powers, w = _kernels.weights(0.9, 20, False)
+    out, err = np.empty(4), np.zeros(4, np.int8)
+    _kernels._rows(ra, 10, rb, 10, _kernels.EXT, 0.9, w, powers, 0.0, 1.0, 64, np.int64(0), 4,
+                   out, err)
     seen = len(_kernels._rows.signatures)
+    assert seen == 1
     n = _kernels.PARALLEL_MIN_WORK // 10 + 1
     big_a, big_b = np.tile(a, (n // 4 + 1, 1)), np.tile(b, (n // 4 + 1, 1))
     out, _ = _kernels.similarity_kernel(big_a, 10, big_b, 10, _kernels.EXT, 0.9, 0.0)
     small, _ = _kernels.similarity_kernel(a, 10, b, 10, _kernels.EXT, 0.9, 0.0)
     assert np.array_equal(out[:4], small)
     assert len(_kernels._rows.signatures) == seen
+
+
+def test_int64_codes_run_the_int32_kernels_and_give_the_same_values():
+    """A user's ``np.array`` of codes is ``int64``, a model's rank lists ``int32``: one kernel
+    serves both (RBO, Kendall's tau, accuracy), with the same values."""
+    from recaudit.metrics import kendall_tau_batch, rbo_batch
+
+    a, b = _lists(4, 5), _lists(5, 5)
+    targets = np.ascontiguousarray(b[:, :1], dtype=np.int64)
+    want = (rbo_batch(a, b, p=0.9), kendall_tau_batch(a, a[:, ::-1]),
+            _accuracy._accuracy_kernel(a, targets, 0, 5)[0])
+    seen = (len(_kernels._rows.signatures), len(_accuracy._accuracy_rows.signatures))
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    got = (rbo_batch(a64, b64, p=0.9), kendall_tau_batch(a64, a64[:, ::-1]),
+           _accuracy._accuracy_kernel(a64, targets, 0, 5)[0])
+    assert all(np.array_equal(x, y) for x, y in zip(got, want, strict=True))
+    assert (len(_kernels._rows.signatures), len(_accuracy._accuracy_rows.signatures)) == seen
+    assert a64.dtype == np.int64  # the caller's array is not changed
+
+
+def test_codes_beyond_int32_are_not_wrapped_into_valid_ones():
+    """``2**32 + 3`` cast to ``int32`` would read as item 3: such codes reach the kernel as
+    given (the kernel reports them: test_rbo.py, 2**40); codes that
+    fit are cast."""
+    for big in (2**32 + 3, -(2**31) - 1):
+        a = np.array([[0, 1, big]], dtype=np.int64)
+        got = _kernels.kernel_codes(a)
+        assert got.dtype == np.int64 and np.array_equal(got, a) and not got.flags.writeable
+    edge = np.array([[0, 2**31 - 1, -(2**31)]], dtype=np.int64)
+    assert _kernels.kernel_codes(edge).dtype == np.int32
+    assert np.array_equal(_kernels.kernel_codes(edge), edge)

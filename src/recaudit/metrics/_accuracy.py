@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from recaudit.metrics._kernels import PARALLEL_MIN_WORK, read_only
+from recaudit.metrics._kernels import PARALLEL_MIN_WORK, kernel_codes
 from recaudit.metrics._validate import as_code_matrix, as_ranking, check_k
 
 __all__ = [
@@ -106,7 +106,7 @@ def _accuracy_serial(items, targets, kind, k):  # pragma: no cover - numba
 
 def _accuracy_kernel(items, targets, kind, k):
     """Serial for small inputs, parallel otherwise; identical values either way."""
-    items = read_only(items)
+    items = kernel_codes(items)
     if items.shape[0] * min(k, items.shape[1]) < PARALLEL_MIN_WORK:
         return _accuracy_serial(items, targets, kind, k)
     return _accuracy_parallel(items, targets, kind, k)

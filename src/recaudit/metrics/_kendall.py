@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from numba import njit, prange
 
-from recaudit.metrics._kernels import PARALLEL_MIN_WORK
+from recaudit.metrics._kernels import PARALLEL_MIN_WORK, kernel_codes
 from recaudit.metrics._validate import (
     as_code_matrix,
     check_codes,
@@ -131,7 +131,7 @@ def _run(am: np.ndarray, bm: np.ndarray) -> np.ndarray:
         am, bm = np.ascontiguousarray(inverse[: am.shape[0]]), np.ascontiguousarray(inverse[am.shape[0] :])
         n_codes = int(inverse.max()) + 1
     kernel = _kendall_parallel if am.size >= PARALLEL_MIN_WORK else _kendall_serial
-    out, err = kernel(am, bm, n_codes)
+    out, err = kernel(kernel_codes(am), kernel_codes(bm), n_codes)
     raise_row_error(err, messages=_ERR)
     return out
 

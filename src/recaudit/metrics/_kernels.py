@@ -230,7 +230,7 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
     shorter list is a prefix of the longer (the float sum would fall an ulp short). Duplicates
     are only detected in the scanned prefix; ``full_scan=True`` checks every position.
     """
-    a, b = read_only(a), read_only(b)
+    a, b = kernel_codes(a), kernel_codes(b)
     n_steps = max(len_a, len_b)
     powers, w = weights(p, len_a + len_b, kind == AO)
     rbo_sum = kind in (EXT, MIN, MAX, TRUNC)
@@ -240,6 +240,18 @@ def similarity_kernel(a, len_a, b, len_b, kind, p, tail, *, full_scan=False):
         return _similarity_serial(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size)
     n_chunks = min(a.shape[0], 4 * numba.get_num_threads())
     return _similarity_parallel(a, len_a, b, len_b, kind, p, w, powers, tail, stop, size, n_chunks)
+
+
+def kernel_codes(arr: np.ndarray) -> np.ndarray:
+    """Item codes as a kernel takes them: ``int32`` (a copy of ``int64`` codes that fit, the
+    rank lists of :class:`~recaudit.data.RankLists` as they are), read-only (:func:`read_only`).
+    Numba compiles a kernel once per argument type: a user's ``np.array`` of codes (``int64``)
+    beside a model's rank lists (``int32``) compiled every kernel twice, seconds each. Codes
+    outside ``int32`` stay ``int64``, so the kernel still sees, and reports, the code as given."""
+    i32 = np.iinfo(np.int32)
+    if arr.dtype == np.int64 and (not arr.size or i32.min <= arr.min() and arr.max() <= i32.max):
+        arr = arr.astype(np.int32)
+    return read_only(arr)
 
 
 def read_only(arr: np.ndarray) -> np.ndarray:

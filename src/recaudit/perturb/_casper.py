@@ -88,7 +88,9 @@ def casper_graph(interactions: Interactions, max_len: int | None = None
             & (ts[b] > ts[a])
         next_user[a[ok]] = b[ok]
         nodes = np.flatnonzero(is_node)
-        by_item = nodes[_group_rows(interactions.item[nodes], interactions.n_items)[1]]
+        items = interactions.item[nodes]
+        items.flags.writeable = False  # as interactions.user above: one compiled kernel
+        by_item = nodes[_group_rows(items, interactions.n_items)[1]]
         a, b = by_item[:-1], by_item[1:]
         ok = (interactions.item[a] == interactions.item[b]) & (ts[b] > ts[a])
         next_item[a[ok]] = b[ok]

@@ -59,9 +59,10 @@ def _worse(buf_s, buf_c, pos, a, b):
 
 
 @njit(cache=True)
-def _sift_down(buf_s, buf_c, buf_v, pos, nn, t=0):
-    """Restore the heap order of slot ``pos`` below node ``t`` (its root by default): every
-    node ranks below its children, so the root is the lowest-ranked entry."""
+def _sift_down(buf_s, buf_c, buf_v, pos, nn, t):
+    """Restore the heap order of slot ``pos`` below node ``t``: every node ranks below its
+    children, so the root is the lowest-ranked entry. (``t`` has no default: numba would
+    compile the function once for an omitted ``t`` and once for a given one.)"""
     while True:
         left = 2 * t + 1
         if left >= nn:
@@ -100,7 +101,7 @@ def _push(buf_s, buf_c, buf_v, cnt, pos, s, code, v, nn):
         buf_s[pos, 0] = s
         buf_c[pos, 0] = code
         buf_v[pos, 0] = v
-        _sift_down(buf_s, buf_c, buf_v, pos, nn)
+        _sift_down(buf_s, buf_c, buf_v, pos, nn, np.int64(0))  # from the root
 
 
 @njit(cache=True)
@@ -356,4 +357,4 @@ class ItemKNN(_KNNBase):
         return _item_item_scores(users.astype(np.int64), r.indptr.astype(np.int64),
                                  r.indices.astype(np.int64), r.data,
                                  s.indptr.astype(np.int64), s.indices.astype(np.int64), s.data,
-                                 self.item_mean_, self.n_items_, c.max_nbrs, c.min_nbrs)
+                                 self.item_mean_, self.n_items_, c.max_nbrs, c.min_nbrs, 0)

@@ -57,7 +57,8 @@ def _timespan_groups(times, span):  # pragma: no cover - numba
 
 def timespan_groups(times: np.ndarray, n_spans: int) -> np.ndarray:
     """Group starts by the authors' time-span rule (see module docstring)."""
-    t = np.asarray(times, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64).view()
+    t.flags.writeable = False  # logs' columns are read-only: one compiled kernel for both
     if len(t) == 0:
         return np.zeros(1, dtype=np.int64)
     span = (t[-1] - t[0]) / n_spans

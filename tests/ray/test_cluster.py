@@ -22,7 +22,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.ray  # `make test` runs these alone, after the others
+pytestmark = pytest.mark.ray  # `make test` runs tests/ray alone, after the others
 if " " in sys.executable:  # Ray's workers cannot start (recaudit.experiment._ray)
     pytest.skip("Ray cannot start workers from a Python path with a space",
                 allow_module_level=True)
@@ -133,7 +133,7 @@ def cluster():
     # Ray exports variables of its own (RAY_AUTH_MODE=token with the token under this HOME, when
     # unset): the whole environment is restored afterwards. Authentication is off for every Ray
     # test of the suite, as one process's Ray sessions must agree on it (tests/audit/
-    # test_engine.py starts one first: a token under its HOME would not be found under this one).
+    # test_local.py starts one too: a token under one HOME would not be found under the other).
     saved = dict(os.environ)
     for k in ("RAY_USAGE_STATS_ENABLED", "PYTHONBREAKPOINT"):
         os.environ.pop(k, None)
@@ -142,6 +142,12 @@ def cluster():
     # default (60 s) would kill and restart it for ever; its GCS server may likewise need more
     # than the default 30 s to bind its port (seen with a load of 5 on 2 cores).
     os.environ.update(RAY_TMPDIR=short, HOME=short, **{TIMEOUT: "900", GCS_WAIT: "600"})
+    # A node killed outright is declared dead after failed health checks: Ray's defaults (every
+    # 3 s, 5 failures) left the dead-node test waiting 15 s whenever the driver learnt of the
+    # death from the GCS rather than from the node; every second, 3 failures, is 3 s. A check
+    # of a live node still waits up to Ray's default 10 s for its answer, so a loaded machine
+    # does not lose a slow node.
+    os.environ.update(RAY_health_check_period_ms="1000", RAY_health_check_failure_threshold="3")
     root = Path(short)
     (root / "markers").mkdir()
     (root / "workers").mkdir()
