@@ -50,8 +50,7 @@ def test_the_queue_is_in_the_issues_priority_order():
         ("oh2022-table3", ("lstm", "tisasrec")), ("oh2022-table4", None)]
     assert QUEUE[0].scope.seeds == 3 and QUEUE[1].scope.draws == 10
     assert all(i.experiment.startswith("betello2023") for i in QUEUE[2:4])
-    assert [(i.experiment, i.scope.seeds, i.scope.models) for i in QUEUE[4:]] == [
-        ("oh2022-figure3", 1, None), ("oh2022-figure3", 3, None)]  # all four models
+    assert QUEUE[4].experiment == "oh2022-figure3"
 
 
 def test_minutes_must_be_positive(tmp_path):
