@@ -89,6 +89,20 @@ def test_off_a_terminal_without_columns_tables_take_80(audit):
     _whole(text, 80)
 
 
+@pytest.fixture(scope="module")
+def records(audit):
+    """`reproduce list` reads a copy of the records with the longest verdicts ("direction
+    reproduced" beside "undecided", "differs on other data"): every experiment is still
+    listed, and evaluating all the committed records' claims (seconds, twice) would test
+    the claims, not the table (tests/reproduce/test_committed_page.py does that)."""
+    import shutil
+    from pathlib import Path
+
+    committed = Path(__file__).parents[2] / "docs" / "reproduction" / "records"
+    for name in ("zhu2023-figure8", "shriver2018-table3.4"):
+        shutil.copytree(committed / name, audit[0] / "records" / name)
+
+
 @pytest.mark.parametrize("columns", [80, 100])
 @pytest.mark.parametrize("command", [
     ["results", "w.duckdb"], ["results", "w.duckdb", "--summary"],
@@ -100,20 +114,6 @@ def test_off_a_terminal_without_columns_tables_take_80(audit):
 def test_every_result_table_is_whole(audit, records, command, columns):
     folder, _, _ = audit
     _whole(_shown(command, folder, columns), columns)
-
-
-@pytest.fixture(scope="module")
-def records(audit):
-    """`reproduce list` reads a copy of the records with the longest verdicts ("direction
-    reproduced" beside "undecided", "differs on other data"): every experiment is still
-    listed, and evaluating all the committed records' claims (seconds, twice) would test
-    the claims, not the table (tests/reproduce/test_committed_page.py does that)."""
-    import shutil
-    from pathlib import Path
-
-    records = Path(__file__).parents[2] / "docs" / "reproduction" / "records"
-    for name in ("zhu2023-figure8", "shriver2018-table3.4"):
-        shutil.copytree(records / name, audit[0] / "records" / name)
 
 
 def test_the_per_trial_table_shows_every_trial_whole(audit):
