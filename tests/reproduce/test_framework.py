@@ -10,7 +10,7 @@ from recaudit.errors import ConfigError
 from recaudit.reproduce import Claim, Experiment, Value, available, verdict
 from recaudit.reproduce.rules import Less
 from recaudit.reproduce import _recording as recording
-from recaudit.reproduce._report import render_report
+from recaudit.reproduce._report import render_report, write_report
 
 
 def _exp(runner=lambda w, s, n: {"a/average_overlap": 0.50, "b/average_overlap": 0.80}, **kw):
@@ -77,8 +77,19 @@ def test_the_report_compares_recorded_measures_with_the_current_values(tmp_path,
     page = render_report(tmp_path)
     assert "| b | Table 9 (the right panel) | 0.7800 | 0.8000 | yes |" in page
     assert "| small | exact values (no samples) | reproduced |" in page
-    on_disk = json.loads((tmp_path / "fake-exp" / "small" / "record.json").read_text())
-    assert on_disk["verdict"] == "direction reproduced"  # the record itself is untouched
+    path = tmp_path / "fake-exp" / "small" / "record.json"
+    before = json.loads(path.read_text())
+    assert before["verdict"] == "direction reproduced"  # rendering leaves the record alone
+    # writing the page brings the stale record up to date: what the page says, the record says
+    written = write_report(tmp_path, tmp_path / "page.md")
+    assert written == [tmp_path / "page.md", path]
+    after = json.loads(path.read_text())
+    assert after["verdict"] == "reproduced"
+    assert [v["match"] for v in after["values"]] == [True, True]
+    assert after["values"][1]["source"] == "Table 9 (the right panel)"
+    untouched = ("measures", "invocations", "scope", "wall_seconds", "command")
+    assert {k: after[k] for k in untouched} == {k: before[k] for k in untouched}
+    assert write_report(tmp_path, tmp_path / "page.md") == [tmp_path / "page.md"]  # no churn
 
 
 def test_unavailable_experiments_refuse_to_run(tmp_path, monkeypatch):

@@ -29,19 +29,16 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
     from recaudit.cli._common import console
     from recaudit.cli._tables import add_columns, result_table
-    from recaudit.reproduce import (available, evaluate, load_measures, load_record,
-                                    sequential_plan)
+    from recaudit.reproduce import available, judge
 
     table = result_table("recaudit reproduce")
     add_columns(table, "experiment", "paper: artefacts", "recorded", left=3)
     where = _records(records, root)
     experiments = available()
     for i, e in enumerate(experiments):
-        recs = [(s, load_record(where, e.name, s)) for s in e.scales]
         # the verdict of the current claims on the recorded samples, as the report gives it
-        done = ", ".join(
-            f"{s}: {evaluate(e, load_measures(where, r), s, sequential_plan(r))['verdict']}"
-            for s, r in recs if r) or \
+        recs = [(s, judge(where, e, s)) for s in e.scales]
+        done = ", ".join(f"{s}: {j[0]['verdict']}" for s, j in recs if j) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, f"{e.paper}: {e.artefacts} (scales: {', '.join(e.scales)})",
                       done.replace(", ", "\n"), end_section=i < len(experiments) - 1)
@@ -220,10 +217,15 @@ def report_cmd(root: Path = _DIR, records: Path | None = _RECORDS,
                    help="The page to write (Markdown; the documentation site includes it).")
                ) -> None:
     """Write the reproduction page (our numbers beside the papers') from the run records:
-    the claims are tested anew on the recorded samples, nothing is trained."""
+    the claims are tested anew on the recorded samples, nothing is trained. A record whose
+    stored verdict or claim states are no longer today's is brought up to date (its measures
+    and samples are not touched), so every record.json says what the page says."""
     from recaudit.reproduce import write_report
 
-    typer.echo(f"wrote {write_report(_records(records, root), output)}")
+    page, *refreshed = write_report(_records(records, root), output)
+    typer.echo(f"wrote {page}")
+    for path in refreshed:
+        typer.echo(f"brought up to date (verdict or claim states had changed): {path}")
 
 
 def compact_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:

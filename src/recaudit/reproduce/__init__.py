@@ -22,13 +22,13 @@ from recaudit.reproduce._samples import read_samples, write_samples
 from recaudit.reproduce._scope import Scope
 from recaudit.reproduce._queue import QUEUE, QueueItem, run_queue
 from recaudit.reproduce._recording import (DEFAULT_RECORDS, DEFAULT_ROOT, STOPPED, available,
-                                      compact_records, evaluate, get, load_measures,
+                                      compact_records, evaluate, get, judge, load_measures,
                                       load_record, plan, run, sequential_plan)
 
 __all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "OTHER_DATA_STATES", "QUEUE",
            "QueueItem", "STOPPED", "run_queue",
            "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
-           "compact_records", "evaluate_claims", "get", "load_measures", "load_record", "plan",
+           "compact_records", "evaluate_claims", "get", "judge", "load_measures", "load_record", "plan",
            "read_samples", "render_report", "run", "sequential_plan", "verdict", "write_report",
            "write_samples"]

@@ -35,7 +35,7 @@ from recaudit.reproduce._samples import (SAMPLES, keys_read, read_samples, sampl
 from recaudit.reproduce._scope import Scope
 
 __all__ = ["DEFAULT_RECORDS", "DEFAULT_ROOT", "available", "compact_records", "evaluate", "get",
-           "load_measures", "load_record", "plan", "register", "run"]
+           "judge", "load_measures", "load_record", "plan", "refresh", "register", "run"]
 
 DEFAULT_ROOT = Path("results/reproduce")
 #: Where the repository keeps the records (``recaudit reproduce run`` writes there when run
@@ -221,9 +221,7 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
     judged = evaluate(exp, Measures(measures, read_samples(path.with_name(SAMPLES))), scale,
                       plan_used)
     if sequential is not None:
-        sequential["claims"] = [{"text": c["text"], "state": c["state"],
-                                 "replicates": max((t.get("look", 0) for t in c["tests"]),
-                                                   default=0)} for c in judged["claims"]]
+        sequential["claims"] = _sequential_claims(judged["claims"])
     if not scope.train:
         missing = any(c["state"] == "not measured" for c in judged["claims"])
         note += ("; recorded from the trials the stores held (--no-train): "
@@ -269,8 +267,52 @@ def run(name: str, scale: str = "small", root: Path | str = DEFAULT_ROOT, *,
         **judged,
         **({"sequential": sequential} if sequential is not None else {}),
     }
-    atomic_text(path, json.dumps(record, indent=1, default=float))
+    _save(path, record)
     return record
+
+
+def _save(path: Path, record: dict[str, Any]) -> None:
+    atomic_text(path, json.dumps(record, indent=1, default=float))
+
+
+def _sequential_claims(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A sequential record's claims: each one's state and the replicates of its last look."""
+    return [{"text": c["text"], "state": c["state"],
+             "replicates": max((t.get("look", 0) for t in c["tests"]), default=0)}
+            for c in claims]
+
+
+def _decisions(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What a record decides: its verdict and each claim's state."""
+    return record.get("verdict"), [(c.get("text"), c.get("state"))
+                                   for c in record.get("claims", ())]
+
+
+def judge(root: Path | str, exp: Experiment, scale: str
+          ) -> tuple[dict[str, Any], Measures, bool] | None:
+    """``exp``'s record at ``scale`` under ``root`` (None if there is none) with its
+    comparison made anew: the recorded measures and samples are the data, the values,
+    claims and verdict are today's (:func:`evaluate`, read sequentially where the record was
+    run until decided). Returns that record, its measures and whether the stored comparison
+    was stale: its verdict or a claim's state differs from today's (the experiment's claims
+    or their tests changed since it was written). p-values that move in their last digits
+    between machines do not make a record stale, so refreshing it is no churn."""
+    rec = load_record(Path(root), exp.name, scale)
+    if rec is None:
+        return None
+    measures = load_measures(Path(root), rec)
+    now = {**rec, **evaluate(exp, measures, scale, sequential_plan(rec))}
+    if now.get("sequential"):
+        now["sequential"] = {**now["sequential"], "claims": _sequential_claims(now["claims"])}
+    return now, measures, _decisions(now) != _decisions(rec)
+
+
+def refresh(root: Path | str, record: dict[str, Any]) -> Path:
+    """Rewrite ``record`` (one :func:`judge` found stale, with today's comparison) in place,
+    atomically; its measures, samples and invocations are as they were."""
+    path = record_path(Path(root), record["experiment"], record["scale"])
+    _save(path, record)
+    return path
 
 
 #: why a run that went on until decided stopped
