@@ -135,6 +135,15 @@ def test_run_until_decided_grows_only_what_is_undecided(tmp_path, monkeypatch):
     assert "Until decided (sequential rule bonferroni-sqrt at alpha 0.05, cap 64 draws)" in page
     assert "read sequentially" in page
     assert f"at {consumed['m2: ALI beats ARAND']} replicates" in page
+    # a record whose stored states went stale is judged anew, its sequential entry included
+    path = tmp_path / "stand-in" / "small" / "record.json"
+    stale = {**on_disk, "verdict": "undecided", "sequential": {**on_disk["sequential"], "claims": [
+        {**c, "state": "undecided"} for c in on_disk["sequential"]["claims"]]}}
+    path.write_text(json.dumps(stale))
+    now, _, was_stale = recording.judge(tmp_path, exp, "small")
+    assert was_stale and now["verdict"] == on_disk["verdict"]
+    assert now["sequential"]["claims"] == on_disk["sequential"]["claims"]
+    assert "(undecided)" not in render_report(tmp_path)
 
 
 def test_run_until_decided_stops_beyond_the_cap(tmp_path, monkeypatch):
