@@ -204,6 +204,33 @@ def test_merge_adds_the_trials_the_other_store_holds_and_this_one_lacks(tmp_path
         assert st.trial_means(("rbo",)).set_index("trial_id")["rbo"]["t0"] == 0.0
 
 
+def test_merge_takes_a_store_that_keeps_its_data_in_a_fresh_process(tmp_path):
+    """An audit keeps its filtered log in the store (table ``datasets``). `recaudit merge`
+    imports the studies' table declarations only, so the table must be declared among them:
+    in a fresh interpreter, where the audit's data module was never imported, the merge used
+    to refuse such a store as 'holds tables no study declares: datasets'."""
+    import subprocess
+    import sys
+
+    from recaudit.audit._data import keep_data
+    from recaudit.data import synthetic
+    from recaudit.experiment import DatasetSpec
+
+    a, b = tmp_path / "cpu.duckdb", tmp_path / "gpu.duckdb"
+    with AuditStore(a) as st:
+        st.write_trial(_row("t0"), _queries(2, [1.0, 0.5]), None)
+    with AuditStore(b) as st:
+        st.write_trial(_row("t1", host="gpu"), _queries(1, [0.2]), None)
+        keep_data(st, "synthetic", DatasetSpec(), synthetic(n_users=5, n_items=12, seed=0))
+    out = subprocess.run([sys.executable, "-m", "recaudit", "merge", str(a), str(b)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "datasets 1" in out.stdout and "trials 1" in out.stdout
+    with AuditStore(a, read_only=True) as st:
+        assert st.finished() == {"t0", "t1"}
+        assert len(st.sql("SELECT * FROM datasets")) == 1
+
+
 def test_merge_says_whether_the_trials_both_stores_hold_agree(tmp_path, capsys):
     """The same trial run on two machines: identical per-query rows, or the trials that
     differ (by one ulp too), whatever the row order; keyed tables (timings, host) are not

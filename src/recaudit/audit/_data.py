@@ -40,35 +40,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from recaudit.audit._store import AuditStore
+from recaudit.audit._store import DATASETS, AuditStore
 from recaudit.data import Interactions, Split
 from recaudit.errors import DataError, RecauditError, RecauditWarning
-from recaudit.experiment import (DatasetSpec, SplitSpec, Store, Table, canonical_json, columns,
-                                 prepare, register, split_log)
+from recaudit.experiment import (DatasetSpec, SplitSpec, Store, canonical_json, prepare,
+                                 split_log)
 
 __all__ = ["DATASETS", "DataPaths", "StoreData", "audit_data", "check_paths", "data_file",
            "keep_data", "kept_fingerprints"]
 
 log = logging.getLogger(__name__)
 
-DATASETS = Table("datasets", columns(
-    "data_fingerprint VARCHAR, dataset VARCHAR, path VARCHAR, resolved_path VARCHAR, "
-    "interactions BIGINT, log BLOB", {
-        "data_fingerprint": "SHA-256 of the filtered interaction log (the trials' "
-                            "`data_fingerprint`)",
-        "dataset": "the dataset's label, as the trials name it",
-        "path": "the file as the audit's configuration named it (NULL for a registered or "
-                "the synthetic dataset)",
-        "resolved_path": "the file's absolute path when the audit ran (NULL without a file)",
-        "interactions": "rows of the filtered log",
-        "log": "the filtered log as Parquet (zstd; ids, timestamps, ratings: what "
-               "`recaudit.data.read_parquet` reads back exactly), so that slices, changes, "
-               "exposure and the report need the store alone; NULL where it would not read "
-               "back to the same fingerprint"}),
-    key=("data_fingerprint",),
-    doc="One filtered interaction log an audit's trials ran on: where it was read from, and "
-        "a copy of it.")
-register(DATASETS)
 
 #: Files a caller names for the data of a store (``--data``).
 DataPaths = Sequence[str | os.PathLike] | str | os.PathLike | None

@@ -11,6 +11,8 @@ table              one row per
                    NULL in stores written before they were kept); who is affected
                    (:mod:`._slices`, :mod:`._changes`, :mod:`._exposure`) reads it
 ``perturbations``  trial: its perturbation record (JSON)
+``datasets``       filtered interaction log the trials ran on: where it was read from and a
+                   copy (Parquet), so the store alone answers (:mod:`._data`)
 =================  ==========================================================================
 
 :class:`AuditStore` is a :class:`~recaudit.experiment.Store` with the audit's questions; its
@@ -28,7 +30,7 @@ import pandas as pd
 from recaudit.experiment import Column, Store, Table, columns, register
 from recaudit.metrics import ACCURACY, SIMILARITY
 
-__all__ = ["QUERY_METRICS", "TRIALS", "QUERY_RESULTS", "PERTURBATIONS", "AuditStore",
+__all__ = ["QUERY_METRICS", "TRIALS", "QUERY_RESULTS", "PERTURBATIONS", "DATASETS", "AuditStore",
            "write_trial"]
 
 #: Per-query columns of ``query_results``: the similarity panel, then the accuracy of the
@@ -146,7 +148,27 @@ PERTURBATIONS = Table("perturbations", columns("trial_id VARCHAR, record JSON", 
     doc="The record of one trial's perturbation: exactly which training interactions it "
         "deleted, inserted or replaced.")
 
-register(TRIALS, QUERY_RESULTS, PERTURBATIONS)
+DATASETS = Table("datasets", columns(
+    "data_fingerprint VARCHAR, dataset VARCHAR, path VARCHAR, resolved_path VARCHAR, "
+    "interactions BIGINT, log BLOB", {
+        "data_fingerprint": "SHA-256 of the filtered interaction log (the trials' "
+                            "`data_fingerprint`)",
+        "dataset": "the dataset's label, as the trials name it",
+        "path": "the file as the audit's configuration named it (NULL for a registered or "
+                "the synthetic dataset)",
+        "resolved_path": "the file's absolute path when the audit ran (NULL without a file)",
+        "interactions": "rows of the filtered log",
+        "log": "the filtered log as Parquet (zstd; ids, timestamps, ratings: what "
+               "`recaudit.data.read_parquet` reads back exactly), so that slices, changes, "
+               "exposure and the report need the store alone; NULL where it would not read "
+               "back to the same fingerprint"}),
+    key=("data_fingerprint",),
+    doc="One filtered interaction log an audit's trials ran on: where it was read from, and "
+        "a copy of it.")
+
+# declared here, where every reader of a store finds them (recaudit.studies imports this
+# module, not the audit's data module): a store that keeps its data merges
+register(TRIALS, QUERY_RESULTS, PERTURBATIONS, DATASETS)
 
 #: Labels of a trial the per-query questions group by.
 TRIAL_KEYS = ("dataset", "model", "model_label", "perturbation")

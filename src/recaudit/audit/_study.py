@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from recaudit.audit._context import cache_key
-from recaudit.audit._data import DATASETS, keep_data, kept_fingerprints
+from recaudit.audit._data import keep_data, kept_fingerprints
 from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
                                     run_trial)
 from recaudit.audit._stacking import run_stack
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
-from recaudit.audit._store import (PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
+from recaudit.audit._store import (DATASETS, PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
 from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, canonical_json,
                                  data_summary, identity, prepare, run_study)
