@@ -90,10 +90,22 @@ def test_equivalence_by_two_one_sided_tests():
     far = base * 1.2 + 0.001 * rng.standard_normal(500)     # 20 % off: contradicted
     noisy = base + 0.3 * rng.standard_normal(500)           # cannot tell
     m = _measures(base=base, near=near, far=far, noisy=noisy[:500])
-    truths, _ = decide([Within("near", "base", 0.05), Within("far", "base", 0.05),
-                        Within("noisy", "base", 0.05), Within("base", "base", 0.05)],
-                       m.samples, m, 0.05)
+    rules = [Within("near", "base", 0.05), Within("far", "base", 0.05),
+             Within("noisy", "base", 0.05), Within("base", "base", 0.05)]
+    truths, found = decide(rules, m.samples, m, 0.05)
     assert truths == [True, False, None, True]  # identical values: inside any margin
+    # the report says where the interval lies against the margin, and that p does not decide
+    from recaudit.reproduce._report import _test
+
+    margin = 0.05 * base.mean()
+    shown = [_test(found[id(r)].to_dict()) for r in rules[:3]]
+    assert all(found[id(r)].margin == pytest.approx(margin) for r in rules)
+    assert [s.split(" — ")[0].rsplit(": ", 1)[1] for s in shown] == \
+        ["yes", "**opposite**", "undecided"]
+    assert [s.split("] ")[1].split(" the margin")[0] for s in shown] == \
+        ["inside", "outside", "across"]
+    assert all(f"the margin ±{margin:.4f}" in s and "which does not decide it" in s
+               for s in shown)
 
 
 def test_kleene_combinations():

@@ -140,6 +140,13 @@ def _test(t: dict[str, Any]) -> str:
                      else f"; would need about {t['needed']} replicates" if t.get("needed")
                      else "; more replicates alone would not decide it")
         return text
+    if t.get("margin") is not None:  # equivalence: decided on the interval, not by p
+        where = {True: "inside", False: "outside", None: "across"}[t["truth"]]
+        return (f"{t['text']}: {state} — difference {_num(t['difference'])} "
+                f"[{_num(t['low'])}, {_num(t['high'])}] {where} the margin "
+                f"±{_num(t['margin'])} (two one-sided tests on the interval; {t['test']} "
+                f"p of a zero difference {_p(t['p_adjusted'])}, which does not decide it; "
+                f"{t['levels']})")
     text = (f"{t['text']}: {state} — difference {_num(t['difference'])} [{_num(t['low'])}, "
             f"{_num(t['high'])}], {t['test']}, p = {_p(t['p_adjusted'])}, detectable "
             f"{_num(t['detectable'])} ({t['levels']})")

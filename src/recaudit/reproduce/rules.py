@@ -75,7 +75,9 @@ class Finding:
     without variation (its strict claim undecided, its negation true). Read sequentially
     (test ``sequential``): ``p`` and ``p_adjusted`` are the level spent at the look,
     ``look`` the replicates it read, ``next`` the next round's, ``equivalent`` a difference
-    inside the plan's margin."""
+    inside the plan's margin. ``margin``: an equivalence leaf's (:class:`Within`) margin
+    ``rel * |mean(b)|``; such a leaf is decided by two one-sided tests on the interval at
+    the paper's alpha, so its ``p`` (of a zero difference) decides nothing."""
 
     text: str
     test: str
@@ -95,6 +97,7 @@ class Finding:
     look: int = 0
     next: int | None = None
     equivalent: bool = False
+    margin: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -455,6 +458,7 @@ def decide(rules: list[Rule], samples: Samples, means: Mapping[str, float],
             truth = f.raw_truth
         elif isinstance(leaf := leaves[i], Within):  # constant too: inside the margin or not
             truth = _tost(f, leaf, means, alpha, p_adj)
+            f = replace(f, margin=leaf.rel * abs(means[leaf.b]))
         elif f.tie:  # equal without variation: neither side beats (module docstring)
             truth = None
         elif f.test == "constant":  # no variation: decided as computed
