@@ -30,8 +30,8 @@ import pandas as pd
 from recaudit.experiment import Column, Store, Table, columns, register
 from recaudit.metrics import ACCURACY, SIMILARITY
 
-__all__ = ["QUERY_METRICS", "TRIALS", "QUERY_RESULTS", "PERTURBATIONS", "DATASETS", "AuditStore",
-           "write_trial"]
+__all__ = ["QUERY_METRICS", "TRIALS", "QUERY_RESULTS", "PERTURBATIONS", "DATASETS",
+           "AuditStore", "write_trial"]
 
 #: Per-query columns of ``query_results``: the similarity panel, then the accuracy of the
 #: baseline (``_base``) and the perturbed (``_pert``) model (:mod:`recaudit.metrics._panel`).

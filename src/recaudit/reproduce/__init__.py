@@ -29,6 +29,7 @@ __all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "OTHER_DATA_STATES
            "QueueItem", "STOPPED", "run_queue",
            "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
-           "compact_records", "evaluate_claims", "get", "judge", "load_measures", "load_record", "plan",
+           "compact_records", "evaluate_claims", "get", "judge", "load_measures", "load_record",
+           "plan",
            "read_samples", "render_report", "run", "sequential_plan", "verdict", "write_report",
            "write_samples"]
