@@ -30,12 +30,13 @@ from recaudit.reproduce._experiment import Claim, Experiment, Measures, Value
 from recaudit.reproduce.rules import All, AtLeast, Bound, Less, Within, ordered
 
 PAPER = "Betello et al. 2023"
-#: Why the paper's settings are not recorded on a CPU (issue 51, measured 2026-11-28).
-COST = ("The paper's settings are not affordable on a CPU: one SASRec epoch at them (prefix "
+#: What the paper's settings cost on a CPU (issue 51; ``benchmarks/_epoch_worker.py`` on
+#: ML-100k, two threads, a quiet machine, 2026-11-29).
+COST = ("The paper's settings are not affordable on a CPU for SASRec: one epoch at them (prefix "
         "samples, RecBole's one sequence of up to 50 per prefix: 97,000 on ML-100k; batch "
-        "4,096) took 251 CPU seconds here (`sasrec@betello2023` fitted for 2 epochs: 502 "
-        "CPU-s), and a fit runs 51 to 300 epochs with patience 50: "
-        "2 to 10 hours of two cores per fit, days for the experiment's fits. The small scale "
+        "4,096) took 137 s on two threads (238 CPU-s), and a fit runs 51 to 300 epochs with "
+        "patience 50: 2 to 11 hours per fit, days for the experiment's fits. GRU4Rec at its "
+        "settings takes 18.5 s an epoch (30 CPU-s): 16 to 92 min per fit. The small scale "
         "trains window samples for 20 epochs instead; `recaudit reproduce queue` trains the "
         "paper's settings when a GPU is lent.")
 MODELS = ("sasrec", "gru4rec")
