@@ -4,10 +4,11 @@ import dataclasses
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from recaudit.errors import ConfigError
-from recaudit.reproduce import Claim, Experiment, Value, available, verdict
+from recaudit.reproduce import Claim, Experiment, Scope, Value, available, verdict
 from recaudit.reproduce.rules import Less
 from recaudit.reproduce import _recording as recording
 from recaudit.reproduce._report import render_report, write_report
@@ -154,20 +155,58 @@ def test_betello2023_removal_audits_every_count_its_claims_read(tmp_path, monkey
 
     seen = []
 
-    def audit(cfg, workers):
+    def audit(cfg, workers, train=True):
         seen.extend(cfg.perturbations)
         raise RuntimeError("stop")
 
     monkeypatch.setattr(b, "audit_trials", audit)
     exp = next(e for e in available() if e.name == name)
     with pytest.raises(RuntimeError, match="stop"):
-        exp.runner(tmp_path, scale, 1)
+        exp.runner(tmp_path, scale, 1, Scope())
     refs = set() if scope else {"seed-only"}  # the training-only run shares Table 2's
     assert set(seen) == refs | {f"remove-{w}-{n}{scope}" for w in b.WHERE for n in counts}
     assert all(parse(p).needs.inputs == bool(scope) for p in set(seen) - refs)
     read = {k.split("/")[1] for c in exp.claims for k in c.keys}
     read |= {v.key.split("/")[1] for v in exp.values}
     assert read <= set(seen)  # no claim or value can stay unchecked at either scale
+
+
+@pytest.mark.parametrize("name", ["betello2023-table2", "betello2023-removal",
+                                  "betello2023-removal-inputs"])
+def test_betello2023_runs_take_part_of_the_grid(tmp_path, monkeypatch, name):
+    """--models gru4rec (SASRec's fits at the paper's settings take hours on a CPU),
+    --perturbations and --no-train reach the audit; a scope that keeps no perturbation of
+    the experiment runs nothing."""
+    from recaudit.reproduce import _betello2023 as b
+
+    calls = []
+
+    def audit(cfg, workers, train=True):
+        calls.append(([m.name for m in cfg.models], cfg.perturbations, cfg.seeds, train))
+        return pd.DataFrame()
+
+    monkeypatch.setattr(b, "audit_trials", audit)
+    exp = next(e for e in available() if e.name == name)
+    first = "seed-only" if name != "betello2023-removal-inputs" else "remove-end-1+inputs"
+    scope = Scope(models=("gru4rec",), perturbations=(first, "remove-end-1"), train=False)
+    assert exp.call(tmp_path, "paper", 1, scope) == {}
+    (models, perts, seeds, train), = calls
+    assert models == ["gru4rec@betello2023"] and seeds == (0,) and train is False
+    assert [p.name if hasattr(p, "name") else p for p in perts] == \
+        [p for p in (first, "remove-end-1") if p in exp_perturbations(name)]
+    assert exp.call(tmp_path, "paper", 1, Scope(perturbations=("random-delete",))) == {}
+    assert len(calls) == 1  # nothing of the experiment kept: no audit
+    with pytest.raises(ConfigError, match="unknown model"):
+        exp.call(tmp_path, "paper", 1, Scope(models=("jodie",)))
+
+
+def exp_perturbations(name):
+    """The perturbations each Betello et al. 2023 experiment runs at paper scale."""
+    counts = range(1, 11)
+    removal = [f"remove-{w}-{n}" for w in ("beginning", "middle", "end") for n in counts]
+    return {"betello2023-table2": ["seed-only"],
+            "betello2023-removal": ["seed-only"] + removal,
+            "betello2023-removal-inputs": [f"{r}+inputs" for r in removal]}[name]
 
 
 def test_rls_measures_are_seed_means_of_the_store(tmp_path):

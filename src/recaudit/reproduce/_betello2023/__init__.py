@@ -27,6 +27,7 @@ from pathlib import Path
 
 from recaudit.reproduce._audit import audit_trials, rls_measures, rls_samples, shared_store
 from recaudit.reproduce._experiment import Claim, Experiment, Measures, Value
+from recaudit.reproduce._scope import Scope
 from recaudit.reproduce.rules import All, AtLeast, Bound, Less, Within, ordered
 
 PAPER = "Betello et al. 2023"
@@ -63,10 +64,18 @@ SCALES: dict[str, dict] = {
 }
 
 
-def _config(workdir: Path, scale: str, perturbations, models=MODELS):
+def _config(workdir: Path, scale: str, perturbations, scope: Scope | None = None):
+    """The audit of ``perturbations`` at ``scale``, restricted to ``scope``'s models,
+    perturbations and seeds (``None``: nothing left to run)."""
     from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, ModelSpec, SplitSpec
 
     s = SCALES[scale]
+    scope = scope or Scope()
+    models = scope.pick(MODELS, MODELS)
+    perturbations = scope.keep(tuple(perturbations))
+    seeds, _ = scope.take(tuple(s["seeds"]))
+    if not perturbations:
+        return None
     params = {}
     if s["epochs"] is not None:
         params["epochs"] = s["epochs"]
@@ -77,7 +86,7 @@ def _config(workdir: Path, scale: str, perturbations, models=MODELS):
     if s["patience"] is None:
         params["patience"] = None
     return AuditConfig(
-        name="betello2023-ml-100k", seeds=s["seeds"],
+        name="betello2023-ml-100k", seeds=seeds,
         datasets=(DatasetSpec("ml-100k", min_user_interactions=10),),
         split=SplitSpec("leave-last-out"),
         models=tuple(ModelSpec(f"{m}@betello2023", params) for m in models),
@@ -102,16 +111,20 @@ def _variation(out: dict[str, float], signed: bool) -> dict[str, float]:
 _T2 = {"sasrec": (0.5, 0.5, 0.3, 0.466, 0.489), "gru4rec": (1.7, 1.2, 0.1, 0.337, 0.413)}
 
 
-def _measures(config, workers: int, signed: bool) -> Measures:
-    """Means (with the percentage variations) and per-query samples of ``config``'s trials."""
-    summary = audit_trials(config, workers)
-    if summary.empty:   # planning (--dry-run): nothing ran
+def _measures(config, workers: int, signed: bool, scope: Scope | None = None) -> Measures:
+    """Means (with the percentage variations) and per-query samples of ``config``'s trials
+    (``scope.train`` false: only those the store holds)."""
+    if config is None:
+        return Measures()
+    summary = audit_trials(config, workers, train=(scope or Scope()).train)
+    if summary.empty:   # planning (--dry-run), or --no-train with nothing stored
         return Measures()
     return Measures(_variation(rls_measures(summary), signed), rls_samples(config, summary))
 
 
-def _run_table2(workdir, scale, workers):
-    return _measures(_config(workdir, scale, ("seed-only",)), workers, signed=False)
+def _run_table2(workdir, scale, workers, scope):
+    return _measures(_config(workdir, scale, ("seed-only",), scope), workers, signed=False,
+                     scope=scope)
 
 
 def _table2_values():
@@ -135,6 +148,7 @@ EXPERIMENTS.append(Experiment(
     title="Changing only the training seed: accuracy stays, rank lists change (ML-100k)",
     artefacts="Table 2 (ML-100k row)", data="MovieLens-100k, users >= 10, leave-one-out",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_table2, plannable=True,
+    repeatable=True, models=MODELS,
     values=_table2_values(),
     claims=(Claim("Accuracy changes little with the seed (|variation| < 2 % for Recall, MRR, "
                   "NDCG@20; equivalence test).", "§5.1; Table 2",
@@ -152,17 +166,17 @@ EXPERIMENTS.append(Experiment(
 # ------------------------------------------------------------------------------ Removal
 # Two experiments: training data only (§3.1, recaudit's default) and with the test inputs cut
 # too (``+inputs``, the setting Table 3's numbers match). Same counts, values and claims.
-def _run_removal(workdir, scale, workers, scope=""):
-    """``scope``: ``""`` or ``"+inputs"``; the training-only run also reads ``seed-only``,
+def _run_removal(workdir, scale, workers, scope, cut=""):
+    """``cut``: ``""`` or ``"+inputs"``; the training-only run also reads ``seed-only``,
     which it shares with Table 2."""
-    refs = () if scope else ("seed-only",)
-    perts = refs + tuple(f"remove-{w}-{n}{scope}" for w in WHERE
+    refs = () if cut else ("seed-only",)
+    perts = refs + tuple(f"remove-{w}-{n}{cut}" for w in WHERE
                          for n in SCALES[scale]["counts"])
-    return _measures(_config(workdir, scale, perts), workers, signed=True)
+    return _measures(_config(workdir, scale, perts, scope), workers, signed=True, scope=scope)
 
 
-def _run_removal_inputs(workdir, scale, workers):
-    return _run_removal(workdir, scale, workers, "+inputs")
+def _run_removal_inputs(workdir, scale, workers, scope):
+    return _run_removal(workdir, scale, workers, scope, "+inputs")
 
 
 #: Table 3's dataset per model, for which ML-100k stands in (the claims read from Table 3
@@ -242,6 +256,7 @@ EXPERIMENTS.append(Experiment(
     artefacts="Table 3 (by direction), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
     scales={k: v["note"] for k, v in SCALES.items()}, runner=_run_removal, plannable=True,
+    repeatable=True, models=MODELS,
     values=_removal_values(), claims=_removal_claims(),
     notes=(COST, "Table 3 is on ML-1M (SASRec) and FS-NYC (GRU4Rec), not available offline; its "
            "numbers are shown next to ours on ML-100k for scale, and the verdict rests on the "
@@ -267,7 +282,8 @@ EXPERIMENTS.append(Experiment(
     artefacts="Table 3 (ML-100k instead of ML-1M and FS-NYC), Figures 1-2 (ML-100k panels)",
     data="MovieLens-100k, users >= 10, leave-one-out",
     scales={k: v["note"] for k, v in SCALES.items()},
-    runner=_run_removal_inputs, plannable=True, values=_removal_values("+inputs"),
+    runner=_run_removal_inputs, plannable=True,
+    repeatable=True, models=MODELS, values=_removal_values("+inputs"),
     claims=_removal_claims("+inputs"),
     notes=(COST, "The perturbations are remove-<where>-<n>+inputs: the perturbed model ranks test "
            "queries whose contexts lost the removed items (recaudit.data.Queries.edited), as "
