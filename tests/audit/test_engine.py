@@ -194,3 +194,40 @@ def test_ctrl_c_while_a_trial_is_written_keeps_it_and_then_stops(tmp_path, monke
     run_audit(cfg, progress=lambda e, t, d, n: events.append((e, d, n)))
     assert events[:2] == [("baselines", 1, 1), ("skip", 1, 2)]  # the cached one, reused
     assert len(trial_summary(cfg.output)) == 2
+
+
+def test_a_killed_audit_resumes_its_fit_in_flight_and_gets_the_same_numbers(tmp_path,
+                                                                            monkeypatch):
+    """Stopped in its first trial's perturbed fit, after that fit's state was kept
+    (``<store>.fits.d``), the next run resumes that fit at its next epoch; the numbers are
+    those of a run that was never stopped."""
+    from recaudit import _progress
+    from recaudit.errors import Interrupted
+    from recaudit.cli import _saved
+    from recaudit.experiment import fits_dir
+
+    model = ModelSpec("gru4rec", {**TINY_MODEL.params, "epochs": 4})
+    whole = _config(tmp_path, "whole.duckdb", models=(model,), seeds=(0,))
+    run_audit(whole)
+    cfg = _config(tmp_path, models=(model,), seeds=(0,))
+    real, epochs = _progress.epoch, []
+
+    def stop_in_second_fit(done, total):   # the baseline is the first fit
+        epochs.append(done)
+        real(done, total)
+        if len(epochs) == 4 + 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_progress, "epoch", stop_in_second_fit)
+    monkeypatch.setattr("recaudit._resume.EVERY", 0.0)   # keep the state after every epoch
+    with pytest.raises(Interrupted):
+        run_audit(cfg)
+    assert len(list(fits_dir(cfg.output).glob("*.pt"))) == 1
+    assert _saved(cfg.output, baselines=True) == (
+        f"0 finished trials and 1 trained baseline saved in {cfg.output}, with the state of 1 "
+        "fit in flight at its last kept epoch; run the same command again to resume")
+    epochs.clear()
+    run_audit(cfg)
+    assert epochs[:2] == [4, 1]    # the stopped fit's last epoch, then the other trial's fits
+    assert list(fits_dir(cfg.output).iterdir()) == []
+    pd.testing.assert_frame_equal(_numbers(cfg.output), _numbers(whole.output))

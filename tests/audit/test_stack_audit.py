@@ -136,7 +136,7 @@ def test_each_member_of_a_running_stack_has_its_heartbeat(tmp_path):
         return [f"outcome {j}" for j in jobs]
 
     trials = [Trial(f"id{i}", i, group="g") for i in range(3)]
-    out = _call_stack(run_stack, str(tmp_path / "beats"), trials)
+    out = _call_stack(run_stack, str(tmp_path / "beats"), None, trials)
     assert out == ["outcome 0", "outcome 1", "outcome 2"] and isinstance(out, Stacked)
     assert sorted(seen) == ["id0", "id1", "id2"]
     for i in range(3):

@@ -166,10 +166,11 @@ def _saved(store: Any, then: str = "run the same command again to resume",
     """What a stopped command leaves in ``store`` (a store, or a folder of stores such as
     ``reproduce run --dir``): its finished trials (with ``baselines``, an audit's trained
     baselines cached beside it too: an interrupted run's finished work, which a resume
-    reuses), and ``then``, what to do next."""
+    reuses; the state of the fits in flight, :func:`recaudit._resume.resumable`), and
+    ``then``, what to do next."""
     from pathlib import Path
 
-    from recaudit.experiment import Store
+    from recaudit.experiment import Store, fits_dir
     from recaudit.studies import present
 
     if store is None or not Path(store).exists():
@@ -186,7 +187,10 @@ def _saved(store: Any, then: str = "run the same command again to resume",
     cache = Path(store).with_name(Path(store).name + ".baselines")  # an audit's baselines
     m = len(list(cache.glob("*.npz"))) if baselines and cache.is_dir() else 0
     kept = f" and {m} trained baseline{'s' if m != 1 else ''}" if m else ""
-    return f"{n} finished trial{'s' if n != 1 else ''}{kept} saved in {where}; {then}"
+    f = sum(len(list(fits_dir(path).glob("*.pt"))) for path in stores)
+    fits = f", with the state of {f} fit{'s' if f != 1 else ''} in flight at {'their' if f != 1 else 'its'} " \
+           "last kept epoch" if f else ""
+    return f"{n} finished trial{'s' if n != 1 else ''}{kept} saved in {where}{fits}; {then}"
 
 
 def _interrupted() -> int:

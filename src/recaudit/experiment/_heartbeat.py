@@ -32,7 +32,7 @@ from typing import Any
 from recaudit import _progress
 from recaudit._files import atomic_text
 
-__all__ = ["Heartbeat", "clear_heartbeats", "heartbeat_dir", "heartbeats"]
+__all__ = ["Heartbeat", "clear_heartbeats", "fits_dir", "heartbeat_dir", "heartbeats"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,14 @@ def heartbeat_dir(store: str | Path) -> Path:
     """Where the trials running on ``store`` keep their heartbeats."""
     store = Path(store)
     return store.with_name(store.name + ".progress.d")
+
+
+def fits_dir(store: str | Path) -> Path:
+    """Where the fits of the trials running on ``store`` keep their state, so that a killed
+    run's next run resumes them (:func:`recaudit._resume.resumable`; a fit removes its file
+    when it finishes; the folder can be deleted whenever no run is running)."""
+    store = Path(store)
+    return store.with_name(store.name + ".fits.d")
 
 
 class Heartbeat:

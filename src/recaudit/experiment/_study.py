@@ -45,12 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from recaudit import _progress
+from recaudit import _progress, _resume
 from recaudit._files import atomic_text
 from recaudit._ids import spec_id
 from recaudit.errors import (RecauditError, RecauditWarning, StorageError, TrialError,
                              storage_error)
-from recaudit.experiment._heartbeat import Heartbeat, clear_heartbeats, heartbeat_dir
+from recaudit.experiment._heartbeat import (Heartbeat, clear_heartbeats, fits_dir,
+                                           heartbeat_dir)
 from recaudit.experiment._run import Stacked, run_pending
 from recaudit.experiment._schema import PLANS, Table
 from recaudit.experiment._specs import DatasetSpec, ExecutorSpec
@@ -131,31 +132,34 @@ class StudyInfo:
         return self.trials.name in store.tables()
 
 
-def _call(run: Callable[..., Any], beats: str | None, trial: Trial | list[Trial],
-          *product: Any) -> Any:
-    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given); an
-    error it raises becomes a :class:`~recaudit.errors.TrialError` naming the trial (the
-    error its cause). A stack (a list of trials: only ``share``/``prime`` are called on one)
-    stands for its first."""
+def _call(run: Callable[..., Any], beats: str | None, fits: str | None,
+          trial: Trial | list[Trial], *product: Any) -> Any:
+    """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given, and the
+    state of its fits in ``fits``, :func:`recaudit._resume.resumable`); an error it raises
+    becomes a :class:`~recaudit.errors.TrialError` naming the trial (the error its cause). A
+    stack (a list of trials: only ``share``/``prime`` are called on one) stands for its
+    first."""
     if isinstance(trial, list):
         trial = trial[0]
     try:
-        if beats is None:
-            return run(trial.job, *product)
-        with Heartbeat(beats, trial.id):
-            return run(trial.job, *product)
+        with _resume.resumable(fits):
+            if beats is None:
+                return run(trial.job, *product)
+            with Heartbeat(beats, trial.id):
+                return run(trial.job, *product)
     except (TrialError, StorageError):  # a full disk is not the trial's fault: say where
         raise
     except Exception as exc:
         raise (storage_error(exc, writing=False) or TrialError(trial.name, exc)) from exc
 
 
-def _call_stack(run_stack: Callable[..., Any], beats: str | None, trials: list[Trial],
-                *product: Any) -> Stacked:
+def _call_stack(run_stack: Callable[..., Any], beats: str | None, fits: str | None,
+                trials: list[Trial], *product: Any) -> Stacked:
     """A worker runs a stack of trials with ``run_stack`` (one heartbeat per trial: what a
     member reports inside :func:`recaudit._progress.member` reaches its own, the rest all)."""
     try:
-        return _run_stack(run_stack, beats, trials, *product)
+        with _resume.resumable(fits):
+            return _run_stack(run_stack, beats, trials, *product)
     except (TrialError, StorageError):
         raise
     except Exception as exc:
@@ -319,15 +323,16 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
         # killed run's are stale, and this run holds the store, so none is running
         clear_heartbeats(output)
         beats = None if study.executor.kind == "ray" else str(heartbeat_dir(output))
+        fits = None if beats is None else str(fits_dir(output))
         run_stack = getattr(study, "run_stack", None)
         size = study.executor.stack
         if size > 1 and run_stack is not None:
             units = stacks([t for t in trials if t.id not in done], size)
             jobs: list[tuple[Any, tuple]] = [(tuple(t.id for t in u), (u,)) for u in units]
-            runner = functools.partial(_call_stack, run_stack, beats)
+            runner = functools.partial(_call_stack, run_stack, beats, fits)
         else:
             jobs = [(t.id, (t,)) for t in trials]
-            runner = functools.partial(_call, study.run, beats)
+            runner = functools.partial(_call, study.run, beats, fits)
 
         def unit(job: tuple) -> Trial:
             return job[0][0] if isinstance(job[0], list) else job[0]
@@ -338,10 +343,10 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                         else None,
                         share=None if study.share is None else functools.partial(_call,
                                                                                  study.share,
-                                                                                 None),
+                                                                                 None, None),
                         prime=None if study.prime is None else functools.partial(_call,
                                                                                  study.prime,
-                                                                                 beats),
+                                                                                 beats, fits),
                         data=lambda job: _datasets(job[0]),
                         progress=report, total=len(trials))
         except BaseException as exc:

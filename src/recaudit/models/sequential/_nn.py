@@ -136,6 +136,23 @@ class StackAdam:
             self.slices = [[(d[j], g[j], m[j], v[j]) for d, g, m, v in cols]
                            for j in range(self.size)]
 
+    def state(self) -> dict[str, Any]:
+        """A copy of every member's moments and step counts (what :meth:`load_state` sets)."""
+        return {"moments": [(m.clone(), v.clone()) for m, v in self.moments],
+                "steps": torch.stack([torch.stack(row) for row in self.steps])
+                if self.params else torch.zeros(0)}
+
+    @torch.no_grad()
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Set the moments and step counts to ``state`` (a :meth:`state`), in place (the
+        members' slices stay views of them)."""
+        for (m, v), (m2, v2) in zip(self.moments, state["moments"], strict=True):
+            m.copy_(m2)
+            v.copy_(v2)
+        for j, row in enumerate(self.steps):
+            for i, count in enumerate(row):
+                count.copy_(state["steps"][j, i])
+
     def _reach(self, i: int) -> None:
         self.reached[i] = True
 

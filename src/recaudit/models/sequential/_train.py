@@ -3,7 +3,9 @@
 Every sequential model trains the same way: epochs of optimiser steps over mini-batches
 (temporal or shuffled batches of samples, or groups of the log in time order), one Adam step
 per mini-batch, an optional checkpoint every ``checkpoint_every`` epochs (TracIn), optional
-early stopping on a held-out interaction per user (``patience``), a progress report per epoch.
+early stopping on a held-out interaction per user (``patience``), a progress report per epoch
+and, inside :func:`recaudit._resume.resumable`, its state kept at an epoch's end so that a
+killed fit resumes there (:mod:`._resume`).
 What differs is the *step*: which mini-batches an epoch has and what a mini-batch's loss is. A
 model supplies that as a :class:`~recaudit.models.sequential._course.Course` (one model's run
 through the loop: its network, data, generators and per-step work); :func:`train` runs the
@@ -37,10 +39,12 @@ from typing import Any
 import torch
 
 from recaudit import _progress as progress
+from recaudit import _resume
 from recaudit.data import Interactions
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._draws import step_tag
 from recaudit.models.sequential._nn import StackAdam, deterministic_torch
+from recaudit.models.sequential._resume import Keeper
 from recaudit.models.sequential._stack import index_tensor
 
 __all__ = ["train", "train_stack", "available_memory"]
@@ -92,7 +96,10 @@ def train(courses: Sequence[Course]) -> None:
         net = stack.net
         opt = StackAdam(net, cfg.lr, cfg.weight_decay)
         last: dict[int, Any] = {}     # each course's last epoch state (what it finishes with)
-        for epoch in range(cfg.epochs):
+        where = _resume.current()
+        keeper = None if where is None else Keeper(courses, where)
+        start = 0 if keeper is None else keeper.restore(net, opt, last)
+        for epoch in range(start, cfg.epochs):
             active = [c for c in courses if not c.stopped]
             if not active:
                 break
@@ -111,6 +118,8 @@ def train(courses: Sequence[Course]) -> None:
             for c in active:   # the epoch's one read of the device per member
                 last[id(c)] = run.state(c)
                 _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
+            if keeper is not None:
+                keeper.keep(epoch, net, opt, last)
             progress.epoch(epoch + 1, cfg.epochs)
         net.eval()
         for c in courses:   # every member's best parameters back before any finishes
@@ -120,6 +129,8 @@ def train(courses: Sequence[Course]) -> None:
             c.finish(last.get(id(c)))
             c.model.history_ = c.history
             c.model.checkpoints_ = c.checkpoints
+        if keeper is not None:
+            keeper.finish()
 
 
 def train_stack(members: list[tuple[Any, Interactions, int]], device: torch.device,

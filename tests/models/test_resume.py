@@ -1,0 +1,123 @@
+"""A killed fit resumes from its last kept epoch and ends bit for bit as if never stopped.
+
+Every configuration of the stacking tests (every sequential model, recurrences, early
+stopping, TracIn checkpoints, BERT4Rec's drawn Cloze masks, JODIE's dynamic state) trains a
+stack of three members that is stopped after its second epoch (an exception from the progress
+report, as a kill would leave it: the state kept, the fit unfinished) and trained again in the
+same folder: its members' scores, loss and validation histories, checkpoints and TracIn
+factors must equal those of a stack that was never stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recaudit import _progress
+from recaudit._resume import resumable
+from recaudit.errors import RecauditWarning
+from recaudit.models.sequential import fit_stack
+from tests.models.test_stack import CONFIGS, _assert_same, _logs, _model, _state
+
+
+class Stop(Exception):
+    """What stops a fit here (a kill stops it between two epochs just as well)."""
+
+
+def _stop_at(epoch: int):
+    def watcher(fields):
+        if fields.get("epoch") == epoch:
+            raise Stop
+    return watcher
+
+
+def _fit(key, logs, seeds, folder=None, every=0.0, stop=None, seen=None):
+    models = [_model(key) for _ in logs]
+    watcher = _stop_at(stop) if stop else (lambda f: seen.append(f["epoch"])
+                                           if seen is not None and "epoch" in f else None)
+    with resumable(folder, every=every), _progress.reporting(watcher):
+        fit_stack(models, logs, seeds)
+    return models
+
+
+@pytest.mark.parametrize("key", sorted(CONFIGS))
+def test_a_stopped_stack_resumes_bit_for_bit(key, tmp_path):
+    logs, queries = _logs()
+    seeds = [0, 1, 2]
+    whole = _fit(key, logs, seeds)
+    with pytest.raises(Stop):
+        _fit(key, logs, seeds, tmp_path, stop=2)
+    assert len(list(tmp_path.glob("*.pt"))) == 1      # the state after epoch 2 is kept
+    seen: list[int] = []
+    resumed = _fit(key, logs, seeds, tmp_path, seen=seen)
+    epochs = whole[0].config.epochs
+    # it went on from epoch 3 (members that stopped early did not train again)
+    assert seen == list(range(3, epochs + 1))
+    assert list(tmp_path.iterdir()) == []             # a finished fit removes its state
+    for i, (a, b) in enumerate(zip(whole, resumed, strict=True)):
+        assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in b.history_]
+        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
+                     f"{key} member {i}")
+
+
+@pytest.mark.parametrize("key", ["jodie", "lstm", "latentcross-history"])
+def test_a_stack_stopped_after_its_last_epoch_finishes_from_its_state(key, tmp_path):
+    """Killed between the last epoch and the hand-over: nothing is trained again, and what
+    the last epoch left for the model (JODIE's dynamic embeddings) comes from the state."""
+    logs, queries = _logs()
+    whole = _fit(key, logs, [0, 1, 2])
+    with pytest.raises(Stop):
+        _fit(key, logs, [0, 1, 2], tmp_path, stop=whole[0].config.epochs)
+    seen: list[int] = []
+    resumed = _fit(key, logs, [0, 1, 2], tmp_path, seen=seen)
+    assert seen == []
+    for i, (a, b) in enumerate(zip(whole, resumed, strict=True)):
+        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
+                     f"{key} member {i}")
+        if key == "jodie":
+            assert np.array_equal(a.user_state_.numpy(), b.user_state_.numpy())
+
+
+def test_only_the_same_fit_reads_a_kept_state(tmp_path):
+    logs, queries = _logs()
+    with pytest.raises(Stop):
+        _fit("gru4rec", logs[:1], [0], tmp_path, stop=2)
+    kept = sorted(tmp_path.glob("*.pt"))
+    # another seed, another log, another configuration: each starts from its first epoch
+    for key, log, seed in (("gru4rec", logs[0], 1), ("gru4rec", logs[1], 0),
+                           ("gru4rec-batched", logs[0], 0)):
+        seen: list[int] = []
+        _fit(key, [log], [seed], tmp_path, seen=seen)
+        assert seen[0] == 1, (key, seed)
+    assert sorted(tmp_path.glob("*.pt")) == kept      # and the stopped one's state is left
+
+
+def test_state_is_kept_once_its_interval_has_passed(tmp_path):
+    logs, _ = _logs()
+    with pytest.raises(Stop):       # an hour between keepings: nothing is kept in 2 epochs
+        _fit("sasrec", logs[:1], [0], tmp_path, every=3600.0, stop=2)
+    assert list(tmp_path.iterdir()) == []
+    seen: list[int] = []
+    _fit("sasrec", logs[:1], [0], tmp_path, every=3600.0, seen=seen)
+    assert seen[0] == 1
+
+
+def test_an_unreadable_state_is_set_aside_and_the_fit_starts_over(tmp_path):
+    logs, queries = _logs()
+    whole = _fit("lstm", logs[:1], [4])
+    with pytest.raises(Stop):
+        _fit("lstm", logs[:1], [4], tmp_path, stop=2)
+    (path,) = tmp_path.glob("*.pt")
+    path.write_bytes(path.read_bytes()[:100])          # cut short (a copy gone wrong)
+    seen: list[int] = []
+    with pytest.warns(RecauditWarning, match="cannot be read.*starts from its first epoch"):
+        again = _fit("lstm", logs[:1], [4], tmp_path, seen=seen)
+    assert seen[0] == 1
+    assert [p.name for p in tmp_path.iterdir()] == [path.name + ".unreadable"]
+    assert np.array_equal(whole[0].score(queries), again[0].score(queries))
+
+
+def test_every_must_not_be_negative(tmp_path):
+    with pytest.raises(ValueError, match="every must be >= 0"):
+        with resumable(tmp_path, every=-1):
+            pass
