@@ -197,13 +197,14 @@ def test_ctrl_c_while_a_trial_is_written_keeps_it_and_then_stops(tmp_path, monke
 
 
 def test_a_killed_audit_resumes_its_fit_in_flight_and_gets_the_same_numbers(tmp_path,
-                                                                            monkeypatch):
+                                                                            monkeypatch,
+                                                                            capsys):
     """Stopped in its first trial's perturbed fit, after that fit's state was kept
     (``<store>.fits.d``), the next run resumes that fit at its next epoch; the numbers are
     those of a run that was never stopped."""
     from recaudit import _progress
     from recaudit.errors import Interrupted
-    from recaudit.cli import _saved
+    from recaudit.cli import _saved, main
     from recaudit.experiment import fits_dir
 
     model = ModelSpec("gru4rec", {**TINY_MODEL.params, "epochs": 4})
@@ -226,6 +227,8 @@ def test_a_killed_audit_resumes_its_fit_in_flight_and_gets_the_same_numbers(tmp_
     assert _saved(cfg.output, baselines=True) == (
         f"0 finished trials and 1 trained baseline saved in {cfg.output}, with the state of 1 "
         "fit in flight at its last kept epoch; run the same command again to resume")
+    assert main(["status", cfg.output]) == 0
+    assert "  kept: a gru4rec fit (seed 0) at epoch 3 of 4, " in capsys.readouterr().out
     epochs.clear()
     run_audit(cfg)
     assert epochs[:2] == [4, 1]    # the stopped fit's last epoch, then the other trial's fits

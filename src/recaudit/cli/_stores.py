@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from recaudit.cli._common import as_flags
@@ -56,9 +57,22 @@ def _running(beats: list[dict]) -> list[str]:
     return out
 
 
+def _kept(console: Console, store: Path) -> None:
+    """The fits a stopped run on ``store`` kept, which its next run resumes."""
+    from recaudit.experiment import kept_fits
+
+    for fit in kept_fits(store):
+        seeds = ("seeds " if len(fit["seeds"]) > 1 else "seed ") \
+            + ", ".join(map(str, fit["seeds"]))
+        console.print(f"  kept: a {fit['model']} fit ({seeds}) at epoch {fit['epoch']} of "
+                      f"{fit['epochs']}, {_ago(fit['kept'])}: the next run resumes it there",
+                      markup=False)
+
+
 def status(store: Path = _STORE) -> None:
     """How many trials of each study the store holds, and what each trial a run is running
-    does now: its phase, epoch and time left (readable while the run writes to the store)."""
+    does now: its phase, epoch and time left (readable while the run writes to the store);
+    after a stopped run, the fits it kept to resume."""
     from recaudit.experiment import heartbeats
     from recaudit.studies import status as study_status
 
@@ -66,6 +80,8 @@ def status(store: Path = _STORE) -> None:
     found = study_status(store)
     if not found:
         console.print(f"{store}: no finished trial yet", markup=False)
+        if not heartbeats(store):     # no run is running
+            _kept(console, store)
         return
     for s in found:
         trials = f"trial{'' if s.done == 1 else 's'}"
@@ -82,6 +98,8 @@ def status(store: Path = _STORE) -> None:
             beats = heartbeats(store) if p.get("running") else []
             for line in _running(beats):
                 console.print(f"  running {line}", markup=False)
+            if not p.get("running"):
+                _kept(console, store)
         if len(s.breakdown):
             table = result_table()
             add_columns(table, *map(str, s.study.breakdown), "done",

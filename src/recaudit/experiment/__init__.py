@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.experiment._data import (data_summary, load_dataset, prepare, read_dataset,
                                            split_log)
     from recaudit.experiment._executors import execute
-    from recaudit.experiment._heartbeat import Heartbeat, fits_dir, heartbeats
+    from recaudit.experiment._heartbeat import Heartbeat, fits_dir, heartbeats, kept_fits
     from recaudit.experiment._identity import (ID_VERSION, identity, migrate_ids,
                                                store_id_version, trial_key)
     from recaudit.experiment._merge import Agreement, merge_stores, shared_trials
@@ -54,7 +54,7 @@ __getattr__, __dir__ = exports(__name__, {
     "._cache": ("ArrayCache",),
     "._data": ("data_summary", "load_dataset", "prepare", "read_dataset", "split_log"),
     "._executors": ("execute",),
-    "._heartbeat": ("Heartbeat", "fits_dir", "heartbeats"),
+    "._heartbeat": ("Heartbeat", "fits_dir", "heartbeats", "kept_fits"),
     "._identity": ("ID_VERSION", "identity", "migrate_ids", "store_id_version", "trial_key"),
     "._merge": ("Agreement", "merge_stores", "shared_trials"),
     "._run": ("Stacked", "run_pending"),
@@ -66,7 +66,7 @@ __getattr__, __dir__ = exports(__name__, {
 })
 
 __all__ = ["ID_VERSION", "META", "PLANS", "TABLES", "Agreement", "ArrayCache", "Column", "DatasetSpec", "ExecutorSpec",
-           "Heartbeat", "fits_dir", "heartbeats",
+           "Heartbeat", "fits_dir", "heartbeats", "kept_fits",
            "ModelSpec", "SplitSpec", "Stacked", "Store", "StoreBusyError", "Study", "StudyInfo",
            "Table",
            "Trial", "canonical_json", "columns", "data_summary", "execute", "identity", "load_dataset",

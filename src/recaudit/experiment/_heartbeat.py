@@ -32,7 +32,8 @@ from typing import Any
 from recaudit import _progress
 from recaudit._files import atomic_text
 
-__all__ = ["Heartbeat", "clear_heartbeats", "fits_dir", "heartbeat_dir", "heartbeats"]
+__all__ = ["Heartbeat", "clear_heartbeats", "fits_dir", "heartbeat_dir", "heartbeats",
+           "kept_fits"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,22 @@ def fits_dir(store: str | Path) -> Path:
     when it finishes; the folder can be deleted whenever no run is running)."""
     store = Path(store)
     return store.with_name(store.name + ".fits.d")
+
+
+def kept_fits(store: str | Path) -> list[dict[str, Any]]:
+    """The fits whose state a stopped run on ``store`` kept (:func:`fits_dir`), oldest
+    first: each one's ``model``, ``seeds`` (one per member of its stack), the ``epoch`` kept
+    of its ``epochs`` and when (``kept``, seconds since the epoch)."""
+    folder = fits_dir(store)
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            about = json.loads(path.read_text())
+        except (OSError, ValueError):    # being replaced, or removed since the listing
+            continue
+        if isinstance(about, dict) and path.with_suffix(".pt").is_file():
+            out.append(about)
+    return sorted(out, key=lambda a: a.get("kept", 0))
 
 
 class Heartbeat:

@@ -17,12 +17,13 @@ A GPU is lent to this project only now and then, for minutes. ``recaudit reprodu
 Each item is an ordinary ``reproduce run`` (stacked with ``--stack``, on ``--device``) into
 the stores of ``OUT``, resumable trial by trial. A timer stops the run ``margin`` seconds
 before the time is up — as Ctrl-C would: the finished trials are in the stores, the running
-ones are abandoned — so that the stores are closed and complete when the machine is given
-back. ``OUT/queue.json`` then says what each item holds and the commands that bring it home:
+ones are abandoned, their fits' state kept at their last kept epoch in ``<store>.fits.d``
+(:func:`recaudit._resume.resumable`) — so that the stores are closed and complete when the
+machine is given back. ``OUT/queue.json`` then says what each item holds and the commands that bring it home:
 ``recaudit merge`` of each store into the stores the records come from, and the
 ``reproduce run ... --no-train`` that records an item whose trials are all there. A later
-call with the same ``OUT`` (the folder carried back to a GPU machine) goes on where this one
-stopped.
+call with the same ``OUT`` (the folder carried back to a GPU machine, ``fits.d`` folders
+included) goes on where this one stopped, the abandoned fits from their kept epochs.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def run_queue(root: Path | str, minutes: float, *, device: str | None = None, st
                          records=root / "records")
             entry.update(state="complete", verdict=rec.get("verdict"))
         except KeyboardInterrupt:
-            entry["state"] = "stopped (time up): the finished trials are in the stores"
+            entry["state"] = ("stopped (time up): the finished trials are in the stores, the "
+                              "fits in flight kept in their <store>.fits.d")
         entry["seconds"] = round(time.monotonic() - t0, 1)
         done.append(entry)
         if entry["state"] != "complete":

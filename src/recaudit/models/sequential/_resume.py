@@ -16,7 +16,8 @@ Nothing else carries from one epoch to the next: batch orders come from
 member's seed, the epoch and the step (:mod:`._draws`), so a resumed fit computes the same
 bits as one that was never stopped (tested for every model, alone and in a stack).
 
-The file is ``<folder>/<key>.pt``, where the key is a SHA-256 of what decides the fit's bits:
+The file is ``<folder>/<key>.pt`` (and ``<key>.json``: the model, the seeds, the epoch kept and
+when, for ``recaudit status``), where the key is a SHA-256 of what decides the fit's bits:
 the model's class, parameters and arithmetic (:meth:`implementation_of`), the device, the
 torch version, and each member's seed and training log (its fingerprint). A different fit
 never reads another's state; a finished fit removes its file. It is written whole or not at
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from recaudit._files import atomic_path
+from recaudit._files import atomic_path, atomic_text
 from recaudit._resume import Resumable
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._nn import SequenceNet, StackAdam
@@ -95,6 +96,7 @@ class Keeper:
 
             aside = self.path.with_name(self.path.name + ".unreadable")
             self.path.replace(aside)
+            self.path.with_suffix(".json").unlink(missing_ok=True)
             warnings.warn(f"the kept state of a {self.courses[0].name} fit, {self.path}, "
                           f"cannot be read ({type(exc).__name__}: {exc}); it is moved to "
                           f"{aside.name} and the fit starts from its first epoch",
@@ -130,9 +132,14 @@ class Keeper:
                  "last": [last.get(id(c)) for c in self.courses]}
         with atomic_path(self.path) as tmp:
             torch.save(state, tmp)
+        first = self.courses[0]
+        about = {"model": first.name, "seeds": [c.seed for c in self.courses],
+                 "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time()}
+        atomic_text(self.path.with_suffix(".json"), json.dumps(about))
         self._kept_at = time.perf_counter()
         self._cost = self._kept_at - now
 
     def finish(self) -> None:
         """The fit is done: its kept state is no longer needed."""
         self.path.unlink(missing_ok=True)
+        self.path.with_suffix(".json").unlink(missing_ok=True)
