@@ -54,6 +54,11 @@ def test_a_stopped_stack_resumes_bit_for_bit(key, tmp_path):
     # it went on from epoch 3 (members that stopped early did not train again)
     assert seen == list(range(3, epochs + 1))
     assert list(tmp_path.iterdir()) == []             # a finished fit removes its state
+    # the resumed fit's time before this process: at least its kept epochs' own seconds
+    before = max(sum(r["seconds"] for r in m.history_ if r["epoch"] <= 2) for m in resumed)
+    assert all(m.resumed_seconds_ == resumed[0].resumed_seconds_ >= before > 0
+               for m in resumed)
+    assert all(m.resumed_seconds_ == 0.0 for m in whole)
     for i, (a, b) in enumerate(zip(whole, resumed, strict=True)):
         assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in b.history_]
         _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),

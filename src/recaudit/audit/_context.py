@@ -34,7 +34,8 @@ def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any]
         if hasattr(model, "close"):
             model.close()
         raise
-    return model, time.perf_counter() - t0
+    # a fit resumed from its kept state (recaudit._resume) adds what it took before
+    return model, time.perf_counter() - t0 + getattr(model, "resumed_seconds_", 0.0)
 
 
 def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: RankLists,

@@ -63,7 +63,10 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
         progress.report(phase="perturbed fit")
         t0 = time.perf_counter()
         fit_stack(models, [p.train for p in prepared], [p.seed for p in prepared])
-        share = (time.perf_counter() - t0) / len(models)
+        # a resumed stack adds what it took before (recaudit._resume; a stack split by
+        # catalogue: its largest part's)
+        carried = max(m.resumed_seconds_ for m in models)
+        share = (time.perf_counter() - t0 + carried) / len(models)
         out = []
         for i, (p, model) in enumerate(zip(prepared, models, strict=True)):
             with progress.member(i):

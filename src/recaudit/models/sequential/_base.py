@@ -81,6 +81,9 @@ class SequentialRecommender(Configurable):
     device_: torch.device
     history_: list[dict[str, Any]]
     checkpoints_: list[tuple[float, dict]]
+    #: the wall seconds a resumed fit took before this process resumed it (0.0: not resumed;
+    #: :mod:`._resume`)
+    resumed_seconds_: float
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

@@ -9,7 +9,9 @@ of an epoch, everything the epochs after it read:
   validation value, the parameters of that epoch, epochs without improvement, stopped or
   not), the state of its loss generator (BERT4Rec's Cloze masks draw from it) and what its
   last epoch left for :meth:`Course.finish` (JODIE's dynamic embeddings);
-- the next epoch's number.
+- the next epoch's number, and the wall seconds the fit has taken up to it (a resumed fit
+  reports them in ``resumed_seconds_``, which the audit adds to the trial's fit time: a
+  trial's time is what it took, not what its last process took).
 
 Nothing else carries from one epoch to the next: batch orders come from
 ``make_rng(seed, name, "order", epoch)`` and dropout masks from counters keyed by the
@@ -77,8 +79,11 @@ class Keeper:
         self.courses = list(courses)
         self.every = where.every
         self.path = Path(where.folder) / f"{fit_key(self.courses)}.pt"
-        self._kept_at = time.perf_counter()
+        self._kept_at = self._started = time.perf_counter()
         self._cost = 0.0
+        #: the wall seconds the fit spent before this process took it up (up to the kept
+        #: epoch, in the processes that kept it), which a resumed fit's time adds
+        self.carried = 0.0
 
     def restore(self, net: SequenceNet, opt: StackAdam, last: dict[int, Any]) -> int:
         """Load the kept state into ``net``, ``opt``, the courses and ``last`` (each course's
@@ -102,6 +107,7 @@ class Keeper:
                           f"{aside.name} and the fit starts from its first epoch",
                           RecauditWarning, stacklevel=4)
             return 0
+        self.carried = float(state["seconds"])
         net.load_state_dict(state["net"])
         opt.load_state(state["optimizer"])
         for c, kept, end in zip(self.courses, state["courses"], state["last"], strict=True):
@@ -123,6 +129,7 @@ class Keeper:
         if self.every and now - self._kept_at < max(self.every, 20 * self._cost):
             return
         state = {"layout": LAYOUT, "epoch": epoch + 1, "net": net.state_dict(),
+                 "seconds": self.carried + now - self._started,
                  "optimizer": opt.state(),
                  "courses": [{"history": c.history, "checkpoints": c.checkpoints,
                               "best": c.best, "best_state": c.best_state, "stale": c.stale,

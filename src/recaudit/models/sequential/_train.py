@@ -129,6 +129,7 @@ def train(courses: Sequence[Course]) -> None:
             c.finish(last.get(id(c)))
             c.model.history_ = c.history
             c.model.checkpoints_ = c.checkpoints
+            c.model.resumed_seconds_ = 0.0 if keeper is None else keeper.carried
         if keeper is not None:
             keeper.finish()
 
