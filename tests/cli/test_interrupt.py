@@ -332,3 +332,40 @@ def test_ctrl_c_after_a_baseline_is_cached_keeps_it_and_the_resume_reuses_it(tmp
     assert rerun.returncode == 0, rerun.stderr
     assert "reusing 1 cached baseline; 0 to train" in rerun.stderr, rerun.stderr
     assert len(_trials(store)) == 2
+
+
+def test_ctrl_c_in_a_fit_keeps_its_state_and_the_next_run_says_it_resumes_it(
+        tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the middle of a perturbed fit (its state kept after every epoch here): the
+    line says the fit's state is saved, `recaudit status` names it, and the next run says
+    that it resumes it."""
+    from recaudit import _progress
+    from recaudit.cli import main
+
+    real, epochs = _progress.epoch, []
+
+    def epoch(done, total):
+        epochs.append(done)
+        real(done, total)
+        if len(epochs) == 3 + 2:          # the baseline's 3 epochs, then 2 of the next fit
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(_progress, "epoch", epoch)
+    monkeypatch.setattr("recaudit._resume.EVERY", 0.0)
+    monkeypatch.chdir(tmp_path)
+    args = ["audit", "--dataset", "synthetic", "--sample-users", "100", "--model", "gru4rec",
+            "--param", "epochs=3", "-p", "random-delete", "--seeds", "1", "--k", "5",
+            "--output", "a.duckdb"]
+    assert main(args) == 130
+    err = capsys.readouterr().err
+    assert ("0 finished trials and 1 trained baseline saved in a.duckdb, with the state of 1 "
+            "fit in flight at its last kept epoch; 1 running trial abandoned; run the same "
+            "command again to resume") in err, err
+    assert main(["status", "a.duckdb"]) == 0
+    assert "kept: a gru4rec fit (seed 0) at epoch 2 of 3" in capsys.readouterr().out
+    monkeypatch.setattr(_progress, "epoch", real)
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "a gru4rec fit kept after its epoch 2 of 3 by a stopped run: this run resumes it " \
+           "there if it trains it" in err, err
+    assert not list((tmp_path / "a.duckdb.fits.d").glob("*.pt"))

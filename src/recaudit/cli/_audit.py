@@ -37,6 +37,7 @@ def _progress_runner(config) -> Path:
     )
 
     from recaudit.audit import run_audit
+    from recaudit.experiment import kept_fits
 
     with running(config.output), progress_bar(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -48,6 +49,10 @@ def _progress_runner(config) -> Path:
                 if done:  # finished work from an earlier run: say that it is not redone
                     print(f"reusing {done} cached baseline{'s' if done != 1 else ''}; "
                           f"{total - done} to train", file=sys.stderr)
+                for fit in kept_fits(config.output):   # and the fits it stopped in
+                    print(f"a {fit['model']} fit kept after its epoch {fit['epoch']} of "
+                          f"{fit['epochs']} by a stopped run: this run resumes it there if it "
+                          "trains it", file=sys.stderr)
                 return
             bar.update(task, total=total, completed=done)
             if trial is not None:
