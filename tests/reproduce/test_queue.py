@@ -23,7 +23,13 @@ def test_the_queue_stops_when_the_time_is_up(tmp_path):
 
     def runner(name, scale, root, *, workers, scope, records):
         ran.append((name, scope.device, scope.stack))
-        if name == "second":
+        if name == "second":   # a fit of its store keeps its state, then the time is up
+            kept = root / "second.duckdb.fits.d"
+            kept.mkdir()
+            (kept / "k.pt").write_bytes(b"state")
+            (kept / "k.json").write_text(json.dumps({"model": "lstm", "seeds": [1, 2],
+                                                     "epoch": 7, "epochs": 50, "kept": 1.0}))
+            (root / "second.duckdb").write_text("")
             time.sleep(300)  # interrupted by the timer (2 s in) long before
             raise AssertionError("the timer did not stop the run")
         (root / f"{name}.duckdb").write_text("")
@@ -39,8 +45,10 @@ def test_the_queue_stops_when_the_time_is_up(tmp_path):
     assert states[0] == "complete" and states[1].startswith("stopped")
     assert states[2] == "not started (time up)"
     on_disk = json.loads((tmp_path / "queue.json").read_text())
-    assert on_disk["merge"] == [f"recaudit merge results/reproduce/first.duckdb "
-                                f"{tmp_path / 'first.duckdb'}"]
+    assert on_disk["merge"] == [f"recaudit merge results/reproduce/{n}.duckdb "
+                                f"{tmp_path / n}.duckdb" for n in ("first", "second")]
+    assert on_disk["kept"] == [{"store": str(tmp_path / "second.duckdb"), "model": "lstm",
+                                "seeds": [1, 2], "epoch": 7, "epochs": 50, "kept": 1.0}]
     assert on_disk["record"][0] == ("recaudit reproduce run first --scale paper --seeds 3 "
                                     "--models lstm --no-train")
 

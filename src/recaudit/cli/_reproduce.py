@@ -206,6 +206,9 @@ def queue_cmd(minutes: float = typer.Option(..., "--minutes", help="The time the
                         progress=lambda m: typer.echo(m, err=True))
     for item in summary["items"]:
         typer.echo(f"{item['experiment']} ({item['scale']}): {item['state']}")
+    for fit in summary["kept"]:
+        typer.echo(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']} in "
+                   f"{fit['store']}.fits.d (the same command with this --dir resumes it)")
     typer.echo(f"wrote {out / 'queue.json'}; merge with:")
     for line in summary["merge"]:
         typer.echo(f"  {line}")

@@ -106,6 +106,7 @@ def run_queue(root: Path | str, minutes: float, *, device: str | None = None, st
     """Train the queue's items in order into ``root`` for at most ``minutes`` (module
     docstring); returns (and writes to ``root/queue.json``) what each item holds."""
     from recaudit.errors import ConfigError
+    from recaudit.experiment import kept_fits
     from recaudit.reproduce._recording import run
 
     if minutes <= 0:
@@ -146,6 +147,8 @@ def run_queue(root: Path | str, minutes: float, *, device: str | None = None, st
     stores = _stores(root)
     summary = {"minutes": minutes, "device": device, "stack": stack, "items": done,
                "stores": stores,
+               # the fits a stopped item kept: the next call with this folder resumes them
+               "kept": [{"store": s, **fit} for s in stores for fit in kept_fits(s)],
                "merge": [f"recaudit merge results/reproduce/{Path(s).name} {s}" for s in stores],
                "record": [f"recaudit reproduce run {d['experiment']} --scale {d['scale']}"
                           + _scope(d["scope"]).flags() + " --no-train"
