@@ -122,6 +122,17 @@ def test_an_unreadable_state_is_set_aside_and_the_fit_starts_over(tmp_path):
     assert np.array_equal(whole[0].score(queries), again[0].score(queries))
 
 
+def test_a_folder_that_cannot_be_written_stops_the_keeping_not_the_fit(tmp_path):
+    logs, queries = _logs()
+    whole = _fit("gru4rec", logs[:1], [2])
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    seen: list[int] = []
+    fitted = _fit("gru4rec", logs[:1], [2], blocked / "fits", seen=seen)
+    assert seen == [1, 2, 3]
+    assert np.array_equal(whole[0].score(queries), fitted[0].score(queries))
+
+
 def test_every_must_not_be_negative(tmp_path):
     with pytest.raises(ValueError, match="every must be >= 0"):
         with resumable(tmp_path, every=-1):

@@ -27,7 +27,8 @@ all (:func:`recaudit._files.atomic_path`), read with ``torch.load(weights_only=T
 code runs from it), and a file that cannot be read is set aside with a warning (the fit
 starts from its first epoch). Keeping costs a copy of the parameters, the moments and the
 best epoch's parameters: it happens at most once every ``every`` seconds and at most once
-every 20 times the seconds the last keeping took, so it adds at most about 5 % to a fit.
+every 20 times the seconds the last keeping took, so it adds at most about 5 % to a fit. A
+state that cannot be written (a full or read-only disk) stops the keeping, never the fit.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -46,6 +48,7 @@ import torch
 
 from recaudit._files import atomic_path, atomic_text
 from recaudit._resume import Resumable
+from recaudit.errors import StorageError
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._nn import SequenceNet, StackAdam
 
@@ -100,8 +103,11 @@ class Keeper:
             from recaudit.errors import RecauditWarning
 
             aside = self.path.with_name(self.path.name + ".unreadable")
-            self.path.replace(aside)
-            self.path.with_suffix(".json").unlink(missing_ok=True)
+            try:
+                self.path.replace(aside)
+                self.path.with_suffix(".json").unlink(missing_ok=True)
+            except OSError as err:  # a read-only folder: the next keeping replaces it
+                log.info("cannot set %s aside (%s)", self.path, err)
             warnings.warn(f"the kept state of a {self.courses[0].name} fit, {self.path}, "
                           f"cannot be read ({type(exc).__name__}: {exc}); it is moved to "
                           f"{aside.name} and the fit starts from its first epoch",
@@ -126,7 +132,8 @@ class Keeper:
              ) -> None:
         """Keep the state after epoch ``epoch`` (0-based) if it is time to."""
         now = time.perf_counter()
-        if self.every and now - self._kept_at < max(self.every, 20 * self._cost):
+        if self.every and now - self._kept_at < max(self.every, 20 * self._cost) \
+                or self.every == math.inf:
             return
         state = {"layout": LAYOUT, "epoch": epoch + 1, "net": net.state_dict(),
                  "seconds": self.carried + now - self._started,
@@ -137,16 +144,24 @@ class Keeper:
                               "loss_rng": c.loss_rng.bit_generator.state}
                              for c in self.courses],
                  "last": [last.get(id(c)) for c in self.courses]}
-        with atomic_path(self.path) as tmp:
-            torch.save(state, tmp)
         first = self.courses[0]
         about = {"model": first.name, "seeds": [c.seed for c in self.courses],
                  "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time()}
-        atomic_text(self.path.with_suffix(".json"), json.dumps(about))
+        try:
+            with atomic_path(self.path) as tmp:
+                torch.save(state, tmp)
+            atomic_text(self.path.with_suffix(".json"), json.dumps(about))
+        except (OSError, StorageError) as exc:
+            # keeping saves time, it is not the work: a full or read-only disk stops the
+            # keeping (said once, at INFO like a heartbeat: a worker never prints), not the fit
+            log.info("cannot keep the state of a %s fit in %s (%s); it goes on without",
+                     first.name, self.path.parent, exc)
+            self.every = math.inf
         self._kept_at = time.perf_counter()
         self._cost = self._kept_at - now
 
     def finish(self) -> None:
         """The fit is done: its kept state is no longer needed."""
-        self.path.unlink(missing_ok=True)
-        self.path.with_suffix(".json").unlink(missing_ok=True)
+        for path in (self.path, self.path.with_suffix(".json")):
+            if path.is_file():     # (a folder that could not be made holds none)
+                path.unlink(missing_ok=True)
