@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -48,7 +47,7 @@ import torch
 
 from recaudit._files import atomic_path, atomic_text
 from recaudit._resume import Resumable
-from recaudit.errors import StorageError
+from recaudit.errors import RecauditWarning, StorageError
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._nn import SequenceNet, StackAdam
 
@@ -84,6 +83,7 @@ class Keeper:
         self.path = Path(where.folder) / f"{fit_key(self.courses)}.pt"
         self._kept_at = self._started = time.perf_counter()
         self._cost = 0.0
+        self._broken = False   # a keeping failed: no more
         #: the wall seconds the fit spent before this process took it up (up to the kept
         #: epoch, in the processes that kept it), which a resumed fit's time adds
         self.carried = 0.0
@@ -100,8 +100,6 @@ class Keeper:
                     or len(state["last"]) != len(self.courses) or "net" not in state:
                 raise ValueError("it was written for another layout or stack")
         except Exception as exc:  # noqa: BLE001 - any unreadable file: start over, say so
-            from recaudit.errors import RecauditWarning
-
             aside = self.path.with_name(self.path.name + ".unreadable")
             try:
                 self.path.replace(aside)
@@ -132,8 +130,8 @@ class Keeper:
              ) -> None:
         """Keep the state after epoch ``epoch`` (0-based) if it is time to."""
         now = time.perf_counter()
-        if self.every and now - self._kept_at < max(self.every, 20 * self._cost) \
-                or self.every == math.inf:
+        if self._broken or (self.every and now - self._kept_at < max(self.every,
+                                                                      20 * self._cost)):
             return
         state = {"layout": LAYOUT, "epoch": epoch + 1, "net": net.state_dict(),
                  "seconds": self.carried + now - self._started,
@@ -156,7 +154,7 @@ class Keeper:
             # keeping (said once, at INFO like a heartbeat: a worker never prints), not the fit
             log.info("cannot keep the state of a %s fit in %s (%s); it goes on without",
                      first.name, self.path.parent, exc)
-            self.every = math.inf
+            self._broken = True
         self._kept_at = time.perf_counter()
         self._cost = self._kept_at - now
 
