@@ -188,8 +188,8 @@ def _saved(store: Any, then: str = "run the same command again to resume",
     m = len(list(cache.glob("*.npz"))) if baselines and cache.is_dir() else 0
     kept = f" and {m} trained baseline{'s' if m != 1 else ''}" if m else ""
     f = sum(len(list(fits_dir(path).glob("*.pt"))) for path in stores)
-    fits = f", with the state of {f} fit{'s' if f != 1 else ''} in flight at {'their' if f != 1 else 'its'} " \
-           "last kept epoch" if f else ""
+    fits = (f", with the state of {f} fit{'s' if f != 1 else ''} in flight at "
+            f"{'their' if f != 1 else 'its'} last kept epoch") if f else ""
     return f"{n} finished trial{'s' if n != 1 else ''}{kept} saved in {where}{fits}; {then}"
 
 
