@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 from recaudit import _progress
-from recaudit._resume import resumable
 from recaudit.errors import RecauditWarning
-from recaudit.models.sequential import fit_stack
+from recaudit.models.sequential import fit_stack, resumable
 from tests.models.test_stack import CONFIGS, _assert_same, _logs, _model, _state
 
 

@@ -7,7 +7,9 @@ seams for code that trains or fine-tunes these models without reaching into them
 :meth:`SequentialRecommender.instance_scores` (the training loss of a mini-batch and the
 next-item scores of its instances), :meth:`SequentialRecommender.query_scores`,
 :class:`SequenceData` / :class:`Batch` (samples and mini-batches), :func:`batch_from_queries`,
-:func:`make_adam` and :func:`set_dropout_generator`.
+:func:`make_adam` and :func:`set_dropout_generator`. :func:`resumable` makes the fits started
+inside keep their state at an epoch's end and resume from it (a fit of hours survives a kill:
+``with resumable("fits"): model.fit(train, seed=0)``; the audit's workers train inside it).
 
 Models: ``lstm`` (:class:`LSTM`), ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4rec``,
 ``latentcross`` (window, prefix or whole-history samples) and ``jodie`` (coupled user/item
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
     from recaudit.models.sequential._sasrec import SASRec
     from recaudit.models.sequential._tisasrec import TiSASRec
+    from recaudit._resume import resumable
 
 #: Each model's options live apart from its network (``_config``: no torch), so a model's name
 #: and parameters are checked without importing torch (:func:`recaudit.models.config_class`);
@@ -49,10 +52,11 @@ __getattr__, __dir__ = exports(__name__, {
     "._samples": ("Batch", "SequenceData", "batch_from_queries"),
     "._sasrec": ("SASRec",),
     "._tisasrec": ("TiSASRec",),
+    "recaudit._resume": ("resumable",),
 })
 
 __all__ = ["BERT4Rec", "BERT4RecConfig", "Batch", "GRU4Rec", "GRU4RecConfig", "JODIE",
            "JODIEConfig", "LSTM", "LSTMConfig", "LatentCross", "LatentCrossConfig", "SASRec",
            "SASRecConfig", "SequenceData", "SequenceNet", "SequentialConfig",
            "SequentialRecommender", "TiSASRec", "TiSASRecConfig", "batch_from_queries",
-           "fit_stack", "make_adam", "set_dropout_generator"]
+           "fit_stack", "make_adam", "resumable", "set_dropout_generator"]
