@@ -364,6 +364,9 @@ def test_ctrl_c_in_a_fit_keeps_its_state_and_the_next_run_says_it_resumes_it(
     assert main(["status", "a.duckdb"]) == 0
     assert "kept: a gru4rec fit (seed 0) at epoch 2 of 3" in capsys.readouterr().out
     monkeypatch.setattr(_progress, "epoch", real)
+    assert main([*args, "--dry-run"]) == 0
+    assert "kept: a gru4rec fit at epoch 2 of 3, which the run resumes there" in \
+        " ".join(capsys.readouterr().out.split())
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "a gru4rec fit kept after its epoch 2 of 3 by a stopped run: this run resumes it " \

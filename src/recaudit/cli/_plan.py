@@ -47,6 +47,7 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
 
     from recaudit.audit import dry_run
     from recaudit.cli._tables import fitted
+    from recaudit.experiment import kept_fits
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -77,6 +78,10 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
                   "else a one-epoch calibration on this machine).")
     for d in plan.detectable.itertuples():
         console.print(_power_line(d, detect), markup=False)
+    for fit in kept_fits(config.output):
+        console.print(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']}, "
+                      "which the run resumes there if it trains it (the time above counts it "
+                      "whole).", markup=False)
     console.print("Nothing was trained into the store.")
 
 
