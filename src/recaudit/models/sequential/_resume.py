@@ -111,7 +111,9 @@ class Keeper:
                           f"{aside.name} and the fit starts from its first epoch",
                           RecauditWarning, stacklevel=4)
             return 0
-        self.carried = float(state["seconds"])
+        # (a state kept before the seconds were: its epochs' own seconds)
+        self.carried = float(state["seconds"]) if "seconds" in state else max(
+            sum(r["seconds"] for r in kept["history"]) for kept in state["courses"])
         net.load_state_dict(state["net"])
         opt.load_state(state["optimizer"])
         for c, kept, end in zip(self.courses, state["courses"], state["last"], strict=True):
