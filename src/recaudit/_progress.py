@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["epoch", "member", "report", "reporting"]
+__all__ = ["epoch", "member", "report", "reporting", "resumed"]
 
 Watcher = Callable[[Mapping[str, Any]], None]
 _WATCHER: ContextVar[Watcher | None] = ContextVar("recaudit_progress", default=None)
@@ -41,9 +41,19 @@ def member(index: int) -> Iterator[None]:
         _MEMBER.reset(token)
 
 
-def epoch(done: int, total: int) -> None:
-    """A training loop finished epoch ``done`` of ``total``."""
-    report(epoch=done, epochs=total)
+def epoch(done: int, total: int, stop_by: int | None = None) -> None:
+    """A training loop finished epoch ``done`` of ``total``; ``stop_by``: the epoch at which
+    early stopping ends it unless its validation improves (``None``: no early stopping)."""
+    if stop_by is None:
+        report(epoch=done, epochs=total)
+    else:
+        report(epoch=done, epochs=total, stop_by=stop_by)
+
+
+def resumed(at: int, total: int) -> None:
+    """A training loop took up a fit after its kept epoch ``at`` of ``total``
+    (:mod:`recaudit._resume`): this process's epochs start there."""
+    report(epoch=at, epochs=total, resumed_at=at)
 
 
 @contextmanager

@@ -213,9 +213,9 @@ def test_a_killed_audit_resumes_its_fit_in_flight_and_gets_the_same_numbers(tmp_
     cfg = _config(tmp_path, models=(model,), seeds=(0,))
     real, epochs = _progress.epoch, []
 
-    def stop_in_second_fit(done, total):   # the baseline is the first fit
+    def stop_in_second_fit(done, total, stop_by=None):   # the baseline: the first fit
         epochs.append(done)
-        real(done, total)
+        real(done, total, stop_by)
         if len(epochs) == 4 + 3:
             raise KeyboardInterrupt
 

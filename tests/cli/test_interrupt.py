@@ -344,9 +344,9 @@ def test_ctrl_c_in_a_fit_keeps_its_state_and_the_next_run_says_it_resumes_it(
 
     real, epochs = _progress.epoch, []
 
-    def epoch(done, total):
+    def epoch(done, total, stop_by=None):
         epochs.append(done)
-        real(done, total)
+        real(done, total, stop_by)
         if len(epochs) == 3 + 2:          # the baseline's 3 epochs, then 2 of the next fit
             signal.raise_signal(signal.SIGINT)
 

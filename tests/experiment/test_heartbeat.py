@@ -50,6 +50,51 @@ def test_a_heartbeat_holds_the_phase_and_epoch_while_the_block_runs(tmp_path):
     assert heartbeats(store) == [] and list(folder.iterdir()) == []   # removed at the end
 
 
+def test_a_resumed_fit_with_early_stopping_counts_its_own_epochs(tmp_path):
+    """A fit taken up after its kept epoch 30 has run 3 epochs in this process: the time
+    left is per epoch of those 3; with early stopping due at epoch 40, the time until then
+    comes too; a new phase forgets both."""
+    from recaudit.cli._stores import _in_flight
+
+    store = tmp_path / "s.duckdb"
+    with Heartbeat(heartbeat_dir(store), "t1", every=0.0):
+        _progress.report(label="sasrec · seed-only · seed 0", phase="baseline fit")
+        _progress.resumed(30, 300)
+        _progress.epoch(33, 300, stop_by=40)
+        (beat,) = heartbeats(store)
+        assert beat["resumed_at"] == 30 and beat["stop_by"] == 40
+        per_epoch = beat["elapsed"] / 3
+        assert beat["remaining"] == pytest.approx(per_epoch * 267)
+        assert beat["remaining_if_stopped"] == pytest.approx(per_epoch * 7)
+        line = _in_flight({**beat, "elapsed": 60.0, "remaining": 5340.0,
+                           "remaining_if_stopped": 140.0})
+        assert line == ("sasrec · seed-only · seed 0: baseline fit, epoch 33/300 (resumed "
+                        "after epoch 30) for 60 s, about 2 min left if it stops at epoch 40 "
+                        "(no better validation), at most 89 min")
+        _progress.report(phase="baseline ranking")
+        (beat,) = heartbeats(store)
+        assert not {"resumed_at", "stop_by", "remaining_if_stopped"} & set(beat)
+
+
+def test_the_training_loop_reports_when_early_stopping_would_end_it():
+    """``stop_by`` after each epoch is ``epoch + patience - epochs without improvement``,
+    and the last report of a fit that stopped early names its own epoch."""
+    train = temporal_ratio_split(synthetic(seed=3, n_users=40, n_items=30), 0.8).train
+    reports = []
+    model = create("sasrec", epochs=12, patience=2, embedding_dim=8, batch_size=32)
+    with _progress.reporting(reports.append):
+        model.fit(train, seed=0)
+    values = [r["valid_ndcg@10"] if "valid_ndcg@10" in r else r["valid_mrr"]
+              for r in model.history_]
+    best, stale = -1.0, 0
+    for r, value in zip(reports, values, strict=False):
+        best, stale = (value, 0) if value > best else (best, stale + 1)
+        assert r["stop_by"] == min(r["epoch"] + 2 - stale, 12), (r, stale)
+    assert len(reports) == len(values) == 8          # it stopped early (data and seed fixed)
+    assert reports[-1]["stop_by"] == reports[-1]["epoch"] == 8
+    assert [r["stop_by"] for r in reports[:3]] == [3, 3, 5]   # no gain at 2, a gain at 3
+
+
 def test_a_heartbeat_is_removed_when_the_trial_fails(tmp_path):
     folder = tmp_path / "beats"
     with pytest.raises(RuntimeError, match="the fit failed"), Heartbeat(folder, "t2"):

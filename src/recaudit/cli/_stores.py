@@ -31,10 +31,20 @@ def _ago(ts: float) -> str:
 
 
 def _in_flight(beat: dict) -> str:
-    """One running trial: ``label: phase, epoch 23/50 for 31 min, about 36 min left``."""
+    """One running trial: ``label: phase, epoch 23/50 for 31 min, about 36 min left``; with
+    early stopping ``..., about 12 min left if it stops at epoch 30 (no better validation),
+    at most 36 min``; a resumed fit says where it was taken up."""
     what = beat.get("label") or beat.get("trial_id", "?")
     epoch = (f", epoch {beat['epoch']}/{beat['epochs']}" if "epoch" in beat else "")
-    left = f", about {_span(beat['remaining'])} left" if "remaining" in beat else ""
+    if beat.get("resumed_at"):
+        epoch += f" (resumed after epoch {beat['resumed_at']})"
+    left = ""
+    if "remaining_if_stopped" in beat:
+        left = (f", about {_span(beat['remaining_if_stopped'])} left if it stops at epoch "
+                f"{beat['stop_by']} (no better validation), at most "
+                f"{_span(beat['remaining'])}")
+    elif "remaining" in beat:
+        left = f", about {_span(beat['remaining'])} left"
     return f"{what}: {beat.get('phase', '?')}{epoch} for {_span(beat['elapsed'])}{left}"
 
 

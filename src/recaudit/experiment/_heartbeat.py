@@ -84,8 +84,8 @@ class Heartbeat:
     def __call__(self, fields: Mapping[str, Any]) -> None:
         now = time.time()
         if "phase" in fields and fields["phase"] != self.state.get("phase"):
-            self.state.pop("epoch", None)
-            self.state.pop("epochs", None)
+            for key in ("epoch", "epochs", "stop_by", "resumed_at"):
+                self.state.pop(key, None)
             self.state["phase_started"] = now
             self._written = 0.0                      # a new phase is always written
         self.state.update(fields)
@@ -133,7 +133,9 @@ def _alive(pid: Any) -> bool:
 def heartbeats(store: str | Path) -> list[dict[str, Any]]:
     """The heartbeats of the trials running on ``store`` now, oldest first; each has
     ``elapsed`` (seconds in its phase) and, once an epoch is done, ``remaining`` (seconds of
-    the phase left, from its epochs so far)."""
+    the phase left, from its epochs so far: those of this process when it resumed a kept fit,
+    ``resumed_at``) and, with early stopping, ``remaining_if_stopped`` (the seconds until
+    ``stop_by``, the epoch at which it stops unless its validation improves)."""
     folder = heartbeat_dir(store)
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
@@ -146,8 +148,13 @@ def heartbeats(store: str | Path) -> list[dict[str, Any]]:
         now = time.time()
         beat["elapsed"] = now - float(beat.get("phase_started", now))
         done, total = beat.get("epoch"), beat.get("epochs")
-        if isinstance(done, int) and isinstance(total, int) and done > 0:
-            beat["remaining"] = beat["elapsed"] / done * max(total - done, 0)
+        start = beat.get("resumed_at", 0)       # this process's first epoch is start + 1
+        if isinstance(done, int) and isinstance(total, int) and done > start:
+            per_epoch = beat["elapsed"] / (done - start)
+            beat["remaining"] = per_epoch * max(total - done, 0)
+            stop_by = beat.get("stop_by")
+            if isinstance(stop_by, int) and stop_by < total:
+                beat["remaining_if_stopped"] = per_epoch * max(stop_by - done, 0)
         out.append(beat)
     return sorted(out, key=lambda b: b.get("started", 0.0))
 

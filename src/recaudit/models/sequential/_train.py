@@ -72,6 +72,17 @@ def _end_epoch(course: Course, epoch: int, total: float, tic: float, cpu: float)
         course.stopped = True
 
 
+def _stop_by(courses: Sequence[Course], done: int) -> int | None:
+    """The epoch at which early stopping ends the stack unless a member's validation improves
+    (the last of its members' own: ``done + patience - stale``); ``None`` without early
+    stopping."""
+    cfg = courses[0].config
+    if cfg.patience is None or courses[0].valid_q is None:
+        return None
+    going = [done + cfg.patience - c.stale for c in courses if not c.stopped]
+    return min(max(going, default=done), cfg.epochs)
+
+
 def train(courses: Sequence[Course]) -> None:
     """Train ``courses`` (one, or a stack of several of one model class and configuration)
     for their configured epochs; each gets its history, checkpoints and learned state.
@@ -99,6 +110,8 @@ def train(courses: Sequence[Course]) -> None:
         where = _resume.current()
         keeper = None if where is None else Keeper(courses, where)
         start = 0 if keeper is None else keeper.restore(net, opt, last)
+        if start:
+            progress.resumed(start, cfg.epochs)
         for epoch in range(start, cfg.epochs):
             active = [c for c in courses if not c.stopped]
             if not active:
@@ -120,7 +133,7 @@ def train(courses: Sequence[Course]) -> None:
                 _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
             if keeper is not None:
                 keeper.keep(epoch, net, opt, last)
-            progress.epoch(epoch + 1, cfg.epochs)
+            progress.epoch(epoch + 1, cfg.epochs, _stop_by(courses, epoch + 1))
         net.eval()
         for c in courses:   # every member's best parameters back before any finishes
             if c.best_state is not None:
