@@ -38,6 +38,14 @@ def test_plan_counts_fits_and_calibrates_without_writing_the_store(tmp_path):
     assert not (tmp_path / "a.duckdb").exists()
 
 
+def test_the_time_of_a_model_with_early_stopping_is_an_upper_bound(tmp_path):
+    cfg = _cfg(tmp_path, perts=("random-delete",), seeds=(0,))
+    cfg = replace(cfg, models=(ModelSpec("gru4rec", {**cfg.models[0].params, "patience": 2}),))
+    row = dry_run(cfg).fits.iloc[0]
+    assert row.time_basis == "calibration; at most: early stopping"
+    assert row.s_per_fit == pytest.approx(3 * row.s_per_epoch + row.rank_s)
+
+
 def test_plan_reads_both_levels_from_a_store_like_it(tmp_path):
     # an earlier audit with three seeds: its pairs of perturbations give both variance parts
     earlier = _cfg(tmp_path, perts=("random-delete", "earliest-random-delete", "seed-only"),

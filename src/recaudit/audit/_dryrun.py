@@ -13,7 +13,9 @@
   a resumed paper-scale run needs, and costs no training; otherwise a one-epoch calibration on
   this machine — the model trained for one epoch on the first seed's training split, then
   ranking the test queries — extrapolated as ``epochs x s/epoch + rank s`` per fit (a model
-  without epochs is calibrated with one whole fit); ``remaining fits x s/fit / workers``;
+  without epochs is calibrated with one whole fit; for a model with early stopping,
+  ``patience``, an upper bound, and the basis says so: ``calibration; at most: early
+  stopping``); ``remaining fits x s/fit / workers``;
 - **stacks** (``executor.stack = K > 1``): the perturbed fits of a baseline group train K at a
   time as one stacked model (:func:`recaudit.models.sequential.fit_stack`); with a
   calibration, one epoch of a stack of ``min(K, perturbed fits per group)`` models (seeds
@@ -128,6 +130,14 @@ def _calibration(trial: TrialSpec, progress) -> tuple[float, float, int, Estimat
     est = estimate_mean(q["rbo"].to_numpy(float), q["seed"].to_numpy(), q["query"].to_numpy())
     return (float(np.mean(fit_s)), float(np.mean(rank_s)),
             epochs if isinstance(epochs, int) and epochs > 1 else 1, est)
+
+
+def _stops_early(trial: TrialSpec) -> bool:
+    """Whether ``trial``'s model may stop before its epochs (``patience``): a calibrated time
+    of ``epochs x s/epoch`` is then an upper bound."""
+    probe = build_model(trial.model)
+    params = probe.get_params() if hasattr(probe, "get_params") else {}
+    return params.get("patience") is not None
 
 
 def _at(est: Estimate, replicates: int) -> Estimate:
@@ -338,7 +348,9 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                            else 1.0)
                 fit_hours = (remaining_base + remaining_pert / speedup) * epochs * fit_s
                 row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s, s_per_fit=per_fit,
-                           time_basis="calibration", stack_speedup=speedup,
+                           time_basis="calibration" + ("; at most: early stopping"
+                                                       if _stops_early(trial) else ""),
+                           stack_speedup=speedup,
                            hours=(fit_hours + remaining * rank_s) / 3600)
             if found is None and one.design == "crossed":
                 found = (_difference_of_two(one), "calibration pair (one epoch, "
