@@ -66,3 +66,22 @@ def test_minutes_must_be_positive(tmp_path):
 
     with pytest.raises(ConfigError, match="positive"):
         run_queue(tmp_path, minutes=0)
+
+
+def test_reproduce_run_names_the_kept_fits_it_would_resume(tmp_path, monkeypatch, capsys):
+    import recaudit.reproduce as reproduce
+    from recaudit.cli import main
+
+    kept = tmp_path / "betello2023-ml-100k-paper.duckdb.fits.d"
+    kept.mkdir(parents=True)
+    (tmp_path / "betello2023-ml-100k-paper.duckdb").write_text("")
+    (kept / "k.pt").write_bytes(b"state")
+    (kept / "k.json").write_text(json.dumps({"model": "gru4rec", "seeds": [0], "epoch": 58,
+                                             "epochs": 300, "kept": 1.0}))
+    monkeypatch.setattr(reproduce, "run", lambda *a, **k: {"verdict": "incomplete",
+                                                             "wall_seconds": 1.0})
+    assert main(["reproduce", "run", "betello2023-table2", "--scale", "paper", "--dir",
+                 str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert ("betello2023-ml-100k-paper.duckdb: a gru4rec fit kept after its epoch 58 of 300 "
+            "by a stopped run: resumed there if this run trains it") in err, err

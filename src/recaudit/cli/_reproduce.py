@@ -118,6 +118,13 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
             raise ConfigError("--dry-run and --no-train do not go together: a dry run "
                               "trains nothing and records nothing", key="--dry-run")
         return _plan(chosen, scale, root, workers, scope)
+    from recaudit.experiment import kept_fits
+
+    for store in sorted(root.glob("*.duckdb")) if train and root.is_dir() else ():
+        for fit in kept_fits(store):        # what a stopped run left in flight
+            typer.echo(f"{store.name}: a {fit['model']} fit kept after its epoch "
+                       f"{fit['epoch']} of {fit['epochs']} by a stopped run: resumed there "
+                       "if this run trains it", err=True)
     for n in chosen:
         if budget is not None and not until_decided:
             raise ConfigError("--budget goes with --until-decided", key="--budget")
