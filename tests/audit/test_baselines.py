@@ -111,3 +111,95 @@ def test_one_rule_counts_a_baselines_seconds():
     assert here.counted(charge=False) == here.counted(charge=True) == (3.0, 1.0, 0.0)
     assert elsewhere.counted(charge=True) == (3.0, 1.0, 4.0)
     assert elsewhere.counted(charge=False) == (0.0, 0.0, 0.0)
+
+
+LOGGED = '''
+import os
+import time
+
+import numpy as np
+
+from recaudit.data import RankLists
+from recaudit.models import as_queries
+
+
+class Logged:
+    """Popularity; each fit writes its process, training rows and interval to a log."""
+
+    def __init__(self, **params):
+        self.params = params
+
+    def fit(self, train, *, seed):
+        start = time.time()
+        time.sleep(1.5)
+        self.counts_ = np.bincount(train.item, minlength=train.n_items).astype(float)
+        with open(os.environ["RECAUDIT_TEST_FITS"], "a") as log:
+            log.write(f"{os.getpid()} {len(train)} {start} {time.time()}\\n")
+        return self
+
+    def rank(self, queries, k=None):
+        items = np.tile(np.argsort(-self.counts_, kind="stable"), (len(as_queries(queries)), 1))
+        return RankLists(items[:, :k] if k else items)
+'''
+
+
+def test_a_trial_that_does_not_read_its_baseline_trains_beside_its_priming(tmp_path,
+                                                                           monkeypatch):
+    """Two workers, one random deletion: the baseline (primed, in one worker) and the
+    trial's perturbed fit (in the other) run at once; the trial takes the baseline after its
+    own fit; the numbers are the in-process run's, the baseline counted once."""
+    (tmp_path / "logged.py").write_text(LOGGED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    fits = tmp_path / "fits.txt"
+    monkeypatch.setenv("RECAUDIT_TEST_FITS", str(fits))
+    model = ModelSpec("logged:Logged")
+    one = _config(tmp_path, "one.duckdb", models=(model,), perturbations=("random-delete",))
+    pool = _config(tmp_path, "pool.duckdb", models=(model,), perturbations=("random-delete",),
+                   executor=ExecutorSpec("process", workers=2))
+    (job,) = [t.job for t in AuditStudy(pool).plan()]
+    assert job.baseline_last and not AuditStudy(one).plan()[0].job.baseline_last
+    run_audit(one)
+    fits.unlink()
+    run_audit(pool)
+    a, b = trial_summary(one.output), trial_summary(pool.output)
+    for column in ("trial_id", "rbo", "jaccard", "mrr_base", "mrr_pert"):
+        assert a[column].tolist() == b[column].tolist(), column
+    logged = [line.split() for line in fits.read_text().splitlines()]
+    (base,) = [f for f in logged if int(f[1]) == max(int(g[1]) for g in logged)]
+    (pert,) = [f for f in logged if f is not base]
+    assert base[0] != pert[0]                             # two workers, one fit each
+    assert float(pert[2]) < float(base[3]) and float(base[2]) < float(pert[3])  # at once
+    (trial, _, key), = plan(pool)
+    assert not list((tmp_path / "pool.duckdb.baselines").glob("*.lock"))
+    with AuditStore(pool.output, read_only=True) as store:
+        row = store.sql("SELECT fit_seconds, rank_seconds, total_seconds FROM trials").iloc[0]
+        assert store.counted_baselines() == {key}
+    # its time: its own work plus the baseline's seconds (charged), not the wait between
+    assert row.total_seconds >= row.fit_seconds + row.rank_seconds >= 3.0
+
+
+def test_a_trial_taking_its_baseline_last_trains_it_when_nobody_does(tmp_path):
+    """Without a priming (its worker died, or none was run), a trial that takes its baseline
+    last trains it itself, caches it and counts it: the usual order's numbers."""
+    cfg = _config(tmp_path, perturbations=("random-delete",))
+    trial, _, key = plan(cfg)[0]
+    usual = run_trial(trial, cache_dir=str(tmp_path / "usual"))
+    last = run_trial(trial, cache_dir=str(tmp_path / "last"), baseline_last=True)
+    assert last.queries.equals(usual.queries)
+    assert ArrayCache(str(tmp_path / "last")).has(cache_key(trial, key))
+    assert last.row["fit_seconds"] > 0 and not list((tmp_path / "last").glob("*.lock"))
+
+
+def test_only_trials_that_never_read_their_baseline_take_it_last(tmp_path):
+    from recaudit.audit._runner import baseline_last
+    from recaudit.perturb import parse
+
+    cfg = _config(tmp_path, perturbations=("random-delete",))
+    trial = plan(cfg)[0][0]
+    cache = str(tmp_path / "cache")
+    assert baseline_last(trial, parse("random-delete"), cache)
+    assert baseline_last(trial, parse("seed-only"), cache)
+    assert not baseline_last(trial, parse("tracin-delete"), cache)   # refits the baseline
+    assert not baseline_last(trial, parse("random-delete"), None)     # no cache to wait on
+    assert not baseline_last(trial, parse("random-delete"), "s3://bucket/cache")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from recaudit.seeds import derive_seed
+
 from ._entry import recaudit_here
 from .conftest import USER_MODELS, recaudit_cmd, recaudit_env
 
@@ -63,8 +65,9 @@ def test_sigint_ends_an_audit_with_130_and_says_what_is_saved(tmp_path):
 STATES = {
     # SIGINT while the workers import torch and recaudit: no job has started yet
     "starting": (2, 2, "", "starting"),
-    # three workers, two of them idle: seed 0's baseline trains (120 s), seeds 1 and 2 are done
-    "idle": (3, 3, "0:120", "idle"),
+    # three workers, two of them idle: the seed-only trial of seed 0 (its own seed) trains
+    # for 120 s, the five other trials are done
+    "idle": (3, 3, f"{derive_seed(0, 'seed-only')}:120", "idle"),
     # both workers in a model's fit
     "busy": (2, 2, "120", "busy"),
     # no pool: the trial runs in the command's own process
@@ -118,7 +121,7 @@ def _reach(proc, store: Path, state: str, workers: int) -> None:
             #         longer ignores SIGINT (while it spawns a worker it does, for a few ms: a
             #         Ctrl-C then is lost, experiment/_stopping.py; sent there, it failed the
             #         test once on a loaded machine)
-        if state == "idle" and pool == workers and done >= 4 and running == 1:
+        if state == "idle" and pool == workers and done >= 5 and running == 1:
             return
         if state == "busy" and running == workers and (workers == 1 or pool == workers):
             time.sleep(0.3)  # inside the model's fit
@@ -174,7 +177,7 @@ def test_a_signal_stops_the_run_at_once_quietly_and_it_resumes(tmp_path, sig, st
     saved = int(line.split("— ")[1].split()[0])
     trials = _trials(store)
     assert saved == len(trials)
-    expected = {"starting": (0, None), "idle": (4, 1), "busy": (0, workers),
+    expected = {"starting": (0, None), "idle": (5, 1), "busy": (0, workers),
                 "in-process": (0, 1)}[state]
     assert saved == expected[0]
     if expected[1] is not None:
@@ -296,8 +299,6 @@ def test_ctrl_c_after_a_baseline_is_cached_keeps_it_and_the_resume_reuses_it(tmp
     """The reported case (issue 47): `--workers 2`, Ctrl-C once the baseline is cached and
     its trials run. The baseline is finished work: it stays in `<store>.baselines`, the
     interrupt's line counts it, and the resume says that it reuses it (and trains none)."""
-    from recaudit.seeds import derive_seed
-
     (tmp_path / "usermodels.py").write_text(USER_MODELS)
     store = tmp_path / "a.duckdb"
     args = ["audit", "--model", "usermodels:Pop", "-p", "random-delete", "-p", "seed-only",

@@ -131,6 +131,43 @@ def test_a_primed_group_starts_whole_once_its_prime_has_finished():
     assert group_a == list(range(primed + 1, primed + 4))    # then all of "a" at once
 
 
+def test_a_group_of_early_jobs_starts_with_its_priming():
+    """With ``early``, a group whose every job is early starts whole with its priming (a
+    group of one job too, which is then primed); a group with one job that is not early
+    waits for its priming as before."""
+    from recaudit.experiment._executors import _scheduled
+
+    events = []
+
+    def submit(job):
+        events.append(("submit", job))
+        return job
+
+    def prime(job):
+        events.append(("prime", job))
+        return ("primed", job)
+
+    def wait_any(pending):
+        handle = min(pending, key=repr)
+        events.append(("done", handle))
+        return {handle}
+
+    def result(handle):
+        return None if handle[0] == "primed" else handle[0]
+
+    jobs = [(0, "a"), (1, "b"), (2, "a"), (3, "c"), (4, "c")]
+    early = {0: True, 1: True, 2: True, 3: True, 4: False}
+    out = list(_scheduled(jobs, lambda j: j[1], submit, wait_any, result, prime,
+                          lambda j: early[j[0]]))
+    assert sorted(out) == [0, 1, 2, 3, 4]
+    # "a" (two early jobs) and "b" (one) start with their primings; "c" is primed first
+    assert events[:6] == [("prime", (0, "a")), ("submit", (0, "a")), ("submit", (2, "a")),
+                          ("prime", (1, "b")), ("submit", (1, "b")), ("prime", (3, "c"))]
+    primed_c = events.index(("done", ("primed", (3, "c"))))
+    assert events.index(("submit", (3, "c"))) > primed_c
+    assert events.index(("submit", (4, "c"))) > primed_c
+
+
 def _mark(folder, key, _value):
     import pathlib
 

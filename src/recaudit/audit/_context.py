@@ -38,8 +38,8 @@ def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any]
     return model, time.perf_counter() - t0 + getattr(model, "resumed_seconds_", 0.0)
 
 
-def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split, base: RankLists,
-                    cache: str | os.PathLike | None = None) -> Context:
+def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split,
+                    base: RankLists | None, cache: str | os.PathLike | None = None) -> Context:
     """The inputs ``spec.needs`` asks for, and nothing else: the baseline's lists for the test
     queries, the baseline model refitted with the family's extra parameters (deterministic, so
     the same model as the cached baseline; e.g. TracIn's checkpoints do not change training),

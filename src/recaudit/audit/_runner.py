@@ -32,6 +32,7 @@ baseline's seconds are counted once, in the timings of the first trial of its gr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -39,6 +40,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,7 @@ from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
 
 __all__ = ["run_trial", "TrialOutcome", "Baseline", "make_baseline", "prime_baseline",
-           "train_baseline", "compare", "versions", "edited_queries"]
+           "train_baseline", "compare", "versions", "edited_queries", "baseline_last"]
 
 log = logging.getLogger(__name__)
 
@@ -178,16 +180,55 @@ def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
         return dataclasses.replace(given, trained_here=False)
     key = cache_key(trial, trial.baseline_key(log_.fingerprint()))
     store = None if cache is None else ArrayCache(cache)
-    hit = None if store is None else store.get(key)
+    hit = None if store is None else _cached(store, key)
     if hit is not None:
-        fit, rank = (float(hit[name]) if name in hit else 0.0
-                     for name in ("fit_seconds", "rank_seconds"))
-        return Baseline(hit["items"], fit, rank)
-    ranks, fit_s, rank_s = train_baseline(trial, split, cache)
-    if store is not None:
-        store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
-                  rank_seconds=np.asarray(rank_s))
+        return hit
+    with _training(_local(cache), key):   # one process trains it; the others wait and read
+        hit = None if store is None else _cached(store, key)
+        if hit is not None:
+            return hit
+        ranks, fit_s, rank_s = train_baseline(trial, split, cache)
+        if store is not None:
+            store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
+                      rank_seconds=np.asarray(rank_s))
     return Baseline(ranks.items, fit_s, rank_s, trained_here=True)
+
+
+def _cached(store: ArrayCache, key: str) -> Baseline | None:
+    hit = store.get(key)
+    if hit is None:
+        return None
+    fit, rank = (float(hit[name]) if name in hit else 0.0 for name in ("fit_seconds",
+                                                                      "rank_seconds"))
+    return Baseline(hit["items"], fit, rank)
+
+
+@contextlib.contextmanager
+def _training(folder: Path | None, key: str) -> Iterator[None]:
+    """Hold the lock of baseline ``key`` in the local cache ``folder`` (``<key>.lock``, an
+    ``flock``: released by the system when its holder dies) while the block trains it, so a
+    trial that waits for a baseline another worker is training (a process pool's priming, see
+    :func:`run_trial`) reads it instead of training it again; no lock without a local cache.
+    The file is removed once the baseline is cached (whoever takes the lock then finds it)."""
+    if folder is None:
+        yield
+        return
+    import fcntl
+
+    from recaudit._files import writing
+
+    with writing(folder, action="create the folder"):
+        folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.lock"
+    with writing(path):
+        handle = open(path, "a")
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
@@ -261,7 +302,8 @@ class TrialOutcome:
 
 def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
               audit: str = "audit", cache_dir: str | os.PathLike | None = None,
-              baseline: Baseline | None = None, charge_baseline: bool = True) -> TrialOutcome:
+              baseline: Baseline | None = None, charge_baseline: bool = True,
+              baseline_last: bool = False) -> TrialOutcome:
     """Run one trial from its spec (pure: same spec, same numbers).
 
     ``perturbation`` is ``trial.perturbation`` already parsed (the engine parses it once, in
@@ -270,7 +312,10 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
     (:func:`make_baseline`). A baseline made elsewhere — passed, or read from the cache —
     counts its seconds in this trial's timings (fit, rank and total) if ``charge_baseline`` (the
     engine charges the first trial of each baseline, so that every baseline is counted once);
-    one trained here always counts.
+    one trained here always counts. ``baseline_last``: train the perturbed model first and
+    then take the baseline (from the cache, waiting while another worker trains it), where
+    the perturbation allows it (:func:`baseline_last`; a process pool's priming then trains
+    the baseline beside this trial's own fit).
     Models' temporary files (command models, RecBole's worker) go under the store's directory
     (the parent of a local ``cache_dir``) and are removed when the trial ends.
     """
@@ -279,7 +324,8 @@ def run_trial(trial: TrialSpec, perturbation: Perturbation | None = None, *,
     local = _local(cache_dir)
     with scratch_dir(None if local is None else local.parent):
         return _run_trial(trial, perturbation, audit=audit, cache_dir=cache_dir,
-                          baseline=baseline, charge_baseline=charge_baseline)
+                          baseline=baseline, charge_baseline=charge_baseline,
+                          last=baseline_last)
 
 
 @dataclass
@@ -317,22 +363,33 @@ def _prepare(trial: TrialSpec, perturbation: Perturbation | None, *,
     base_fit, base_rank, carried = made.counted(charge_baseline)
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     p0 = time.perf_counter()
-    keys: tuple[Any, ...] = ("draw", trial.draw) if trial.draw else ()
-    rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation), *keys)
     plain_base = base  # a stabilised model faces the edits chosen for its plain model
     if trial.model.stabilise is not None and spec.needs.recommendations:
         plain_base = RankLists(_baseline(dataclasses.replace(trial, model=trial.model.base),
                                          data, split, cache_dir).items)
+    train, record, seed, inputs = _perturbed(trial, spec, split, fingerprint, plain_base,
+                                             cache_dir)
+    return _Prepared(trial, spec, split, fingerprint, base, base_fit, base_rank, carried, train,
+                     record, seed, inputs, time.perf_counter() - p0, started, t0)
+
+
+def _perturbed(trial: TrialSpec, spec: Perturbation, split: Split, fingerprint: str,
+               base: RankLists | None, cache_dir: str | os.PathLike | None
+               ) -> tuple[Interactions, Any, int, Queries | None]:
+    """The trial's perturbed training log and record (drawn from ``make_rng(seed, data
+    fingerprint, perturbation[, "draw", d])``), its training seed and, when the edits reach
+    the test inputs, the edited queries."""
+    keys: tuple[Any, ...] = ("draw", trial.draw) if trial.draw else ()
+    rng = make_rng(trial.seed, fingerprint, canonical_json(trial.perturbation), *keys)
     progress.report(phase="perturbing")
-    context = perturb_context(spec, trial, split, plain_base, cache_dir)
+    context = perturb_context(spec, trial, split, base, cache_dir)
     try:
         train, record = spec.perturb(split.train, rng, context)
     finally:
         close_context(context)
     seed = derive_seed(trial.seed, "seed-only") if spec.needs.reseed else trial.seed
     inputs = edited_queries(split.queries, split.train, train) if spec.needs.inputs else None
-    return _Prepared(trial, spec, split, fingerprint, base, base_fit, base_rank, carried, train,
-                     record, seed, inputs, time.perf_counter() - p0, started, t0)
+    return train, record, seed, inputs
 
 
 def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: str,
@@ -363,13 +420,58 @@ def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: 
     return TrialOutcome(row, queries, stored)
 
 
+def baseline_last(trial: TrialSpec, spec: Perturbation,
+                  cache: str | os.PathLike | None) -> bool:
+    """Whether ``trial`` may train its perturbed model before it has its baseline, reading the
+    baseline's lists only to compare: its perturbation reads neither the baseline's lists nor
+    its model, its model is not stabilised (which reads the unperturbed model), and the
+    baseline cache is a local folder (where :func:`_training` waits for a baseline another
+    worker trains). A process pool of two workers or more starts such a trial with its
+    group's priming (``run_trial(..., baseline_last=True)``); elsewhere the baseline comes
+    first, so that an interrupted run keeps it for the rest of its group."""
+    needs = spec.needs
+    return (_local(cache) is not None and trial.model.stabilise is None
+            and not needs.recommendations and not needs.model)
+
+
 def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: str,
                cache_dir: str | os.PathLike | None, baseline: Baseline | None,
-               charge_baseline: bool) -> TrialOutcome:
-    p = _prepare(trial, perturbation, cache_dir=cache_dir, baseline=baseline,
+               charge_baseline: bool, last: bool = False) -> TrialOutcome:
+    spec = parse(trial.perturbation) if perturbation is None else perturbation
+    if last and baseline is None and baseline_last(trial, spec, cache_dir):
+        return _baseline_last(trial, spec, audit=audit, cache_dir=cache_dir,
+                              charge_baseline=charge_baseline)
+    p = _prepare(trial, spec, cache_dir=cache_dir, baseline=baseline,
                  charge_baseline=charge_baseline)
     pert, fit_s, rank_s = _fit_rank(trial, p.train, p.split, p.seed, _local(cache_dir),
                                     p.inputs)
+    return _outcome(p, pert, fit_s, rank_s, audit)
+
+
+def _baseline_last(trial: TrialSpec, spec: Perturbation, *, audit: str,
+                   cache_dir: str | os.PathLike | None, charge_baseline: bool) -> TrialOutcome:
+    """A trial whose perturbed model does not depend on its baseline
+    (:func:`baseline_last`): perturbed fit and lists first, then the baseline from the cache
+    (waiting while another worker trains it, else training it here). The same numbers as the
+    usual order: the perturbation draws from the same generator and reads nothing of the
+    baseline. The seconds spent waiting are another worker's and not counted."""
+    started = time.time()
+    t0 = time.perf_counter()
+    progress.report(label=trial.label, phase="loading data")
+    data, split = prepare(trial.dataset, trial.split)
+    fingerprint = data.fingerprint()
+    p0 = time.perf_counter()
+    train, record, seed, inputs = _perturbed(trial, spec, split, fingerprint, None, cache_dir)
+    perturb_s = time.perf_counter() - p0
+    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir), inputs)
+    progress.report(phase="waiting for the baseline")
+    w0 = time.perf_counter()
+    made = _baseline(trial, data, split, cache_dir)
+    # waiting for a baseline trained elsewhere is not this trial's time; training it is
+    waited = 0.0 if made.trained_here else time.perf_counter() - w0
+    base_fit, base_rank, carried = made.counted(charge_baseline)
+    p = _Prepared(trial, spec, split, fingerprint, RankLists(made.items), base_fit, base_rank,
+                  carried, train, record, seed, inputs, perturb_s, started, t0 + waited)
     return _outcome(p, pert, fit_s, rank_s, audit)
 
 

@@ -4,8 +4,11 @@
 (:func:`recaudit.experiment.run_study`): a config expands into :class:`AuditJob` s (the trial
 spec with its perturbation parsed once, the baseline key that groups the trials sharing a
 baseline: a process pool trains it first (:func:`prime_baseline`) and then runs the whole
-group at once, the in-process executor lets the group's first trial train it, Ray makes it as
-a task of its own; a resumed run that finds it cached trains none), which any executor runs and
+group at once — or, when no trial of the group reads the baseline before it compares
+(:func:`~recaudit.audit._runner.baseline_last`: random deletions, reseeds, removals), runs the
+group beside its priming, each trial taking the baseline after its own fit — the in-process
+executor lets the group's first trial train it, Ray makes it as a task of its own; a resumed
+run that finds it cached trains none), which any executor runs and
 whose outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
 """
 
@@ -19,8 +22,8 @@ from typing import Any, ClassVar
 
 from recaudit.audit._context import cache_key
 from recaudit.audit._data import keep_data, kept_fingerprints
-from recaudit.audit._runner import (Baseline, TrialOutcome, make_baseline, prime_baseline,
-                                    run_trial)
+from recaudit.audit._runner import (Baseline, TrialOutcome, baseline_last, make_baseline,
+                                    prime_baseline, run_trial)
 from recaudit.audit._stacking import run_stack
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (DATASETS, PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
@@ -69,11 +72,13 @@ class AuditJob:
     cache: str | None
     baseline_key: str
     charge: bool
+    baseline_last: bool = False
 
 
 def _run(job: AuditJob, baseline: Baseline | None = None) -> TrialOutcome:
     return run_trial(job.trial, job.perturbation, audit=job.audit, cache_dir=job.cache,
-                     baseline=baseline, charge_baseline=job.charge)
+                     baseline=baseline, charge_baseline=job.charge,
+                     baseline_last=job.baseline_last)
 
 
 def _run_stack(jobs: list[AuditJob], baseline: Baseline | None = None) -> list[TrialOutcome]:
@@ -171,6 +176,8 @@ class AuditStudy:
 
         cfg = self.config
         cache = _cache(cfg)
+        pool = cfg.executor.kind == "process" and cfg.executor.workers > 1 \
+            and cfg.executor.stack == 1
         done, counted = self._finished()
         parsed: dict[str, Perturbation] = {}
         charged: set[str] = set()
@@ -189,12 +196,16 @@ class AuditStudy:
                 cached[key] = cache is not None and ArrayCache(cache).has(cache_key(trial, key))
             if pending:
                 needed.add(key)
-            job = AuditJob(trial, parsed[label], cfg.name, cache, key, first)
+            # in a pool of two workers or more, a trial whose perturbed fit does not read its
+            # baseline starts beside the baseline's priming and takes the baseline last
+            last = (pool and not cached[key]
+                    and baseline_last(trial, parsed[label], cache))
+            job = AuditJob(trial, parsed[label], cfg.name, cache, key, first, last)
             # a baseline already cached (a resumed run) holds nobody back: each trial is a
             # group of its own, so every worker starts at once instead of waiting for the
             # group's first trial to re-read the baseline
             out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
-                             datasets=(trial.dataset,), label=trial.label))
+                             datasets=(trial.dataset,), label=trial.label, early=last))
         self.baselines = (sum(cached[k] for k in needed), len(needed))
         return out
 

@@ -79,7 +79,8 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
             group: Callable[[Job], Hashable] | None = None,
             share: Callable[..., Any] | None = None,
             prime: Callable[..., Any] | None = None,
-            data: Callable[[Job], Sequence[DatasetSpec]] | None = None
+            data: Callable[[Job], Sequence[DatasetSpec]] | None = None,
+            early: Callable[[Job], bool] | None = None
             ) -> Generator[Any, None, None]:
     """Run ``fn(*job)`` for every job and yield the results as they finish.
 
@@ -88,13 +89,17 @@ def execute(fn: Callable[..., Any], jobs: Sequence[Job], spec: ExecutorSpec, *,
     ``fn(*job, product)``; ``data(job)`` lists the datasets to ship to the job's worker.
     Process pool only: ``prime`` (module-level, with ``group``) is called as
     ``prime(*first job)`` before a group of several jobs, which then all start together; its
-    result is dropped (it leaves the product where the jobs find it).
+    result is dropped (it leaves the product where the jobs find it). With ``early(job)``
+    true for every job of a group (jobs that read the product only at their end and wait for
+    it there) and two workers or more, the group starts with its priming instead of after it
+    (a group of one job too: its product and its own work then run side by side).
     """
     jobs = list(jobs)
     if spec.kind == "inprocess":
         yield from _inprocess(fn, jobs, spec)
     elif spec.kind == "process":
-        yield from _pool(fn, jobs, spec, group, prime)
+        yield from _pool(fn, jobs, spec, group, prime,
+                         early if spec.workers > 1 and prime is not None else None)
     else:
         from recaudit.experiment._ray import run_ray
 
@@ -126,16 +131,24 @@ def _inprocess(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec) -> I
 def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
                submit: Callable[[Job], Any], wait_any: Callable[[set], set],
                result: Callable[[Any], Any],
-               prime: Callable[[Job], Any] | None = None) -> Iterator[Any]:
+               prime: Callable[[Job], Any] | None = None,
+               early: Callable[[Job], bool] | None = None) -> Iterator[Any]:
     """Yield ``result(handle)`` of every job as it finishes. ``submit(job)`` starts a job and
     returns its handle, ``wait_any(handles)`` returns those finished; with ``prime(job)`` (which
     starts the group's priming and returns its handle; ``result`` is called on it too, for its
-    errors, and dropped) a group of several jobs waits for its priming, then starts whole."""
+    errors, and dropped) a group of several jobs waits for its priming, then starts whole; a
+    group whose every job is ``early`` starts whole with its priming."""
     first, rest = split_groups(jobs, group)
     pending: dict[Any, tuple[Hashable, bool]] = {}
     for job in first:
         key = group(job) if group else None
-        if prime is not None and rest.get(key):
+        members = [job, *rest.get(key, [])]
+        if prime is not None and early is not None and all(early(j) for j in members):
+            rest.pop(key, None)
+            pending[prime(job)] = (key, True)
+            for j in members:
+                pending[submit(j)] = (key, False)
+        elif prime is not None and rest.get(key):
             rest[key].insert(0, job)
             pending[prime(job)] = (key, True)
         else:
@@ -152,7 +165,8 @@ def _scheduled(jobs: list[Job], group: Callable[[Job], Hashable] | None,
 
 def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
           group: Callable[[Job], Hashable] | None,
-          prime: Callable[..., Any] | None = None) -> Iterator[Any]:
+          prime: Callable[..., Any] | None = None,
+          early: Callable[[Job], bool] | None = None) -> Iterator[Any]:
     """The process pool, surviving the death of a worker (the OOM killer's SIGKILL): the
     pool is replaced and the jobs not yet finished run again — up to ``spec.retries`` times,
     as on Ray; jobs are pure functions of their specs, so a retried one gives the numbers a
@@ -165,7 +179,7 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
     remaining = list(enumerate(jobs))
     for attempt in range(spec.retries + 1):
         finished: set[int] = set()
-        once = _pool_once(fn, remaining, spec, group, prime)
+        once = _pool_once(fn, remaining, spec, group, prime, early)
         try:
             for i, outcome in once:
                 finished.add(i)
@@ -192,7 +206,9 @@ def _pool(fn: Callable[..., Any], jobs: list[Job], spec: ExecutorSpec,
 
 def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: ExecutorSpec,
                group: Callable[[Job], Hashable] | None,
-               prime: Callable[..., Any] | None) -> Generator[tuple[int, Any], None, None]:
+               prime: Callable[..., Any] | None,
+               early: Callable[[Job], bool] | None = None
+               ) -> Generator[tuple[int, Any], None, None]:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork after torch/numba threads exist is unsafe
@@ -227,7 +243,8 @@ def _pool_once(fn: Callable[..., Any], jobs: list[tuple[int, Job]], spec: Execut
     try:
         yield from _scheduled(jobs, by_group, submit, wait_any,
                               lambda f: (index.get(f), f.result()),
-                              None if prime is None else start_prime)
+                              None if prime is None else start_prime,
+                              None if early is None else (lambda job: early(job[1])))
     except BaseException as exc:  # Ctrl-C, SIGTERM, a failed job, the caller stopped
         workers = list((getattr(pool, "_processes", None) or {}).values())
         running = min(sum(f.running() for f in live), len(workers))

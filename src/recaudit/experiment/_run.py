@@ -30,14 +30,15 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
                 prime: Callable[..., Any] | None = None,
                 data: Callable[[Job], Sequence[DatasetSpec]] | None = None,
                 progress: Callable[[str | None, int, int], None] | None = None,
-                total: int | None = None) -> int:
+                total: int | None = None,
+                early: Callable[[Job], bool] | None = None) -> int:
     """Run ``fn(*job)`` for every planned ``(trial id, job)`` whose id is not in ``done``,
     write each result with ``write(store, result)`` (which returns the result's trial id) as
     it arrives, and report ``progress(trial_id, finished, total)`` (first with ``None`` for the
     trials already done). A stack of trials is planned as ``(ids, job)`` and its result is a
     list (``Stacked``) whose outcomes are written one by one; ``total``: the number of trials
-    planned (default: one per planned entry). ``group``, ``share``, ``prime`` and ``data`` go
-    to :func:`~recaudit.experiment.execute`. Returns the number of trials run.
+    planned (default: one per planned entry). ``group``, ``share``, ``prime``, ``data`` and
+    ``early`` go to :func:`~recaudit.experiment.execute`. Returns the number of trials run.
 
     Consistency: each result is written in one transaction as soon as it arrives, so a driver
     killed at any moment keeps every trial it had received and none half; writes replace by
@@ -62,7 +63,8 @@ def run_pending(store: Store, done: set[str], planned: Sequence[tuple[str | tupl
     log.info("%d of %d trials to run (%d already stored)", to_run, total, finished)
     from recaudit.experiment._executors import execute  # not imported by a store's readers
 
-    results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data)
+    results = execute(fn, jobs, executor, group=group, share=share, prime=prime, data=data,
+                      early=early)
     try:
         for result in results:
             try:

@@ -68,13 +68,16 @@ class Trial:
     """One planned trial: ``id`` (its key in the store), ``job`` (what the study's ``run``
     function receives; small and picklable), ``group`` (trials of a group share a product:
     the first runs first, the rest after it), ``datasets`` (what it reads, shipped to Ray
-    workers), ``label`` (how messages name it: model, perturbation, seed; default its id)."""
+    workers), ``label`` (how messages name it: model, perturbation, seed; default its id),
+    ``early`` (its run reads the group's product only at its end and waits for it there: a
+    process pool starts it with the group's priming, :func:`~recaudit.experiment.execute`)."""
 
     id: str
     job: Any
     group: str | None = None
     datasets: tuple[DatasetSpec, ...] = ()
     label: str = ""
+    early: bool = False
 
     @property
     def name(self) -> str:
@@ -133,19 +136,20 @@ class StudyInfo:
 
 
 def _call(run: Callable[..., Any], beats: str | None, fits: str | None,
-          trial: Trial | list[Trial], *product: Any) -> Any:
+          trial: Trial | list[Trial], *product: Any, tag: str = "") -> Any:
     """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given, and the
     state of its fits in ``fits``, :func:`recaudit._resume.resumable`); an error it raises
     becomes a :class:`~recaudit.errors.TrialError` naming the trial (the error its cause). A
     stack (a list of trials: only ``share``/``prime`` are called on one) stands for its
-    first."""
+    first. ``tag``: the heartbeat's name beside the trial's id (a group's priming runs
+    beside its first trial: ``<id>.prime``)."""
     if isinstance(trial, list):
         trial = trial[0]
     try:
         with _resume.resumable(fits):
             if beats is None:
                 return run(trial.job, *product)
-            with Heartbeat(beats, trial.id):
+            with Heartbeat(beats, f"{trial.id}.{tag}" if tag else trial.id):
                 return run(trial.job, *product)
     except (TrialError, StorageError):  # a full disk is not the trial's fault: say where
         raise
@@ -344,10 +348,10 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                         share=None if study.share is None else functools.partial(_call,
                                                                                  study.share,
                                                                                  None, None),
-                        prime=None if study.prime is None else functools.partial(_call,
-                                                                                 study.prime,
-                                                                                 beats, fits),
+                        prime=None if study.prime is None else functools.partial(
+                            _call, study.prime, beats, fits, tag="prime"),
                         data=lambda job: _datasets(job[0]),
+                        early=lambda job: not isinstance(job[0], list) and job[0].early,
                         progress=report, total=len(trials))
         except BaseException as exc:
             state.update(running=False, state="interrupted" if isinstance(
