@@ -6,11 +6,10 @@ spec with its perturbation parsed once, the baseline key that groups the trials 
 baseline: a process pool trains it first (:func:`prime_baseline`) and then runs the whole
 group at once — or, when no trial of the group reads the baseline before it compares
 (:func:`~recaudit.audit._runner.baseline_last`: random deletions, reseeds, removals, CASPER's
-edits), runs the
-group beside its priming, each trial taking the baseline after its own fit — the in-process
-executor lets the group's first trial train it, Ray makes it as a task of its own; a resumed
-run that finds it cached trains none), which any executor runs and
-whose outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
+edits), runs the group beside its priming, each trial taking the baseline after its own fit —
+the in-process executor lets the group's first trial train it, Ray makes it as a task of its
+own; a resumed run that finds it cached trains none), which any executor runs and whose
+outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
 """
 
 from __future__ import annotations
