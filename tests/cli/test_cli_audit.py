@@ -15,6 +15,12 @@ def test_run_status_results_export(tmp_path, capsys):
     assert "random-delete" in out and "95 % interval" in out and "RBO" in out
     assert main(["status", str(store)]) == 0
     assert "2 of the 2 planned trials done" in " ".join(capsys.readouterr().out.split())
+    assert main(["status", str(tmp_path)]) == 0       # a folder: each store in it
+    assert f"{store}: stability audit: 2 of the 2 planned trials done" in \
+        " ".join(capsys.readouterr().out.split())
+    (tmp_path / "empty").mkdir()
+    assert main(["status", str(tmp_path / "empty")]) == 2
+    assert "is a folder without a results store" in capsys.readouterr().err
     assert main(["results", str(store), "--format", "csv"]) == 0
     import io
 

@@ -79,14 +79,30 @@ def _kept(console: Console, store: Path) -> None:
                       markup=False)
 
 
-def status(store: Path = _STORE) -> None:
+def status(store: Path = typer.Argument(..., help="Results store (.duckdb), or a folder of "
+                                         "stores (`reproduce run --dir`).")) -> None:
     """How many trials of each study the store holds, and what each trial a run is running
     does now: its phase, epoch and time left (readable while the run writes to the store);
-    after a stopped run, the fits it kept to resume."""
+    after a stopped run, the fits it kept to resume. Given a folder, every store in it."""
+    from recaudit.errors import ConfigError
+
+    console = _console()
+    if not store.is_dir():
+        _status(console, store)
+        return
+    stores = sorted(store.glob("*.duckdb"))
+    if not stores:
+        raise ConfigError(f"{store} is a folder without a results store (*.duckdb)",
+                          hint="give a store, or the folder a run wrote its stores to (--dir)")
+    for path in stores:
+        _status(console, path)
+
+
+def _status(console: Console, store: Path) -> None:
+    """``recaudit status`` of one store."""
     from recaudit.experiment import heartbeats
     from recaudit.studies import status as study_status
 
-    console = _console()
     found = study_status(store)
     if not found:
         console.print(f"{store}: no finished trial yet", markup=False)
