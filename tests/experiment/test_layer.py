@@ -96,47 +96,10 @@ def test_group_members_wait_for_their_first_job():
         assert events.index(("done", first)) < events.index(("submit", job))
 
 
-def test_a_primed_group_starts_whole_once_its_prime_has_finished():
-    """With ``prime``, a group of several jobs waits for its priming and then starts all its
-    jobs at once (not only the first); a group of one job runs at once and is not primed;
-    primings are not results."""
-    from recaudit.experiment._executors import _scheduled
-
-    events = []
-
-    def submit(job):
-        events.append(("submit", job))
-        return job
-
-    def prime(job):
-        events.append(("prime", job))
-        return ("primed", job)
-
-    def wait_any(pending):
-        handle = min(pending, key=repr)  # primings first ("(" < "p"), then jobs in order
-        events.append(("done", handle))
-        return {handle}
-
-    def result(handle):
-        return None if handle[0] == "primed" else handle[0]
-
-    jobs = [(0, "a"), (1, "b"), (2, "a"), (3, "a")]
-    out = list(_scheduled(jobs, lambda j: j[1], submit, wait_any, result, prime))
-    assert sorted(out) == [0, 1, 2, 3]                      # the priming is no result
-    assert events[:2] == [("prime", (0, "a")), ("submit", (1, "b"))]
-    assert ("prime", (1, "b")) not in events                 # a group of one is not primed
-    primed = events.index(("done", ("primed", (0, "a"))))
-    group_a = [events.index(("submit", j)) for j in jobs if j[1] == "a"]
-    assert min(group_a) > primed                             # nothing of "a" before its prime
-    assert group_a == list(range(primed + 1, primed + 4))    # then all of "a" at once
-
-
-def test_a_group_of_early_jobs_starts_with_its_priming():
-    """With ``early``, a group whose every job is early starts whole with its priming (a
-    group of one job too, which is then primed); a group with one job that is not early
-    waits for its priming as before."""
-    from recaudit.experiment._executors import _scheduled
-
+def _fake_pool():
+    """A scheduler's pool that logs what it is asked: ``(events, submit, prime, wait_any,
+    result)``; one handle finishes at a time, primings first ("(" < "p"), then jobs in
+    order; primings give no result."""
     events = []
 
     def submit(job):
@@ -155,6 +118,34 @@ def test_a_group_of_early_jobs_starts_with_its_priming():
     def result(handle):
         return None if handle[0] == "primed" else handle[0]
 
+    return events, submit, prime, wait_any, result
+
+
+def test_a_primed_group_starts_whole_once_its_prime_has_finished():
+    """With ``prime``, a group of several jobs waits for its priming and then starts all its
+    jobs at once (not only the first); a group of one job runs at once and is not primed;
+    primings are not results."""
+    from recaudit.experiment._executors import _scheduled
+
+    events, submit, prime, wait_any, result = _fake_pool()
+    jobs = [(0, "a"), (1, "b"), (2, "a"), (3, "a")]
+    out = list(_scheduled(jobs, lambda j: j[1], submit, wait_any, result, prime))
+    assert sorted(out) == [0, 1, 2, 3]                      # the priming is no result
+    assert events[:2] == [("prime", (0, "a")), ("submit", (1, "b"))]
+    assert ("prime", (1, "b")) not in events                 # a group of one is not primed
+    primed = events.index(("done", ("primed", (0, "a"))))
+    group_a = [events.index(("submit", j)) for j in jobs if j[1] == "a"]
+    assert min(group_a) > primed                             # nothing of "a" before its prime
+    assert group_a == list(range(primed + 1, primed + 4))    # then all of "a" at once
+
+
+def test_a_group_of_early_jobs_starts_with_its_priming():
+    """With ``early``, a group whose every job is early starts whole with its priming (a
+    group of one job too, which is then primed); a group with one job that is not early
+    waits for its priming as before."""
+    from recaudit.experiment._executors import _scheduled
+
+    events, submit, prime, wait_any, result = _fake_pool()
     jobs = [(0, "a"), (1, "b"), (2, "a"), (3, "c"), (4, "c")]
     early = {0: True, 1: True, 2: True, 3: True, 4: False}
     out = list(_scheduled(jobs, lambda j: j[1], submit, wait_any, result, prime,

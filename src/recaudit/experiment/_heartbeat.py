@@ -56,16 +56,23 @@ def kept_fits(store: str | Path) -> list[dict[str, Any]]:
     """The fits whose state a stopped run on ``store`` kept (:func:`fits_dir`), oldest
     first: each one's ``model``, ``seeds`` (one per member of its stack), the ``epoch`` kept
     of its ``epochs`` and when (``kept``, seconds since the epoch)."""
-    folder = fits_dir(store)
+    out = [about for path, about in _read(fits_dir(store))
+           if path.with_suffix(".pt").is_file()]
+    return sorted(out, key=lambda a: a.get("kept", 0))
+
+
+def _read(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The JSON objects of ``folder``'s ``*.json`` files that can be read now (one being
+    replaced, or removed since the listing, is left out)."""
     out = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
-            about = json.loads(path.read_text())
-        except (OSError, ValueError):    # being replaced, or removed since the listing
+            value = json.loads(path.read_text())
+        except (OSError, ValueError):
             continue
-        if isinstance(about, dict) and path.with_suffix(".pt").is_file():
-            out.append(about)
-    return sorted(out, key=lambda a: a.get("kept", 0))
+        if isinstance(value, dict):
+            out.append((path, value))
+    return out
 
 
 class Heartbeat:
@@ -136,14 +143,9 @@ def heartbeats(store: str | Path) -> list[dict[str, Any]]:
     the phase left, from its epochs so far: those of this process when it resumed a kept fit,
     ``resumed_at``) and, with early stopping, ``remaining_if_stopped`` (the seconds until
     ``stop_by``, the epoch at which it stops unless its validation improves)."""
-    folder = heartbeat_dir(store)
     out = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        try:
-            beat = json.loads(path.read_text())
-        except (OSError, ValueError):    # being replaced, or removed since the listing
-            continue
-        if not isinstance(beat, dict) or not _alive(beat.get("pid")):
+    for _, beat in _read(heartbeat_dir(store)):
+        if not _alive(beat.get("pid")):
             continue
         now = time.time()
         beat["elapsed"] = now - float(beat.get("phase_started", now))
