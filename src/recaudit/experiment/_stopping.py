@@ -126,10 +126,12 @@ def deferred_signals() -> Iterator[None]:
             signal.raise_signal(signum)  # the handler runs now, in this thread
 
 
-def stop_workers(processes: Iterable[Any], grace: float = GRACE) -> None:
+def stop_workers(processes: Iterable[Any], grace: float | None = None) -> None:
     """Stop worker ``processes`` (:class:`multiprocessing.Process`): SIGTERM, then SIGKILL for
-    those still alive after ``grace`` seconds. Returns when every one has exited (waits on
-    their sentinels, so it does not compete with the pool for reaping them)."""
+    those still alive after ``grace`` seconds (default :data:`GRACE`, read at the call).
+    Returns when every one has exited (waits on their sentinels, so it does not compete with
+    the pool for reaping them): a grace is waited for only by a worker that does not unwind."""
+    grace = GRACE if grace is None else grace
     from multiprocessing.connection import wait
 
     live = {}
