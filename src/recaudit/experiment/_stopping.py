@@ -38,8 +38,13 @@ from typing import Any
 
 __all__ = ["deferred_signals", "in_job", "sigint_ignored", "stop_workers", "worker_signals"]
 
-#: Seconds a stopped worker has to unwind its job before it is killed.
-GRACE = 2.0
+#: Seconds a stopped worker has to unwind its job before it is killed. Waited for only by a
+#: worker that has not exited by then: one in a long C call (Python runs the handler when the
+#: call returns) or on a loaded machine, where 2 s was once too short for a job's ``finally``
+#: (CI). A worker killed there leaves its command model's program running and its temporary
+#: files behind, so the grace is generous; it stays under the CLI's ``_STOPPING`` window, in
+#: which a second Ctrl-C is dropped.
+GRACE = 8.0
 
 _IN_JOB = False
 
