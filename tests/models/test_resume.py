@@ -138,3 +138,34 @@ def test_every_must_not_be_negative(tmp_path):
     with pytest.raises(ValueError, match="every must be >= 0"):
         with resumable(tmp_path, every=-1):
             pass
+
+
+def test_a_stack_that_ran_out_of_memory_leaves_no_state_once_its_halves_are_trained(
+        tmp_path, monkeypatch):
+    """Simulated: stacks of more than one run out of GPU memory after their epoch 2, whose
+    state was kept. The halves (1 and 2, then 1 and 1) train; then the states kept by the
+    stacks that split are removed: nothing would ever resume them."""
+    import torch
+
+    from recaudit.models.sequential import _train
+
+    logs, queries = _logs()
+    alone = [_model("lstm").fit(t, seed=3).score(queries) for t in logs]
+    real = _train.train
+
+    def out_of_memory_at_epoch_2(courses):
+        if len(courses) == 1:
+            return real(courses)
+        def watcher(fields):
+            if fields.get("epoch") == 2:
+                assert len(list(tmp_path.glob("*.pt"))) >= 1   # kept before it failed
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        with _progress.reporting(watcher):
+            return real(courses)
+
+    monkeypatch.setattr(_train, "train", out_of_memory_at_epoch_2)
+    with pytest.warns(RecauditWarning, match="ran out of memory"):
+        members = _fit("lstm", logs, [3, 3, 3], tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    for a, m in zip(alone, members, strict=True):
+        assert np.array_equal(a, m.score(queries))

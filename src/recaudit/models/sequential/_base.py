@@ -382,7 +382,9 @@ def fit_stack(models: Sequence[SequentialRecommender], trains: Sequence[Interact
     CPU: the system's available memory); a stack that would not fit in 80 % of it is split
     into smaller stacks, with a warning that says so. A stack that runs out of GPU memory all
     the same is split in halves and trained again (the members' numbers do not depend on
-    their neighbours, so nothing changes but the time); one model alone that does not fit
+    their neighbours, so nothing changes but the time; inside
+    :func:`~recaudit.models.sequential.resumable`, the state the whole stack kept is removed
+    once its halves are trained); one model alone that does not fit
     raises :class:`~recaudit.errors.RecauditError` with what to change. Returns the models,
     fitted."""
     models, trains, seeds = list(models), list(trains), list(seeds)

@@ -162,6 +162,11 @@ class Keeper:
 
     def finish(self) -> None:
         """The fit is done: its kept state is no longer needed."""
-        for path in (self.path, self.path.with_suffix(".json")):
-            if path.is_file():     # (a folder that could not be made holds none)
-                path.unlink(missing_ok=True)
+        forget(self.path)
+
+
+def forget(path: Path) -> None:
+    """Remove the kept state at ``path`` (``<key>.pt``) and its ``.json``, if there."""
+    for p in (path, path.with_suffix(".json")):
+        if p.is_file():     # (a folder that could not be made holds none)
+            p.unlink(missing_ok=True)

@@ -44,7 +44,7 @@ from recaudit.data import Interactions
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._draws import step_tag
 from recaudit.models.sequential._nn import StackAdam, deterministic_torch
-from recaudit.models.sequential._resume import Keeper
+from recaudit.models.sequential._resume import Keeper, forget
 from recaudit.models.sequential._stack import index_tensor
 
 __all__ = ["train", "train_stack", "available_memory"]
@@ -198,6 +198,11 @@ def _train_splitting(members: list[tuple[Any, Interactions, int]],
         return
     except torch.cuda.OutOfMemoryError:
         need = courses[0].training_bytes()
+        where = _resume.current()
+        # the whole stack's kept state (epochs before it ran out of memory): a run stopped
+        # while the halves train resumes it, and it fits then or splits again; once the
+        # halves are trained it is of no use, and nothing else would remove it
+        whole = None if where is None else Keeper(courses, where).path
         del courses, first
         torch.cuda.empty_cache()
         name = members[0][0].registered_name
@@ -212,6 +217,8 @@ def _train_splitting(members: list[tuple[Any, Interactions, int]],
                   RecauditWarning, stacklevel=4)
     _train_splitting(members[:half], device)
     _train_splitting(members[half:], device)
+    if whole is not None:
+        forget(whole)
 
 
 def available_memory(device: torch.device) -> int | None:
