@@ -6,7 +6,8 @@ from recaudit.audit import (AuditConfig, AuditStore, DatasetSpec, ExecutorSpec, 
                             ModelSpec, run_audit, trial_summary)
 from recaudit.audit._context import cache_key
 from recaudit.audit._study import AuditStudy, plan
-from recaudit.audit._runner import prime_baseline, run_trial
+from recaudit.audit._baselines import prime_baseline
+from recaudit.audit._runner import run_trial
 from recaudit.experiment import ArrayCache
 
 TINY_DATA = DatasetSpec("synthetic", options={"n_users": 40, "n_items": 30, "n_clusters": 4,
@@ -103,7 +104,7 @@ def test_priming_an_existing_baseline_leaves_it_as_it_is(tmp_path):
 def test_one_rule_counts_a_baselines_seconds():
     """Trained here: counted, nothing carried; made elsewhere: counted only when charged,
     and then carried into the trial's total too."""
-    from recaudit.audit._runner import Baseline
+    from recaudit.audit._baselines import Baseline
 
     items = np.zeros((1, 1), dtype=np.int32)
     here = Baseline(items, 3.0, 1.0, trained_here=True)

@@ -25,7 +25,7 @@ def _config(tmp_path, **kw):
 
 
 def test_draws_are_trials_of_their_own_against_one_baseline(tmp_path, monkeypatch):
-    import recaudit.audit._runner as runner
+    import recaudit.audit._baselines as baselines
 
     cfg = _config(tmp_path, perturbations=("random-delete",), seeds=(0,), draws=3)
     planned = plan(cfg)
@@ -33,8 +33,8 @@ def test_draws_are_trials_of_their_own_against_one_baseline(tmp_path, monkeypatc
     assert len({tid for _, tid, _ in planned}) == 3
     assert len({key for _, _, key in planned}) == 1          # one baseline for the three
     trained = []
-    real = runner.train_baseline
-    monkeypatch.setattr(runner, "train_baseline",
+    real = baselines.train_baseline
+    monkeypatch.setattr(baselines, "train_baseline",
                         lambda *a, **kw: trained.append(1) or real(*a, **kw))
     run_audit(cfg)
     assert trained == [1]                                     # the baseline was trained once

@@ -114,11 +114,11 @@ def _numbers(path):
 
 def test_baselines_through_an_fsspec_cache_uri_are_trained_once(tmp_path, monkeypatch):
     pytest.importorskip("fsspec")
-    import recaudit.audit._runner as runner
+    import recaudit.audit._baselines as baselines
 
     trained = []
-    real = runner.train_baseline
-    monkeypatch.setattr(runner, "train_baseline",
+    real = baselines.train_baseline
+    monkeypatch.setattr(baselines, "train_baseline",
                         lambda trial, split, *rest: trained.append(trial.seed)
                         or real(trial, split, *rest))
     run_audit(_config(tmp_path / "a.duckdb"))  # default: <store>.baselines

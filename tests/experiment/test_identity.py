@@ -113,9 +113,11 @@ def test_a_store_written_under_older_rules_is_migrated_and_resumes(tmp_path, mon
         assert s.meta()["trial_id_version"] == 1
     monkeypatch.setattr(_identity, "ID_VERSION", 2)
     monkeypatch.setitem(_identity.OMITTED_WHEN_DEFAULT, "SplitSpec", ("floor",))
+    import recaudit.audit._baselines as baselines
     import recaudit.audit._runner as runner
 
-    monkeypatch.setattr(runner, "_fit_rank", lambda *a, **k: pytest.fail("retrained"))
+    for module in (baselines, runner):   # a baseline's fit and a perturbed one
+        monkeypatch.setattr(module, "_fit_rank", lambda *a, **k: pytest.fail("retrained"))
     run_audit(cfg)
     with AuditStore(cfg.output, read_only=True) as s:
         after = s.sql("SELECT trial_id, perturbation, baseline_key FROM trials "

@@ -55,7 +55,7 @@ def _isolate(markers: str):
         import ray
 
         import recaudit.audit._study as engine
-        import recaudit.audit._runner as runner
+        import recaudit.audit._baselines as baselines
         import recaudit.experiment._data as data
 
         home = tempfile.mkdtemp(prefix="worker-", dir=markers + "/../workers")
@@ -71,7 +71,7 @@ def _isolate(markers: str):
         def no_read(spec):
             raise RuntimeError(f"a worker read {spec.label} from its own disk")
 
-        def counted_baseline(trial, split, *rest, _real=runner.train_baseline):
+        def counted_baseline(trial, split, *rest, _real=baselines.train_baseline):
             mark("baseline", f"{trial.model.name}|{trial.seed}")
             return _real(trial, split, *rest)
 
@@ -100,7 +100,7 @@ def _isolate(markers: str):
             return out
 
         data.read_dataset = no_read
-        runner.train_baseline = counted_baseline
+        baselines.train_baseline = counted_baseline
         engine.run_trial = marked_trial
 
     return hook

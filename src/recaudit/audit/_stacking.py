@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from recaudit import _progress as progress
-from recaudit.audit._runner import (Baseline, TrialOutcome, _fit_rank, _local, _outcome,
-                                    _prepare)
+from recaudit.audit._baselines import Baseline, _fit_rank, _local
+from recaudit.audit._runner import TrialOutcome, _outcome, _prepare
 from recaudit.audit._spec import TrialSpec, build_model
 from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation

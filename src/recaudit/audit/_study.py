@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 from recaudit.audit._context import cache_key
 from recaudit.audit._data import keep_data, kept_fingerprints
-from recaudit.audit._runner import (Baseline, TrialOutcome, baseline_last, make_baseline,
-                                    prime_baseline, run_trial)
+from recaudit.audit._baselines import Baseline, make_baseline, prime_baseline
+from recaudit.audit._runner import TrialOutcome, baseline_last, run_trial
 from recaudit.audit._stacking import run_stack
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (DATASETS, PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,

@@ -1,0 +1,179 @@
+"""A trial's baseline: the unperturbed model of its (dataset, split, model, seed), trained once
+and shared by every perturbation of it.
+
+Its rank lists are cached (``<store>.baselines/<key>.npz`` or the executor's ``cache_uri``,
+written atomically, :class:`~recaudit.experiment.ArrayCache`, with the seconds its training
+and ranking took) and read by the rest of its group, worker and re-run. In a process pool,
+:func:`prime_baseline` makes it before a group of trials, which then all start at once (or
+beside them, for trials that take their baseline last:
+:func:`recaudit.audit._runner.baseline_last`); on Ray, :func:`make_baseline` runs as a task of
+its own and its :class:`Baseline` reaches each trial of the group as an object reference
+(``run_trial``'s ``baseline``). Each baseline's seconds are counted once, in the timings of the
+first trial of its group (:meth:`Baseline.counted`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recaudit import _progress as progress
+from recaudit.audit._context import _fit, cache_key
+from recaudit.audit._spec import TrialSpec
+from recaudit.data import Interactions, Queries, RankLists, Split
+from recaudit.experiment import ArrayCache, prepare
+from recaudit.models import checked_rank
+
+__all__ = ["Baseline", "make_baseline", "prime_baseline", "train_baseline"]
+
+
+def _local(cache: str | os.PathLike | None) -> Path | None:
+    """``cache`` as a local directory, ``None`` when it is absent or a URL (``s3://...``)."""
+    if cache is None or "://" in str(cache):
+        return None
+    return Path(cache)
+
+
+def _anchor(trial: TrialSpec, split: Split, cache_dir: Path | None) -> Any:
+    """What a stabilised model may read of the unperturbed model (``recaudit.stabilise``)."""
+    if trial.model.stabilise is None:
+        return None
+    from recaudit.stabilise import Anchor
+
+    return Anchor(split.train, trial.seed, cache_dir)
+
+
+def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
+              cache_dir: Path | None = None, queries: Queries | None = None,
+              phase: str = "perturbed") -> tuple[RankLists, float, float]:
+    progress.report(phase=f"{phase} fit")
+    model, fit_s = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
+    try:
+        progress.report(phase=f"{phase} ranking")
+        t1 = time.perf_counter()
+        ranks = checked_rank(model, split.queries if queries is None else queries,
+                             k=trial.metrics.depth)
+    finally:
+        if hasattr(model, "close"):  # models with files on disk (command models) remove them
+            model.close()
+    return ranks, fit_s, time.perf_counter() - t1
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline's rank lists (``items``, as cached), the seconds it took to train and rank
+    (kept with the cached lists; 0 for an entry cached before they were kept) and whether this
+    process trained it (``trained_here``; a baseline read from the cache or made by another job
+    was not)."""
+
+    items: np.ndarray
+    fit_seconds: float = 0.0
+    rank_seconds: float = 0.0
+    trained_here: bool = False
+
+    def counted(self, charge: bool) -> tuple[float, float, float]:
+        """``(fit, rank, carried)`` seconds a trial counts for this baseline — the one rule:
+        its seconds count in the trial that trained it, else in the trial charged with it
+        (the first pending trial of its group), and a baseline made elsewhere is carried into
+        that trial's total time too (``carried``); every other trial counts none."""
+        if not (self.trained_here or charge):
+            return 0.0, 0.0, 0.0
+        carried = 0.0 if self.trained_here else self.fit_seconds + self.rank_seconds
+        return self.fit_seconds, self.rank_seconds, carried
+
+
+def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | None = None
+                   ) -> tuple[RankLists, float, float]:
+    """Train the unperturbed model of ``trial`` and rank the test queries (the one place a
+    baseline is trained); ``cache``: the audit's baseline cache (a stabilised model keeps what
+    it derives there when it is a local directory)."""
+    return _fit_rank(trial, split.train, split, trial.seed, _local(cache), phase="baseline")
+
+
+def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
+              cache: str | os.PathLike | None, given: Baseline | None = None) -> Baseline:
+    """The baseline of ``trial`` from its one source in order: ``given`` (made by another job:
+    Ray's shared task), else the ``cache``, else trained here (and written to the cache)."""
+    if given is not None:
+        if len(given.items) != len(split.queries):
+            raise ValueError(f"baseline has {len(given.items)} rank lists for "
+                             f"{len(split.queries)} queries")
+        return dataclasses.replace(given, trained_here=False)
+    key = cache_key(trial, trial.baseline_key(log_.fingerprint()))
+    store = None if cache is None else ArrayCache(cache)
+    hit = None if store is None else _cached(store, key)
+    if hit is not None:
+        return hit
+    with _training(_local(cache), key):   # one process trains it; the others wait and read
+        hit = None if store is None else _cached(store, key)
+        if hit is not None:
+            return hit
+        ranks, fit_s, rank_s = train_baseline(trial, split, cache)
+        if store is not None:
+            store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
+                      rank_seconds=np.asarray(rank_s))
+    return Baseline(ranks.items, fit_s, rank_s, trained_here=True)
+
+
+def _cached(store: ArrayCache, key: str) -> Baseline | None:
+    hit = store.get(key)
+    if hit is None:
+        return None
+    fit, rank = (float(hit[name]) if name in hit else 0.0 for name in ("fit_seconds",
+                                                                      "rank_seconds"))
+    return Baseline(hit["items"], fit, rank)
+
+
+@contextlib.contextmanager
+def _training(folder: Path | None, key: str) -> Iterator[None]:
+    """Hold the lock of baseline ``key`` in the local cache ``folder`` (``<key>.lock``, an
+    ``flock``: released by the system when its holder dies) while the block trains it, so a
+    trial that waits for a baseline another worker is training (a process pool's priming, see
+    :func:`run_trial`) reads it instead of training it again; no lock without a local cache.
+    The file is removed once the baseline is cached (whoever takes the lock then finds it)."""
+    if folder is None:
+        yield
+        return
+    import fcntl
+
+    from recaudit._files import writing
+
+    with writing(folder, action="create the folder"):
+        folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.lock"
+    with writing(path):
+        handle = open(path, "a")
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def make_baseline(trial: TrialSpec, cache: str | os.PathLike | None = None) -> Baseline:
+    """The baseline of ``trial``: read from ``cache`` (a directory or URL), else trained (and
+    written there); its seconds are those of the training, kept with the cached lists."""
+    data, split = prepare(trial.dataset, trial.split)
+    return _baseline(trial, data, split, cache)
+
+
+def prime_baseline(trial: TrialSpec, cache: str | os.PathLike) -> None:
+    """Make sure ``cache`` holds the baseline of ``trial`` (trained and written if it does
+    not; an entry already there is not read). The process pool runs it before a group of
+    trials, which then all read the lists, the first of them counting their seconds."""
+    data, split = prepare(trial.dataset, trial.split)
+    if ArrayCache(cache).has(cache_key(trial, trial.baseline_key(data.fingerprint()))):
+        return
+    progress.report(label=f"{trial.model.label} · baseline · seed {trial.seed}",
+                    phase="baseline fit")
+    _baseline(trial, data, split, cache)
