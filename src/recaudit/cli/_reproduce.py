@@ -29,7 +29,7 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Every experiment with its paper, artefacts, scales and the verdict recorded so far."""
     from recaudit.cli._common import console
     from recaudit.cli._tables import add_columns, result_table
-    from recaudit.reproduce import available, judge
+    from recaudit.reproduce import available, listed_verdict
 
     table = result_table("recaudit reproduce")
     add_columns(table, "experiment", "paper: artefacts", "recorded", left=3)
@@ -37,8 +37,9 @@ def list_cmd(root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     experiments = available()
     for i, e in enumerate(experiments):
         # the verdict of the current claims on the recorded samples, as the report gives it
-        recs = [(s, judge(where, e, s)) for s in e.scales]
-        done = ", ".join(f"{s}: {j[0]['verdict']}" for s, j in recs if j) or \
+        # (remembered per record, code and libraries: reproduce/_verdicts.py)
+        recs = [(s, listed_verdict(where, e, s)) for s in e.scales]
+        done = ", ".join(f"{s}: {v}" for s, v in recs if v) or \
             ("cannot run here" if e.unavailable else "–")
         table.add_row(e.name, f"{e.paper}: {e.artefacts} (scales: {', '.join(e.scales)})",
                       done.replace(", ", "\n"), end_section=i < len(experiments) - 1)

@@ -20,6 +20,7 @@ from recaudit.reproduce._experiment import (CLAIM_STATES, OTHER_DATA_STATES,
 from recaudit.reproduce._report import render_report, write_report
 from recaudit.reproduce._samples import read_samples, write_samples
 from recaudit.reproduce._scope import Scope
+from recaudit.reproduce._verdicts import listed_verdict
 from recaudit.reproduce._queue import QUEUE, QueueItem, run_queue
 from recaudit.reproduce._recording import (DEFAULT_RECORDS, DEFAULT_ROOT, STOPPED, available,
                                       compact_records, evaluate, get, judge, load_measures,
@@ -29,7 +30,7 @@ __all__ = ["CLAIM_STATES", "DEFAULT_RECORDS", "DEFAULT_ROOT", "OTHER_DATA_STATES
            "QueueItem", "STOPPED", "run_queue",
            "OTHER_DATA_VERDICTS", "VERDICTS", "Claim",
            "Experiment", "Measures", "Scope", "Value", "available", "evaluate",
-           "compact_records", "evaluate_claims", "get", "judge", "load_measures", "load_record",
-           "plan",
+           "compact_records", "evaluate_claims", "get", "judge", "listed_verdict", "load_measures",
+           "load_record", "plan",
            "read_samples", "render_report", "run", "sequential_plan", "verdict", "write_report",
            "write_samples"]
