@@ -1,11 +1,11 @@
 """Today's verdict of a record, remembered: what ``recaudit reproduce list`` shows.
 
 A record's verdict is judged anew from its samples with today's claims and tests
-(:func:`~recaudit.reproduce.judge`), which for the 29 committed records takes about 6 s on a
-quiet CPU (947 tested comparisons). Nothing of it changes unless the record, the code or the
-statistics libraries do, so the verdict is kept in the per-user cache
-(``<cache>/verdicts/<key>.json``, the cache of :func:`recaudit.data.datasets.data_dir`,
-``$RECAUDIT_DATA`` moves it) under the
+(:func:`~recaudit.reproduce.judge`), which for the 29 committed records takes 7.7 CPU seconds
+(947 tested comparisons; remembered, 0.8: ``benchmarks/bench_startup.py``). Nothing of it
+changes unless the record, the code or the statistics libraries do, so the verdict is kept in
+the per-user cache (``<cache>/verdicts/<key>.json``, the cache of
+:func:`recaudit.data.datasets.data_dir`, which ``$RECAUDIT_DATA`` moves) under the
 SHA-256 of:
 
 - the record's files (``record.json`` and every samples part), their bytes;

@@ -56,7 +56,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 __all__ = ["All", "AnyOf", "AtLeast", "Bound", "Contrast", "Exact", "Finding", "Greater",
            "Less", "Not", "Rule", "Samples", "Within", "among_lowest", "decide", "lowest",
@@ -308,6 +307,8 @@ class Contrast(Rule):
         df = var ** 2 / sum(v * v / d for v, d in parts if v > 0) if var > 0 else 1.0
         est = Estimate(c, ((var, df),), int(sum(len(f) for f in frames)),
                        min(len(f) for f in frames), 1, "two-sample" if var > 0 else "constant")
+        from scipy import stats as sps   # (here: listing the experiments imports no scipy)
+
         p = (0.0 if c != 0 else 1.0) if var == 0 else \
             float(2 * sps.t.sf(abs(c) / np.sqrt(var), df))
         found = _decided(est, c, p, alpha, self.text, "welch-contrast")
@@ -478,6 +479,8 @@ def _tost(f: Finding, rule: Within, means: Mapping[str, float], alpha: float,
     half95 = (f.high - f.low) / 2
     if not np.isfinite(half95):
         return None
+    from scipy import stats as sps
+
     z = sps.norm.ppf
     half_eq = half95 * z(1 - alpha) / z(0.975)
     half_diff = half95 * z(1 - alpha / 2) / z(0.975)

@@ -23,8 +23,6 @@ the printed value) points.
 
 from __future__ import annotations
 
-from scipy import stats as _stats
-
 from recaudit.reproduce._experiment import Claim, Experiment, Value
 from recaudit.reproduce._shriver2018._data import DATASETS, MODELS
 from recaudit.reproduce._shriver2018._props import run_table34, run_table36
@@ -106,6 +104,8 @@ def _tau(x, a: str, b: str) -> float:
     ga = {k.split("rank:")[1]: v for k, v in x.items() if k.startswith(f"{a}/IANRLCMP/")}
     gb = {k.split("rank:")[1]: v for k, v in x.items() if k.startswith(f"{b}/IANRLCMP/")}
     common = sorted(set(ga) & set(gb))
+    from scipy import stats as _stats   # (here: listing the experiments imports no scipy)
+
     return float(_stats.kendalltau([ga[g] for g in common], [gb[g] for g in common]).statistic)
 
 
