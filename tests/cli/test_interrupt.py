@@ -7,6 +7,7 @@ by ``benchmarks/bench_interrupt.py``, not asserted here."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -376,11 +377,14 @@ def test_ctrl_c_in_a_fit_keeps_its_state_and_the_next_run_says_it_resumes_it(
             "fit in flight at its last kept epoch; 1 running trial abandoned; run the same "
             "command again to resume") in err, err
     assert main(["status", "a.duckdb"]) == 0
-    assert "kept: a gru4rec fit (seed 0) at epoch 2 of 3" in capsys.readouterr().out
+    # the two epochs' wall seconds (a fraction of one: under the 120 s status shows in s)
+    assert re.search(r"kept: a gru4rec fit \(seed 0\) at epoch 2 of 3 \(\d+ s of training\), "
+                     r"\d+ s ago: the next run resumes it there",
+                     " ".join(capsys.readouterr().out.split()))
     monkeypatch.setattr(_progress, "epoch", real)
     assert main([*args, "--dry-run"]) == 0
-    assert "kept: a gru4rec fit at epoch 2 of 3, which the run resumes there" in \
-        " ".join(capsys.readouterr().out.split())
+    assert "kept: a gru4rec fit at epoch 2 of 3 (under a minute of training done), which the " \
+           "run resumes there" in " ".join(capsys.readouterr().out.split())
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "a gru4rec fit kept after its epoch 2 of 3 by a stopped run: this run resumes it " \

@@ -79,9 +79,11 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
     for d in plan.detectable.itertuples():
         console.print(_power_line(d, detect), markup=False)
     for fit in kept_fits(config.output):
-        console.print(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']}, "
-                      "which the run resumes there if it trains it (the time above counts it "
-                      "whole).", markup=False)
+        done = (f" ({wall_time(fit['seconds'] / 3600)} of training done)"
+                if "seconds" in fit else "")
+        console.print(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']}"
+                      f"{done}, which the run resumes there if it trains it (the time above "
+                      "counts it whole).", markup=False)
     console.print("Nothing was trained into the store.")
 
 

@@ -74,9 +74,10 @@ def _kept(console: Console, store: Path) -> None:
     for fit in kept_fits(store):
         seeds = ("seeds " if len(fit["seeds"]) > 1 else "seed ") \
             + ", ".join(map(str, fit["seeds"]))
+        trained = f" ({_span(fit['seconds'])} of training)" if "seconds" in fit else ""
         console.print(f"  kept: a {fit['model']} fit ({seeds}) at epoch {fit['epoch']} of "
-                      f"{fit['epochs']}, {_ago(fit['kept'])}: the next run resumes it there",
-                      markup=False)
+                      f"{fit['epochs']}{trained}, {_ago(fit['kept'])}: the next run resumes "
+                      "it there", markup=False)
 
 
 def status(store: Path = typer.Argument(..., help="Results store (.duckdb), or a folder of "

@@ -55,7 +55,8 @@ def fits_dir(store: str | Path) -> Path:
 def kept_fits(store: str | Path) -> list[dict[str, Any]]:
     """The fits whose state a stopped run on ``store`` kept (:func:`fits_dir`), oldest
     first: each one's ``model``, ``seeds`` (one per member of its stack), the ``epoch`` kept
-    of its ``epochs`` and when (``kept``, seconds since the epoch)."""
+    of its ``epochs``, when (``kept``, seconds since the epoch) and the wall ``seconds`` of
+    training it holds (absent from a state kept before they were recorded)."""
     out = [about for path, about in _read(fits_dir(store))
            if path.with_suffix(".pt").is_file()]
     return sorted(out, key=lambda a: a.get("kept", 0))

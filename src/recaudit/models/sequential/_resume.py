@@ -146,7 +146,8 @@ class Keeper:
                  "last": [last.get(id(c)) for c in self.courses]}
         first = self.courses[0]
         about = {"model": first.name, "seeds": [c.seed for c in self.courses],
-                 "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time()}
+                 "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time(),
+                 "seconds": round(state["seconds"], 1)}
         try:
             with atomic_path(self.path) as tmp:
                 torch.save(state, tmp)
