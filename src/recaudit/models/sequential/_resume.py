@@ -18,8 +18,8 @@ Nothing else carries from one epoch to the next: batch orders come from
 member's seed, the epoch and the step (:mod:`._draws`), so a resumed fit computes the same
 bits as one that was never stopped (tested for every model, alone and in a stack).
 
-The file is ``<folder>/<key>.pt`` (and ``<key>.json``: the model, the seeds, the epoch kept and
-when, for ``recaudit status``), where the key is a SHA-256 of what decides the fit's bits:
+The file is ``<folder>/<key>.pt`` (and ``<key>.json``: the model, the seeds, the epoch kept,
+when, and the seconds of training it holds, for ``recaudit status``), where the key is a SHA-256 of what decides the fit's bits:
 the model's class, parameters and arithmetic (:meth:`implementation_of`), the device, the
 torch version, and each member's seed and training log (its fingerprint). A different fit
 never reads another's state; a finished fit removes its file. It is written whole or not at
@@ -51,7 +51,7 @@ from recaudit.errors import RecauditWarning, StorageError
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._nn import SequenceNet, StackAdam
 
-__all__ = ["Keeper", "fit_key"]
+__all__ = ["Keeper", "fit_key", "forget"]
 
 log = logging.getLogger(__name__)
 
