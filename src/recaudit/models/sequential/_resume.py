@@ -19,9 +19,10 @@ member's seed, the epoch and the step (:mod:`._draws`), so a resumed fit compute
 bits as one that was never stopped (tested for every model, alone and in a stack).
 
 The file is ``<folder>/<key>.pt`` (and ``<key>.json``: the model, the seeds, the epoch kept,
-when, and the seconds of training it holds, for ``recaudit status``), where the key is a SHA-256 of what decides the fit's bits:
-the model's class, parameters and arithmetic (:meth:`implementation_of`), the device, the
-torch version, and each member's seed and training log (its fingerprint). A different fit
+when, and the seconds of training it holds, for ``recaudit status``), where the key is a
+SHA-256 of what decides the fit's bits: the model's class, parameters and arithmetic
+(:meth:`implementation_of`), the device, the torch version, and each member's seed and
+training log (its fingerprint). A different fit
 never reads another's state; a finished fit removes its file. It is written whole or not at
 all (:func:`recaudit._files.atomic_path`), read with ``torch.load(weights_only=True)`` (no
 code runs from it), and a file that cannot be read is set aside with a warning (the fit
