@@ -18,6 +18,11 @@ Measured 2026-11-28 on the shared 2-core machine at load average 9-10: `recaudit
 0.50 s; pool-busy 3.12 s (2.60-3.35) = 6.2x the command's start, 1.56x the grace; in-process
 3.36 s (3.26-3.45) = 6.7x. (Issue 47 saw 5.1-6.5 s for the pool on a busy machine, which failed
 the tests' former 5-s limit.)
+
+Measured 2026-11-29 at load average 3 (two trainings running), after the grace went from 2 s
+to 8 s (a worker killed mid-unwind left a command model's program running): `recaudit
+--version` 0.12 s; pool-busy 0.52 s (0.45-0.60), in-process 0.46 s: the grace is a bound, and
+workers that unwind are not held to it.
 """
 
 from __future__ import annotations
