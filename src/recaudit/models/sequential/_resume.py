@@ -148,7 +148,7 @@ class Keeper:
         first = self.courses[0]
         about = {"model": first.name, "seeds": [c.seed for c in self.courses],
                  "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time(),
-                 "seconds": round(state["seconds"], 1)}
+                 "seconds": round(float(state["seconds"]), 1)}
         try:
             with atomic_path(self.path) as tmp:
                 torch.save(state, tmp)
