@@ -136,8 +136,9 @@ class Keeper:
         if self._broken or (self.every and now - self._kept_at < max(self.every,
                                                                       20 * self._cost)):
             return
+        seconds = self.carried + now - self._started
         state = {"layout": LAYOUT, "epoch": epoch + 1, "net": net.state_dict(),
-                 "seconds": self.carried + now - self._started,
+                 "seconds": seconds,
                  "optimizer": opt.state(),
                  "courses": [{"history": c.history, "checkpoints": c.checkpoints,
                               "best": c.best, "best_state": c.best_state, "stale": c.stale,
@@ -148,7 +149,7 @@ class Keeper:
         first = self.courses[0]
         about = {"model": first.name, "seeds": [c.seed for c in self.courses],
                  "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time(),
-                 "seconds": round(float(state["seconds"]), 1)}
+                 "seconds": round(seconds, 1)}
         try:
             with atomic_path(self.path) as tmp:
                 torch.save(state, tmp)
