@@ -22,14 +22,14 @@ The file is ``<folder>/<key>.pt`` (and ``<key>.json``: the model, the seeds, the
 when, and the seconds of training it holds, for ``recaudit status``), where the key is a
 SHA-256 of what decides the fit's bits: the model's class, parameters and arithmetic
 (:meth:`implementation_of`), the device, the torch version, and each member's seed and
-training log (its fingerprint). A different fit
-never reads another's state; a finished fit removes its file. It is written whole or not at
-all (:func:`recaudit._files.atomic_path`), read with ``torch.load(weights_only=True)`` (no
-code runs from it), and a file that cannot be read is set aside with a warning (the fit
-starts from its first epoch). Keeping costs a copy of the parameters, the moments and the
-best epoch's parameters: it happens at most once every ``every`` seconds and at most once
-every 20 times the seconds the last keeping took, so it adds at most about 5 % to a fit. A
-state that cannot be written (a full or read-only disk) stops the keeping, never the fit.
+training log (its fingerprint). A different fit never reads another's state; a finished fit
+removes its file. It is written whole or not at all (:func:`recaudit._files.atomic_path`),
+read with ``torch.load(weights_only=True)`` (no code runs from it), and a file that cannot be
+read is set aside with a warning (the fit starts from its first epoch). Keeping costs a copy
+of the parameters, the moments and the best epoch's parameters: it happens at most once every
+``every`` seconds and at most once every 20 times the seconds the last keeping took, so it
+adds at most about 5 % to a fit. A state that cannot be written (a full or read-only disk)
+stops the keeping, never the fit.
 """
 
 from __future__ import annotations
