@@ -75,7 +75,7 @@ docs: $(DOCSSTAMP)
 # ruff, mypy (no error code switched off) and the import contracts of pyproject.toml
 # ([tool.importlinter]: layers, private modules, no import cycles)
 lint: $(DEVSTAMP)
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests benchmarks docs/checks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

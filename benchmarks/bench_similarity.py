@@ -149,15 +149,15 @@ def batch_goal(rng: np.random.Generator, *, quick: bool, p: float, full_array: b
     for c in range(n_pairs // chunk):
         other = np.roll(base, c + 1, axis=0)
         for label, fn in (
-            ("rbo ext", lambda: rbo_batch(base, other, p)),
-            ("ext full", lambda: rbo_batch(base, other, p, full_scan=True)),
-            ("rbo min", lambda: rbo_batch(base, other, p, variant="min")),
-            ("rbo max", lambda: rbo_batch(base, other, p, variant="max")),
-            ("jaccard@10", lambda: jaccard_batch(base, other, 10)),
-            ("frbo@20", lambda: frbo_batch(base, other, 20, p)),
+            ("rbo ext", lambda o: rbo_batch(base, o, p)),
+            ("ext full", lambda o: rbo_batch(base, o, p, full_scan=True)),
+            ("rbo min", lambda o: rbo_batch(base, o, p, variant="min")),
+            ("rbo max", lambda o: rbo_batch(base, o, p, variant="max")),
+            ("jaccard@10", lambda o: jaccard_batch(base, o, 10)),
+            ("frbo@20", lambda o: frbo_batch(base, o, 20, p)),
         ):
             with _Clock() as clock:
-                fn()
+                fn(other)
             times[label] += clock.wall
             cpu[label] += clock.cpu
         del other

@@ -86,7 +86,7 @@ def main() -> None:
                 print(f"  ours/{layout}: {rw / w:6.1f}x faster (wall), {rc / c:6.1f}x (cpu)")
         else:
             lo, hi = RECBOLE_ANCHOR[name]
-            for layout, (w, c) in ours.items():
+            for layout, (w, _cpu) in ours.items():
                 print(f"  ours/{layout}: {lo / w:.1f}-{hi / w:.1f}x faster (wall) than RecBole "
                       f"1.2.1 measured 2026-11-21 ({lo:.0f}-{hi:.0f} s/epoch on 2 idle cores; "
                       "NOT measured in this run)")
