@@ -11,6 +11,13 @@ training time) and, when it starts a fit whose state is kept there, continues fr
 computes is bit-identical either way (:mod:`recaudit.models.sequential._resume`). The audit's
 workers train inside ``resumable(<store>.fits.d)``.
 
+With ``keep_finished``, a finished fit's final state stays in the folder too, and a later fit
+that trains the same thing (the same model class, parameters and arithmetic, device, torch
+version, and each member's seed and training log) takes it instead of training: the two
+perturbations of Betello et al. 2023's removal experiments, ``remove-end-10`` and
+``remove-end-10+inputs``, differ only in the test queries their models rank, so their fits are
+one (``[executor] keep_fits``).
+
 This module holds only the folder (no torch): the experiment layer sets it for every trial,
 whatever its model.
 """
@@ -30,10 +37,12 @@ __all__ = ["Resumable", "current", "resumable"]
 class Resumable:
     """Where fits keep their state (``folder``) and how often: at an epoch's end once
     ``every`` seconds have passed since the fit last kept it and 20 times the seconds that
-    keeping took (``every=0``: every epoch)."""
+    keeping took (``every=0``: every epoch); ``keep_finished``: a finished fit's state stays,
+    for the next fit of the same training to take."""
 
     folder: Path
     every: float = 60.0
+    keep_finished: bool = False
 
 
 _WHERE: ContextVar[Resumable | None] = ContextVar("recaudit_resume", default=None)
@@ -43,13 +52,17 @@ EVERY = 60.0
 
 
 @contextmanager
-def resumable(folder: str | Path | None, every: float | None = None) -> Iterator[None]:
+def resumable(folder: str | Path | None, every: float | None = None, *,
+              keep_finished: bool = False) -> Iterator[None]:
     """Fits started inside keep their state in ``folder`` and resume from it (``None``: they
-    keep nothing), at most once every ``every`` seconds (default :data:`EVERY`)."""
+    keep nothing), at most once every ``every`` seconds (default :data:`EVERY`);
+    ``keep_finished``: finished fits keep theirs too, and a fit of the same training takes it
+    instead of training."""
     every = EVERY if every is None else every
     if every < 0:
         raise ValueError(f"every must be >= 0 seconds, got {every}")
-    token = _WHERE.set(None if folder is None else Resumable(Path(folder), float(every)))
+    token = _WHERE.set(None if folder is None
+                       else Resumable(Path(folder), float(every), bool(keep_finished)))
     try:
         yield
     finally:

@@ -1,13 +1,21 @@
 """Perturbations whose edits reach the test inputs too (``+inputs``, Betello et al. 2023)."""
 
-import numpy as np
-import pytest
+import io
 
-from recaudit.audit import AuditConfig, DatasetSpec, MetricSpec, ModelSpec
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from recaudit import _progress
+from recaudit.audit import (AuditConfig, DatasetSpec, ExecutorSpec, MetricSpec, ModelSpec,
+                            run_audit, trial_summary)
 from recaudit.audit._runner import edited_queries, run_trial
 from recaudit.data import Interactions, Queries
+from recaudit.cli import main
+from recaudit.cli._plan import _dry_run
 from recaudit.errors import ConfigError
-from recaudit.experiment import prepare
+from recaudit.experiment import fits_dir, kept_fits, prepare
 from recaudit.metrics import mrr_batch
 from recaudit.perturb import parse, remove_positions
 
@@ -114,3 +122,50 @@ def test_the_perturbed_model_ranks_the_shortened_inputs(tmp_path):
                                                             q.target))
     np.testing.assert_array_equal(inputs.mrr_base, plain.mrr_base)  # the baseline: original
     assert not np.array_equal(inputs.rbo, plain.rbo)
+
+
+def test_kept_fits_train_a_perturbation_and_its_inputs_twin_once(tmp_path, monkeypatch,
+                                                                  capsys):
+    """``[executor] keep_fits``: ``remove-end-2`` and ``remove-end-2+inputs`` train the same
+    model on the same log, so the second trial takes the first one's finished fit; its
+    numbers are those of a store that trained both."""
+    epochs: list[int] = []
+    real = _progress.epoch
+
+    def count(done, total, stop_by=None):
+        epochs.append(done)
+        real(done, total, stop_by)
+
+    monkeypatch.setattr(_progress, "epoch", count)
+    perturbations = ("remove-end-2", "remove-end-2+inputs")
+    both = AuditConfig(models=(TINY_MODEL,), perturbations=perturbations, seeds=(0,),
+                       datasets=(TINY_DATA,), metrics=MetricSpec(k=5),
+                       output=str(tmp_path / "both.duckdb"))
+    run_audit(both)
+    assert epochs == [1, 2] * 3                 # the baseline and each trial's own fit
+    assert not list(fits_dir(both.output).glob("*"))
+    epochs.clear()
+    once = AuditConfig(models=(TINY_MODEL,), perturbations=perturbations, seeds=(0,),
+                       datasets=(TINY_DATA,), metrics=MetricSpec(k=5),
+                       executor=ExecutorSpec(keep_fits=True),
+                       output=str(tmp_path / "once.duckdb"))
+    run_audit(once)
+    assert epochs == [1, 2] * 2                 # the twin trained no epoch
+    kept = kept_fits(once.output)              # the baseline's fit and the perturbed one
+    assert len(kept) == 2 and all(f["finished"] and f["epoch"] == 2 for f in kept)
+
+    def numbers(path):
+        s = trial_summary(path)
+        return s.drop(columns=["fit_seconds", "total_seconds"]).sort_values("trial_id") \
+            .reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(numbers(once.output), numbers(both.output))
+    assert main(["status", once.output]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("kept: a gru4rec fit (seed 0), finished after epoch 2 of 2") == 2, out
+    assert "a trial that trains it again takes it instead" in out
+    console = Console(file=io.StringIO(), width=300)
+    _dry_run(once, console)
+    out = " ".join(console.file.getvalue().split())
+    assert out.count("kept: a gru4rec fit finished after epoch 2 of 2 (under a minute of "
+                     "training done), which a trial that trains it takes instead") == 2, out

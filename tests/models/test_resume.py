@@ -10,6 +10,8 @@ factors must equal those of a stack that was never stopped.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -30,13 +32,13 @@ def _stop_at(epoch: int):
     return watcher
 
 
-def _fit(key, logs, seeds, folder=None, every=0.0, stop=None, seen=None):
+def _fit(key, logs, seeds, folder=None, every=0.0, stop=None, seen=None, keep=False):
     models = [_model(key) for _ in logs]
     def watch(fields):        # the epochs trained ("resumed" for the resumption's report)
         if seen is not None and "epoch" in fields:
             seen.append("resumed" if "resumed_at" in fields else fields["epoch"])
     watcher = _stop_at(stop) if stop else watch
-    with resumable(folder, every=every), _progress.reporting(watcher):
+    with resumable(folder, every=every, keep_finished=keep), _progress.reporting(watcher):
         fit_stack(models, logs, seeds)
     return models
 
@@ -169,3 +171,66 @@ def test_a_stack_that_ran_out_of_memory_leaves_no_state_once_its_halves_are_trai
     assert list(tmp_path.iterdir()) == []
     for a, m in zip(alone, members, strict=True):
         assert np.array_equal(a, m.score(queries))
+
+
+# sasrec-prefix-patience: members stop early (after 2, 2 and 4 epochs); jodie: the last
+# epoch's dynamic state; bert4rec: the drawn Cloze masks' generator; lstm: TracIn checkpoints
+@pytest.mark.parametrize("key", ["sasrec-prefix-patience", "jodie", "bert4rec", "lstm"])
+def test_a_finished_fit_kept_is_taken_by_the_same_fit_without_training(key, tmp_path):
+    logs, queries = _logs()
+    seeds = [0, 1, 2]
+    whole = _fit(key, logs, seeds)
+    first = _fit(key, logs, seeds, tmp_path, every=3600.0, keep=True)  # (no keeping between)
+    (about,) = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    trained = max(len(m.history_) for m in first)
+    assert about["finished"] is True and about["epoch"] == trained and about["seeds"] == seeds
+    seen: list = []
+    again = _fit(key, logs, seeds, tmp_path, seen=seen, keep=True)
+    assert seen == ["resumed"]                        # it trained no epoch
+    assert len(list(tmp_path.glob("*.pt"))) == 1      # and the state stays for the next
+    # what it took: the first fit's seconds (rounded in the .json, exact in the state)
+    assert all(m.resumed_seconds_ == pytest.approx(about["seconds"], abs=0.06) for m in again)
+    for i, (a, b, c) in enumerate(zip(whole, first, again, strict=True)):
+        assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in c.history_]
+        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
+                     f"{key} member {i}, kept")
+        _assert_same(_state(a, logs[i], queries), _state(c, logs[i], queries),
+                     f"{key} member {i}, taken")
+        if key == "jodie":
+            assert np.array_equal(a.user_state_.numpy(), c.user_state_.numpy())
+
+
+def test_only_the_same_fit_takes_a_finished_one_and_without_keeping_it_is_used_up(tmp_path):
+    logs, queries = _logs()
+    _fit("gru4rec", logs[:1], [0], tmp_path, keep=True)
+    kept = sorted(tmp_path.iterdir())
+    # another seed, another log, another stack: each trains all its epochs (and keeps its own)
+    for log, seeds in (([logs[0]], [1]), ([logs[1]], [0]), (logs[:2], [0, 0])):
+        seen: list = []
+        _fit("gru4rec", log, seeds, tmp_path, seen=seen, keep=True)
+        assert seen[0] == 1, seeds
+    assert len(list(tmp_path.glob("*.pt"))) == 4 and set(kept) <= set(tmp_path.iterdir())
+    # taken by a fit that does not keep finished fits: used, then removed like its own
+    seen = []
+    _fit("gru4rec", logs[:1], [0], tmp_path, seen=seen)
+    assert seen == ["resumed"]
+    assert not set(kept) & set(tmp_path.iterdir())
+
+
+def test_a_stopped_fit_resumed_with_keeping_ends_as_a_finished_one(tmp_path):
+    """Stopped before its end, then resumed in a folder that keeps finished fits: the state
+    it resumed from becomes the finished state, which the next fit takes."""
+    logs, queries = _logs()
+    whole = _fit("gru4rec", logs[:1], [0])
+    with pytest.raises(Stop):
+        _fit("gru4rec", logs[:1], [0], tmp_path, stop=2, keep=True)
+    (about,) = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    assert about["epoch"] == 2 and "finished" not in about
+    seen: list = []
+    _fit("gru4rec", logs[:1], [0], tmp_path, seen=seen, keep=True)
+    assert seen[0] == "resumed" and seen[1:] == list(range(3, whole[0].config.epochs + 1))
+    seen = []
+    taken = _fit("gru4rec", logs[:1], [0], tmp_path, seen=seen, keep=True)
+    assert seen == ["resumed"]
+    _assert_same(_state(whole[0], logs[0], queries), _state(taken[0], logs[0], queries),
+                 "gru4rec")

@@ -127,3 +127,23 @@ def test_an_interrupted_reproduction_says_what_its_stores_hold(tmp_path, monkeyp
     assert code == 130
     assert f"3 finished trials saved in the stores under {tmp_path}" in err
     assert "run the same command again to resume" in err
+
+
+@pytest.mark.parametrize("device", [None, "cuda:0"])
+def test_betello_runs_keep_their_fits_with_any_workers_and_device(tmp_path, device):
+    """betello2023-removal and its +inputs twin share their perturbed fits through the
+    store's kept fits (``keep_fits``): the executor that --workers and --device make keeps
+    the setting, and the trials' ids do not change with it."""
+    from dataclasses import replace
+
+    from recaudit.audit import ExecutorSpec
+
+    for name in ("betello2023-table2", "betello2023-removal", "betello2023-removal-inputs"):
+        one = plan(name, "paper", tmp_path, scope=Scope(models=("gru4rec",)))
+        two = plan(name, "paper", tmp_path, workers=2,
+                   scope=Scope(models=("gru4rec",), device=device))
+        for a, b in zip(one, two, strict=True):
+            assert a.executor.keep_fits and b.executor.keep_fits, name
+            assert b.executor.kind == "process" and b.executor.workers == 2
+            assert _ids(a) == _ids(replace(a, executor=ExecutorSpec())) == _ids(b)
+    assert list(tmp_path.iterdir()) == []

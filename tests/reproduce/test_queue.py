@@ -78,6 +78,9 @@ def test_reproduce_run_names_the_kept_fits_it_would_resume(tmp_path, monkeypatch
     (kept / "k.pt").write_bytes(b"state")
     (kept / "k.json").write_text(json.dumps({"model": "gru4rec", "seeds": [0], "epoch": 58,
                                              "epochs": 300, "kept": 1.0}))
+    (kept / "f.pt").write_bytes(b"state")       # a finished fit kept for its +inputs twin
+    (kept / "f.json").write_text(json.dumps({"model": "gru4rec", "seeds": [0], "epoch": 180,
+                                             "epochs": 300, "kept": 2.0, "finished": True}))
     monkeypatch.setattr(reproduce, "run", lambda *a, **k: {"verdict": "incomplete",
                                                              "wall_seconds": 1.0})
     assert main(["reproduce", "run", "betello2023-table2", "--scale", "paper", "--dir",
@@ -85,3 +88,5 @@ def test_reproduce_run_names_the_kept_fits_it_would_resume(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert ("betello2023-ml-100k-paper.duckdb: a gru4rec fit kept after its epoch 58 of 300 "
             "by a stopped run: resumed there if this run trains it") in err, err
+    assert ("betello2023-ml-100k-paper.duckdb: a gru4rec fit finished after epoch 180 of 300: "
+            "taken by a trial that trains it again") in err, err

@@ -50,7 +50,10 @@ def _progress_runner(config) -> Path:
                     print(f"reusing {done} cached baseline{'s' if done != 1 else ''}; "
                           f"{total - done} to train", file=sys.stderr)
                 for fit in kept_fits(config.output):   # and the fits it stopped in
-                    print(f"a {fit['model']} fit kept after its epoch {fit['epoch']} of "
+                    print(f"a {fit['model']} fit finished after epoch {fit['epoch']} of "
+                          f"{fit['epochs']} is kept: a trial that trains it again takes it"
+                          if fit.get("finished") else
+                          f"a {fit['model']} fit kept after its epoch {fit['epoch']} of "
                           f"{fit['epochs']} by a stopped run: this run resumes it there if it "
                           "trains it", file=sys.stderr)
                 return

@@ -81,9 +81,12 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
     for fit in kept_fits(config.output):
         done = (f" ({wall_time(fit['seconds'] / 3600)} of training done)"
                 if "seconds" in fit else "")
-        console.print(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']}"
-                      f"{done}, which the run resumes there if it trains it (the time above "
-                      "counts it whole).", markup=False)
+        what = (f"finished after epoch {fit['epoch']} of {fit['epochs']}{done}, which a trial "
+                "that trains it takes instead of training" if fit.get("finished") else
+                f"at epoch {fit['epoch']} of {fit['epochs']}{done}, which the run resumes "
+                "there if it trains it")
+        console.print(f"kept: a {fit['model']} fit {what} (the time above counts it whole).",
+                      markup=False)
     console.print("Nothing was trained into the store.")
 
 

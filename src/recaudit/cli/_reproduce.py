@@ -123,9 +123,11 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
 
     for store in sorted(root.glob("*.duckdb")) if train and root.is_dir() else ():
         for fit in kept_fits(store):        # what a stopped run left in flight
-            typer.echo(f"{store.name}: a {fit['model']} fit kept after its epoch "
-                       f"{fit['epoch']} of {fit['epochs']} by a stopped run: resumed there "
-                       "if this run trains it", err=True)
+            typer.echo(f"{store.name}: a {fit['model']} fit " + (
+                f"finished after epoch {fit['epoch']} of {fit['epochs']}: taken by a trial "
+                "that trains it again" if fit.get("finished") else
+                f"kept after its epoch {fit['epoch']} of {fit['epochs']} by a stopped run: "
+                "resumed there if this run trains it"), err=True)
     for n in chosen:
         if budget is not None and not until_decided:
             raise ConfigError("--budget goes with --until-decided", key="--budget")
@@ -215,8 +217,11 @@ def queue_cmd(minutes: float = typer.Option(..., "--minutes", help="The time the
     for item in summary["items"]:
         typer.echo(f"{item['experiment']} ({item['scale']}): {item['state']}")
     for fit in summary["kept"]:
-        typer.echo(f"kept: a {fit['model']} fit at epoch {fit['epoch']} of {fit['epochs']} in "
-                   f"{fit['store']}.fits.d (the same command with this --dir resumes it)")
+        typer.echo(f"kept: a {fit['model']} fit "
+                   + ("finished, " if fit.get("finished") else "")
+                   + f"at epoch {fit['epoch']} of {fit['epochs']} in {fit['store']}.fits.d "
+                   + ("(for the trials that train it again)" if fit.get("finished") else
+                      "(the same command with this --dir resumes it)"))
     typer.echo(f"wrote {out / 'queue.json'}; merge with:")
     for line in summary["merge"]:
         typer.echo(f"  {line}")

@@ -68,16 +68,22 @@ def _running(beats: list[dict]) -> list[str]:
 
 
 def _kept(console: Console, store: Path) -> None:
-    """The fits a stopped run on ``store`` kept, which its next run resumes."""
+    """The fits a stopped run on ``store`` kept, which its next run resumes, and the finished
+    fits it keeps (``[executor] keep_fits``), which a trial that trains one again takes."""
     from recaudit.experiment import kept_fits
 
     for fit in kept_fits(store):
         seeds = ("seeds " if len(fit["seeds"]) > 1 else "seed ") \
             + ", ".join(map(str, fit["seeds"]))
         trained = f" ({_span(fit['seconds'])} of training)" if "seconds" in fit else ""
-        console.print(f"  kept: a {fit['model']} fit ({seeds}) at epoch {fit['epoch']} of "
-                      f"{fit['epochs']}{trained}, {_ago(fit['kept'])}: the next run resumes "
-                      "it there", markup=False)
+        if fit.get("finished"):
+            console.print(f"  kept: a {fit['model']} fit ({seeds}), finished after epoch "
+                          f"{fit['epoch']} of {fit['epochs']}{trained}, {_ago(fit['kept'])}: "
+                          "a trial that trains it again takes it instead", markup=False)
+        else:
+            console.print(f"  kept: a {fit['model']} fit ({seeds}) at epoch {fit['epoch']} "
+                          f"of {fit['epochs']}{trained}, {_ago(fit['kept'])}: the next run "
+                          "resumes it there", markup=False)
 
 
 def status(store: Path = typer.Argument(..., help="Results store (.duckdb), or a folder of "

@@ -56,7 +56,9 @@ def kept_fits(store: str | Path) -> list[dict[str, Any]]:
     """The fits whose state a stopped run on ``store`` kept (:func:`fits_dir`), oldest
     first: each one's ``model``, ``seeds`` (one per member of its stack), the ``epoch`` kept
     of its ``epochs``, when (``kept``, seconds since the epoch) and the wall ``seconds`` of
-    training it holds (absent from a state kept before they were recorded)."""
+    training it holds (absent from a state kept before they were recorded); ``finished``:
+    true for a finished fit kept for the trials that train it again (``[executor]
+    keep_fits``)."""
     out = [about for path, about in _read(fits_dir(store))
            if path.with_suffix(".pt").is_file()]
     return sorted(out, key=lambda a: a.get("kept", 0))

@@ -283,6 +283,12 @@ class ExecutorSpec(Config):
     own data, seeds, generators, optimiser state and early stopping, and its numbers are those
     it gets alone, bit for bit on the CPU). Many trials per GPU from one process; 1: one trial
     at a time. A stack is one job of the executor: ``workers`` stacks run at once.
+    keep_fits: keep each finished fit of a sequential model in ``<output>.fits.d`` (its final
+    state: about three copies of its parameters), so that a later trial of this or another
+    audit on the store that trains the same (model, parameters, device, seed, training log,
+    and stack) takes it instead of training: e.g. a perturbation and its ``+inputs`` twin,
+    which differ only in the test queries they rank. ``recaudit status`` lists the kept fits;
+    delete the folder when no run is running to free the disk. Not on Ray.
     """
 
     kind: Literal["inprocess", "process", "ray"] = "inprocess"
@@ -294,6 +300,7 @@ class ExecutorSpec(Config):
     retries: int = 3
     cache_uri: str | None = None
     stack: int = 1
+    keep_fits: bool = False
 
     def __post_init__(self) -> None:
         from recaudit.errors import ConfigError

@@ -136,9 +136,11 @@ class StudyInfo:
 
 
 def _call(run: Callable[..., Any], beats: str | None, fits: str | None,
-          trial: Trial | list[Trial], *product: Any, tag: str = "") -> Any:
+          trial: Trial | list[Trial], *product: Any, tag: str = "", keep: bool = False
+          ) -> Any:
     """A worker runs ``trial`` (keeping its heartbeat in ``beats``, a folder, if given, and the
-    state of its fits in ``fits``, :func:`recaudit._resume.resumable`); an error it raises
+    state of its fits in ``fits``, :func:`recaudit._resume.resumable`; ``keep``: finished fits'
+    too, ``[executor] keep_fits``); an error it raises
     becomes a :class:`~recaudit.errors.TrialError` naming the trial (the error its cause). A
     stack (a list of trials: only ``share``/``prime`` are called on one) stands for its
     first. ``tag``: the heartbeat's name beside the trial's id (a group's priming runs
@@ -146,7 +148,7 @@ def _call(run: Callable[..., Any], beats: str | None, fits: str | None,
     if isinstance(trial, list):
         trial = trial[0]
     try:
-        with _resume.resumable(fits):
+        with _resume.resumable(fits, keep_finished=keep):
             if beats is None:
                 return run(trial.job, *product)
             with Heartbeat(beats, f"{trial.id}.{tag}" if tag else trial.id):
@@ -158,11 +160,11 @@ def _call(run: Callable[..., Any], beats: str | None, fits: str | None,
 
 
 def _call_stack(run_stack: Callable[..., Any], beats: str | None, fits: str | None,
-                trials: list[Trial], *product: Any) -> Stacked:
+                trials: list[Trial], *product: Any, keep: bool = False) -> Stacked:
     """A worker runs a stack of trials with ``run_stack`` (one heartbeat per trial: what a
     member reports inside :func:`recaudit._progress.member` reaches its own, the rest all)."""
     try:
-        with _resume.resumable(fits):
+        with _resume.resumable(fits, keep_finished=keep):
             return _run_stack(run_stack, beats, trials, *product)
     except (TrialError, StorageError):
         raise
@@ -328,15 +330,16 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
         clear_heartbeats(output)
         beats = None if study.executor.kind == "ray" else str(heartbeat_dir(output))
         fits = None if beats is None else str(fits_dir(output))
+        keep = study.executor.keep_fits
         run_stack = getattr(study, "run_stack", None)
         size = study.executor.stack
         if size > 1 and run_stack is not None:
             units = stacks([t for t in trials if t.id not in done], size)
             jobs: list[tuple[Any, tuple]] = [(tuple(t.id for t in u), (u,)) for u in units]
-            runner = functools.partial(_call_stack, run_stack, beats, fits)
+            runner = functools.partial(_call_stack, run_stack, beats, fits, keep=keep)
         else:
             jobs = [(t.id, (t,)) for t in trials]
-            runner = functools.partial(_call, study.run, beats, fits)
+            runner = functools.partial(_call, study.run, beats, fits, keep=keep)
 
         def unit(job: tuple) -> Trial:
             return job[0][0] if isinstance(job[0], list) else job[0]
@@ -349,7 +352,7 @@ def run_study(study: Study, *, trials: Sequence[Trial] | None = None,
                                                                                  study.share,
                                                                                  None, None),
                         prime=None if study.prime is None else functools.partial(
-                            _call, study.prime, beats, fits, tag="prime"),
+                            _call, study.prime, beats, fits, tag="prime", keep=keep),
                         data=lambda job: _datasets(job[0]),
                         early=lambda job: not isinstance(job[0], list) and job[0].early,
                         progress=report, total=len(trials))

@@ -98,14 +98,13 @@ def _placed(config, workers: int, device: str):
     """``config`` with its models that take a ``device`` on ``device`` (see :func:`on_device`)."""
     from dataclasses import replace
 
-    from recaudit.audit import ExecutorSpec
     from recaudit.models import parameters
 
     models = tuple(replace(m, params={**m.params, "device": "auto"})
                    if any(p == "device" for p, _, _ in parameters(m.name)) else m
                    for m in config.models)
-    return replace(config, models=models,
-                   executor=ExecutorSpec("process", workers, devices=(device,)))
+    return replace(config, models=models, executor=replace(
+        config.executor, kind="process", workers=workers, devices=(device,)))
 
 
 @contextmanager
@@ -149,14 +148,15 @@ def audit_trials(config, workers: int = 1, train: bool = True) -> pd.DataFrame:
     ``train=False``: only read the trials the store already holds (a partial run)."""
     from dataclasses import replace
 
-    from recaudit.audit import ExecutorSpec, run_audit, trial_summary
+    from recaudit.audit import run_audit, trial_summary
     from recaudit.audit import plan
 
     device = _DEVICE.get()
     if device is not None:
         config = _placed(config, workers, device)
     elif workers > 1:
-        config = replace(config, executor=ExecutorSpec("process", workers))
+        config = replace(config, executor=replace(config.executor, kind="process",
+                                                  workers=workers))
     if _STACK.get() > 1:
         config = replace(config, executor=replace(config.executor, stack=_STACK.get()))
     planned = _PLANNED.get()

@@ -148,6 +148,7 @@ def run_queue(root: Path | str, minutes: float, *, device: str | None = None, st
     summary = {"minutes": minutes, "device": device, "stack": stack, "items": done,
                "stores": stores,
                # the fits a stopped item kept: the next call with this folder resumes them
+               # (and the finished fits the Betello et al. 2023 items keep for their twins)
                "kept": [{"store": s, **fit} for s in stores for fit in kept_fits(s)],
                "merge": [f"recaudit merge results/reproduce/{Path(s).name} {s}" for s in stores],
                "record": [f"recaudit reproduce run {d['experiment']} --scale {d['scale']}"

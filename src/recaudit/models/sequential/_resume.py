@@ -30,6 +30,15 @@ of the parameters, the moments and the best epoch's parameters: it happens at mo
 ``every`` seconds and at most once every 20 times the seconds the last keeping took, so it
 adds at most about 5 % to a fit. A state that cannot be written (a full or read-only disk)
 stops the keeping, never the fit.
+
+**A finished fit's state** stays when the folder asks for it (``keep_finished``,
+:func:`recaudit._resume.resumable`): written after the last epoch (whatever the interval), before
+the members' best parameters are put back, and marked ``finished``. A fit with the same key
+then restores it, trains no epoch (every member has stopped, or the epochs are done) and ends
+as the first one did, bit for bit: the same best parameters, history, checkpoints and last
+epoch's state. Its ``resumed_seconds_`` are the first fit's seconds (what the trial's fit
+took, though not in this process). Without ``keep_finished`` a finished fit removes its file,
+as does a fit whose last keeping could not be written.
 """
 
 from __future__ import annotations
@@ -85,6 +94,8 @@ class Keeper:
         self._kept_at = self._started = time.perf_counter()
         self._cost = 0.0
         self._broken = False   # a keeping failed: no more
+        self.keep_finished = where.keep_finished
+        self._final = False    # the file holds the finished fit's state
         #: the wall seconds the fit spent before this process took it up (up to the kept
         #: epoch, in the processes that kept it), which a resumed fit's time adds
         self.carried = 0.0
@@ -125,8 +136,9 @@ class Keeper:
             if end is not None:
                 last[id(c)] = end
         epoch = int(state["epoch"])
-        log.info("resuming a %s fit at epoch %d from %s", self.courses[0].name, epoch + 1,
-                 self.path)
+        self._final = bool(state.get("finished", False))
+        log.info("%s a %s fit at epoch %d from %s", "taking the finished" if self._final
+                 else "resuming", self.courses[0].name, epoch + 1, self.path)
         return epoch
 
     def keep(self, epoch: int, net: SequenceNet, opt: StackAdam, last: dict[int, Any]
@@ -136,9 +148,22 @@ class Keeper:
         if self._broken or (self.every and now - self._kept_at < max(self.every,
                                                                       20 * self._cost)):
             return
+        self._write(epoch + 1, net, opt, last, now)
+
+    def keep_final(self, epochs: int, net: SequenceNet, opt: StackAdam, last: dict[int, Any]
+                   ) -> None:
+        """The fit has trained its ``epochs`` epochs (before its members' best parameters
+        are put back): keep its finished state if the folder asks for it and the file does
+        not hold it yet."""
+        if self.keep_finished and not self._final and not self._broken:
+            self._write(epochs, net, opt, last, time.perf_counter(), finished=True)
+            self._final = not self._broken
+
+    def _write(self, epochs: int, net: SequenceNet, opt: StackAdam, last: dict[int, Any],
+               now: float, finished: bool = False) -> None:
         seconds = self.carried + now - self._started
-        state = {"layout": LAYOUT, "epoch": epoch + 1, "net": net.state_dict(),
-                 "seconds": seconds,
+        state = {"layout": LAYOUT, "epoch": epochs, "net": net.state_dict(),
+                 "seconds": seconds, "finished": finished,
                  "optimizer": opt.state(),
                  "courses": [{"history": c.history, "checkpoints": c.checkpoints,
                               "best": c.best, "best_state": c.best_state, "stale": c.stale,
@@ -148,8 +173,8 @@ class Keeper:
                  "last": [last.get(id(c)) for c in self.courses]}
         first = self.courses[0]
         about = {"model": first.name, "seeds": [c.seed for c in self.courses],
-                 "epoch": epoch + 1, "epochs": first.config.epochs, "kept": time.time(),
-                 "seconds": round(seconds, 1)}
+                 "epoch": epochs, "epochs": first.config.epochs, "kept": time.time(),
+                 "seconds": round(seconds, 1), **({"finished": True} if finished else {})}
         try:
             with atomic_path(self.path) as tmp:
                 torch.save(state, tmp)
@@ -164,8 +189,10 @@ class Keeper:
         self._cost = self._kept_at - now
 
     def finish(self) -> None:
-        """The fit is done: its kept state is no longer needed."""
-        forget(self.path)
+        """The fit is done: its kept state is no longer needed, unless it is the finished
+        state the folder keeps."""
+        if not (self.keep_finished and self._final):
+            forget(self.path)
 
 
 def forget(path: Path) -> None:

@@ -5,7 +5,8 @@ Every sequential model trains the same way: epochs of optimiser steps over mini-
 per mini-batch, an optional checkpoint every ``checkpoint_every`` epochs (TracIn), optional
 early stopping on a held-out interaction per user (``patience``), a progress report per epoch
 and, inside :func:`recaudit._resume.resumable`, its state kept at an epoch's end so that a
-killed fit resumes there (:mod:`._resume`).
+killed fit resumes there (:mod:`._resume`), and, when the folder asks for it, its finished
+state, which a fit of the same training then takes without training an epoch.
 What differs is the *step*: which mini-batches an epoch has and what a mini-batch's loss is. A
 model supplies that as a :class:`~recaudit.models.sequential._course.Course` (one model's run
 through the loop: its network, data, generators and per-step work); :func:`train` runs the
@@ -112,6 +113,7 @@ def train(courses: Sequence[Course]) -> None:
         start = 0 if keeper is None else keeper.restore(net, opt, last)
         if start:
             progress.resumed(start, cfg.epochs)
+        done = start
         for epoch in range(start, cfg.epochs):
             active = [c for c in courses if not c.stopped]
             if not active:
@@ -131,9 +133,12 @@ def train(courses: Sequence[Course]) -> None:
             for c in active:   # the epoch's one read of the device per member
                 last[id(c)] = run.state(c)
                 _end_epoch(c, epoch, float(totals[c.member]), tic, cpu)
+            done = epoch + 1
             if keeper is not None:
                 keeper.keep(epoch, net, opt, last)
-            progress.epoch(epoch + 1, cfg.epochs, _stop_by(courses, epoch + 1))
+            progress.epoch(done, cfg.epochs, _stop_by(courses, done))
+        if keeper is not None:
+            keeper.keep_final(done, net, opt, last)
         net.eval()
         for c in courses:   # every member's best parameters back before any finishes
             if c.best_state is not None:
