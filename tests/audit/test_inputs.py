@@ -169,3 +169,14 @@ def test_kept_fits_train_a_perturbation_and_its_inputs_twin_once(tmp_path, monke
     out = " ".join(console.file.getvalue().split())
     assert out.count("kept: a gru4rec fit finished after epoch 2 of 2 (under a minute of "
                      "training done), which a trial that trains it takes instead") == 2, out
+
+
+def test_audit_keep_fits_flag_keeps_the_finished_fits(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["audit", "--dataset", "synthetic", "--sample-users", "30", "--model", "gru4rec",
+            "--param", "epochs=2", "--param", "hidden_dim=8", "-p", "remove-end-2",
+            "-p", "remove-end-2+inputs", "--seeds", "1", "--k", "5", "-o", "a.duckdb"]
+    assert main([*args, "--keep-fits"]) == 0
+    assert [f["finished"] for f in kept_fits("a.duckdb")] == [True, True]
+    assert main([*args[:-1], "b.duckdb"]) == 0
+    assert kept_fits("b.duckdb") == []

@@ -108,8 +108,9 @@ def _once(names: list[str]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _executor(workers: int, config, stack: int = 1):
-    """``--workers``, at most one per trial of ``config`` (a warning says so); ``--stack``."""
+def _executor(workers: int, config, stack: int = 1, keep_fits: bool = False):
+    """``--workers``, at most one per trial of ``config`` (a warning says so); ``--stack``;
+    ``--keep-fits``."""
     import warnings
 
     from recaudit.audit import ExecutorSpec
@@ -121,7 +122,8 @@ def _executor(workers: int, config, stack: int = 1):
                       f"{'s' if trials != 1 else ''}, so {trials} worker"
                       f"{'s' if trials != 1 else ''} at most", RecauditWarning, stacklevel=2)
         workers = trials
-    return ExecutorSpec("process" if workers > 1 else "inprocess", workers, stack=stack)
+    return ExecutorSpec("process" if workers > 1 else "inprocess", workers, stack=stack,
+                        keep_fits=keep_fits)
 
 
 def default_output(config) -> Path:
@@ -223,6 +225,11 @@ def audit(
     stack: int = typer.Option(1, min=1, help="Train up to this many trials of one baseline "
                               "together as one stacked model (many trials per GPU from one "
                               "process); numbers and trial ids do not change."),
+    keep_fits: bool = typer.Option(False, "--keep-fits", help="Keep each finished fit of a "
+                                   "sequential model beside the store (<store>.fits.d), so "
+                                   "that a later trial training the same model, seed and log "
+                                   "(e.g. a perturbation's +inputs twin) takes it instead of "
+                                   "training."),
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="DuckDB store (resumed if it exists). Default: "
                                             "results/audit-<id>.duckdb, one per dataset, "
@@ -249,6 +256,7 @@ def audit(
     perturbations = _once(perturbation)
     flags = {"models": "--model", "seeds": f"--seeds {seeds}", "metrics.k": f"--k {k}",
              "metrics.p": f"--p {p}", "metrics": "--k/--p", "executor.stack": f"--stack {stack}",
+             "executor.keep_fits": "--keep-fits",
              "executor.workers": f"--workers {workers}", "executor": "--workers",
              "datasets[0].min_user_interactions": f"--min-interactions {min_interactions}",
              "datasets[0].sample_users": f"--sample-users {sample_users}",
@@ -262,7 +270,7 @@ def audit(
                                  min_interactions, sample_users, sep, column)),),
                              metrics=MetricSpec(k=k, p=p),
                              output=str(output or "results/audit.duckdb"))
-        config = replace(config, executor=_executor(workers, config, stack),
+        config = replace(config, executor=_executor(workers, config, stack, keep_fits),
                          name=audit_name(config))
         if output is None:
             config = replace(config, output=str(default_output(config)))
