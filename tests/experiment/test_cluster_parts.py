@@ -23,6 +23,7 @@ from recaudit.experiment._ray import task_options
     (dict(kind="ray", cache_uri="nosuchfs://bucket/x"), "cache_uri", "unknown storage"),
     (dict(cache_uri=" "), "cache_uri", "not empty"),
     (dict(kind="ray", devices=["cuda:0"]), "devices", "gpus_per_trial"),
+    (dict(kind="ray", keep_fits=True), "keep_fits", "kind = 'process'"),
 ])
 def test_bad_cluster_keys_are_config_errors_naming_the_key(kw, key, needle):
     if "://" in str(kw.get("cache_uri")):

@@ -288,7 +288,7 @@ class ExecutorSpec(Config):
     audit on the store that trains the same (model, parameters, device, seed, training log,
     and stack) takes it instead of training: e.g. a perturbation and its ``+inputs`` twin,
     which differ only in the test queries they rank. ``recaudit status`` lists the kept fits;
-    delete the folder when no run is running to free the disk. Not on Ray.
+    delete the folder when no run is running to free the disk. Not on Ray (an error).
     """
 
     kind: Literal["inprocess", "process", "ray"] = "inprocess"
@@ -337,6 +337,10 @@ class ExecutorSpec(Config):
             raise self.invalid("devices", "executor.devices is for kind = 'process' (and "
                                           "'inprocess'); Ray places trials on GPUs itself: "
                                           "set gpus_per_trial")
+        if self.keep_fits and self.kind == "ray":
+            raise self.invalid("keep_fits", "keeps fits beside the store, on the driver's disk, "
+                                            "which Ray's workers may not share: use kind = "
+                                            "'process' (or leave keep_fits out on Ray)")
         if self.kind == "inprocess" and len(self.devices) > 1:
             raise self.invalid("devices", "executor.kind = 'inprocess' runs on one device; use "
                                           "kind = 'process' with workers >= 2 for several")
