@@ -57,8 +57,9 @@ def test_the_queue_is_in_the_issues_priority_order():
     assert [(i.experiment, i.scope.models) for i in QUEUE[:2]] == [
         ("oh2022-table3", ("lstm", "tisasrec")), ("oh2022-table4", None)]
     assert QUEUE[0].scope.seeds == 3 and QUEUE[1].scope.draws == 10
-    assert all(i.experiment.startswith("betello2023") for i in QUEUE[2:4])
-    assert QUEUE[4].experiment == "oh2022-figure3"
+    assert all(i.experiment.startswith("betello2023") for i in QUEUE[2:5])
+    assert QUEUE[4].experiment == "betello2023-removal-inputs"   # after the fits it takes
+    assert QUEUE[5].experiment == "oh2022-figure3"
 
 
 def test_minutes_must_be_positive(tmp_path):

@@ -8,7 +8,8 @@ A GPU is lent to this project only now and then, for minutes. ``recaudit reprodu
    seeds; the CPU cannot train these at paper scale: about an hour a fit);
 2. Table 4's perturbation draws (the paper's 10);
 3. Betello et al. 2023's ML-100k runs at their settings (up to 300 epochs, patience 50,
-   prefix samples);
+   prefix samples); the removal experiment's ``+inputs`` twin trains nothing of its own (its
+   fits are the removal's, kept finished: ``[executor] keep_fits``);
 4. Oh et al. 2022 Figure 3 at the paper's 3 seeds (the record has seed 0 of all four models,
    trained on two CPU cores on 2026-11-29: JODIE, LatentCross, LSTM and TiSASRec fits of 50
    epochs took 3-22 min on Wikipedia and 15-58 min on Foursquare, one core each; the queue's
@@ -66,6 +67,9 @@ QUEUE: tuple[QueueItem, ...] = (
     QueueItem("betello2023-removal", "paper", Scope(),
               "Betello et al. 2023 removal (Table 3, Figures 1-2) on ML-100k at the paper's "
               "settings"),
+    QueueItem("betello2023-removal-inputs", "paper", Scope(),
+              "Betello et al. 2023 removal with the test inputs cut too (Table 3's setting): "
+              "the removal item's fits, kept finished in fits.d, so ranking only"),
     QueueItem("oh2022-figure3", "paper", Scope(seeds=3),
               "Oh et al. 2022 Figure 3: the paper's 3 seeds on Foursquare and Wikipedia (the "
               "record has 1, all four models, trained on the CPU)"),
