@@ -102,8 +102,8 @@ def test_priming_an_existing_baseline_leaves_it_as_it_is(tmp_path):
 
 
 def test_one_rule_counts_a_baselines_seconds():
-    """Trained here: counted, nothing carried; made elsewhere: counted only when charged,
-    and then carried into the trial's total too."""
+    """Trained here: counted, nothing carried but what its fit took before this process;
+    made elsewhere: counted only when charged, and then carried into the trial's total too."""
     from recaudit.audit._baselines import Baseline
 
     items = np.zeros((1, 1), dtype=np.int32)
@@ -112,6 +112,9 @@ def test_one_rule_counts_a_baselines_seconds():
     assert here.counted(charge=False) == here.counted(charge=True) == (3.0, 1.0, 0.0)
     assert elsewhere.counted(charge=True) == (3.0, 1.0, 4.0)
     assert elsewhere.counted(charge=False) == (0.0, 0.0, 0.0)
+    # trained here from a fit resumed after 2 s elsewhere: those 2 s are carried
+    resumed = Baseline(items, 3.0, 1.0, trained_here=True, before=2.0)
+    assert resumed.counted(charge=False) == (3.0, 1.0, 2.0)
 
 
 LOGGED = '''

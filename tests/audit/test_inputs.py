@@ -1,10 +1,12 @@
 """Perturbations whose edits reach the test inputs too (``+inputs``, Betello et al. 2023)."""
 
+import dataclasses
 import io
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from rich.console import Console
 
 from recaudit import _progress
@@ -15,7 +17,7 @@ from recaudit.data import Interactions, Queries
 from recaudit.cli import main
 from recaudit.cli._plan import _dry_run
 from recaudit.errors import ConfigError
-from recaudit.experiment import fits_dir, kept_fits, prepare
+from recaudit.experiment import Store, fits_dir, kept_fits, prepare
 from recaudit.metrics import mrr_batch
 from recaudit.perturb import parse, remove_positions
 
@@ -145,14 +147,22 @@ def test_kept_fits_train_a_perturbation_and_its_inputs_twin_once(tmp_path, monke
     assert epochs == [1, 2] * 3                 # the baseline and each trial's own fit
     assert not list(fits_dir(both.output).glob("*"))
     epochs.clear()
-    once = AuditConfig(models=(TINY_MODEL,), perturbations=perturbations, seeds=(0,),
+    once = AuditConfig(models=(TINY_MODEL,), perturbations=perturbations[:1], seeds=(0,),
                        datasets=(TINY_DATA,), metrics=MetricSpec(k=5),
                        executor=ExecutorSpec(keep_fits=True),
                        output=str(tmp_path / "once.duckdb"))
     run_audit(once)
-    assert epochs == [1, 2] * 2                 # the twin trained no epoch
+    assert epochs == [1, 2] * 2
     kept = kept_fits(once.output)              # the baseline's fit and the perturbed one
     assert len(kept) == 2 and all(f["finished"] and f["epoch"] == 2 for f in kept)
+    # as if they had taken 1,000 s each to train (their time is kept in their state)
+    for path in fits_dir(once.output).glob("*.pt"):
+        state = torch.load(path, weights_only=True)
+        torch.save({**state, "seconds": 1000.0}, path)
+    epochs.clear()
+    once = dataclasses.replace(once, perturbations=perturbations)
+    run_audit(once)
+    assert epochs == []                         # the twin trained no epoch
 
     def numbers(path):
         s = trial_summary(path)
@@ -160,6 +170,12 @@ def test_kept_fits_train_a_perturbation_and_its_inputs_twin_once(tmp_path, monke
             .reset_index(drop=True)
 
     pd.testing.assert_frame_equal(numbers(once.output), numbers(both.output))
+    # the twin's fit counts the 1,000 s it took when it was trained, and so does its total
+    with Store(once.output, read_only=True) as store:
+        s = store.sql("SELECT perturbation, fit_seconds, rank_seconds, total_seconds "
+                      "FROM trials").set_index("perturbation")
+    assert 1000 <= s.fit_seconds["remove-end-2+inputs"] < 1100
+    assert (s.total_seconds >= s.fit_seconds + s.rank_seconds).all(), s
     assert main(["status", once.output]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert out.count("kept: a gru4rec fit (seed 0), finished after epoch 2 of 2") == 2, out

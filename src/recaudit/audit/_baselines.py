@@ -53,9 +53,11 @@ def _anchor(trial: TrialSpec, split: Split, cache_dir: Path | None) -> Any:
 
 def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
               cache_dir: Path | None = None, queries: Queries | None = None,
-              phase: str = "perturbed") -> tuple[RankLists, float, float]:
+              phase: str = "perturbed") -> tuple[RankLists, float, float, float]:
+    """The lists of the model fitted to ``train``, the fit's and the ranking's seconds, and
+    the fit's seconds spent before this process (a resumed or a kept finished fit)."""
     progress.report(phase=f"{phase} fit")
-    model, fit_s = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
+    model, fit_s, before = _fit(trial, train, seed, anchor=_anchor(trial, split, cache_dir))
     try:
         progress.report(phase=f"{phase} ranking")
         t1 = time.perf_counter()
@@ -64,37 +66,41 @@ def _fit_rank(trial: TrialSpec, train: Interactions, split: Split, seed: int,
     finally:
         if hasattr(model, "close"):  # models with files on disk (command models) remove them
             model.close()
-    return ranks, fit_s, time.perf_counter() - t1
+    return ranks, fit_s, time.perf_counter() - t1, before
 
 
 @dataclass(frozen=True)
 class Baseline:
     """A baseline's rank lists (``items``, as cached), the seconds it took to train and rank
-    (kept with the cached lists; 0 for an entry cached before they were kept) and whether this
+    (kept with the cached lists; 0 for an entry cached before they were kept), whether this
     process trained it (``trained_here``; a baseline read from the cache or made by another job
-    was not)."""
+    was not) and, if it did, the seconds of its fit spent before (``before``: a fit resumed
+    from its kept state)."""
 
     items: np.ndarray
     fit_seconds: float = 0.0
     rank_seconds: float = 0.0
     trained_here: bool = False
+    before: float = 0.0
 
     def counted(self, charge: bool) -> tuple[float, float, float]:
         """``(fit, rank, carried)`` seconds a trial counts for this baseline — the one rule:
         its seconds count in the trial that trained it, else in the trial charged with it
-        (the first pending trial of its group), and a baseline made elsewhere is carried into
-        that trial's total time too (``carried``); every other trial counts none."""
+        (the first pending trial of its group); ``carried``, the part the trial's total time
+        adds to its own wall time: a baseline made elsewhere, all of it; one trained here,
+        what its fit took before this process."""
         if not (self.trained_here or charge):
             return 0.0, 0.0, 0.0
-        carried = 0.0 if self.trained_here else self.fit_seconds + self.rank_seconds
+        carried = self.before if self.trained_here else self.fit_seconds + self.rank_seconds
         return self.fit_seconds, self.rank_seconds, carried
 
 
 def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | None = None
-                   ) -> tuple[RankLists, float, float]:
+                   ) -> tuple[RankLists, float, float, float]:
     """Train the unperturbed model of ``trial`` and rank the test queries (the one place a
-    baseline is trained); ``cache``: the audit's baseline cache (a stabilised model keeps what
-    it derives there when it is a local directory)."""
+    baseline is trained): the lists, the fit's and the ranking's seconds and the fit's seconds
+    before this process (:func:`_fit_rank`); ``cache``: the audit's baseline cache (a
+    stabilised model keeps what it derives there when it is a local directory)."""
     return _fit_rank(trial, split.train, split, trial.seed, _local(cache), phase="baseline")
 
 
@@ -116,11 +122,11 @@ def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
         hit = None if store is None else _cached(store, key)
         if hit is not None:
             return hit
-        ranks, fit_s, rank_s = train_baseline(trial, split, cache)
+        ranks, fit_s, rank_s, before = train_baseline(trial, split, cache)
         if store is not None:
             store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
                       rank_seconds=np.asarray(rank_s))
-    return Baseline(ranks.items, fit_s, rank_s, trained_here=True)
+    return Baseline(ranks.items, fit_s, rank_s, trained_here=True, before=before)
 
 
 def _cached(store: ArrayCache, key: str) -> Baseline | None:

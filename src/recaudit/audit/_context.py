@@ -22,7 +22,10 @@ __all__ = ["perturb_context", "close_context", "cache_key"]
 
 
 def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any] | None = None,
-         anchor: Any = None) -> tuple[Any, float]:
+         anchor: Any = None) -> tuple[Any, float, float]:
+    """The fitted model, the seconds its fit took and, of those, the ones it took before this
+    process (a fit resumed from, or taken finished from, its kept state: recaudit._resume),
+    which the trial's total time adds."""
     model = build_model(trial.model, **(extra or {}))
     t0 = time.perf_counter()
     try:
@@ -34,8 +37,8 @@ def _fit(trial: TrialSpec, train: Interactions, seed: int, extra: dict[str, Any]
         if hasattr(model, "close"):
             model.close()
         raise
-    # a fit resumed from its kept state (recaudit._resume) adds what it took before
-    return model, time.perf_counter() - t0 + getattr(model, "resumed_seconds_", 0.0)
+    before = float(getattr(model, "resumed_seconds_", 0.0))
+    return model, time.perf_counter() - t0 + before, before
 
 
 def perturb_context(spec: Perturbation, trial: TrialSpec, split: Split,
@@ -95,7 +98,7 @@ class _LazyFit:
 
     def __call__(self) -> Any:
         if self.model is None:
-            self.model, _ = _fit(self.trial, self.train, self.trial.seed, self.params)
+            self.model, _, _ = _fit(self.trial, self.train, self.trial.seed, self.params)
         return self.model
 
 

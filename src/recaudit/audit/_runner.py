@@ -241,9 +241,11 @@ def _perturbed(trial: TrialSpec, spec: Perturbation, split: Split, fingerprint: 
 
 
 def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: str,
-             stack: int = 1) -> TrialOutcome:
+             stack: int = 1, before: float = 0.0) -> TrialOutcome:
     """The trial's row, per-query results and record (``stack``: the size of the stack its
-    model was trained in, recorded in ``versions`` when above 1)."""
+    model was trained in, recorded in ``versions`` when above 1; ``before``: the seconds of
+    ``fit_s`` spent before this process, which the total adds to the wall time, so that a
+    trial's total is never below its fit's)."""
     trial, split = p.trial, p.split
     queries = compare(p.base, pert, split, trial.metrics.k, trial.metrics.p)
     used = versions(trial.model)
@@ -258,7 +260,7 @@ def _outcome(p: _Prepared, pert: RankLists, fit_s: float, rank_s: float, audit: 
            "data_fingerprint": p.fingerprint, "n_queries": len(queries), "status": "done",
            "started": p.started, "finished": time.time(), "fit_seconds": fit_s + p.base_fit,
            "rank_seconds": rank_s + p.base_rank, "perturb_seconds": p.perturb_seconds,
-           "total_seconds": time.perf_counter() - p.t0 + p.carried,
+           "total_seconds": time.perf_counter() - p.t0 + p.carried + before,
            "versions": canonical_json(used), "host": socket.gethostname()}
     log.info("trial %s: %s %s seed %d done in %.1f s", row["trial_id"], trial.model.label,
              row["perturbation"], trial.seed, row["total_seconds"])
@@ -291,9 +293,9 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
                               charge_baseline=charge_baseline)
     p = _prepare(trial, spec, cache_dir=cache_dir, baseline=baseline,
                  charge_baseline=charge_baseline)
-    pert, fit_s, rank_s = _fit_rank(trial, p.train, p.split, p.seed, _local(cache_dir),
-                                    p.inputs)
-    return _outcome(p, pert, fit_s, rank_s, audit)
+    pert, fit_s, rank_s, before = _fit_rank(trial, p.train, p.split, p.seed,
+                                            _local(cache_dir), p.inputs)
+    return _outcome(p, pert, fit_s, rank_s, audit, before=before)
 
 
 def _baseline_last(trial: TrialSpec, spec: Perturbation, *, audit: str,
@@ -311,7 +313,8 @@ def _baseline_last(trial: TrialSpec, spec: Perturbation, *, audit: str,
     p0 = time.perf_counter()
     train, record, seed, inputs = _perturbed(trial, spec, split, fingerprint, None, cache_dir)
     perturb_s = time.perf_counter() - p0
-    pert, fit_s, rank_s = _fit_rank(trial, train, split, seed, _local(cache_dir), inputs)
+    pert, fit_s, rank_s, before = _fit_rank(trial, train, split, seed, _local(cache_dir),
+                                            inputs)
     progress.report(phase="waiting for the baseline")
     w0 = time.perf_counter()
     made = _baseline(trial, data, split, cache_dir)
@@ -320,7 +323,7 @@ def _baseline_last(trial: TrialSpec, spec: Perturbation, *, audit: str,
     base_fit, base_rank, carried = made.counted(charge_baseline)
     p = _Prepared(trial, spec, split, fingerprint, RankLists(made.items), base_fit, base_rank,
                   carried, train, record, seed, inputs, perturb_s, started, t0 + waited)
-    return _outcome(p, pert, fit_s, rank_s, audit)
+    return _outcome(p, pert, fit_s, rank_s, audit, before=before)
 
 
 def in_your_ids(record: dict[str, Any], train: Interactions) -> dict[str, Any]:

@@ -54,9 +54,9 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
             out = []
             for i, p in enumerate(prepared):
                 with progress.member(i):
-                    lists, fit_s, rank_s = _fit_rank(p.trial, p.train, p.split, p.seed, local,
-                                                     p.inputs)
-                    out.append(_outcome(p, lists, fit_s, rank_s, audit))
+                    lists, fit_s, rank_s, before = _fit_rank(p.trial, p.train, p.split,
+                                                             p.seed, local, p.inputs)
+                    out.append(_outcome(p, lists, fit_s, rank_s, audit, before=before))
             return out
         from recaudit.models.sequential import fit_stack
 
@@ -75,7 +75,7 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
                 ranks = checked_rank(model, p.split.queries if p.inputs is None else p.inputs,
                                      k=p.trial.metrics.depth)
                 out.append(_outcome(p, ranks, share, time.perf_counter() - t1, audit,
-                                    stack=len(models)))
+                                    stack=len(models), before=carried / len(models)))
         return out
 
 
