@@ -231,6 +231,11 @@ def test_rls_measures_are_seed_means_of_the_store(tmp_path):
     # what the trials cost, summed (not averaged) over seeds, from the store's own timings
     assert m["gru4rec/random-delete/trial_seconds"] == pytest.approx(rd["total_seconds"].sum())
     assert m["gru4rec/random-delete/trial_seconds"] > 0
+    # a trial stored with a total below its fit's (a resumed fit, before its total added the
+    # fit's earlier seconds) counts its fit's
+    old = summary.assign(fit_seconds=summary["total_seconds"] + 10.0)
+    assert rls_measures(old)["gru4rec/random-delete/trial_seconds"] == pytest.approx(
+        m["gru4rec/random-delete/trial_seconds"] + 2 * 10.0)
 
 
 def test_the_report_says_what_the_trials_took_beside_the_wall_time():

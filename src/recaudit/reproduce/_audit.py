@@ -192,8 +192,11 @@ def rls_measures(summary: pd.DataFrame, *, by_dataset: bool = False) -> dict[str
             if m in g:
                 out[f"{prefix}/{m}"] = float(g[m].mean())
         out[f"{prefix}/n_seeds"] = float(g["seed"].nunique())
-        if "total_seconds" in g:  # what the trials cost, whichever run trained them
-            out[f"{prefix}/{TRIAL_SECONDS}"] = float(g["total_seconds"].sum())
+        if "total_seconds" in g:  # what the trials cost, whichever run trained them: at
+            # least their fits' (a trial whose fit resumed from a kept state, stored before
+            # its total added the fit's earlier seconds, has a total below its fit's)
+            spent = g[[c for c in ("total_seconds", "fit_seconds") if c in g]].max(axis=1)
+            out[f"{prefix}/{TRIAL_SECONDS}"] = float(spent.sum())
     return out
 
 
