@@ -43,6 +43,17 @@ def _fit(key, logs, seeds, folder=None, every=0.0, stop=None, seen=None, keep=Fa
     return models
 
 
+def _assert_members_same(key, expected, got, logs, queries, what=""):
+    """Each member of ``got`` ends as the same member of ``expected``: epochs, scores,
+    losses, validation, checkpoints, TracIn factors (and JODIE's dynamic state)."""
+    for i, (a, b) in enumerate(zip(expected, got, strict=True)):
+        assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in b.history_]
+        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
+                     f"{key} member {i} {what}".rstrip())
+        if key == "jodie":
+            assert np.array_equal(a.user_state_.numpy(), b.user_state_.numpy())
+
+
 @pytest.mark.parametrize("key", sorted(CONFIGS))
 def test_a_stopped_stack_resumes_bit_for_bit(key, tmp_path):
     logs, queries = _logs()
@@ -62,10 +73,7 @@ def test_a_stopped_stack_resumes_bit_for_bit(key, tmp_path):
     assert all(m.resumed_seconds_ == resumed[0].resumed_seconds_ >= before > 0
                for m in resumed)
     assert all(m.resumed_seconds_ == 0.0 for m in whole)
-    for i, (a, b) in enumerate(zip(whole, resumed, strict=True)):
-        assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in b.history_]
-        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
-                     f"{key} member {i}")
+    _assert_members_same(key, whole, resumed, logs, queries)
 
 
 @pytest.mark.parametrize("key", ["jodie", "lstm", "latentcross-history"])
@@ -79,11 +87,7 @@ def test_a_stack_stopped_after_its_last_epoch_finishes_from_its_state(key, tmp_p
     seen: list[int] = []
     resumed = _fit(key, logs, [0, 1, 2], tmp_path, seen=seen)
     assert seen == ["resumed"]
-    for i, (a, b) in enumerate(zip(whole, resumed, strict=True)):
-        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
-                     f"{key} member {i}")
-        if key == "jodie":
-            assert np.array_equal(a.user_state_.numpy(), b.user_state_.numpy())
+    _assert_members_same(key, whole, resumed, logs, queries)
 
 
 def test_only_the_same_fit_reads_a_kept_state(tmp_path):
@@ -190,18 +194,12 @@ def test_a_finished_fit_kept_is_taken_by_the_same_fit_without_training(key, tmp_
     assert len(list(tmp_path.glob("*.pt"))) == 1      # and the state stays for the next
     # what it took: the first fit's seconds (rounded in the .json, exact in the state)
     assert all(m.resumed_seconds_ == pytest.approx(about["seconds"], abs=0.06) for m in again)
-    for i, (a, b, c) in enumerate(zip(whole, first, again, strict=True)):
-        assert [r["epoch"] for r in a.history_] == [r["epoch"] for r in c.history_]
-        _assert_same(_state(a, logs[i], queries), _state(b, logs[i], queries),
-                     f"{key} member {i}, kept")
-        _assert_same(_state(a, logs[i], queries), _state(c, logs[i], queries),
-                     f"{key} member {i}, taken")
-        if key == "jodie":
-            assert np.array_equal(a.user_state_.numpy(), c.user_state_.numpy())
+    _assert_members_same(key, whole, first, logs, queries, "kept")
+    _assert_members_same(key, whole, again, logs, queries, "taken")
 
 
 def test_only_the_same_fit_takes_a_finished_one_and_without_keeping_it_is_used_up(tmp_path):
-    logs, queries = _logs()
+    logs, _ = _logs()
     _fit("gru4rec", logs[:1], [0], tmp_path, keep=True)
     kept = sorted(tmp_path.iterdir())
     # another seed, another log, another stack: each trains all its epochs (and keeps its own)
