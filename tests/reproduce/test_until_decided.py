@@ -115,24 +115,27 @@ def _stand_in(effects: dict[str, float], calls: list):
 
 def test_run_until_decided_grows_only_what_is_undecided(tmp_path, monkeypatch):
     calls: list = []
-    # m1's AMR beats ARAND by far (decided at the first look); m2's ALI by a little
+    # m1's AMR beats ARAND by far (decided at an early look); m2's ALI by a little
     exp = _stand_in({"AMR": 0.5, "ALI": 0.14, "ARAND": 0.1}, calls)
     monkeypatch.setattr(recording, "PAPERS", ())
     monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
     rec = recording.run("stand-in", "small", tmp_path, until=SequentialPlan(cap=64))
     seq = rec["sequential"]
     assert seq["stopped"] == "decided" and len(seq["rounds"]) > 1
+    assert seq["rule"] == "group-sequential-t" and seq["futility"] is True
     assert calls[0] == (3, ("m1", "m2"))
-    assert all(models == ("m2",) for _, models in calls[1:])   # only m2 grew
     assert [c["state"] for c in rec["claims"]] == ["holds", "holds"]
     consumed = {c["text"]: c["replicates"] for c in seq["claims"]}
-    assert consumed["m1: AMR beats ARAND"] == 3 < consumed["m2: ALI beats ARAND"]
+    m1 = consumed["m1: AMR beats ARAND"]
+    assert m1 <= 8 and m1 < consumed["m2: ALI beats ARAND"]
+    assert all(models == ("m2",) for n, models in calls if n > m1)   # only m2 grew after
     assert "--until-decided --max-draws 64" in rec["command"]
     # the record re-reads the same way (the page evaluates it with the recorded plan)
     on_disk = json.loads((tmp_path / "stand-in" / "small" / "record.json").read_text())
     assert on_disk["sequential"]["cap"] == 64
     page = render_report(tmp_path)
-    assert "Until decided (sequential rule bonferroni-sqrt at alpha 0.05, cap 64 draws)" in page
+    assert "Until decided (sequential rule group-sequential-t: " in page
+    assert "alpha 0.05, cap 64 draws, futility on)" in page
     assert "read sequentially" in page
     assert f"at {consumed['m2: ALI beats ARAND']} replicates" in page
     # a record whose stored states went stale is judged anew, its sequential entry included
@@ -152,8 +155,11 @@ def test_run_until_decided_stops_beyond_the_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(recording, "PAPERS", ())
     monkeypatch.setattr(recording, "_EXTRA", {exp.name: exp})
     rec = recording.run("stand-in", "small", tmp_path, until=SequentialPlan(cap=16))
-    assert rec["sequential"]["stopped"] in ("beyond cap", "cap")
+    assert rec["sequential"]["stopped"] in ("futility", "cap")
     assert max(n for n, _ in calls) <= 16
+    legacy = recording.run("stand-in", "small", tmp_path / "legacy",
+                           until=SequentialPlan(cap=16, rule="bonferroni-sqrt"))
+    assert legacy["sequential"]["stopped"] in ("beyond cap", "cap")
     eq = recording.run("stand-in", "small", tmp_path / "eq",
                        until=SequentialPlan(cap=64, margin=0.05))
     assert [c["state"] for c in eq["claims"]] == ["equivalent", "equivalent"]

@@ -2,9 +2,12 @@
 scipy's, and its error rates under the stopping rule as shipped, by simulation.
 
 The null simulations run the rule exactly as a run does: a first round of 3 replicates, then
-after each look either stop (decided, or beyond the cap) or draw replicates up to ``next``.
-The same simulated studies read with a fixed 0.05 test at every look reject far more often
-than 0.05: the tests fail if the rule falls back to that reading.
+after each look either stop (decided, stopped for futility, at or beyond the cap) or draw
+replicates up to ``next``, for the default design and for the ladder's Bonferroni rule that
+runs begun before it keep. The same simulated studies read with a fixed 0.05 test at every
+look reject far more often than 0.05: the tests fail if the rule falls back to that reading.
+The default design's own properties (calibration, futility, power) are in
+``tests/stats/test_design.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ from scipy import stats as sps
 from scipy import stats as ss
 
 import recaudit.stats._sequential as seq
-from recaudit.stats import (LEGACY_RULE, SequentialPlan, replicates_estimator, rung,
-                            rungs_upto, sequential_family, sequential_test, sequential_welch)
+from recaudit.stats import (DEFAULT_RULE, LEGACY_RULE, SequentialPlan, replicates_estimator,
+                            rung, rungs_upto, sequential_family, sequential_test,
+                            sequential_welch)
+
+RULES = [DEFAULT_RULE, LEGACY_RULE]
 
 N_NULL = 2000
 ALPHA = 0.05
@@ -34,8 +40,9 @@ def test_ladder_and_spending():
     assert [rung(k) for k in range(1, 11)] == [3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
     assert rungs_upto(20) == [3, 4, 6, 8, 12, 16]
     assert rungs_upto(2) == []
-    plan = SequentialPlan(cap=32)
-    assert plan.rule == "bonferroni-sqrt" == LEGACY_RULE and plan.spending.kind == "bonferroni"
+    assert SequentialPlan().rule == DEFAULT_RULE == "group-sequential-t"
+    plan = SequentialPlan(cap=32, rule=LEGACY_RULE)
+    assert plan.rule == "bonferroni-sqrt" and plan.spending.kind == "bonferroni"
     # 90 % over the design's 8 rungs in proportion to sqrt(rung), 10 % beyond, 0.1/(j(j+1))
     roots = np.sqrt([3, 4, 6, 8, 12, 16, 24, 32])
     assert [plan.weight(k) for k in range(1, 9)] == pytest.approx(0.9 * roots / roots.sum())
@@ -44,13 +51,18 @@ def test_ladder_and_spending():
     # a larger cap later keeps the first design: the same weights below it
     later = SequentialPlan(cap=128, design=32, rule="bonferroni-sqrt")
     assert [later.weight(k) for k in range(1, 12)] == [plan.weight(k) for k in range(1, 12)]
-    assert SequentialPlan(cap=20).last == 16
+    assert SequentialPlan(cap=20, rule=LEGACY_RULE).last == 16
     assert SequentialPlan(comparisons=4, rule="bonferroni-sqrt").level(6) == pytest.approx(
         0.05 / 4 * plan.weight(3))
     with pytest.raises(ValueError, match="cap"):
         SequentialPlan(cap=2)
     with pytest.raises(ValueError, match="not a rung"):
-        SequentialPlan().level(5)
+        SequentialPlan(rule=LEGACY_RULE).level(5)
+    # the default design looks at the rungs below its cap and at the cap itself
+    assert SequentialPlan(cap=20).last == 20 and SequentialPlan(cap=20).designed == (
+        3, 4, 6, 8, 12, 16, 20)
+    with pytest.raises(ValueError, match="not a look of the design"):
+        SequentialPlan(cap=20).level(5)
     with pytest.raises(ValueError, match="rule must be one of"):
         SequentialPlan(rule="pocock")
 
@@ -114,7 +126,7 @@ def test_group_sequential_repeated_p_is_the_smallest_level_at_which_some_look_re
 def test_repeated_p_is_the_smallest_over_the_looks_of_t_p_values_over_their_weights():
     rng = np.random.default_rng(3)
     x = 0.3 + rng.standard_normal(13)  # 13 replicates: looks at 3, 4, 6, 8 and 12
-    plan = SequentialPlan(cap=64)
+    plan = SequentialPlan(cap=64, rule=LEGACY_RULE)
     s = sequential_test(x, np.arange(13), plan=plan)
     assert s.look == 12 and s.available == 13
     by_hand = min(ss.ttest_1samp(x[:r], 0).pvalue / plan.weight(k)
@@ -146,9 +158,14 @@ def test_decisions_and_reasons():
     eq = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(margin=0.01))
     assert eq.decision == "equivalent"
     # the same values without a margin: undecided, and no number of replicates decides 0
-    open_ = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(cap=8))
+    open_ = sequential_test(0.001 * np.sin(reps), reps,
+                            plan=SequentialPlan(cap=8, rule=LEGACY_RULE))
     assert open_.decision == "undecided" and open_.beyond_cap
     assert "would need" in open_.reason()
+    # the default design: at its cap, undecided and stopped there
+    at_cap = sequential_test(0.001 * np.sin(reps), reps, plan=SequentialPlan(cap=8))
+    assert at_cap.status == "cap" and at_cap.next is None and not at_cap.beyond_cap
+    assert "at the cap" in at_cap.reason()
     few = sequential_test([0.5, 0.6], [0, 1])
     assert few.look == 0 and few.next == 3 and "first look" in few.reason()
 
@@ -156,15 +173,22 @@ def test_decisions_and_reasons():
 def test_next_round_grows_at_most_one_rung_and_stops_at_the_cap():
     rng = np.random.default_rng(5)
     x = 0.05 + rng.standard_normal(3)  # a small effect in noise: far from decided
-    s = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=1000))
+    s = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=1000, rule=LEGACY_RULE))
     assert s.decision == "undecided" and s.need > 4
     assert s.next == 4  # one rung up from 3
     near = sequential_test(np.r_[x, 1.0 + rng.standard_normal(9)], np.arange(12),
-                           plan=SequentialPlan(cap=1000))
+                           plan=SequentialPlan(cap=1000, rule=LEGACY_RULE))
     assert near.look == 12 and near.need > 16 and near.next == 16  # the clamp, from 12
-    capped = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=4))
+    capped = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=4, rule=LEGACY_RULE))
     assert capped.next in (4, None)
     assert sequential_test(x[:3], np.arange(3), plan=SequentialPlan(cap=3)).next is None
+    # the default design goes to its next look whatever the projection says (no futility
+    # stop at 3 replicates on this estimate), and never past its cap
+    s = sequential_test(x, np.arange(3), plan=SequentialPlan(cap=10))
+    assert s.status == "running" and s.next == 4
+    late = sequential_test(np.sin(np.arange(8)), np.arange(8),
+                           plan=SequentialPlan(cap=10, futility=False))
+    assert late.status == "running" and late.look == 8 and late.next == 10
 
 
 def _run_study(draw, plan):
@@ -191,9 +215,10 @@ def _crossed(rng, effect, n_queries=60, sd_seed=0.03, sd_query=0.1, sd_noise=0.0
 
 
 @pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
-def test_false_decisions_under_optional_stopping_stay_below_alpha():
+@pytest.mark.parametrize("rule", RULES)
+def test_false_decisions_under_optional_stopping_stay_below_alpha(rule):
     rng = np.random.default_rng(2026)
-    plan = SequentialPlan(alpha=ALPHA, cap=32)
+    plan = SequentialPlan(alpha=ALPHA, cap=32, rule=rule)
     wrong = 0
     for _ in range(N_NULL):
         # the null: the mean over seeds *and* the query population is 0
@@ -202,13 +227,14 @@ def test_false_decisions_under_optional_stopping_stay_below_alpha():
     assert wrong / N_NULL <= LIMIT
 
 
-def test_every_rung_looked_at_keeps_alpha_where_fixed_tests_do_not():
+@pytest.mark.parametrize("rule", RULES)
+def test_every_rung_looked_at_keeps_alpha_where_fixed_tests_do_not(rule):
     # the worst case for the rule: no stop for futility, a look at every rung up to 64, one
     # value per replicate (no conservative query part). The repeated p-value of the last
     # look is the smallest over every rung, so one call reads all eight looks. A fixed 0.05
     # test at every look is what the ladder replaces.
     rng = np.random.default_rng(4)
-    plan = SequentialPlan(alpha=ALPHA, cap=64)
+    plan = SequentialPlan(alpha=ALPHA, cap=64, rule=rule)
     x = rng.standard_normal((N_NULL, 64))
     wrong = sum(sequential_test(row, np.arange(64), plan=plan).decision in ("greater", "less")
                 for row in x)
@@ -227,10 +253,11 @@ def _replicates(rng, effect, sd=0.02):
 
 
 @pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
-def test_false_equivalence_stays_below_alpha():
+@pytest.mark.parametrize("rule", RULES)
+def test_false_equivalence_stays_below_alpha(rule):
     # a true difference exactly at the margin must not be called equivalent
     rng = np.random.default_rng(7)
-    plan = SequentialPlan(alpha=ALPHA, cap=64, margin=0.02)
+    plan = SequentialPlan(alpha=ALPHA, cap=64, margin=0.02, rule=rule)
     wrong = sum(_run_study(_replicates(rng, 0.02), plan)[0].decision == "equivalent"
                 for _ in range(N_NULL))
     assert wrong / N_NULL <= LIMIT
@@ -238,18 +265,25 @@ def test_false_equivalence_stays_below_alpha():
 
 def test_real_effects_and_true_equivalence_are_decided():
     rng = np.random.default_rng(8)
-    hits = [_run_study(_crossed(rng, 0.1), SequentialPlan(cap=64))[0] for _ in range(100)]
+    hits = [_run_study(_crossed(rng, 0.1), SequentialPlan(cap=64, rule=LEGACY_RULE))[0]
+            for _ in range(100)]
     assert np.mean([h.decision == "greater" for h in hits]) > 0.9
     assert np.median([h.look for h in hits]) <= 8  # large effects stop early
+    # the default design keeps early alpha for the cap: the same effects decided as often,
+    # a look or two later
+    hits = [_run_study(_crossed(rng, 0.1), SequentialPlan(cap=64))[0] for _ in range(100)]
+    assert np.mean([h.decision == "greater" for h in hits]) > 0.9
+    assert np.median([h.look for h in hits]) <= 16
     same = [_run_study(_crossed(rng, 0.0, sd_seed=0.005, sd_query=0.01), SequentialPlan(
         cap=64, margin=0.03))[0] for _ in range(100)]
     assert np.mean([h.decision == "equivalent" for h in same]) > 0.9
 
 
 @pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
-def test_welch_null_under_optional_stopping():
+@pytest.mark.parametrize("rule", RULES)
+def test_welch_null_under_optional_stopping(rule):
     rng = np.random.default_rng(9)
-    plan = SequentialPlan(alpha=ALPHA, cap=96)
+    plan = SequentialPlan(alpha=ALPHA, cap=96, rule=rule)
     wrong = 0
     for _ in range(N_NULL):
         a, b = rng.normal(0.2, 0.05, 96), rng.normal(0.2, 0.08, 96)

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._spec import AuditConfig, perturbation_label
-from recaudit.stats import (LEGACY_RULE, Sequential, SequentialPlan, replicates_estimator, rung,
-                            sequential_family)
+from recaudit.stats import (LEGACY_RULE, Sequential, SequentialPlan, replicates_estimator,
+                            sequential_family, stopped)
 
 __all__ = ["Rounds", "run_until_decided", "decisions", "comparisons", "decisions_of_rounds"]
 
@@ -53,7 +53,8 @@ class Rounds:
     """What :func:`run_until_decided` did: ``decisions`` (one row per comparison, the
     columns of :data:`COLUMNS`), ``rounds`` (what each round trained: ``round``, ``targets``
     — replicates per perturbation —, ``seconds``, ``decided``, ``open``), ``stopped``
-    (``decided``, ``beyond cap``, ``cap``, ``budget``) and the ``store``."""
+    (``decided``, ``futility``, ``beyond cap``, ``cap``, ``budget``: :data:`~recaudit.stats.STOPPED`)
+    and the ``store``."""
 
     decisions: pd.DataFrame
     rounds: list[dict]
@@ -178,9 +179,6 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     store = Path(config.output)
     labels = {perturbation_label(p): p for p in config.perturbations}
     have = len(config.seeds) if grow == "seeds" else config.draws
-    first = min(next(r for r in (rung(k) for k in range(1, 64)) if r >= max(have, rung(1))),
-                plan.last)
-    targets = {label: first for label in labels}
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
     # the spending was designed for the first call's cap and rule: a later call keeps both
@@ -189,6 +187,11 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     rule = next((r["plan"].get("rule", LEGACY_RULE) for r in earlier if r.get("plan")),
                 plan.rule)
     plan = dataclasses.replace(plan, design=design, rule=rule)
+    if plan.calibrated and plan.cap > design:  # its alpha is spent at the design's cap
+        say(f"the design of this store's first run ends at {design} {grow}: the cap stays "
+            f"{design}")
+        plan = dataclasses.replace(plan, cap=design)
+    targets = {label: plan.first(have) for label in labels}
     history: list[dict] = []
     while True:
         todo = dict(targets)
@@ -213,7 +216,8 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
         history.append({"call": call, "design": design, "round": len(history) + 1,
                         "plan": {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
-                                 "rule": plan.rule,
+                                 "rule": plan.rule, "futility": plan.futility,
+                                 "detect": plan.detect,
                                  "grow": grow, "on": on, "pairs": [list(p) for p in pairs]},
                         "targets": dict(todo),
                         "seconds": time.perf_counter() - t0,
@@ -226,10 +230,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
                 for label in (a, b):
                     grown[label] = max(grown[label], s.next)
         if grown == targets:
-            stopped = ("decided" if (frame.status == "decided").all() else
-                       "cap" if any(s.look >= plan.last for s in found.values()
-                                    if not s.decided) else "beyond cap")
-            return Rounds(frame, history, stopped, store)
+            return Rounds(frame, history, stopped(list(found.values())) or "cap", store)
         targets = grown
 
 
@@ -269,7 +270,8 @@ def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
     last = rounds[-1]
     p = last["plan"]
     plan = SequentialPlan(alpha=p["alpha"], cap=p["cap"], margin=p["margin"],
-                          design=last.get("design"), rule=p.get("rule", LEGACY_RULE))
+                          design=last.get("design"), rule=p.get("rule", LEGACY_RULE),
+                          futility=p.get("futility", True), detect=p.get("detect"))
     config = config_of(meta["config"])
     frame, _ = decisions(store, config, plan, pairs=[tuple(x) for x in p.get("pairs", [])],
                          on=p.get("on", "rbo"), grow=p.get("grow", "seeds"))

@@ -244,6 +244,7 @@ def audit(
     max_draws: int | None = _UNTIL["max_draws"],
     budget: str | None = _UNTIL["budget"],
     margin: float = _UNTIL["margin"],
+    futility: str = _UNTIL["futility"],
     format: str = format_option(),
 ) -> None:
     """Quick audit: one dataset, one model or several, perturbations x seeds, printed as
@@ -277,7 +278,8 @@ def audit(
         console = _console()
         if dry:
             return _dry_run(config, console, like, detect)
-        done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
+        done = _go(config, until_decided, max_seeds, max_draws, budget, margin, futility,
+                   detect)
     _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
           max_draws)
 
@@ -311,11 +313,12 @@ def _run(config) -> Path:
 
 
 def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
-        budget: str | None, margin: float):
+        budget: str | None, margin: float, futility: str = "on", detect: float | None = None):
     """Run ``config``: in rounds with ``--until-decided`` (its :class:`~recaudit.audit.Rounds`),
     else at once (its store's path)."""
     if until_decided:
-        return until.rounds(config, _run, max_seeds, max_draws, budget, margin)
+        return until.rounds(config, _run, max_seeds, max_draws, budget, margin, futility,
+                            detect)
     return _run(config)
 
 
@@ -345,6 +348,7 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         max_draws: int | None = _UNTIL["max_draws"],
         budget: str | None = _UNTIL["budget"],
         margin: float = _UNTIL["margin"],
+        futility: str = _UNTIL["futility"],
         format: str = format_option(),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
@@ -359,7 +363,7 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
     console = _console()
     if dry:
         return _dry_run(cfg, console, like, detect)
-    done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin)
+    done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin, futility, detect)
     _read(done, cfg, cfg.name, console, fmt, margin, max_draws)
 
 

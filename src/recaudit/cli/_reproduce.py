@@ -97,6 +97,10 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                                          "--until-decided: a difference (in each comparison's "
                                          "units) below which a comparison counts as "
                                          "equivalent and stops (0: none)."),
+            futility: str = typer.Option("on", "--futility", help="With --until-decided: 'on' "
+                                         "stops a comparison that its cap would not decide "
+                                         "(the default design's non-binding rule); 'off' runs "
+                                         "every undecided comparison to the cap."),
             root: Path = _DIR, records: Path | None = _RECORDS) -> None:
     """Run (or resume) experiments and print their verdicts. A finished run resumed reads
     its stores (no training) and rewrites its record with the current claims and tests."""
@@ -131,7 +135,7 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
     for n in chosen:
         if budget is not None and not until_decided:
             raise ConfigError("--budget goes with --until-decided", key="--budget")
-        until = _until(get(n), until_decided, max_seeds, max_draws, margin)
+        until = _until(get(n), until_decided, max_seeds, max_draws, margin, futility)
         with running(root):       # what an interruption reports as saved
             rec = run(n, scale, root, workers=workers, scope=scope,
                       records=_records(records, root), until=until,
@@ -149,14 +153,16 @@ def run_cmd(name: str = typer.Argument(..., help="Experiment (see `recaudit repr
                            f"{c['text']}")
 
 
-def _until(exp, on: bool, max_seeds: int | None, max_draws: int | None, margin: float):
+def _until(exp, on: bool, max_seeds: int | None, max_draws: int | None, margin: float,
+           futility: str = "on"):
     """The sequential plan of ``--until-decided`` for ``exp`` (None when not asked)."""
+    from recaudit.cli._until import futility_flag
     from recaudit.errors import ConfigError
 
     if not on:
-        if max_seeds or max_draws or margin:
-            raise ConfigError("--max-seeds, --max-draws and --margin go with --until-decided",
-                              key="--until-decided")
+        if max_seeds or max_draws or margin or futility != "on":
+            raise ConfigError("--max-seeds, --max-draws, --margin and --futility go with "
+                              "--until-decided", key="--until-decided")
         return None
     if exp.grows is None:
         raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
@@ -164,7 +170,7 @@ def _until(exp, on: bool, max_seeds: int | None, max_draws: int | None, margin: 
     from recaudit.stats import SequentialPlan
 
     cap = (max_seeds or 32) if exp.grows == "seeds" else (max_draws or 128)
-    return SequentialPlan(cap=cap, margin=margin)
+    return SequentialPlan(cap=cap, margin=margin, futility=futility_flag(futility))
 
 
 def _names(value: str | None) -> tuple[str, ...] | None:

@@ -8,6 +8,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from recaudit.stats import STOPPED
+
 __all__ = ["options", "rounds", "show"]
 
 
@@ -29,33 +31,48 @@ def options() -> dict[str, Any]:
         "margin": typer.Option(0.0, "--margin", min=0.0, help="With --until-decided: a "
                                "difference in mean RBO below which two conditions count as "
                                "equivalent (0: no equivalence decision)."),
+        "futility": typer.Option("on", "--futility", help="With --until-decided: 'on' stops "
+                                 "a comparison that its cap would not decide (judged against "
+                                 "--detect, by default the difference the cap detects with "
+                                 "80 % power); 'off' runs every undecided comparison to the "
+                                 "cap. Either keeps alpha (the futility rule is non-binding)."),
     }
 
 
-def _plan(max_seeds: int, max_draws: int | None, margin: float):
+def futility_flag(value: str) -> bool:
+    """``--futility on|off`` as a bool (a usage error for anything else)."""
+    if value not in ("on", "off"):
+        raise typer.BadParameter(f"expected 'on' or 'off', got {value!r}",
+                                 param_hint="'--futility'")
+    return value == "on"
+
+
+def _plan(max_seeds: int, max_draws: int | None, margin: float, futility: bool = True,
+          detect: float | None = None):
     from recaudit.stats import SequentialPlan
 
-    return SequentialPlan(cap=max_draws or max_seeds, margin=margin)
+    return SequentialPlan(cap=max_draws or max_seeds, margin=margin, futility=futility,
+                          detect=detect)
 
 
 def rounds(config, runner, max_seeds: int, max_draws: int | None, budget: str | None,
-           margin: float):
+           margin: float, futility: str = "on", detect: float | None = None):
     """The audit in rounds (:func:`recaudit.audit.run_until_decided`), each round run by
-    ``runner`` (the command's progress bar); returns its :class:`~recaudit.audit.Rounds`."""
+    ``runner`` (the command's progress bar); returns its :class:`~recaudit.audit.Rounds`.
+    ``futility``: ``--futility`` (on, off); ``detect``: the difference futility is judged
+    against (``--detect``; None: the cap's 80 %-power difference)."""
     from recaudit.audit import run_until_decided
     from recaudit.cli._common import parse_duration
 
     seconds = None if budget is None else parse_duration(budget)
-    return run_until_decided(config, _plan(max_seeds, max_draws, margin),
+    plan = _plan(max_seeds, max_draws, margin, futility_flag(futility), detect)
+    return run_until_decided(config, plan,
                              grow="draws" if max_draws else "seeds", budget=seconds,
                              run=runner, progress=lambda m: print(m, file=sys.stderr,
                                                                   flush=True))
 
 
-WHY = {"decided": "every comparison is decided",
-       "beyond cap": "the undecided comparisons would need more replicates than the cap",
-       "cap": "the cap is spent",
-       "budget": "the next round would not finish within the budget"}
+WHY = {**STOPPED, "budget": "the next round would not finish within the budget"}
 
 
 def show(out, config, console, fmt: str, margin: float, grow: str = "seeds") -> None:

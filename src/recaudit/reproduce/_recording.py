@@ -131,7 +131,8 @@ def sequential_plan(record: dict[str, Any] | None) -> Any:
     from recaudit.stats import LEGACY_RULE, SequentialPlan
 
     return SequentialPlan(alpha=seq["alpha"], cap=seq["cap"], margin=seq.get("margin", 0.0),
-                          design=seq.get("design"), rule=seq.get("rule", LEGACY_RULE))
+                          design=seq.get("design"), rule=seq.get("rule", LEGACY_RULE),
+                          futility=seq.get("futility", True), detect=seq.get("detect"))
 
 
 def evaluate(exp: Experiment, measures: dict[str, float], scale: str | None = None,
@@ -318,6 +319,8 @@ def refresh(root: Path | str, record: dict[str, Any]) -> Path:
 #: why a run that went on until decided stopped
 STOPPED = {"decided": "every claim is decided",
            "beyond cap": "the undecided comparisons would need more replicates than the cap",
+           "futility": "the undecided comparisons stopped for futility: the cap would not "
+           "decide the differences their intervals still allow",
            "cap": "the cap is spent", "budget": "the next round would not finish within the "
            "budget"}
 
@@ -334,7 +337,6 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
     import dataclasses
 
     from recaudit.reproduce._sequential import decide_sequential
-    from recaudit.stats import rung
 
     if exp.grows is None:
         raise ConfigError(f"experiment {exp.name!r} cannot run until decided: its values are "
@@ -347,9 +349,12 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
     elif plan.design is None:
         plan = dataclasses.replace(plan, design=plan.cap)
     say = progress or (lambda message: None)
+    if plan.calibrated and plan.cap > plan.design:
+        say(f"the design of {exp.name}'s first run ends at {plan.design} {exp.grows} (its "
+            f"alpha is spent there): the cap stays {plan.design}")
+        plan = dataclasses.replace(plan, cap=plan.design)
     started = time.perf_counter()
-    n = max(rung(1), getattr(scope, exp.grows) or 0)
-    n = next(r for r in (rung(k) for k in range(1, 64)) if r >= n)
+    n = plan.first(getattr(scope, exp.grows) or 0)
     models = scope.models
     measures = Measures()
     rounds: list[dict[str, Any]] = []
@@ -369,10 +374,10 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
                        "seconds": round(time.perf_counter() - t0, 1),
                        "open": len(open_)})
         if not open_:
-            undecided = [f for f in found.values() if f.truth is None and not f.equivalent
-                         and f.test == "sequential"]
-            stopped = "decided" if not undecided else (
-                "cap" if any(f.look >= plan.last for f in undecided) else "beyond cap")
+            why = {f.stop for f in found.values() if f.truth is None and not f.equivalent
+                   and f.test == "sequential"}
+            stopped = next((w for w in ("cap", "futility", "beyond cap") if w in why),
+                           "decided")
             break
         nxt = max(int(f.next or 0) for f, _ in open_)
         if budget is not None:
@@ -388,7 +393,8 @@ def _rounds(exp: Experiment, workdir: Path, scale: str, workers: int, scope: Sco
         n = nxt
     final = _grown(scope, exp.grows, n)
     return measures, {"alpha": plan.alpha, "cap": plan.cap, "design": plan.design,
-                      "rule": plan.rule, "margin": plan.margin, "grows": exp.grows, "rounds": rounds,
+                      "rule": plan.rule, "margin": plan.margin, "futility": plan.futility,
+                      "detect": plan.detect, "grows": exp.grows, "rounds": rounds,
                       "stopped": stopped}, final
 
 

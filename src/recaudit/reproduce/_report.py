@@ -241,7 +241,8 @@ def _rounds(rec: dict[str, Any]) -> list[str]:
 
     seq = rec.get("sequential")
     if not seq:
-        return []
+        return ["- Decided by fixed-sample tests on the grid the run was given (no look "
+                "before the end; the sequential rules do not apply)."]
     grows = seq["grows"]
     steps = " → ".join(str(r[grows]) for r in seq["rounds"])
     margin = f", equivalence margin {seq['margin']:g}" if seq.get("margin") else ""
@@ -250,9 +251,23 @@ def _rounds(rec: dict[str, Any]) -> list[str]:
     from recaudit.stats import LEGACY_RULE
 
     rule = seq.get("rule", LEGACY_RULE)   # records written before rules were named
-    return [f"- Until decided (sequential rule {rule} at alpha {seq['alpha']:g}, cap {seq['cap']} "
-            f"{grows}{margin}): {len(seq['rounds'])} round(s), {grows} {steps}; stopped: "
+    futility = "" if rule == LEGACY_RULE or "futility" not in seq else \
+        f", futility {'on' if seq['futility'] else 'off'}"
+    return [f"- Until decided (sequential rule {rule}: {RULE_WORDS.get(rule, rule)}; alpha "
+            f"{seq['alpha']:g}, cap {seq['cap']} {grows}{margin}{futility}): "
+            f"{len(seq['rounds'])} round(s), {grows} {steps}; stopped: "
             f"{STOPPED[seq['stopped']]}. {grows.capitalize()} each claim read: {used}."]
+
+
+#: What each sequential rule is, in the reproduction page's words.
+RULE_WORDS = {
+    "bonferroni-sqrt": "repeated p-values on the ladder of looks with Bonferroni's spending, "
+                       "the rule of runs begun before the group-sequential design; a run "
+                       "continued past its first cap keeps it",
+    "lan-demets-rho1": "group-sequential levels from the looks' joint law, with slack",
+    "group-sequential-t": "group-sequential levels from the looks' joint law calibrated on "
+                          "the t scale, the cap its last look, a non-binding futility stop",
+}
 
 
 def _scale(rec: dict[str, Any], titled: bool) -> list[str]:

@@ -139,7 +139,8 @@ def _finding(leaf: Rule, s: Sequential, text: str, plan: SequentialPlan) -> Find
                    raw_truth=bool(est.mean > 0) if est.mean == est.mean and est.mean != 0
                    else None, p_adjusted=s.level, truth=truth, tie=tie,
                    look=s.look, next=s.next if truth is None else None,
-                   equivalent=s.decision == "equivalent" and not within)
+                   equivalent=s.decision == "equivalent" and not within,
+                   stop=s.status if truth is None and s.status != "running" else "")
 
 
 def decide_sequential(rules: list[Rule], samples: Samples, means: Mapping[str, float],

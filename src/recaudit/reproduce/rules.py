@@ -76,7 +76,9 @@ class Finding:
     ``look`` the replicates it read, ``next`` the next round's, ``equivalent`` a difference
     inside the plan's margin. ``margin``: an equivalence leaf's (:class:`Within`) margin
     ``rel * |mean(b)|``; such a leaf is decided by two one-sided tests on the interval at
-    the paper's alpha, so its ``p`` (of a zero difference) decides nothing."""
+    the paper's alpha, so its ``p`` (of a zero difference) decides nothing. ``stop``: read
+    sequentially and undecided, why no more replicates go to it (``futility``, ``cap``,
+    ``beyond cap``; empty while it runs)."""
 
     text: str
     test: str
@@ -97,6 +99,7 @@ class Finding:
     next: int | None = None
     equivalent: bool = False
     margin: float | None = None
+    stop: str = ""  # read sequentially, undecided: why it stopped (Sequential.status)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -37,25 +37,27 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.stats._estimate import (DESIGNS, Estimate, VarianceParts, estimate_mean,
                                           variance_parts, welch)
     from recaudit.stats._sequential import (DECISIONS, DEFAULT_RULE, LEGACY_RULE, RULES,
-                                            Sequential, SequentialPlan,
+                                            STOPPED, Sequential, SequentialPlan, looks_for,
                                             replicates_estimator, rung, rungs_upto,
                                             sequential_decision, sequential_family,
-                                            sequential_test, sequential_welch)
+                                            sequential_test, sequential_welch, stopped)
+    from recaudit.stats._plan import DesignSummary, design_summary
     from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
 
 __getattr__, __dir__ = exports(__name__, {
     "._estimate": ("DESIGNS", "Estimate", "VarianceParts", "estimate_mean", "variance_parts",
                    "welch"),
-    "._sequential": ("DECISIONS", "DEFAULT_RULE", "LEGACY_RULE", "RULES", "Sequential",
-                     "SequentialPlan", "replicates_estimator", "rung", "rungs_upto",
-                     "sequential_decision", "sequential_family", "sequential_test",
-                     "sequential_welch"),
+    "._sequential": ("DECISIONS", "DEFAULT_RULE", "LEGACY_RULE", "RULES", "STOPPED",
+                     "Sequential", "SequentialPlan", "looks_for", "replicates_estimator",
+                     "rung", "rungs_upto", "sequential_decision", "sequential_family",
+                     "sequential_test", "sequential_welch", "stopped"),
+    "._plan": ("DesignSummary", "design_summary"),
     "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
 })
 
-__all__ = ["DECISIONS", "DEFAULT_RULE", "DESIGNS", "LEGACY_RULE", "RULES", "Estimate",
-           "Sequential", "SequentialPlan", "Test",
-           "estimate_mean", "holm", "one_sample_test", "paired_test", "replicates_estimator",
-           "rung", "rungs_upto", "sequential_decision", "sequential_family", "sequential_test",
-           "sequential_welch", "VarianceParts",
-           "variance_parts", "welch", "welch_test"]
+__all__ = ["DECISIONS", "DEFAULT_RULE", "DESIGNS", "LEGACY_RULE", "RULES", "STOPPED",
+           "DesignSummary", "Estimate", "Sequential", "SequentialPlan", "Test",
+           "design_summary", "estimate_mean", "holm", "looks_for", "one_sample_test",
+           "paired_test", "replicates_estimator", "rung", "rungs_upto", "sequential_decision",
+           "sequential_family", "sequential_test", "sequential_welch", "stopped",
+           "VarianceParts", "variance_parts", "welch", "welch_test"]

@@ -1,48 +1,59 @@
-"""Decisions that survive looking: repeated p-values on a fixed ladder of looks, Holm across.
+"""Decisions that survive looking: repeated p-values at a design's looks, Holm across.
 
 A run that adds seeds until its comparisons are decided tests them again after every round.
 Read as if the number of rounds had been fixed, those repeated tests reject a true null far
 more often than ``alpha`` (a 0.05 test at each of the ten rungs up to 64 rejects about 25 % of
-true nulls: ``tests/stats/test_sequential.py``). The rule here keeps the family-wise error
+true nulls: ``tests/stats/test_sequential.py``). The rules here keep the family-wise error
 rate at ``alpha`` whatever the data do to the schedule.
 
-**The ladder.** Looks happen when the growing count of replicates (seeds, draws,
+**The looks.** Looks happen when the growing count of replicates (seeds, draws,
 modification sets) reaches a rung of one fixed ladder, ``3, 4, 6, 8, 12, 16, 24, 32, ...``
-(rung ``k`` = ``3 * 2**((k-1)/2)`` for odd ``k``, ``4 * 2**((k-2)/2)`` for even ``k``).
+(:mod:`recaudit.stats._ladder`); the default design also looks at its cap, its last look.
 
-**Spending.** Look ``k`` reads its interval at the nominal two-sided level ``nu_k(a)`` when
-the comparison is tested at ``a``; a named rule (:data:`RULES`, :mod:`recaudit.stats._spending`)
-fixes ``nu_k`` for the whole, unbounded ladder from the plan's *design* cap ``D`` (the cap of
-the first run; a later run with a larger cap keeps it, and keeps the rule: the store's
-``rounds`` and the record's ``sequential`` entry name it, and those that name none were run by
-:data:`LEGACY_RULE`). The default, ``bonferroni-sqrt``, is Bonferroni's: ``nu_k(a) = a w_k``
-with ``sum_k w_k = 1``, 90 % of it over the rungs up to ``D`` in proportion to
-``sqrt(rung)`` — little at the first looks, which decide only large effects, and most where
-the marginal ones are decided (the shape of the spending functions of Lan and DeMets 1983
-between Pocock's and O'Brien and Fleming's) — and the remaining 10 % to the rungs beyond
-``D``, ``0.1 / (j (j + 1))`` to the ``j``-th of them, so that a run continued past its design
-still has alpha to spend.
+**The default design** (``group-sequential-t``, :data:`DEFAULT_RULE`): a group-sequential
+design with the power of its cap. Look ``k`` of ``K`` reads its fixed-sample interval at the
+nominal level ``nu_k(a)`` of a spending function ``t ** 2.75`` of the looks' times
+``n_k / N`` (little early, most at the cap: the last look of a cap of 32 reads 0.040 of a
+0.05), from the looks' joint law (:mod:`recaudit.stats._joint`) calibrated on the t scale so
+that 3-12 replicates keep alpha exactly (:mod:`recaudit.stats._calibration`). A comparison
+that its cap would not decide stops for *futility*, judged against a stated alternative (the
+plan's ``detect``, by default the difference the fixed test at the cap detects with 80 %
+power), never on the observed difference alone; the rule is non-binding
+(:mod:`recaudit.stats._design`). At the cap's 80 %-power difference it decides in the right
+direction 76 % of the time after 25 of 32 seeds on average; at twice it after 16; with no
+difference it stops after 23 (``benchmarks/bench_sequential.py --one``). Its cap is its last
+look: a run continued later with a larger cap keeps the first design, whose alpha is spent.
+
+**The ladder's rules** (``bonferroni-sqrt``, :data:`LEGACY_RULE`, the rule of every run
+before the default design; ``lan-demets-rho1``): look ``k`` reads its interval at ``nu_k(a)``
+over the unbounded ladder (:mod:`recaudit.stats._spending`), a tail of alpha kept for rungs
+beyond the design cap; a comparison goes on while the projection of its current estimate
+(the replicates' part shrinking as ``1 / replicates``, the queries' part kept:
+:meth:`Estimate.with_replicates`) finds a rung within the cap at which its repeated p-value
+would pass its Holm threshold (``need``), at most ``STEPS`` = 1 rung up a round, and stops
+*beyond the cap* otherwise ("would need about N"). Runs begun under them go on under them:
+the store's ``rounds`` and the record's ``sequential`` entry name the rule (those that name
+none were run by :data:`LEGACY_RULE`).
 
 **Repeated p-values.** At look ``k`` a comparison's interval is a fixed-sample one on the
-first ``rung_k`` replicates (:mod:`recaudit.stats._estimate`: the replicates' t interval,
-Welch's for two independent samples) at the two-sided level ``nu_k(a)``; its *repeated
-p-value* ``p_k`` is the smallest ``a`` for which that interval excludes the null (or, for
-equivalence, lies inside the margin), and the comparison's is ``P = min_k p_k`` over the rungs
-its replicates reach. By the union bound, ``Pr(P <= u) <= sum_k u w_k = u`` under the null
-whatever the looks, the stopping and the dependence between looks: ``P`` is a valid p-value,
-at any time (Jennison and Turnbull 1989's repeated confidence intervals, with a Bonferroni
-instead of the looks' joint law, which few replicates do not give: the group-sequential rule
-``lan-demets-rho1`` uses that law and exceeds its level at 3-12 replicates unless it holds
-alpha back, :mod:`recaudit.stats._spending`).
+first ``n_k`` replicates (:mod:`recaudit.stats._estimate`: the replicates' t interval, the
+two-level interval of seeds x queries, Welch's for two independent samples) at the
+two-sided level ``nu_k(a)``; its *repeated p-value* ``p_k`` is the smallest ``a`` for which
+that interval excludes the null (or, for equivalence, lies inside the margin), and the
+comparison's is ``P = min_k p_k`` over the looks its replicates reach. The levels are fixed
+in advance for every look, so ``Pr(P <= u) <= u`` under the null whatever the looks, the
+stopping and the dependence between looks: ``P`` is a valid p-value, at any time (Jennison
+and Turnbull 1989's repeated confidence intervals). Skipping looks only removes chances to
+reject.
 
 **Two levels** (seeds x test queries, the audit's crossed design): the mean difference is
 ``mu + a + b``, with ``a`` the replicates' part (it shrinks as replicates are added) and ``b``
-the test queries' part, *one* draw fixed for the whole run (the test set does not change
-between rounds). So ``b`` is bounded once, at ``query_share`` of the comparison's level,
-and only ``a`` spends along the ladder: the interval is the estimate plus or minus the *sum*
-of the two half-widths (``|a| <= h_a`` and ``|b| <= h_b`` together give ``|a + b| <= h_a +
-h_b``, and the union bound adds their error rates). Re-estimating ``b``'s standard error at
-each look from thousands of queries is the one approximation (exact as ``Q`` grows).
+the test queries' part, *one* draw fixed for the whole run. The default design reads each
+look's own two-level interval (Graybill and Wang's, :mod:`recaudit.stats._estimate`): ``b``
+shared by every look makes the looks' statistics more correlated than the design's law, in
+the canonical form with a compressed time, so by Slepian's (1962) inequality the
+one-sided crossing probabilities can only fall. The ladder's rules bound ``b`` once, at
+``query_share`` of the comparison's level, and spend only ``a`` along the ladder.
 
 **The family.** The comparisons of a run are decided together by Holm's step-down procedure
 on their repeated p-values (valid for any dependence; a p-value can only fall as looks are
@@ -50,28 +61,17 @@ added, so a decision once made stays): ``greater`` or ``less`` (the sign of the 
 the look that gave ``P``) for a rejected null, ``equivalent`` for a rejected "the difference
 is at least the margin" (two one-sided tests folded into the interval lying inside
 ``[-margin, margin]``; with a margin each comparison adds this second hypothesis to the
-family), ``undecided`` otherwise. Every wrong decision needs a true hypothesis rejected, so
-the family-wise error rate of all decisions is at most ``alpha``.
-
-**The next round.** From the latest estimate (the replicates' part shrinking as ``1 /
-replicates``, the queries' part kept: :meth:`Estimate.with_replicates`), ``need`` is the first
-rung at which the comparison's projected repeated p-value would pass its current Holm
-threshold (direction or equivalence), at the observed difference (``OPTIMISM`` standard
-errors towards a decision: 0, measured best in trials per decision on the records' own
-variance structure, ``benchmarks/bench_sequential.py``; 1 keeps more comparisons going, at
-twice the trials for a tenth more power); ``next`` the rung to run to now: ``need``, but at most
-``STEPS`` = 1 rung (a third or a half more replicates) up, so that a noisy projection cannot
-spend the budget at once and a comparison stops close to where it is decided (two rungs up,
-as the first runs did, overshot: 7 % more trials for the same power on the records' variance
-structure, ``benchmarks/bench_sequential.py --steps 2``). A comparison whose ``need``
-exceeds the cap gets no more replicates: it stops *beyond the cap* ("would need about N").
+family, and futility does not stop it), ``undecided`` otherwise. Every wrong decision needs
+a true hypothesis rejected, so the family-wise error rate of all decisions is at most
+``alpha``; a comparison's futility and its alternative are judged at its current Holm
+threshold.
 
 Anytime-valid e-processes for the t-test (the mixture Bayes factor of Grünwald, de Heide and
 Koolen 2024, whose confidence sequence is Lai's 1976) allow a look at every replicate, which
 rounds of trials do not need; where audits decide they decide later: at ``alpha = 0.05``
 the mixture's critical ``|t|`` (its prior scale chosen in hindsight for that number of
-replicates, which favours it) is 4.14 at 8 replicates and 3.25 at 32, the ladder's
-(``bonferroni-sqrt``, design cap 32) 4.08 and 2.77.
+replicates, which favours it) is 4.14 at 8 replicates and 3.25 at 32, the default design's
+(cap 32) 5.67 and 2.15.
 """
 
 from __future__ import annotations
@@ -84,12 +84,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from recaudit.stats._estimate import Estimate, _codes, _t_quantile, estimate_mean, welch
+from recaudit.stats._design import POWER, futility_levels, inflation
+from recaudit.stats._estimate import (Estimate, _codes, _invert, _t_quantile, estimate_mean,
+                                      welch)
+from recaudit.stats._ladder import looks_for, rung, rungs_upto
 from recaudit.stats._spending import DEFAULT_RULE, LEGACY_RULE, RULES, Rule
 
-__all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "sequential_test",
-           "sequential_welch", "sequential_decision", "sequential_family", "DECISIONS",
-           "RULES", "DEFAULT_RULE", "LEGACY_RULE"]
+__all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "looks_for", "stopped",
+           "STOPPED",
+           "sequential_test", "sequential_welch", "sequential_decision", "sequential_family",
+           "DECISIONS", "RULES", "DEFAULT_RULE", "LEGACY_RULE"]
 
 #: What a sequential comparison can end as (module docstring).
 DECISIONS = ("greater", "less", "equivalent", "undecided")
@@ -102,46 +106,27 @@ OPTIMISM = 0.0
 STEPS = 1
 
 
-def rung(k: int) -> int:
-    """The ``k``-th rung of the ladder (``k >= 1``): 3, 4, 6, 8, 12, 16, 24, ..."""
-    if k < 1:
-        raise ValueError(f"rungs count from 1, got {k}")
-    return 3 * 2 ** ((k - 1) // 2) if k % 2 else 4 * 2 ** ((k - 2) // 2)
-
-
-def rungs_upto(n: int) -> list[int]:
-    """Every rung ``<= n``."""
-    out, k = [], 1
-    while rung(k) <= n:
-        out.append(rung(k))
-        k += 1
-    return out
-
-
-def _index(r: int) -> int:
-    """The ``k`` of rung ``r`` (``r`` must be a rung)."""
-    k = 1
-    while rung(k) < r:
-        k += 1
-    if rung(k) != r:
-        raise ValueError(f"{r} is not a rung of the ladder")
-    return k
-
-
 @dataclass(frozen=True)
 class SequentialPlan:
     """How a run decides its comparisons (module docstring).
 
     alpha: the family-wise error rate. margin: the equivalence margin, in the measure's units
-    (0: no equivalence decision). cap: the most replicates a comparison may receive (the
-    largest rung at or below it is the last look). design: the cap the spending was designed
-    for (default ``cap``; a run continued with a larger cap keeps its first design). null:
-    the difference tested against. query_share: the part of a comparison's alpha spent, once,
-    on the test queries' part of a two-level design. comparisons: for
-    :func:`sequential_decision` alone, how many comparisons share ``alpha`` (Bonferroni);
-    :func:`sequential_family` decides a family by Holm instead. rule: the name of the
-    spending rule (:data:`RULES`, :mod:`recaudit.stats._spending`; default
-    :data:`DEFAULT_RULE`); a run continued later keeps the rule it began with.
+    (0: no equivalence decision). cap: the most replicates a comparison may receive (its
+    last look: the cap itself under a calibrated rule, the largest rung at or below it
+    under the ladder's rules). design: the cap the spending was designed for (default
+    ``cap``; a run continued later keeps its first design: the ladder's rules spend a tail of
+    alpha beyond it, a calibrated rule none, so its looks end there). null: the difference
+    tested against. query_share: the part of a comparison's alpha spent, once, on the test
+    queries' part of a two-level design (the ladder's rules; a calibrated rule reads each
+    look's own two-level interval). comparisons: for :func:`sequential_decision` alone, how
+    many comparisons share ``alpha`` (Bonferroni); :func:`sequential_family` decides a family
+    by Holm instead. rule: the name of the spending rule (:data:`RULES`,
+    :mod:`recaudit.stats._spending`; default :data:`DEFAULT_RULE`); a run continued later
+    keeps the rule it began with. futility: stop a comparison for futility (calibrated
+    rules: :mod:`recaudit.stats._design`; non-binding, so ``False`` keeps the same alpha).
+    detect: the difference futility is judged against, in the measure's units (None: the
+    difference the fixed test at the design's cap detects with 80 % power at the
+    comparison's level).
     """
 
     alpha: float = 0.05
@@ -152,6 +137,8 @@ class SequentialPlan:
     query_share: float = 0.2
     comparisons: int = 1
     rule: str = DEFAULT_RULE
+    futility: bool = True
+    detect: float | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -164,6 +151,8 @@ class SequentialPlan:
             raise ValueError(f"margin must be >= 0, got {self.margin!r}")
         if not 0 < self.query_share < 1:
             raise ValueError(f"query_share must be in (0, 1), got {self.query_share!r}")
+        if self.detect is not None and not self.detect > 0:
+            raise ValueError(f"detect must be a positive difference, got {self.detect!r}")
         for name in ("cap", "design"):
             v = getattr(self, name)
             if v is not None and v < rung(1):
@@ -171,9 +160,15 @@ class SequentialPlan:
                                  f"look), got {v!r}")
 
     @property
+    def calibrated(self) -> bool:
+        """The rule is a calibrated design (:mod:`recaudit.stats._calibration`): its looks
+        end at its cap, and it stops for futility rather than on a projection."""
+        return self.spending.kind == "calibrated"
+
+    @property
     def last(self) -> int:
-        """The last rung the cap allows."""
-        return rungs_upto(self.cap)[-1]
+        """The last look the cap allows."""
+        return self.looks_upto(self.cap)[-1]
 
     @property
     def spending(self) -> Rule:
@@ -182,8 +177,44 @@ class SequentialPlan:
 
     @property
     def designed(self) -> tuple[int, ...]:
-        """The rungs of the design (up to :attr:`design`, else :attr:`cap`)."""
-        return _designed(self.design or self.cap)
+        """The looks of the design (up to :attr:`design`, else :attr:`cap`): the rungs, and
+        for a calibrated rule the cap itself (:func:`looks_for`)."""
+        cap = self.design or self.cap
+        return looks_for(cap) if self.calibrated else _designed(cap)
+
+    def looks_upto(self, n: int) -> list[int]:
+        """The looks at ``n`` replicates or fewer: the ladder's rungs (without end for the
+        ladder's rules, whose tail spends beyond the design), or the design's looks."""
+        if self.calibrated:
+            return [r for r in self.designed if r <= n] or [rung(1)]
+        return rungs_upto(n)
+
+    def index(self, r: int) -> int:
+        """The ``k`` of the look at ``r`` replicates (1 for the first)."""
+        looks = self.designed if self.calibrated else None
+        if looks is not None:
+            if r not in looks:
+                raise ValueError(f"{r} replicates is not a look of the design {looks}")
+            return looks.index(r) + 1
+        k = 1
+        while rung(k) < r:
+            k += 1
+        if rung(k) != r:
+            raise ValueError(f"{r} is not a rung of the ladder")
+        return k
+
+    def look(self, k: int) -> int:
+        """The replicates of look ``k`` (the inverse of :meth:`index`)."""
+        if self.calibrated:
+            looks = self.designed
+            return looks[k - 1] if k <= len(looks) else looks[-1]
+        return rung(k)
+
+    def first(self, have: int = 0) -> int:
+        """The look a run starts with when it already has ``have`` replicates: the first
+        look at or above them (at most the last look)."""
+        later = [r for r in self.looks_upto(max(self.cap, rung(1))) if r >= have]
+        return later[0] if later else self.last
 
     def nominal(self, k: int, a: float) -> float:
         """``nu_k(a)``: the two-sided nominal level of look ``k``'s fixed-sample interval
@@ -198,14 +229,15 @@ class SequentialPlan:
 
     def level(self, r: int) -> float:
         """The two-sided nominal level of a single comparison's look at ``r`` replicates
-        (a rung): ``nu_k(alpha / comparisons)``."""
-        return self.nominal(_index(r), self.alpha / self.comparisons)
+        (a look of the plan): ``nu_k(alpha / comparisons)``."""
+        return self.nominal(self.index(r), self.alpha / self.comparisons)
 
     def halfwidth(self, est: Estimate, k: int, a: float) -> float:
         """The half-width of look ``k``'s interval of ``est`` at the comparison level ``a``
-        (module docstring: two levels split between the ladder and one bound on the
+        (module docstring: the look's own interval at ``nu_k(a)`` under a calibrated rule;
+        under the ladder's rules two levels split between the ladder and one bound on the
         queries' part)."""
-        if est.design != "crossed":
+        if est.design != "crossed" or self.calibrated:
             return est.halfwidth(self.nominal(k, a) / 2)
         (va, df_a), (vb, df_b) = est.parts
         seeds = self.nominal(k, (1 - self.query_share) * a)
@@ -219,6 +251,17 @@ def _designed(cap: int) -> tuple[int, ...]:
     return tuple(rungs_upto(cap))
 
 
+def _fixed_p(est: Estimate, gap: float) -> float:
+    """The smallest two-sided level whose fixed-sample interval of ``est`` is narrower than
+    ``gap`` (1 when none is; 0 for a constant)."""
+    if est.se == 0:
+        return 0.0
+    if len(est.parts) == 1:  # t: in closed form
+        (v, df), = est.parts
+        return float(2 * special.stdtr(df, -gap / np.sqrt(v)))
+    return float(min(1.0, 2 * _invert(est.halfwidth, gap)))
+
+
 def _repeated_p(est: Estimate, k: int, plan: SequentialPlan, gap: float) -> float:
     """The smallest comparison level ``a`` at which look ``k``'s half-width is below
     ``gap`` (1 when none is, 0 for a constant that clears it)."""
@@ -226,10 +269,8 @@ def _repeated_p(est: Estimate, k: int, plan: SequentialPlan, gap: float) -> floa
         return 1.0
     if est.se == 0:
         return 0.0
-    if est.design != "crossed" and len(est.parts) == 1:  # t: in closed form
-        (v, df), = est.parts
-        return plan.spending.level_for(plan.designed, k,
-                                       float(2 * special.stdtr(df, -gap / np.sqrt(v))))
+    if plan.calibrated or (est.design != "crossed" and len(est.parts) == 1):
+        return plan.spending.level_for(plan.designed, k, _fixed_p(est, gap))
     f = lambda la: plan.halfwidth(est, k, 10.0 ** la) - gap  # noqa: E731
     if f(0.0) > 0:
         return 1.0
@@ -251,14 +292,18 @@ class Sequential:
     """A comparison after its latest look (module docstring).
 
     decision: one of :data:`DECISIONS`. estimate: the difference at the latest look. look:
-    that rung (replicates used; 0: fewer than the first rung). level: the two-sided level of
-    the shown interval (the comparison's Holm threshold times ``w_k``). low, high: that
-    interval. p, p_equivalent: the repeated p-values (direction; equivalence, 1 without a
-    margin). need: the rung the projection says would decide it (None: none up to rung 40).
-    next: the rung to run to in the next round (None: decided, or beyond the cap).
-    available: replicates given. within_margin: the equivalence hypothesis was rejected (the
-    difference lies within the margin), also when a direction was decided too (a difference,
-    smaller than the margin: ``decision`` then says the direction).
+    that look's replicates (0: fewer than the first look). level: the two-sided level of
+    the shown interval (the look's nominal level at the comparison's Holm threshold). low,
+    high: that interval (a repeated confidence interval). p, p_equivalent: the repeated
+    p-values (direction; equivalence, 1 without a margin). need: under the ladder's rules,
+    the rung the projection says would decide it (None: none up to rung 40); for a
+    comparison stopped for futility, about how many replicates a design would need to
+    decide the largest difference its interval still allows 80 % of the time. next: the
+    look to run to in the next round (None: decided, stopped, or at the cap). available:
+    replicates given. within_margin: the equivalence hypothesis was rejected (the
+    difference lies within the margin), also when a direction was decided too (a
+    difference, smaller than the margin: ``decision`` then says the direction). futile:
+    stopped for futility (:mod:`recaudit.stats._design`).
     """
 
     decision: str
@@ -274,6 +319,7 @@ class Sequential:
     p: float = 1.0
     p_equivalent: float = 1.0
     within_margin: bool = False
+    futile: bool = False
 
     @property
     def difference(self) -> float:
@@ -285,28 +331,70 @@ class Sequential:
 
     @property
     def beyond_cap(self) -> bool:
-        """Undecided, and the projection needs more replicates than the cap allows."""
-        return not self.decided and self.next is None
+        """Undecided and stopped by the ladder's projection: it needs more replicates than
+        the cap allows (rules that project; a calibrated rule stops for futility or at its
+        cap instead)."""
+        return (not self.decided and self.next is None and not self.futile
+                and not self.plan.calibrated)
 
     @property
     def status(self) -> str:
-        """``decided``, ``beyond cap`` or ``running``."""
-        return "decided" if self.decided else "beyond cap" if self.beyond_cap else "running"
+        """``decided``, ``futility`` (stopped for futility), ``cap`` (undecided at the
+        cap), ``beyond cap`` (the ladder's projection) or ``running``."""
+        if self.decided:
+            return "decided"
+        if self.futile:
+            return "futility"
+        if self.next is None and self.look > 0:
+            return "cap" if self.plan.calibrated else "beyond cap"
+        return "running"
 
     def reason(self) -> str:
         """One line: what was decided, or why the comparison stops or goes on."""
         if self.decided:
             return f"{self.decision} at {self.look} replicates"
         if self.look == 0:
-            return f"needs {rung(1)} replicates for a first look ({self.available} so far)"
+            return (f"needs {self.plan.look(1)} replicates for a first look "
+                    f"({self.available} so far)")
         if self.estimate.design == "constant":
             return (f"every difference equals the null at {self.look} replicates: no "
                     "variation to test (a margin would call it equivalent)")
+        if self.futile:
+            largest = max(abs(self.low - self.plan.null), abs(self.high - self.plan.null))
+            about = "more than 3 million" if self.need is None else f"about {self.need}"
+            return (f"stopped for futility at {self.look} replicates: its repeated interval "
+                    f"[{self.low:+.4g}, {self.high:+.4g}] still allows differences up to "
+                    f"{largest:.4g}, which {about} replicates would decide 80 % of the time")
+        if self.status == "cap":
+            return f"undecided at the cap, {self.look} replicates"
         if self.beyond_cap:
             about = "more than 3 million" if self.need is None else f"about {self.need}"
             return (f"would need {about} replicates (cap {self.plan.cap}); undecided at "
                     f"{self.look}")
         return f"undecided at {self.look} replicates; next look at {self.next}"
+
+
+#: Why a run stopped (:func:`stopped`), in words.
+STOPPED = {"decided": "every comparison is decided",
+           "futility": "the undecided comparisons stopped for futility: the cap would not "
+                       "decide the differences their intervals still allow",
+           "beyond cap": "the undecided comparisons would need more replicates than the cap",
+           "cap": "the cap is spent"}
+
+
+def stopped(decisions: Sequence[Sequential]) -> str | None:
+    """Why a run whose comparisons are ``decisions`` stops (a key of :data:`STOPPED`), or
+    None while some comparison still runs: every one decided; else the cap reached by an
+    undecided one; else futility; else the ladder's projection beyond the cap."""
+    statuses = {s.status for s in decisions}
+    if "running" in statuses:
+        return None
+    if statuses <= {"decided"}:
+        return "decided"
+    for why in ("cap", "futility", "beyond cap"):
+        if why in statuses:
+            return why
+    return "decided"
 
 
 def _holm(pvalues: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -332,11 +420,11 @@ def sequential_family(items: Sequence[tuple[Callable[[int], Estimate], int]],
     """Decide a family of comparisons together (module docstring: Holm on their repeated
     p-values). ``items``: per comparison, ``(estimate_at, available)`` — ``estimate_at(r)``
     the difference over its first ``r`` replicates, ``available`` the replicates so far;
-    each is looked at on every rung up to ``min(available, cap)``."""
+    each is looked at on every look of the plan up to ``min(available, cap)``."""
     looks = []
     for at, available in items:
-        ladder = rungs_upto(min(available, plan.cap))
-        ests = [(_index(r), at(r)) for r in ladder]
+        ladder = [r for r in plan.looks_upto(min(available, plan.cap)) if r <= available]
+        ests = [(plan.index(r), at(r)) for r in ladder]
         ps = [_ps(e, k, plan) for k, e in ests]
         looks.append((ests, ps, available))
     hyp: list[tuple[int, str, float]] = []
@@ -358,8 +446,8 @@ def _one(ests, ps, available: int, tested: dict, open_threshold: float,
     nan = float("nan")
     if not ests:
         est = Estimate(nan, (), 0, 0, 0, "empty")
-        return Sequential("undecided", est, 0, 0.0, nan, nan, rung(1), rung(1), available,
-                          plan)
+        return Sequential("undecided", est, 0, 0.0, nan, nan, plan.look(1), plan.look(1),
+                          available, plan)
     k, est = ests[-1]
     p_dir, p_eq = min(p for p, _ in ps), min(q for _, q in ps)
     dir_ok, dir_thr = tested.get("dir", (False, open_threshold))
@@ -374,15 +462,71 @@ def _one(ests, ps, available: int, tested: dict, open_threshold: float,
     h = plan.halfwidth(est, k, shown) if est.se == est.se else nan
     low, high = est.mean - h, est.mean + h
     level = plan.nominal(k, shown)
+    here = plan.look(k)
     if decision != "undecided":
-        return Sequential(decision, est, rung(k), level, low, high, None, None, available,
+        return Sequential(decision, est, here, level, low, high, None, None, available,
                           plan, p_dir, p_eq, eq_ok)
+    if plan.calibrated:
+        later = [r for r in plan.looks_upto(plan.cap) if r > here]
+        if not later:
+            return Sequential(decision, est, here, level, low, high, None, None, available,
+                              plan, p_dir, p_eq)
+        if plan.futility and _futile(est, k, plan, open_threshold):
+            largest = max(abs(low - plan.null), abs(high - plan.null))
+            need = _to_decide(est, largest, open_threshold, plan)
+            return Sequential(decision, est, here, level, low, high, need, None, available,
+                              plan, p_dir, p_eq, futile=True)
+        return Sequential(decision, est, here, level, low, high, None, later[0], available,
+                          plan, p_dir, p_eq)
     need = _need(est, k, plan, open_threshold)
     nxt = None if need is None or need > plan.cap else min(need, rung(k + STEPS), plan.last)
-    if nxt is not None and nxt <= rung(k):
+    if nxt is not None and nxt <= here:
         nxt = None
-    return Sequential(decision, est, rung(k), level, low, high, need, nxt, available, plan,
+    return Sequential(decision, est, here, level, low, high, need, nxt, available, plan,
                       p_dir, p_eq)
+
+
+#: Designs whose futility rule applies (one replicate, a constant: nothing to project).
+_PROJECTED = ("crossed", "nested", "replicates", "two-sample")
+
+
+def _alternative(est: Estimate, plan: SequentialPlan, a: float) -> float:
+    """The drift ``delta / se_N`` of the futility rule's alternative at the design's cap
+    ``N``: ``plan.detect``, else the difference the fixed test at the cap detects with 80 %
+    power at ``a``, over the standard error projected to the cap."""
+    at_cap = est.with_replicates(plan.designed[-1])
+    delta = plan.detect if plan.detect is not None else at_cap.detectable(a, POWER)
+    return float(delta / at_cap.se) if at_cap.se > 0 else float("inf")
+
+
+def _futile(est: Estimate, k: int, plan: SequentialPlan, a: float) -> bool:
+    """Look ``k`` stops ``est`` for futility at the comparison level ``a``
+    (:func:`recaudit.stats._design.futility_levels`: its fixed-sample p-value above the
+    look's futility level under the plan's alternative)."""
+    if est.design not in _PROJECTED or not est.se > 0 or plan.margin > 0:
+        return False
+    theta = _alternative(est, plan, a)
+    if not np.isfinite(theta):
+        return False
+    looks = plan.designed
+    nominal = tuple(plan.nominal(j, a) for j in range(1, len(looks) + 1))
+    level = futility_levels(looks, nominal, theta)[k - 1]
+    return _fixed_p(est, abs(est.mean - plan.null)) > level
+
+
+def _to_decide(est: Estimate, delta: float, a: float, plan: SequentialPlan) -> int | None:
+    """About how many replicates a design like the plan's, capped there, needs to decide a
+    difference ``delta`` 80 % of the time: the fixed test's count at ``a``
+    (:meth:`Estimate.replicates_for`), times the design's inflation at its own cap
+    (:func:`recaudit.stats._design.inflation`)."""
+    if est.design not in _PROJECTED:
+        return None
+    fixed = est.replicates_for(delta, a, POWER)
+    if fixed is None:
+        return None
+    looks = plan.designed
+    nominal = tuple(plan.nominal(j, a) for j in range(1, len(looks) + 1))
+    return int(np.ceil(fixed * inflation(looks, nominal, a)))
 
 
 def _need(est: Estimate, k: int, plan: SequentialPlan, threshold: float) -> int | None:
@@ -465,7 +609,7 @@ def sequential_test(values, replicates=None, units=None, *,
     >>> d = 0.05 + 0.01 * rng.standard_normal(4)[seeds] + 0.02 * rng.standard_normal(400)
     >>> s = sequential_test(d, seeds, np.tile(np.arange(100), 4), plan=SequentialPlan(cap=32))
     >>> s.decision, s.look, round(s.p, 4)
-    ('greater', 4, 0.0012)
+    ('greater', 4, 0.024)
     """
     at, n = replicates_estimator(values, replicates, units)
     return sequential_decision(at, n, plan or SequentialPlan())
