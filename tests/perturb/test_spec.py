@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recaudit.errors import ConfigError
-from recaudit.perturb import EditSpec, PerturbationRecord, available, families, parse
+from recaudit.perturb import EditSpec, available, families, parse
 from recaudit.perturb._spec import from_dict
 from recaudit.seeds import make_rng
 
