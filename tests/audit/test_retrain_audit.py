@@ -147,3 +147,22 @@ def test_window_is_not_a_user_value(audit):
 
     with pytest.raises(ConfigError, match="retrain's own"):
         user_values(audit[0].output, "window")
+
+
+def test_retrain_stores_merge(audit, tmp_path):
+    """A third seed run elsewhere merges in: its window slices count three seeds."""
+    import shutil
+
+    from recaudit.audit import AuditStore, run_audit
+    from recaudit.experiment import merge_stores
+
+    cfg = audit[0]
+    other = cfg.replace(seeds=(2,), output=str(tmp_path / "b.duckdb"))
+    run_audit(other)
+    merged = tmp_path / "m.duckdb"
+    shutil.copy(cfg.output, merged)
+    with AuditStore(merged) as st:
+        added = merge_stores(st, other.output)
+    assert added["trials"] == 3
+    out = slices(merged, "window")
+    assert (out.seeds == 3).all() and len(out) == 4
