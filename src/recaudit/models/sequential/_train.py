@@ -48,7 +48,7 @@ from recaudit.models.sequential._nn import StackAdam, deterministic_torch
 from recaudit.models.sequential._resume import Keeper, forget
 from recaudit.models.sequential._stack import index_tensor
 
-__all__ = ["train", "train_stack", "available_memory"]
+__all__ = ["train", "train_stack", "available_memory", "warm_train"]
 
 
 def _end_epoch(course: Course, epoch: int, total: float, tic: float, cpu: float) -> None:
@@ -239,3 +239,68 @@ def available_memory(device: torch.device) -> int | None:
     except OSError:
         return None
     return None
+
+
+def warm_train(model: Any, previous: Any, train: Interactions, new_from: int, seed: int,
+               epochs: int, lr: float | None) -> list[dict[str, Any]]:
+    """A warm start (:meth:`SequentialRecommender.warm_start`): ``model`` takes a copy of
+    ``previous``'s trained network and continues it on the targets of ``train`` at log rows
+    ``new_from`` and after (the window; each target's context the user's preceding items in
+    the whole of ``train``, up to ``max_len``: one prefix sample per target, whatever the
+    model's ``samples``), for ``epochs`` epochs of the model's next-item loss with a fresh Adam
+    at ``lr`` (the model's own when ``None``) and its ``batch_size``, ``batch_order`` and
+    ``weight_decay``. Dropout masks come from ``make_torch_generator(seed, name, "warm",
+    "dropout")``, shuffled orders from ``make_rng(seed, name, "warm", "order", epoch)``: the
+    same previous fit, log and seed give a bit-identical network. Returns one history entry
+    per epoch (``phase = "warm"``)."""
+    import copy
+
+    import numpy as np
+
+    from recaudit.errors import DataError
+    from recaudit.models.sequential._nn import make_adam, set_dropout_generator
+    from recaudit.models.sequential._samples import SequenceData
+    from recaudit.seeds import make_rng, make_torch_generator
+
+    cfg, name = model.config, model.registered_name
+    device = previous.device_
+    data = SequenceData(train, cfg.max_len, "prefix", first_samples=cfg.first_samples,
+                        pad_left=cfg.pad_left)
+    ids = np.flatnonzero(data.key >= new_from)
+    if not len(ids):
+        raise DataError(f"{name}: no training target in the window (log rows {new_from} on): "
+                        "every interaction in it is a user's first", source=train.name,
+                        hint="give a longer window")
+    history: list[dict[str, Any]] = []
+    with deterministic_torch(cfg.num_threads, device):
+        net = copy.deepcopy(previous._fitted())
+        set_dropout_generator(net, make_torch_generator(seed, name, "warm", "dropout",
+                                                        device=device))
+        opt = make_adam([p for p in net.parameters() if p.requires_grad],
+                        cfg.lr if lr is None else lr, cfg.weight_decay)
+        loss_rng = make_rng(seed, name, "warm", "loss")
+        for epoch in range(epochs):
+            tic, cpu = time.perf_counter(), time.process_time()
+            net.train()
+            if cfg.batch_order == "temporal":
+                order = ids[np.argsort(data.key[ids], kind="stable")]
+            else:
+                order = ids[make_rng(seed, name, "warm", "order", epoch).permutation(len(ids))]
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for lo in range(0, len(order), cfg.batch_size):
+                part = order[lo:lo + cfg.batch_size]
+                loss, _ = model.instance_scores(net, data.batch(part, device, model.uses_time),
+                                                loss_rng)
+                total += loss.detach() * len(part)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            history.append({"epoch": epoch + 1, "phase": "warm",
+                            "loss": float(total) / len(ids), "targets": int(len(ids)),
+                            "seconds": time.perf_counter() - tic,
+                            "cpu_seconds": time.process_time() - cpu})
+            progress.epoch(epoch + 1, epochs)
+        net.eval()
+        set_dropout_generator(net, None)
+    model.network_ = net
+    return history
