@@ -31,17 +31,20 @@ from recaudit.experiment import Store
 __all__ = ["staleness"]
 
 _COLUMNS = ["dataset", "model", "perturbation", "window", "seconds", "percent", "warm",
-            "removed", "slice", "users", "queries", "seeds"]
+            "warm_epochs", "warm_lr", "removed", "slice", "users", "queries", "seeds"]
 
 
-def _window(label: str) -> tuple[str, float | None, float | None]:
-    """``(canonical window, seconds, percent)`` of a retrain's label (a name or the JSON of a
-    table)."""
+def _window(label: str) -> dict[str, object]:
+    """The window (canonical name, seconds, percent) and the warm start's settings (epochs,
+    lr; NaN for a retrain from scratch) of a retrain's label (a name or a table's JSON)."""
     from recaudit.perturb import parse, parse_window
 
     spec = parse(json.loads(label) if label.startswith("{") else label)
     w = parse_window(spec.window)  # type: ignore[attr-defined]
-    return w.name, w.seconds, w.percent
+    warm = bool(spec.warm)  # type: ignore[attr-defined]
+    return {"window": w.name, "seconds": w.seconds, "percent": w.percent, "warm": warm,
+            "warm_epochs": spec.warm_epochs if warm else np.nan,  # type: ignore[attr-defined]
+            "warm_lr": (spec.warm_lr or np.nan) if warm else np.nan}  # type: ignore
 
 
 def staleness(store: Store | str | Path, *, on: str = "rbo", level: float = 0.95
@@ -50,7 +53,9 @@ def staleness(store: Store | str | Path, *, on: str = "rbo", level: float = 0.95
     ``inactive``), ordered by window (module docstring).
 
     Columns: ``dataset``, ``model``, ``perturbation``, ``window`` (``7d``, ``5%``),
-    ``seconds`` / ``percent`` (its size; one is NaN), ``warm``, ``removed`` (rows),
+    ``seconds`` / ``percent`` (its size; one is NaN), ``warm``, ``warm_epochs`` and
+    ``warm_lr`` (a warm start's settings, NaN for a retrain from scratch and ``warm_lr`` NaN
+    for the model's own), ``removed`` (rows),
     ``slice``, ``users`` (with a test query; NaN for ``all``), ``queries``, ``seeds``, then
     ``<on>`` with ``_ci_low`` / ``_ci_high``, ``churn`` (``1 - <on>``), ``p_vs_<floor>``, the
     floor's ``<on>_<floor>`` with its interval, and ``mrr_change`` with its interval."""
@@ -63,9 +68,7 @@ def staleness(store: Store | str | Path, *, on: str = "rbo", level: float = 0.95
     rows = []
     for (dataset, model, pert), g in sl.groupby(["dataset", "model", "perturbation"],
                                                 sort=False):
-        name, seconds, percent = _window(str(pert))
-        base = {"dataset": dataset, "model": model, "perturbation": pert, "window": name,
-                "seconds": seconds, "percent": percent, "warm": bool(g["warm"].iloc[0]),
+        base = {"dataset": dataset, "model": model, "perturbation": pert, **_window(str(pert)),
                 "removed": int(g["removed"].iloc[0])}
         whole = every[(every.dataset == dataset) & (every.model == model)
                       & (every.perturbation == pert)]
@@ -92,7 +95,8 @@ def staleness(store: Store | str | Path, *, on: str = "rbo", level: float = 0.95
     out["churn"] = 1.0 - out[on]
     out["_order"] = out["slice"].map({"all": 0, "active": 1, "inactive": 2})
     out["_size"] = out["seconds"].fillna(out["percent"])
-    out = out.sort_values(["dataset", "model", "warm", "_size", "_order"], kind="stable")
+    out = out.sort_values(["dataset", "model", "warm", "warm_epochs", "warm_lr", "_size",
+                           "_order"], kind="stable", na_position="first")
     front = _COLUMNS + [on, f"{on}_ci_low", f"{on}_ci_high", "churn"]
     rest = [c for c in out.columns if c not in front and not c.startswith("_")]
     return out[front + rest].reset_index(drop=True)
