@@ -46,7 +46,10 @@ def test_the_same_seed_gives_bit_identical_lists(name):
     np.testing.assert_array_equal(prev.score(LOG), before)   # the older fit is untouched
     assert not np.array_equal(a.score(LOG), before)           # and the warm one moved
     assert [h.get("phase") for h in a.history_] == [None, "warm", "warm"]
-    assert a.history_[-1]["targets"] > 0
+    # the targets trained are the window's rows that follow an earlier row of their user
+    frame = LOG.to_df(codes=True)
+    first = ~frame.user.duplicated()
+    assert a.history_[-1]["targets"] == int((~first[RECORD.cut:]).sum())
     c = _warm(prev, params, epochs=2, seed=1)                 # another seed: another order
     assert not np.array_equal(c.score(LOG), a.score(LOG))
 

@@ -37,6 +37,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from recaudit import _progress as progress
@@ -245,33 +246,32 @@ def warm_train(model: Any, previous: Any, train: Interactions, new_from: int, se
                epochs: int, lr: float | None) -> list[dict[str, Any]]:
     """A warm start (:meth:`SequentialRecommender.warm_start`): ``model`` takes a copy of
     ``previous``'s trained network and continues it on the targets of ``train`` at log rows
-    ``new_from`` and after (the window; each target's context the user's preceding items in
-    the whole of ``train``, up to ``max_len``: one prefix sample per target, whatever the
-    model's ``samples``), for ``epochs`` epochs of the model's next-item loss with a fresh Adam
-    at ``lr`` (the model's own when ``None``) and its ``batch_size``, ``batch_order`` and
-    ``weight_decay``. Dropout masks come from ``make_torch_generator(seed, name, "warm",
+    ``new_from`` and after (the window), for ``epochs`` epochs of the model's next-item loss
+    with a fresh Adam at ``lr`` (the model's own when ``None``) and its ``batch_size``,
+    ``batch_order`` and ``weight_decay``. The samples are the model's own over the whole of
+    ``train`` (so a target's context is what the model's fit gives it, older rows included),
+    those with a target in the window; in a ``"window"`` sample the targets before the window
+    are masked out of the loss (target ``-100``), so only the window's targets train, each
+    once per epoch. Dropout masks come from ``make_torch_generator(seed, name, "warm",
     "dropout")``, shuffled orders from ``make_rng(seed, name, "warm", "order", epoch)``: the
     same previous fit, log and seed give a bit-identical network. Returns one history entry
     per epoch (``phase = "warm"``)."""
     import copy
 
-    import numpy as np
-
     from recaudit.errors import DataError
     from recaudit.models.sequential._nn import make_adam, set_dropout_generator
-    from recaudit.models.sequential._samples import SequenceData
     from recaudit.seeds import make_rng, make_torch_generator
 
     cfg, name = model.config, model.registered_name
     device = previous.device_
-    data = SequenceData(train, cfg.max_len, "prefix", first_samples=cfg.first_samples,
-                        pad_left=cfg.pad_left)
-    ids = np.flatnonzero(data.key >= new_from)
+    data = model._make_data(train)
+    ids = np.flatnonzero(data.key >= new_from)   # key: the sample's last (latest) target
     if not len(ids):
         raise DataError(f"{name}: no training target in the window (log rows {new_from} on): "
                         "every interaction in it is a user's first", source=train.name,
                         hint="give a longer window")
     history: list[dict[str, Any]] = []
+    targets = _window_targets(data, ids, new_from)
     with deterministic_torch(cfg.num_threads, device):
         net = copy.deepcopy(previous._fitted())
         set_dropout_generator(net, make_torch_generator(seed, name, "warm", "dropout",
@@ -289,14 +289,16 @@ def warm_train(model: Any, previous: Any, train: Interactions, new_from: int, se
             total = torch.zeros((), dtype=torch.float64, device=device)
             for lo in range(0, len(order), cfg.batch_size):
                 part = order[lo:lo + cfg.batch_size]
-                loss, _ = model.instance_scores(net, data.batch(part, device, model.uses_time),
-                                                loss_rng)
+                batch = _window_only(data, part, data.batch(part, device, model.uses_time),
+                                     new_from)
+                loss, _ = model.instance_scores(net, batch, loss_rng)
                 total += loss.detach() * len(part)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
             history.append({"epoch": epoch + 1, "phase": "warm",
-                            "loss": float(total) / len(ids), "targets": int(len(ids)),
+                            "loss": float(total) / len(ids), "samples": int(len(ids)),
+                            "targets": targets,
                             "seconds": time.perf_counter() - tic,
                             "cpu_seconds": time.process_time() - cpu})
             progress.epoch(epoch + 1, epochs)
@@ -304,3 +306,32 @@ def warm_train(model: Any, previous: Any, train: Interactions, new_from: int, se
         set_dropout_generator(net, None)
     model.network_ = net
     return history
+
+
+def _positions(data: Any, ids: Any) -> Any:
+    """The user-major positions of the targets of samples ``ids`` of a ``"window"`` layout, in
+    the order of a batch's ``sel`` (sample by sample, position by position)."""
+    lens = data.length[ids]
+    first = np.cumsum(lens) - lens
+    return np.repeat(data.start[ids], lens) + np.arange(int(lens.sum())) \
+        - np.repeat(first, lens) + 1
+
+
+def _window_targets(data: Any, ids: Any, new_from: int) -> int:
+    """How many targets of samples ``ids`` lie in the window (log rows ``new_from`` on)."""
+    if data.layout == "prefix":
+        return int(len(ids))
+    return int(np.sum(data.rows[_positions(data, ids)] >= new_from))
+
+
+def _window_only(data: Any, ids: Any, batch: Any, new_from: int) -> Any:
+    """``batch`` (samples ``ids``) with its targets before the window masked out of the loss
+    (``-100``, what the cross-entropy ignores); prefix samples, one target each, all in it."""
+    if data.layout == "prefix":
+        return batch
+    before = data.rows[_positions(data, ids)] < new_from
+    if before.any():
+        mask = torch.as_tensor(before).to(batch.sel_targets.device)
+        batch.sel_targets = torch.where(mask, torch.full_like(batch.sel_targets, -100),
+                                        batch.sel_targets)
+    return batch
