@@ -164,3 +164,18 @@ def test_the_spec_names_needs_and_draws():
     a = spec.apply(LOG, make_rng(0))[1]
     b = spec.apply(LOG, make_rng(1))[1]
     assert a == b and a.warm
+
+
+def test_a_clock_in_minutes_takes_a_time_unit():
+    minutes = _log([(T - a) // 60 for _, _, a in ROWS])   # the same log, times in minutes
+    out, rec = remove_last(minutes, "7d", time_unit=60)
+    assert _removed(minutes, out) == _removed(LOG, remove_last(LOG, "7d")[0])
+    assert rec.time_unit == 60 and rec.since == minutes.timestamp[-1] - 7 * 24 * 60
+    with pytest.raises(DataError, match="(?s)removes every row.*set time_unit"):
+        remove_last(_log([a // 3600 for _, _, a in ROWS][::-1]), "7d")  # hours read as s?
+    spec = parse({"name": "remove-last-7d", "time_unit": 60})
+    assert spec.apply(minutes, make_rng(0))[1] == rec
+    with pytest.raises(ConfigError, match="no time unit"):
+        parse({"name": "remove-last-5%", "time_unit": 60})
+    with pytest.raises(ConfigError, match="time_unit"):
+        parse({"name": "remove-last-7d", "time_unit": 0})

@@ -71,9 +71,10 @@ def describe(name: str) -> tuple[str, str]:
         if spec.warm:
             return (f"a retrain: the model trained without {what}, against itself fine-tuned "
                     "on that window (a warm start) instead of retrained from scratch",
-                    "warm_epochs, warm_lr")
+                    "warm_epochs, warm_lr, time_unit")
         return (f"a retrain: the model trained without {what} (stale), against today's "
-                "retrain on all of it; the same test queries, today's contexts", "")
+                "retrain on all of it; the same test queries, today's contexts",
+                "time_unit" if not spec.window.endswith("%") else "")
     if isinstance(spec, ReferenceSpec):
         return _FLOORS[spec.kind], ""
     if isinstance(spec, PositionSpec):

@@ -15,7 +15,9 @@ The window (:func:`parse_window`):
   are those with ``t > T - D``: the half-open window ``(T - D, T]``, so an interaction exactly
   ``D`` before the latest one stays. ISO dates and ``datetime64`` columns are read as seconds
   since the epoch (:mod:`recaudit.data`), and a log of relative seconds (the synthetic
-  generator's) is read as seconds too;
+  generator's) is read as seconds too; a log whose clock counts another unit says how many
+  seconds one of its units is (``time_unit``: 60 for minutes, 86400 for days), and ``D`` is
+  ``seconds / time_unit`` of its units;
 - a share of rows ``p%`` (``5%``, ``0.5%``) for a log whose times are only an order: the last
   ``ceil(p n / 100)`` rows of the log's ``(timestamp, row)`` order.
 
@@ -141,6 +143,7 @@ class RetrainRecord:
     with every training interaction in the window (the stale model never saw them).
     n_rows, source: length and fingerprint of the original log (:meth:`apply` checks them).
     warm: the perturbation is the ``+warm`` variant (:mod:`recaudit.perturb._spec`).
+    time_unit: seconds per unit of the log's timestamps (1: seconds).
     """
 
     window: str
@@ -155,6 +158,7 @@ class RetrainRecord:
     emptied: int = 0
     source: str = ""
     warm: bool = False
+    time_unit: float = 1.0
     kind: str = field(default="retrain")
 
     @property
@@ -173,7 +177,8 @@ class RetrainRecord:
                 "since": None if self.since is None else _plain(self.since),
                 "first_removed": _plain(self.first_removed), "cut": self.cut,
                 "removed": self.removed, "n_rows": self.n_rows, "users": list(self.users),
-                "emptied": self.emptied, "source": self.source, "warm": self.warm}
+                "emptied": self.emptied, "source": self.source, "warm": self.warm,
+                "time_unit": self.time_unit}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrainRecord:
@@ -202,21 +207,25 @@ def _when(t: float, epoch: bool, dates: bool) -> str:
     return time_text(t, dates) if epoch else _number(float(t))
 
 
-def remove_last(train: Interactions, window: Window | str, *, warm: bool = False
-                ) -> tuple[Interactions, RetrainRecord]:
-    """``train`` without its last ``window`` (module docstring) and the record of it.
+def remove_last(train: Interactions, window: Window | str, *, warm: bool = False,
+                time_unit: float = 1.0) -> tuple[Interactions, RetrainRecord]:
+    """``train`` without its last ``window`` (module docstring) and the record of it;
+    ``time_unit``: seconds per unit of the log's timestamps.
 
     Raises :class:`~recaudit.errors.DataError` (naming the log's span and what to change) for
     a duration on a log whose times are only an order, and for a window that removes every
     row."""
     w = parse_window(window) if isinstance(window, str) else window
     name = f"remove-last-{w.name}"
+    if not time_unit > 0:
+        raise ConfigError(f"{name}: time_unit={time_unit!r} must be the seconds one unit of the "
+                          "log's timestamps lasts, above 0 (60 for minutes, 86400 for days)")
     n = len(train)
     if n == 0:
         raise DataError(f"{name}: the training log is empty", source=train.name)
     ts = train.timestamp
     latest, earliest = ts[-1], ts[0]
-    epoch = epoch_seconds(ts)
+    epoch = epoch_seconds(ts) and time_unit == 1.0
     dates = epoch and bool(np.all(np.asarray(ts, dtype=np.float64) % 86400 == 0))
     span = (f"the training log runs from {_when(earliest, epoch, dates)} to "
             f"{_when(latest, epoch, dates)}"
@@ -229,16 +238,18 @@ def remove_last(train: Interactions, window: Window | str, *, warm: bool = False
                             f"{int(latest)}, as a file without a time column gives), so a "
                             "duration has no meaning on it", source=train.name,
                             hint="remove a share of the latest rows instead: remove-last-5%")
-        since = float(latest) - w.seconds
+        since = float(latest) - w.seconds / time_unit
         # rows with t > since: the log is sorted by time, so they are its tail
         cut = int(np.searchsorted(ts, since, side="right"))
     else:
         cut = n - math.ceil(float(w.percent or 0.0) * n / 100.0)
     if cut <= 0:
+        unit = "" if w.seconds is None or time_unit != 1.0 else \
+            "; if its times count minutes or days, not seconds, set time_unit (60, 86400)"
         raise DataError(f"{name} removes every row of the training log: {span}",
                         source=train.name,
                         hint="give a shorter window (the model trained without it would have "
-                             "no data)")
+                             f"no data){unit}")
     active = np.unique(train.user[cut:])
     before = np.zeros(train.n_users, dtype=bool)
     before[train.user[:cut]] = True
@@ -247,5 +258,5 @@ def remove_last(train: Interactions, window: Window | str, *, warm: bool = False
                            percent=w.percent, since=since,
                            users=tuple(active.tolist()),
                            emptied=int(np.sum(~before[active])), source=train.fingerprint(),
-                           warm=warm)
+                           warm=warm, time_unit=float(time_unit))
     return train.take(np.arange(cut)), record

@@ -221,13 +221,16 @@ class RetrainSpec(_Spec, Config):
     kind: ``retrain``. window: the removed window, a duration (``7d``, ``12h``, ``P7D``) or a
     share of rows (``5%``). warm: the baseline side is the stale model fine-tuned on the
     window (``+warm``). warm_epochs: epochs of that fine-tuning (default 1). warm_lr: its
-    learning rate (None: the model's own ``lr``). inputs: always false (today's users are
-    asked with today's contexts)."""
+    learning rate (None: the model's own ``lr``). time_unit: seconds per unit of the log's
+    timestamps, for a duration on a log whose clock counts minutes (60), days (86400) or any
+    other unit (default 1: seconds). inputs: always false (today's users are asked with
+    today's contexts)."""
 
     window: str
     warm: bool = False
     warm_epochs: int = 1
     warm_lr: float | None = None
+    time_unit: float = 1.0
     inputs: bool = False
     kind: Literal["retrain"] = "retrain"
 
@@ -242,6 +245,13 @@ class RetrainSpec(_Spec, Config):
         if self.warm_epochs < 1:
             raise self.invalid("warm_epochs", f"perturbation warm_epochs={self.warm_epochs!r} "
                                               "is invalid; expected an integer >= 1")
+        if not self.time_unit > 0:
+            raise self.invalid("time_unit", f"perturbation time_unit={self.time_unit!r} is "
+                                            "invalid; expected the seconds of one unit of the "
+                                            "log's times, > 0 (60: minutes, 86400: days)")
+        if self.time_unit != 1.0 and self.window.endswith("%"):
+            raise self.invalid("time_unit", "a share of rows has no time unit; time_unit is "
+                                            "for a duration")
         if self.warm_lr is not None and not self.warm_lr > 0:
             raise self.invalid("warm_lr", f"perturbation warm_lr={self.warm_lr!r} is "
                                           "invalid; expected a number > 0")
@@ -272,7 +282,8 @@ class RetrainSpec(_Spec, Config):
 
     def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
                queries: Queries | None) -> tuple[Interactions, Any]:
-        return remove_last(train, parse_window(self.window), warm=self.warm)
+        return remove_last(train, parse_window(self.window), warm=self.warm,
+                           time_unit=self.time_unit)
 
 
 @dataclass(frozen=True)
