@@ -166,3 +166,20 @@ def test_retrain_stores_merge(audit, tmp_path):
     assert added["trials"] == 3
     out = slices(merged, "window")
     assert (out.seeds == 3).all() and len(out) == 4
+
+
+def test_the_changes_command_says_whether_the_user_was_active(audit, capsys):
+    from recaudit.cli import main
+
+    cfg, split, train, rows, _ = audit
+    active = _active(train, 30 * DAY) & set(rows.user)
+    busy = split.train.user_ids[sorted(active)[0]].item()
+    idle = split.train.user_ids[sorted(set(rows.user) - active)[0]].item()
+    removed = int((train.timestamp > train.timestamp.max() - 30 * DAY).sum())
+    for user, words in ((busy, "this user's among them (active in the window)"),
+                        (idle, "none of them this user's (inactive in the window)")):
+        assert main(["changes", cfg.output, "--user", str(user), "-p", "remove-last-30d"]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        n_active = len(_active(train, 30 * DAY))
+        assert f"a retrain's window removed {removed} interactions of {n_active} users" in out
+        assert words in out

@@ -150,6 +150,16 @@ def edit_text(c: Any) -> str:
     if e.kind in ("seed-only", "none") or not e.count:
         return ("edit: none (the perturbed model was retrained with another seed)"
                 if e.kind == "seed-only" else f"edit: {e.kind}, no interaction changed")
+    if e.kind == "retrain":
+        mine = len(e.interactions)
+        own = ("this user's among them (active in the window): "
+               + "; ".join(f"{x.get('item')} at {x.get('time', x.get('timestamp'))}"
+                           for x in e.interactions[:5])
+               + (" ..." if mine > 5 else "")) if mine else \
+            "none of them this user's (inactive in the window)"
+        return (f"edit: a retrain's window removed {e.count} interaction"
+                f"{'s' if e.count != 1 else ''} of {len(e.users)} user"
+                f"{'s' if len(e.users) != 1 else ''}, {own}.")
     shown = []
     for x in e.interactions[:5]:
         what = (f"{x['edit']} {x.get('user')}'s interaction with {x.get('item')} at "
