@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                          reading)
     from recaudit.audit._runner import TrialOutcome, compare, run_trial
     from recaudit.audit._retrain import staleness
-    from recaudit.audit._slices import SLICE_KINDS, WINDOW, slices, user_values, window_users
+    from recaudit.audit._slices import SLICE_KINDS, slices, user_values
+    from recaudit.audit._windows import WINDOW, window_users
     from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model,
                                       load_config, perturbation_label)
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
@@ -73,7 +74,8 @@ __getattr__, __dir__ = exports(__name__, {
     "._reading": ("FEW_QUERIES", "interval_text", "model_reading", "p_text", "reading"),
     "._runner": ("TrialOutcome", "compare", "run_trial"),
     "._retrain": ("staleness",),
-    "._slices": ("SLICE_KINDS", "WINDOW", "slices", "user_values", "window_users"),
+    "._slices": ("SLICE_KINDS", "slices", "user_values"),
+    "._windows": ("WINDOW", "window_users"),
     "._spec": ("AuditConfig", "MetricSpec", "TrialSpec", "build_model", "load_config",
                "perturbation_label"),
     "._stabilise": ("stabilisation_summary", "stabilised_pairs"),

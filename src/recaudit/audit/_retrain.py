@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._decide import summary
-from recaudit.audit._slices import WINDOW, slices
+from recaudit.audit._slices import slices
+from recaudit.audit._windows import WINDOW
 from recaudit.experiment import Store
 
 __all__ = ["staleness"]

@@ -61,6 +61,7 @@ import pandas as pd
 from recaudit.audit._data import DataPaths, StoreData
 from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
+from recaudit.audit._windows import WINDOW, WINDOW_SLICES, _retrains
 from recaudit.audit._users import (FEATURES, Group, groups, own_ids, opened, user_column,
                                    user_feature)
 from recaudit.data import duration_text, epoch_seconds
@@ -68,14 +69,10 @@ from recaudit.errors import ConfigError, did_you_mean
 from recaudit.experiment import Store
 from recaudit.stats import estimate_mean, holm, paired_test, welch_test
 
-__all__ = ["SLICE_KINDS", "WINDOW", "slices", "user_values", "slice_kind", "window_users"]
+__all__ = ["SLICE_KINDS", "slices", "user_values", "slice_kind"]
 
 #: What :func:`slices` can split users by (and ``column:NAME``, and :data:`WINDOW`).
 SLICE_KINDS = ("activity", "popularity", "accuracy", "recency")
-#: The slice kind of a retrain's window: users active in it, users inactive in it.
-WINDOW = "window"
-#: The labels of the window slices, in order.
-WINDOW_SLICES = ("active", "inactive")
 #: The label of the slice of users without a value.
 NO_VALUE = "no value"
 
@@ -333,40 +330,6 @@ def _stored(measures: Sequence[str]) -> list[str]:
         acc = m.removesuffix("_change")
         out += [f"{acc}_base", f"{acc}_pert"] if m.endswith("_change") else [m]
     return list(dict.fromkeys(out))
-
-
-def window_users(store: Store | str | Path) -> pd.DataFrame:
-    """Per (dataset, model, retrain perturbation), the users active in its window as its
-    records name them: ``dataset``, ``model``, ``perturbation``, ``window``, ``removed``
-    (rows), ``user_codes`` (sorted int64 array), ``warm``."""
-    parts = []
-    with opened(store) as s:
-        for g in groups(s):
-            for label, record in _retrains(s, g).items():
-                parts.append({"dataset": g.name, "model": g.model, "perturbation": label,
-                              "window": record["window"], "removed": record["removed"],
-                              "user_codes": np.asarray(record["users"], dtype=np.int64),
-                              "warm": bool(record.get("warm", False))})
-    return pd.DataFrame(parts, columns=["dataset", "model", "perturbation", "window",
-                                        "removed", "user_codes", "warm"])
-
-
-def _retrains(s: AuditStore, g: Group) -> dict[str, dict]:
-    """The record of every retrain perturbation of the group (its label's first: a window
-    draws nothing, so every trial of a label removes the same rows)."""
-    import json
-
-    if "perturbations" not in s.tables():
-        return {}
-    fp = "" if g.fingerprint is None else "AND t.data_fingerprint = ?"
-    got = s.sql(f"""
-        SELECT t.perturbation, any_value(p.record) AS record
-        FROM perturbations p JOIN trials t USING (trial_id)
-        WHERE t.dataset = ? AND t.model_label = ? AND t.status = 'done' {fp}
-          AND json_extract_string(p.record, '$.kind') = 'retrain'
-        GROUP BY t.perturbation ORDER BY t.perturbation""",
-        [g.dataset, g.model] + ([] if g.fingerprint is None else [g.fingerprint]))
-    return {str(label): json.loads(rec) for label, rec in got.itertuples(index=False)}
 
 
 def _window_rows(s: AuditStore, g: Group, q: pd.DataFrame, qu: pd.DataFrame,
