@@ -49,8 +49,7 @@ from recaudit.perturb._record import PerturbationRecord
 from recaudit.perturb._retrain import parse_window, remove_last
 
 __all__ = ["EditSpec", "PositionSpec", "ReferenceSpec", "RetrainSpec", "PerturbationSpec",
-           "parse_name",
-           "from_dict", "examples", "SELECTORS", "EDITS"]
+           "parse_name", "from_dict", "examples", "SELECTORS", "EDITS"]
 
 
 

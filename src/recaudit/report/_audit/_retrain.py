@@ -117,7 +117,10 @@ def staleness_figure(data: ReportData, dataset: str, model: str) -> Figure | Non
                         capsize=2, label=label)
     if not shares.any() and x_of.min() > 0 and x_of.max() / x_of.min() >= 10:
         ax.set_xscale("log")
-    ax.set_xlabel("share of rows removed (%)" if shares.all() else "staleness (days)")
+        ax.minorticks_off()
+    ticks = g.drop_duplicates("window")
+    ax.set_xticks(x_of[ticks.index].to_numpy(), list(ticks.window))
+    ax.set_xlabel("share of rows removed" if shares.all() else "staleness (the window removed)")
     ax.set_ylabel("churn (1 − RBO)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8, loc="best")
