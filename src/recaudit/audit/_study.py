@@ -46,7 +46,7 @@ def validate(config: AuditConfig) -> None:
     :class:`~recaudit.errors.ConfigError`; model names and parameters, perturbations and seeds
     were checked when the config was built, without importing any model; :func:`plan` checks
     ``metrics.k`` against each catalogue before this, which imports what trains each model)."""
-    warm = [p for p in config.perturbations if _parsed(p).needs.warm]
+    warm = [p for p in config.perturbations if getattr(_parsed(p).needs, "warm", False)]
     for m in config.models:
         model = build_model(m)
         for p in warm:  # a warm start must be declared before the first fit
