@@ -15,6 +15,9 @@ an attribute, with intervals and tests), :func:`changes` (one user's two lists a
 behind them), :func:`most_changed` (the users whose lists moved most) and :func:`exposure`
 (which items entered and left the lists; popularity and Gini of exposure).
 
+Retrains (``remove-last-<window>``): :func:`staleness` (churn over staleness, for all users and
+those active and inactive in the window, against the floor) and :func:`window_users`.
+
 The shared pieces (dataset/split/model/executor specs, data loading, executors, the results
 store) come from :mod:`recaudit.experiment` and are re-exported here for convenience.
 """
@@ -40,7 +43,9 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.audit._reading import (FEW_QUERIES, interval_text, model_reading, p_text,
                                          reading)
     from recaudit.audit._runner import TrialOutcome, compare, run_trial
+    from recaudit.audit._retrain import staleness
     from recaudit.audit._slices import SLICE_KINDS, slices, user_values
+    from recaudit.audit._windows import WINDOW, window_users
     from recaudit.audit._spec import (AuditConfig, MetricSpec, TrialSpec, build_model,
                                       load_config, perturbation_label)
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
@@ -68,7 +73,9 @@ __getattr__, __dir__ = exports(__name__, {
     "._info": ("STUDY",),
     "._reading": ("FEW_QUERIES", "interval_text", "model_reading", "p_text", "reading"),
     "._runner": ("TrialOutcome", "compare", "run_trial"),
+    "._retrain": ("staleness",),
     "._slices": ("SLICE_KINDS", "slices", "user_values"),
+    "._windows": ("WINDOW", "window_users"),
     "._spec": ("AuditConfig", "MetricSpec", "TrialSpec", "build_model", "load_config",
                "perturbation_label"),
     "._stabilise": ("stabilisation_summary", "stabilised_pairs"),
@@ -80,7 +87,7 @@ __getattr__, __dir__ = exports(__name__, {
 })
 
 __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUERY_METRICS",
-           "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob",
+           "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "WINDOW", "AuditConfig", "AuditJob",
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
@@ -90,6 +97,7 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "model_reading", "most_changed", "most_destabilising", "p_text",
            "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
            "query_distribution", "reading", "run_audit", "run_trial", "run_until_decided",
-           "slices", "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",
-           "user_groups", "user_values", "validate", "variance_shares", "write_trial"]
+           "slices", "stabilisation_summary", "stabilised_pairs", "staleness", "summary",
+           "trial_summary", "user_groups", "user_values", "validate", "variance_shares",
+           "window_users", "write_trial"]
 

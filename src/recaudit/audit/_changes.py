@@ -51,10 +51,12 @@ _SIMILARITIES = ("rbo", "jaccard", "frbo")
 class Edit:
     """The edit that made a trial's perturbed training data.
 
-    kind: ``delete``, ``insert``, ``replace``, ``seed-only``, ``none`` (or another family's
-    kind). interactions: the edited interactions in the data's own ids (``edit``: deleted,
-    inserted, replaced or selected; ``user``, ``item``, ``timestamp``; ``time``, the timestamp
-    as an ISO 8601 date where the data's times are dates (:func:`recaudit.data.time_text`);
+    kind: ``delete``, ``insert``, ``replace``, ``seed-only``, ``none``, ``retrain`` (the
+    window a retrain removed: this user's own removed interactions are listed, ``count`` is
+    every removed row, ``users`` the users active in the window) or another family's kind.
+    interactions: the edited interactions in the data's own ids (``edit``: deleted, inserted,
+    replaced or selected; ``user``, ``item``, ``timestamp``; ``time``, the timestamp as an
+    ISO 8601 date where the data's times are dates (:func:`recaudit.data.time_text`);
     ``new_item`` of a replacement, ``before`` of an insertion), this user's first, at most
     :data:`SHOWN_EDITS`. count: all edited interactions. users: the users whose data changed.
     touches_user: whether this user's own data changed. descendants, user_descendants: the
@@ -148,6 +150,8 @@ def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> E
     ``in_your_ids``) for the user with code ``user``."""
     if record is None:
         return Edit("none")
+    if record.get("kind") == "retrain":
+        return _retrain_edit(record, train, user)
     own = record.get("in_your_ids", {})
     me = own_id(train.user_ids, user)
     # `selected` names the rows an edit chose; the edit itself is in the other lists
@@ -172,6 +176,29 @@ def _edit(record: Mapping[str, Any] | None, train: Interactions, user: int) -> E
     codes = record.get("users", [])
     return Edit(kind, tuple(listed[:SHOWN_EDITS]), len(listed), users,
                 bool(user in codes), reach, mine)
+
+
+def _retrain_edit(record: Mapping[str, Any], train: Interactions, user: int) -> Edit:
+    """The :class:`Edit` of a retrain (:mod:`recaudit.perturb._retrain`): the removed window
+    is the training log's rows from ``cut`` on; this user's own rows in it are listed (the
+    record keeps the cut, not the rows)."""
+    cut = int(record.get("cut", len(train)))
+    if record.get("source") not in (None, "", train.fingerprint()):
+        cut = len(train)   # made from another log: say nothing of its rows
+    rows = cut + np.flatnonzero(train.user[cut:] == user)
+    dates = epoch_seconds(train.timestamp) and date_only(train.timestamp)
+    listed = []
+    for r in rows[:SHOWN_EDITS]:
+        t = train.timestamp[r].item()
+        x = {"edit": "deleted", "user": own_id(train.user_ids, user),
+             "item": own_id(train.item_ids, int(train.item[r])), "timestamp": t}
+        if epoch_seconds(train.timestamp):
+            x["time"] = time_text(t, dates)
+        listed.append(x)
+    codes = [int(u) for u in record.get("users", ())]
+    return Edit("retrain", tuple(listed), int(record.get("removed", 0)),
+                tuple(own_ids(train.user_ids, np.asarray(codes, dtype=np.int64))),
+                user in codes)
 
 
 def _record(s: AuditStore, trial_id: str) -> dict[str, Any] | None:

@@ -22,7 +22,9 @@
   ``s, s+1, ...``) is timed too, and the stack's speed-up — ``members x s/epoch / stack
   s/epoch`` — divides the perturbed fits' time (baselines train alone); a model that cannot
   stack (not sequential, stabilised) gets 1. ``trials_per_hour``: the remaining trials over
-  the estimated wall time;
+  the estimated wall time. A ``+warm`` retrain (:mod:`recaudit.audit._warm`) adds its warm
+  start, ``warm_epochs x removed rows / training rows`` epochs (``warm_epochs`` of the row,
+  in epochs of the whole log), and a second ranking;
 - **power**: the smallest difference in mean RBO between two perturbations that the audit's
   paired test at 0.05 detects with 80 % power at the planned replicates (seeds, or seeds x
   draws), from *both* levels of variation — between replicates and between test queries
@@ -72,7 +74,9 @@ class DryRun:
     (fits: baselines and perturbed), ``remaining_baselines``,
     ``epochs``, ``s_per_epoch``, ``rank_s`` (the calibration's; NaN when timed from the
     store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
-    (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack);
+    (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack),
+    ``warm_epochs`` (the remaining warm starts of ``+warm`` retrains, in epochs of the whole
+    training log; module docstring);
     ``workers``, ``stack``;
     ``detectable``: one row per (dataset, model) with ``queries``, ``replicates`` (planned:
     seeds x draws), ``basis`` (``store``, ``like``, ``calibration`` or ``none``), ``source``
@@ -326,7 +330,8 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                "remaining": remaining, "remaining_baselines": remaining_base,
                "epochs": np.nan,
                "s_per_epoch": np.nan, "rank_s": np.nan, "s_per_fit": np.nan,
-               "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0}
+               "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0,
+               "warm_epochs": 0.0}
         found, basis = _store_estimate(output, dataset, label, names, replicates), "store"
         if found is None and like is not None:
             group = _like_group(Path(like), dataset, label)
@@ -346,12 +351,14 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                                  default=0)
                 speedup = (_stack_speedup(trial, min(stack, group_size), fit_s) if stack > 1
                            else 1.0)
-                fit_hours = (remaining_base + remaining_pert / speedup) * epochs * fit_s
+                warm, warm_trials = _warm_epochs(items, done)
+                fit_hours = ((remaining_base + remaining_pert / speedup) * epochs
+                             + warm) * fit_s
                 row.update(epochs=epochs, s_per_epoch=fit_s, rank_s=rank_s, s_per_fit=per_fit,
                            time_basis="calibration" + ("; at most: early stopping"
                                                        if _stops_early(trial) else ""),
-                           stack_speedup=speedup,
-                           hours=(fit_hours + remaining * rank_s) / 3600)
+                           stack_speedup=speedup, warm_epochs=warm,
+                           hours=(fit_hours + (remaining + warm_trials) * rank_s) / 3600)
             if found is None and one.design == "crossed":
                 found = (_difference_of_two(one), "calibration pair (one epoch, "
                          f"{perturbation_label(_calibration_trial(items).perturbation)}, "
@@ -361,6 +368,28 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
         power.append(_power_row(dataset, label, n_queries, replicates, found, basis, detect,
                                 max(1, draws)))
     return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers, stack)
+
+
+def _warm_epochs(items: list, done: set[str]) -> tuple[float, int]:
+    """The warm starts of the remaining ``+warm`` retrain trials (:mod:`._warm`), in epochs
+    of the whole training log: each trains ``warm_epochs`` epochs over its window's rows
+    only, ``warm_epochs x removed / rows``; and how many there are (each ranks once more)."""
+    from recaudit.perturb import parse
+
+    total, count = 0.0, 0
+    shares: dict[str, float] = {}
+    for trial, tid, _ in items:
+        spec = parse(trial.perturbation)
+        if tid in done or not spec.needs.warm:
+            continue
+        label = perturbation_label(trial.perturbation)
+        if label not in shares:
+            train = prepare(trial.dataset, trial.split)[1].train
+            _, record = spec.apply(train, np.random.default_rng(0))  # type: ignore[attr-defined]
+            shares[label] = record.removed / len(train)
+        total += int(getattr(spec, "warm_epochs", 1)) * shares[label]
+        count += 1
+    return total, count
 
 
 def _power_row(dataset: str, label: str, n_queries: int, replicates: int,

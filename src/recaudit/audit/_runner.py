@@ -15,6 +15,9 @@ A trial's result is a pure function of its :class:`TrialSpec`:
   perturbation's ``needs.inputs`` asks for its edits to reach the test inputs too: then the
   perturbed model ranks the queries with the difference between the original and the perturbed
   training log applied to their contexts (:func:`edited_queries`);
+- a perturbation whose ``needs.warm`` is set (``remove-last-<window>+warm``) replaces the
+  baseline side with the perturbed (stale) model warm-started on the removed window
+  (:mod:`recaudit.audit._warm`, where the comparison is written down);
 - a stabilised model (``ModelSpec.stabilise``, :mod:`recaudit.stabilise`) faces exactly the
   edits chosen for its plain model (same draws; a perturbation that reads a model or the
   baseline's lists reads the plain model's), and a method that ``uses_anchor`` gets the
@@ -288,6 +291,10 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
                cache_dir: str | os.PathLike | None, baseline: Baseline | None,
                charge_baseline: bool, last: bool = False) -> TrialOutcome:
     spec = parse(trial.perturbation) if perturbation is None else perturbation
+    if spec.needs.warm:  # the baseline side is the stale model warm-started (._warm)
+        from recaudit.audit._warm import warm_trial
+
+        return warm_trial(trial, spec, audit=audit, cache_dir=cache_dir)
     if last and baseline is None and baseline_last(trial, spec, cache_dir):
         return _baseline_last(trial, spec, audit=audit, cache_dir=cache_dir,
                               charge_baseline=charge_baseline)

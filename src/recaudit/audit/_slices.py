@@ -18,6 +18,15 @@ model, perturbation, slice), every similarity with its interval and tests:
   the cut points instead (``[a, b)`` bins); a non-numeric attribute makes one slice per value.
   Users without a value (no training interaction, not in the users table) form the slice
   ``no value``, so the slices always partition the queries.
+- ``window``: a retrain's own slices (``remove-last-<window>``, :mod:`recaudit.perturb.
+  _retrain`): the users ``active`` in the removed window (an interaction in it, as the
+  trial's record names them) and those ``inactive`` in it, per retrain perturbation (each
+  window has its own members; other perturbations and the floors get no rows of their own).
+  Inactive users' change above the floor is churn nobody asked for; active users' change,
+  with ``mrr_change`` (per query the stale model's reciprocal rank minus the fresh one's: the
+  value of the fresh data on their test items, negative when the window helped), is
+  plasticity (Lavoura et al. 2025). Besides every measure, a window row has the floor's own
+  value on the slice's queries, ``<on>_<floor>`` with its interval (the band a figure draws).
 - Intervals: :func:`recaudit.stats.estimate_mean` over seeds (and draws) and the slice's
   queries, exactly as :func:`recaudit.audit.summary`. Every query of a slice is in every
   replicate, so the grand means partition: ``sum_s queries_s * M_s / queries`` is the overall
@@ -52,6 +61,7 @@ import pandas as pd
 from recaudit.audit._data import DataPaths, StoreData
 from recaudit.audit._decide import _RANGE, FLOORS, _pair, _replicates
 from recaudit.audit._store import AuditStore
+from recaudit.audit._windows import WINDOW, WINDOW_SLICES, _retrains
 from recaudit.audit._users import (FEATURES, Group, groups, own_ids, opened, user_column,
                                    user_feature)
 from recaudit.data import duration_text, epoch_seconds
@@ -61,7 +71,7 @@ from recaudit.stats import estimate_mean, holm, paired_test, welch_test
 
 __all__ = ["SLICE_KINDS", "slices", "user_values", "slice_kind"]
 
-#: What :func:`slices` can split users by (and ``column:NAME``).
+#: What :func:`slices` can split users by (and ``column:NAME``, and :data:`WINDOW`).
 SLICE_KINDS = ("activity", "popularity", "accuracy", "recency")
 #: The label of the slice of users without a value.
 NO_VALUE = "no value"
@@ -72,10 +82,10 @@ def slice_kind(by: str) -> tuple[str, str | None]:
     is valid."""
     if by.startswith("column:") and by[7:]:
         return "column", by[7:]
-    if by in SLICE_KINDS:
+    if by in SLICE_KINDS or by == WINDOW:
         return by, None
-    raise ConfigError(f"cannot slice by {by!r}: use one of {', '.join(SLICE_KINDS)} or "
-                      "column:NAME." + did_you_mean(by, SLICE_KINDS))
+    raise ConfigError(f"cannot slice by {by!r}: use one of {', '.join(SLICE_KINDS)}, "
+                      f"{WINDOW} or column:NAME." + did_you_mean(by, [*SLICE_KINDS, WINDOW]))
 
 
 def _query_users(s: AuditStore, g: Group) -> pd.DataFrame:
@@ -114,6 +124,9 @@ def _values(s: AuditStore, g: Group, by: str, users: pd.DataFrame | str | os.Pat
     """Per user code (at least ``size`` of them), the value of ``by``; only ``accuracy``
     needs no data."""
     kind, column = slice_kind(by)
+    if kind == WINDOW:
+        raise ConfigError("the window slices are a retrain's own (one pair per window), not "
+                          "a value of each user: slices(store, by='window') gives them")
     if kind == "accuracy":
         return _accuracy(s, g, size)
     _, split = found(g)
@@ -232,8 +245,9 @@ def _vs_all(on: str, test: Any, inside: int, outside: int, level: float) -> dict
 
 
 def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequence[str],
-          on: str, level: float, normality: float) -> list[dict]:
-    """The rows of one (dataset, model): every perturbation x slice."""
+          on: str, level: float, normality: float, adjust: bool = True) -> list[dict]:
+    """The rows of one (dataset, model): every perturbation x slice (``adjust``: the
+    ``p_vs_<floor>`` Holm-adjusted over them; else left raw for the caller to adjust)."""
     by_pert = dict(iter(q.groupby("perturbation", sort=False)))
     floors = {FLOORS[p]: p for p in by_pert if p in FLOORS}
     n_slices = len(info["labels"])
@@ -267,8 +281,8 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
                    "low": info["lows"][k], "high": info["highs"][k],
                    "users": info["users"][k], "queries": int(queries[k]), **shared}
             for m in measures:
-                est = estimate_mean(g[m].to_numpy(float)[mask], reps[mask], units[mask])
-                low, high = np.clip(est.interval(level), *_RANGE[False])
+                est = estimate_mean(_measure(g, m)[mask], reps[mask], units[mask])
+                low, high = np.clip(est.interval(level), *_RANGE[m.endswith("_change")])
                 row.update({m: est.mean, f"{m}_ci_low": low, f"{m}_ci_high": high})
             for name in floors:
                 if name not in paired:
@@ -289,10 +303,72 @@ def _rows(q: pd.DataFrame, query_slice: np.ndarray, info: dict, measures: Sequen
         for item, p in zip(block, holm([r["p_vs_rest"] for r in block]), strict=True):
             item["p_vs_rest"] = p
         rows += block
-    for name in floors:
-        for item, p in zip(rows, holm([r[f"p_vs_{name}"] for r in rows]), strict=True):
-            item[f"p_vs_{name}"] = p
+    if adjust:
+        _holm_floors(rows, list(floors))
     return rows
+
+
+def _holm_floors(rows: list[dict], floors: Sequence[str]) -> None:
+    for name in floors:
+        for item, p in zip(rows, holm([r.get(f"p_vs_{name}", np.nan) for r in rows]),
+                           strict=True):
+            item[f"p_vs_{name}"] = p
+
+
+def _measure(g: pd.DataFrame, m: str) -> np.ndarray:
+    """Per row, measure ``m`` (``<acc>_change``: the perturbed model's minus the baseline's)."""
+    if m.endswith("_change") and m not in g:
+        acc = m.removesuffix("_change")
+        return (g[f"{acc}_pert"] - g[f"{acc}_base"]).to_numpy(float)
+    return g[m].to_numpy(float)
+
+
+def _stored(measures: Sequence[str]) -> list[str]:
+    """The stored columns ``measures`` read (``mrr_change``: both MRRs)."""
+    out: list[str] = []
+    for m in measures:
+        acc = m.removesuffix("_change")
+        out += [f"{acc}_base", f"{acc}_pert"] if m.endswith("_change") else [m]
+    return list(dict.fromkeys(out))
+
+
+def _window_rows(s: AuditStore, g: Group, q: pd.DataFrame, qu: pd.DataFrame,
+                 measures: Sequence[str], on: str, level: float, normality: float
+                 ) -> list[dict]:
+    """The window slices of every retrain perturbation of the group (module docstring),
+    ``p_vs_<floor>`` Holm-adjusted over all of them."""
+    records = _retrains(s, g)
+    present = set(q["perturbation"])
+    floors = {FLOORS[p]: p for p in present if p in FLOORS}
+    users = qu["user"].to_numpy(np.int64)
+    query_slice = np.full(int(qu["query"].max()) + 1, -1, dtype=np.int64)
+    queried = np.unique(users)
+    out: list[dict] = []
+    for label, record in records.items():
+        active = np.zeros(max(int(users.max()), max(record["users"], default=0)) + 1, bool)
+        active[np.asarray(record["users"], dtype=np.int64)] = True
+        query_slice[qu["query"].to_numpy(np.int64)] = np.where(active[users], 0, 1)
+        info = {"labels": list(WINDOW_SLICES), "lows": [np.nan] * 2, "highs": [np.nan] * 2,
+                "users": [int(active[queried].sum()), int((~active[queried]).sum())]}
+        sub = q[q["perturbation"].isin([label, *floors.values()])]
+        rows = [r for r in _rows(sub, query_slice, info, measures, on, level, normality,
+                                 adjust=False) if r["perturbation"] == label]
+        for name, floor in floors.items():
+            f = q[q["perturbation"] == floor]
+            units = f["query"].to_numpy(np.int64)
+            for r in rows:
+                mask = query_slice[units] == r["slice_index"]
+                est = estimate_mean(f[on].to_numpy(float)[mask], _replicates(f)[mask],
+                                    units[mask])
+                low, high = np.clip(est.interval(level), *_RANGE[False])
+                r.update({f"{on}_{name}": est.mean, f"{on}_{name}_ci_low": low,
+                          f"{on}_{name}_ci_high": high})
+        for r in rows:
+            r.update(window=record["window"], removed=int(record["removed"]),
+                     warm=bool(record.get("warm", False)))
+        out += rows
+    _holm_floors(out, list(floors))
+    return out
 
 
 def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, bins: int = 4,
@@ -307,9 +383,11 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
     Columns: ``dataset``, ``model``, ``perturbation``, ``by``, ``slice`` (its label, with its
     bounds), ``slice_index`` (0, 1, ... in order of value), ``low``, ``high`` (the bounds;
     NaN for a category), ``users``, ``queries``, ``seeds``, ``draws``, ``levels``, then
-    ``M``, ``M_ci_low``, ``M_ci_high`` for every measure, ``p_vs_<floor>`` for every noise
+    ``M``, ``M_ci_low``, ``M_ci_high`` for every measure (``measures`` may name the accuracy
+    changes ``mrr_change``, ``hit_change``, ``ndcg_change``), ``p_vs_<floor>`` for every noise
     floor in the store, ``p_vs_rest`` and ``<on>_vs_all`` with its ``_ci_low``/``_ci_high``
-    (the slice minus every query).
+    (the slice minus every query). ``by="window"`` rows add ``window``, ``removed`` (rows),
+    ``warm`` and per floor ``<on>_<floor>`` with its interval (module docstring).
 
     ``users``: a table of user attributes (frame or CSV/TSV/Parquet file with a ``user``
     column) for ``by="column:NAME"``. Per-user properties other than ``accuracy`` read the
@@ -321,15 +399,22 @@ def slices(store: Store | str | Path, by: str | Sequence[str] = "activity", *, b
     for b in kinds:
         slice_kind(b)
     _check(bins, edges)
+    # the window slices always carry the accuracy change (plasticity)
+    window_extra = ["mrr_change"] if WINDOW in kinds and "mrr_change" not in measures else []
     out: list[dict] = []
     with opened(store) as s:
         found = StoreData(s, data, groups(s))
         for g in groups(s):
             qu = _query_users(s, g)
             codes = np.unique(qu["user"].to_numpy(np.int64))
-            q = s.query_values(list(dict.fromkeys([*measures, on])), g.dataset, g.model,
+            q = s.query_values(_stored([*measures, *window_extra, on]), g.dataset, g.model,
                                g.fingerprint)
             for b in kinds:
+                if b == WINDOW:
+                    for row in _window_rows(s, g, q, qu, [*measures, *window_extra], on,
+                                            level, normality):
+                        out.append({"dataset": g.name, "model": g.model, "by": b, **row})
+                    continue
                 values = _values(s, g, b, users, found, int(codes.max()) + 1)
                 idx, labels, lows, highs = _bins(values[codes], bins, edges,
                                                  _bound_of(g, b, found))

@@ -6,11 +6,14 @@ its perturbed training log), trains the perturbed models together with
 configuration, not stabilised), then ranks and compares each one on its own. A stacked model
 is bit for bit the model trained alone on the CPU, so each outcome is the trial's own; only its
 ``fit_seconds`` (its share of the stack's training) and its ``versions`` (the stack's size)
-tell that it was stacked.
+tell that it was stacked. A ``+warm`` retrain's stale model trains in the stack like any
+perturbed model; its warm start then runs alone (:mod:`recaudit.audit._warm`), and replaces the
+trial's baseline side.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -20,6 +23,7 @@ from recaudit import _progress as progress
 from recaudit.audit._baselines import Baseline, _fit_rank, _local
 from recaudit.audit._runner import TrialOutcome, _outcome, _prepare
 from recaudit.audit._spec import TrialSpec, build_model
+from recaudit.audit._warm import warm_lists, warm_trial
 from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation
 
@@ -54,6 +58,10 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
             out = []
             for i, p in enumerate(prepared):
                 with progress.member(i):
+                    if p.spec.needs.warm:
+                        out.append(warm_trial(p.trial, p.spec, audit=audit,
+                                              cache_dir=cache_dir))
+                        continue
                     lists, fit_s, rank_s, before = _fit_rank(p.trial, p.train, p.split,
                                                              p.seed, local, p.inputs)
                     out.append(_outcome(p, lists, fit_s, rank_s, audit, before=before))
@@ -74,8 +82,14 @@ def run_stack(trials: Sequence[TrialSpec], perturbations: Sequence[Perturbation 
                 t1 = time.perf_counter()
                 ranks = checked_rank(model, p.split.queries if p.inputs is None else p.inputs,
                                      k=p.trial.metrics.depth)
-                out.append(_outcome(p, ranks, share, time.perf_counter() - t1, audit,
-                                    stack=len(models), before=carried / len(models)))
+                rank_s = time.perf_counter() - t1
+                if p.spec.needs.warm:  # the stale member, warm-started alone (._warm)
+                    base, warm_fit, warm_rank = warm_lists(p.trial, p.spec, p.split, model,
+                                                           p.record, p.seed)
+                    p = dataclasses.replace(p, base=base, base_fit=warm_fit,
+                                            base_rank=warm_rank, carried=0.0)
+                out.append(_outcome(p, ranks, share, rank_s, audit, stack=len(models),
+                                    before=carried / len(models)))
         return out
 
 

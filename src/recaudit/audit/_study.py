@@ -46,8 +46,19 @@ def validate(config: AuditConfig) -> None:
     :class:`~recaudit.errors.ConfigError`; model names and parameters, perturbations and seeds
     were checked when the config was built, without importing any model; :func:`plan` checks
     ``metrics.k`` against each catalogue before this, which imports what trains each model)."""
+    warm = [p for p in config.perturbations if getattr(_parsed(p).needs, "warm", False)]
     for m in config.models:
-        build_model(m)
+        model = build_model(m)
+        for p in warm:  # a warm start must be declared before the first fit
+            from recaudit.audit._warm import check_warm
+
+            check_warm(model, m.label, p if isinstance(p, str) else _parsed(p).name)
+
+
+def _parsed(perturbation: Any) -> Any:
+    from recaudit.perturb import parse
+
+    return parse(perturbation)
 
 
 def _check_k(config: AuditConfig, dataset, log) -> None:

@@ -61,14 +61,17 @@ def slice_tables(frame: Any, title: str) -> list[Table]:
             "p vs rest: the slice against the other queries (Welch), Holm over the slices."))
         add_columns(table, "slice", "measure", "mean", "95 % interval",
                     *(p_header(c) for c in shown), "p vs\nrest", left=2)
+        measures = list(_MEASURES)
+        if "mrr_change" in g and g["mrr_change"].notna().any():  # a retrain's window slices
+            measures.append(("mrr_change", "MRR stale − fresh"))
         for i, r in enumerate(g.itertuples()):
-            labels = [str(r.slice), f"{r.users} users", f"{r.queries} queries"]
-            for j, (m, name) in enumerate(_MEASURES):
+            labels = [str(r.slice), f"{r.users} users", f"{r.queries} queries", ""]
+            for j, (m, name) in enumerate(measures):
                 mean, interval = mean_and_interval(r._asdict(), m)
                 ps = [_p(getattr(r, c)) for c in (*shown, "p_vs_rest")] if j == 0 \
                     else [""] * (len(shown) + 1)
                 table.add_row(labels[j], name, mean, interval, *ps,
-                              end_section=j == len(_MEASURES) - 1 and i < len(g) - 1)
+                              end_section=j == len(measures) - 1 and i < len(g) - 1)
         tables.append(table)
     return tables
 
@@ -78,8 +81,9 @@ def slices(store: Path = _STORE,
                                   "popularity (mean training popularity of the user's items), "
                                   "accuracy (the baseline's reciprocal rank of the user's test "
                                   "items), recency (time from the user's last training "
-                                  "interaction to the end of the training log) or column:NAME "
-                                  "(a user attribute)."),
+                                  "interaction to the end of the training log), column:NAME "
+                                  "(a user attribute) or window (a retrain's users active and "
+                                  "inactive in its removed window, remove-last-<window>)."),
            bins: int = typer.Option(4, "--bins", min=1, help="Equal-count bins of the users "
                                     "with a test query (tied values share a bin)."),
            edges: str | None = typer.Option(None, "--edges", help="Cut points instead of "
@@ -146,6 +150,16 @@ def edit_text(c: Any) -> str:
     if e.kind in ("seed-only", "none") or not e.count:
         return ("edit: none (the perturbed model was retrained with another seed)"
                 if e.kind == "seed-only" else f"edit: {e.kind}, no interaction changed")
+    if e.kind == "retrain":
+        mine = len(e.interactions)
+        own = ("this user's among them (active in the window): "
+               + "; ".join(f"{x.get('item')} at {x.get('time', x.get('timestamp'))}"
+                           for x in e.interactions[:5])
+               + (" ..." if mine > 5 else "")) if mine else \
+            "none of them this user's (inactive in the window)"
+        return (f"edit: a retrain's window removed {e.count} interaction"
+                f"{'s' if e.count != 1 else ''} of {len(e.users)} user"
+                f"{'s' if len(e.users) != 1 else ''}, {own}.")
     shown = []
     for x in e.interactions[:5]:
         what = (f"{x['edit']} {x.get('user')}'s interaction with {x.get('item')} at "

@@ -28,8 +28,9 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                          set_process_device)
     from recaudit.models._params import Configurable
     from recaudit.models._presets import PRESETS, Preset, preset
-    from recaudit.models._protocol import (Recommender, as_queries, checked_fit, checked_rank,
-                                           top_k_from_scores)
+    from recaudit.models._protocol import (Recommender, SupportsWarmStart, as_queries,
+                                           checked_fit, checked_rank, top_k_from_scores,
+                                           warm_startable)
     from recaudit.models._registry import (available, config_class, create, model_class,
                                            parameters, register)
     from recaudit.models._scratch import scratch_dir
@@ -45,8 +46,8 @@ __getattr__, __dir__ = exports(__name__, {
     "._device": ("check_device", "process_device", "resolve_device", "set_process_device"),
     "._params": ("Configurable",),
     "._presets": ("PRESETS", "Preset", "preset"),
-    "._protocol": ("Recommender", "as_queries", "checked_fit", "checked_rank",
-                   "top_k_from_scores"),
+    "._protocol": ("Recommender", "SupportsWarmStart", "as_queries", "checked_fit",
+                   "checked_rank", "top_k_from_scores", "warm_startable"),
     "._registry": ("available", "config_class", "create", "model_class", "parameters",
                    "register"),
     "._scratch": ("scratch_dir",),
@@ -57,7 +58,9 @@ __getattr__, __dir__ = exports(__name__, {
 __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD", "GRU4Rec",
            "ItemKNN", "JODIE", "LSTM", "LatentCross", "LightFM", "PRESETS", "Preset",
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
-           "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
+           "SequentialRecommender", "SlopeOne", "SupportsWarmStart", "TiSASRec", "UserKNN",
+           "as_queries",
            "available", "checked_fit", "checked_rank", "check_device", "config_class",
            "create", "model_class", "parameters", "preset", "process_device", "register",
-           "resolve_device", "scratch_dir", "set_process_device", "top_k_from_scores"]
+           "resolve_device", "scratch_dir", "set_process_device", "top_k_from_scores",
+           "warm_startable"]

@@ -9,7 +9,8 @@ import numpy as np
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import ModelError
 
-__all__ = ["Recommender", "as_queries", "checked_fit", "checked_rank"]
+__all__ = ["Recommender", "SupportsWarmStart", "as_queries", "checked_fit", "checked_rank",
+           "warm_startable"]
 
 
 @runtime_checkable
@@ -27,6 +28,35 @@ class Recommender(Protocol):
     def fit(self, train: Interactions, *, seed: int) -> Recommender: ...
 
     def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists: ...
+
+
+@runtime_checkable
+class SupportsWarmStart(Protocol):
+    """A model that can start from another fit's state: a warm start (a retrain that
+    fine-tunes the deployed model on the new data instead of training from scratch).
+
+    ``warm_start(previous, train, *, new_from, seed, epochs, lr)`` makes this (fresh) model a
+    copy of ``previous`` — a fitted model of the same class and parameters, trained on an older
+    log — continued on the new part of ``train``: its interactions at log rows ``new_from`` and
+    after (``train``'s rows in its ``(timestamp, row)`` order; the rows before are the older
+    log, and may serve as context), for ``epochs`` epochs at learning rate ``lr`` (``None``: the
+    model's own). Deterministic like ``fit``: the same previous fit, log, ``new_from`` and
+    ``seed`` give bit-identical rank lists. Returns ``self``; ``previous`` is not changed.
+
+    A model declares it by having the method; one whose class has it but not for every
+    configuration says so with a ``warm_startable`` attribute (:func:`warm_startable`). The
+    built-in sequential models with the plain next-item loss have it
+    (:meth:`recaudit.models.sequential.SequentialRecommender.warm_start`).
+    """
+
+    def warm_start(self, previous: Recommender, train: Interactions, *, new_from: int,
+                   seed: int, epochs: int = 1, lr: float | None = None) -> Recommender: ...
+
+
+def warm_startable(model: object) -> bool:
+    """Whether ``model`` declares a warm start (:class:`SupportsWarmStart`, and its
+    ``warm_startable`` attribute when it has one)."""
+    return isinstance(model, SupportsWarmStart) and bool(getattr(model, "warm_startable", True))
 
 
 def checked_fit(model: Recommender, train: Interactions, **fit_args: object) -> Recommender:

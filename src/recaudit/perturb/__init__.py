@@ -7,6 +7,9 @@
   (:func:`tracin_scores`, :class:`SupportsTracIn`), Rev.Adv. (:func:`select_rev_adv`);
 - position removal and seed-only (Betello et al. 2023): :func:`remove_positions`,
   :func:`seed_only`;
+- a retrain as a perturbation: :func:`remove_last` (the training log without its last
+  window, :func:`parse_window`; its :class:`RetrainRecord`), named ``remove-last-7d``,
+  ``remove-last-5%`` and ``remove-last-7d+warm`` (:class:`RetrainSpec`);
 - :class:`PerturbationRecord`: exactly what changed; ``record.apply(original)`` redoes it;
 - :class:`PerturbationSpec` (``parse("casper-replace-popular")``), the built-in family;
 - the protocol every family follows (:class:`Perturbation`: :class:`Needs`,
@@ -31,11 +34,13 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.perturb._record import PerturbationRecord
     from recaudit.perturb._registry import (ENTRY_POINTS, Entry, Family, available, catalogue,
                                             families, parse, register_family)
+    from recaudit.perturb._retrain import (RetrainRecord, Window, parse_window, remove_last,
+                                           time_order_only)
     from recaudit.perturb._revadv import craft_fake_user, select_rev_adv
     from recaudit.perturb._selectors import (select_casper, select_earliest_random,
                                              select_latest_random, select_random, top_k)
     from recaudit.perturb._spec import (EDITS, SELECTORS, EditSpec, PerturbationSpec,
-                                        PositionSpec, ReferenceSpec)
+                                        PositionSpec, ReferenceSpec, RetrainSpec)
     from recaudit.perturb._tracin import SupportsTracIn, tracin_scores
 
 __getattr__, __dir__ = exports(__name__, {
@@ -47,11 +52,12 @@ __getattr__, __dir__ = exports(__name__, {
     "._record": ("PerturbationRecord",),
     "._registry": ("ENTRY_POINTS", "Entry", "Family", "available", "catalogue", "families",
                    "parse", "register_family"),
+    "._retrain": ("RetrainRecord", "Window", "parse_window", "remove_last", "time_order_only"),
     "._revadv": ("craft_fake_user", "select_rev_adv"),
     "._selectors": ("select_casper", "select_earliest_random", "select_latest_random",
                     "select_random", "top_k"),
     "._spec": ("EDITS", "SELECTORS", "EditSpec", "PerturbationSpec", "PositionSpec",
-               "ReferenceSpec"),
+               "ReferenceSpec", "RetrainSpec"),
     "._tracin": ("SupportsTracIn", "tracin_scores"),
 })
 
@@ -62,9 +68,10 @@ _registry.register_family("", parse=_spec.parse_name, from_dict=_spec.from_dict,
 __all__ = ["EDITS", "ENTRY_POINTS", "POSITIONS", "SELECTORS", "STRATEGIES", "Context",
            "Description", "EditSpec", "Entry", "Family", "Needs", "Perturbation",
            "PerturbationRecord", "PerturbationSpec", "PositionSpec", "ReferenceSpec",
-           "SupportsTracIn", "available", "casper_descendants", "casper_error_bound",
+           "RetrainRecord", "RetrainSpec", "SupportsTracIn", "Window", "available",
+           "casper_descendants", "casper_error_bound",
            "catalogue", "casper_graph", "casper_scores", "craft_fake_user", "delete_rows",
-           "families", "insert_after", "neighbours", "parse", "register_family",
-           "remove_positions", "replace_items", "seed_only", "select_casper",
+           "families", "insert_after", "neighbours", "parse", "parse_window", "register_family",
+           "remove_last", "remove_positions", "replace_items", "seed_only", "select_casper",
            "select_earliest_random", "select_latest_random", "select_random", "select_rev_adv",
-           "top_k", "tracin_scores"]
+           "time_order_only", "top_k", "tracin_scores"]

@@ -7,7 +7,7 @@ parameters its table form (``{name = "...", key = value}``) may set.
 
 from __future__ import annotations
 
-from recaudit.perturb._spec import EditSpec, PositionSpec, ReferenceSpec, parse_name
+from recaudit.perturb._spec import EditSpec, PositionSpec, ReferenceSpec, RetrainSpec, parse_name
 
 __all__ = ["describe", "TITLE"]
 
@@ -61,6 +61,20 @@ def _edit(spec: EditSpec) -> tuple[str, str]:
 def describe(name: str) -> tuple[str, str]:
     """``(description, parameters)`` of a built-in name (``<n>``: any count)."""
     spec = parse_name(name.replace("<n>", "1"))
+    if isinstance(spec, RetrainSpec):
+        n = "<n>" if "<n>" in name else None
+        if spec.window.endswith("%"):
+            what = f"the last {n or spec.window[:-1]} % of the rows of the training log"
+        else:
+            what = (f"the last {n} days" if n else f"the last {spec.window}") + \
+                " of the training log (any duration: 12h, 30d, P7D)"
+        if spec.warm:
+            return (f"a retrain: the model trained without {what}, against itself fine-tuned "
+                    "on that window (a warm start) instead of retrained from scratch",
+                    "warm_epochs, warm_lr, time_unit")
+        return (f"a retrain: the model trained without {what} (stale), against today's "
+                "retrain on all of it; the same test queries, today's contexts",
+                "time_unit" if not spec.window.endswith("%") else "")
     if isinstance(spec, ReferenceSpec):
         return _FLOORS[spec.kind], ""
     if isinstance(spec, PositionSpec):

@@ -62,6 +62,12 @@ class Needs:
     training sequence also leaves that user's test input), as when a whole sequence is
     perturbed before the split (Betello et al. 2023's released setting); the baseline model
     ranks the original queries as always.
+    warm: the trial's baseline side is not the shared baseline (the model trained on the
+    whole training log) but the perturbed model *warm-started*: its fit continued on the
+    rows the perturbation removed (the original log's rows from the record's ``cut`` on),
+    with the perturbation's ``warm_epochs`` and ``warm_lr``
+    (:class:`recaudit.models.SupportsWarmStart`; ``remove-last-<window>+warm``). The model
+    must declare the warm start.
     """
 
     recommendations: bool = False
@@ -72,6 +78,7 @@ class Needs:
     reseed: bool = False
     inputs: bool = False
     rng: bool = True
+    warm: bool = False
 
 
 @dataclass(frozen=True)

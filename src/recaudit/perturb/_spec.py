@@ -5,6 +5,11 @@ Name grammar (see :func:`available`):
 - ``rerun`` -- no change, the same seed fitted again (``none``: its earlier name);
   ``seed-only`` -- no data change, retrain with another seed (Betello et al. 2023 RQ1);
 - ``remove-{beginning,middle,end}-<n>`` -- position removal (Betello et al. 2023 section 3.1);
+- ``remove-last-<window>`` -- a retrain (:mod:`recaudit.perturb._retrain`): the training log
+  without its last window (``1d``, ``7d``, ``12h``, ``P7D``, or a share of rows ``5%``), so the
+  perturbed model is the stale one and the baseline today's retrain; ``remove-last-<window>+warm``
+  -- the same stale model against itself fine-tuned on the window (a warm start) instead of
+  today's retrain from scratch (:class:`RetrainSpec`);
 - ``<selector>-<edit>[-<strategy>][-k<count>]`` -- interaction edits (Oh et al. 2022): selector in
   :data:`SELECTORS`, edit ``delete`` / ``insert`` / ``replace``, strategy (insert and replace
   only, default ``random``) ``random`` / ``popular`` / ``unpopular``, count ``k`` (default 1).
@@ -41,9 +46,10 @@ from recaudit.perturb._edits import STRATEGIES, delete_rows, insert_after, repla
 from recaudit.perturb._position import POSITIONS, remove_positions, seed_only
 from recaudit.perturb._protocol import Context, Description, Needs
 from recaudit.perturb._record import PerturbationRecord
+from recaudit.perturb._retrain import parse_window, remove_last
 
-__all__ = ["EditSpec", "PositionSpec", "ReferenceSpec", "PerturbationSpec", "parse_name",
-           "from_dict", "examples", "SELECTORS", "EDITS"]
+__all__ = ["EditSpec", "PositionSpec", "ReferenceSpec", "RetrainSpec", "PerturbationSpec",
+           "parse_name", "from_dict", "examples", "SELECTORS", "EDITS"]
 
 
 
@@ -59,8 +65,11 @@ EDITS: tuple[str, ...] = get_args(Edit)
 
 def examples() -> list[str]:
     """Every built-in name (``<n>`` stands for a positive integer; ``-k<count>`` may follow
-    edits, and ``+inputs`` any name but the floors ``rerun``, ``none`` and ``seed-only``)."""
+    edits, and ``+inputs`` any name but the floors ``rerun``, ``none`` and ``seed-only`` and
+    the retrains ``remove-last-<window>``, whose window may be any duration or share,
+    :func:`~recaudit.perturb.parse_window`)."""
     names = ["rerun", "seed-only", "none"] + [f"remove-{w}-<n>" for w in POSITIONS]
+    names += ["remove-last-<n>d", "remove-last-<n>%", "remove-last-<n>d+warm"]
     for sel in SELECTORS:
         names.append(f"{sel}-delete")
         for edit in ("insert", "replace"):
@@ -191,6 +200,89 @@ class PositionSpec(_Spec, Config):
     def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
                queries: Queries | None) -> tuple[Interactions, PerturbationRecord]:
         return remove_positions(train, self.where, self.n, min_keep=self.min_keep)
+
+
+@dataclass(frozen=True)
+class RetrainSpec(_Spec, Config):
+    """A retrain (:mod:`recaudit.perturb._retrain`): the training log without its last
+    ``window``. The perturbed model is the *stale* model, trained before the window; the
+    baseline is today's retrain from scratch on the whole log; both rank the same test queries,
+    today's contexts. Several windows in one audit give churn as a function of staleness.
+
+    ``warm`` (``remove-last-<window>+warm``): the trial's baseline side is instead the stale
+    model *fine-tuned on the window* — its weights continued, same seed, trained on the
+    window's interactions only (their contexts from the whole log) for ``warm_epochs`` epochs at
+    ``warm_lr`` (:class:`recaudit.models.SupportsWarmStart`). Both variants compare against the
+    same stale model's lists, so ``compare_perturbations("remove-last-7d+warm",
+    "remove-last-7d")`` decides whether fine-tuning churns less than retraining from scratch,
+    and the ``mrr_base`` of the two is the accuracy each way of updating gives.
+
+    kind: ``retrain``. window: the removed window, a duration (``7d``, ``12h``, ``P7D``) or a
+    share of rows (``5%``). warm: the baseline side is the stale model fine-tuned on the
+    window (``+warm``). warm_epochs: epochs of that fine-tuning (default 1). warm_lr: its
+    learning rate (None: the model's own ``lr``). time_unit: seconds per unit of the log's
+    timestamps, for a duration on a log whose clock counts minutes (60), days (86400) or any
+    other unit (default 1: seconds). inputs: always false (today's users are asked with
+    today's contexts)."""
+
+    window: str
+    warm: bool = False
+    warm_epochs: int = 1
+    warm_lr: float | None = None
+    time_unit: float = 1.0
+    inputs: bool = False
+    kind: Literal["retrain"] = "retrain"
+
+    def validate(self) -> None:
+        try:
+            parse_window(self.window)
+        except ConfigError as exc:
+            raise self.invalid("window", str(exc)) from None
+        if self.inputs:
+            raise self.invalid("inputs", "a retrain asks today's users with today's contexts; "
+                                         "it has no '+inputs'")
+        if self.warm_epochs < 1:
+            raise self.invalid("warm_epochs", f"perturbation warm_epochs={self.warm_epochs!r} "
+                                              "is invalid; expected an integer >= 1")
+        if not self.time_unit > 0:
+            raise self.invalid("time_unit", f"perturbation time_unit={self.time_unit!r} is "
+                                            "invalid; expected the seconds of one unit of the "
+                                            "log's times, > 0 (60: minutes, 86400: days)")
+        if self.time_unit != 1.0 and self.window.endswith("%"):
+            raise self.invalid("time_unit", "a share of rows has no time unit; time_unit is "
+                                            "for a duration")
+        if self.warm_lr is not None and not self.warm_lr > 0:
+            raise self.invalid("warm_lr", f"perturbation warm_lr={self.warm_lr!r} is "
+                                          "invalid; expected a number > 0")
+        if not self.warm and (self.warm_epochs != 1 or self.warm_lr is not None):
+            raise self.invalid("warm_epochs" if self.warm_epochs != 1 else "warm_lr",
+                               "warm_epochs and warm_lr set the fine-tuning of "
+                               f"'remove-last-{self.window}+warm'; this spec fine-tunes "
+                               "nothing")
+
+    @property
+    def name(self) -> str:
+        return self._base_name() + ("+warm" if self.warm else "")
+
+    def _base_name(self) -> str:
+        return f"remove-last-{parse_window(self.window).name}"
+
+    @property
+    def random(self) -> bool:
+        """The window is a function of the log: every draw removes the same rows."""
+        return False
+
+    @property
+    def needs(self) -> Needs:
+        return Needs(rng=False, warm=self.warm)
+
+    def describe(self) -> Description:
+        return Description("remove-last" + ("+warm" if self.warm else ""), "delete")
+
+    def _apply(self, train: Interactions, rng: np.random.Generator, model: Any,
+               queries: Queries | None) -> tuple[Interactions, Any]:
+        return remove_last(train, parse_window(self.window), warm=self.warm,
+                           time_unit=self.time_unit)
 
 
 @dataclass(frozen=True)
@@ -341,9 +433,10 @@ def _tracin(model: Any, train: Interactions, queries: Queries | None) -> np.ndar
     return tracin_scores(model, train, queries)
 
 
-#: A built-in perturbation spec: an edit, a position removal or a reference.
-PerturbationSpec = EditSpec | PositionSpec | ReferenceSpec
+#: A built-in perturbation spec: an edit, a position removal, a retrain or a reference.
+PerturbationSpec = EditSpec | PositionSpec | RetrainSpec | ReferenceSpec
 _KINDS: dict[str, type[Config]] = {"edit": EditSpec, "position": PositionSpec,
+                                   "retrain": RetrainSpec,
                                    "none": ReferenceSpec, "seed-only": ReferenceSpec,
                                    "rerun": ReferenceSpec}
 
@@ -351,9 +444,10 @@ _KINDS: dict[str, type[Config]] = {"edit": EditSpec, "position": PositionSpec,
 _EDIT_RE = re.compile(r"^(?P<sel>.+?)-(?P<edit>delete|insert|replace)"
                       r"(?:-(?P<strategy>random|popular|unpopular))?(?:-k(?P<k>\d+))?$")
 _POS_RE = re.compile(r"^remove-(?P<where>beginning|middle|end)-(?P<n>\d+)$")
+_LAST_RE = re.compile(r"^remove-last-(?P<window>.+)$")
 
 
-def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | ReferenceSpec:
+def parse_name(name: str, **overrides: Any) -> PerturbationSpec:
     """The built-in spec a CLI name stands for; ``overrides`` set other fields (e.g.
     ``max_len=50``). Unknown names raise :class:`~recaudit.errors.ConfigError` naming the
     closest valid one. (:func:`recaudit.perturb.parse` reads every registered family.)
@@ -362,10 +456,23 @@ def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | Referen
         raise ConfigError(f"perturbation name must be a string, got {type(name).__name__}")
     text = name.strip().lower()
     base, plus, scope = text.partition("+")
-    if plus and scope != "inputs":
+    if _LAST_RE.match(base):
+        if plus and scope != "warm":
+            raise ConfigError(f"unknown perturbation {name!r}: a retrain's only suffix is "
+                              f"'+warm' (fine-tune the stale model on the window); it asks "
+                              f"today's users with today's contexts, so it has no "
+                              f"'+{scope}'. Did you mean '{base}+warm'?")
+        window = parse_window(_LAST_RE.match(base)["window"], where=name)  # type: ignore[index]
+        return from_dict({"kind": "retrain", "window": window.name, "warm": bool(plus),
+                          **overrides})
+    if plus and scope not in ("inputs", "warm"):
         raise ConfigError(f"unknown perturbation {name!r}: the only suffix is '+inputs' "
                           f"(the edits reach the test inputs too). Did you mean "
                           f"'{base}+inputs'?")
+    if scope == "warm":
+        raise ConfigError(f"unknown perturbation {name!r}: '+warm' fine-tunes a stale model "
+                          "on the window a retrain removed; only remove-last-<window> has it "
+                          "(e.g. remove-last-7d+warm)")
     if plus:
         if base in ("none", "seed-only", "rerun"):
             raise ConfigError(f"unknown perturbation {name!r}: {base!r} edits nothing, so it "
@@ -392,7 +499,7 @@ def parse_name(name: str, **overrides: Any) -> EditSpec | PositionSpec | Referen
     return from_dict(fields)
 
 
-def from_dict(fields: Any) -> EditSpec | PositionSpec | ReferenceSpec:
+def from_dict(fields: Any) -> PerturbationSpec:
     """A built-in spec from its ``to_dict()`` fields (``kind`` says which)."""
     if not isinstance(fields, Mapping):
         raise ConfigError(f"expected a table with a 'kind', got {type(fields).__name__} "

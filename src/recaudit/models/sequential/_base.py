@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from recaudit.data import Interactions, Queries, RankLists
-from recaudit.errors import ConfigError
+from recaudit.errors import ConfigError, ModelError
 from recaudit.models._device import resolve_device
 from recaudit.models.sequential._nn import SequenceNet, deterministic_torch, required
 from recaudit.models._params import Configurable
@@ -51,7 +51,7 @@ from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._samples import (Batch, SequenceData, StackBatch,
                                                  batch_from_queries)
 from recaudit.models.sequential._stack import Members, bmm_out, padded
-from recaudit.models.sequential._train import train_stack
+from recaudit.models.sequential._train import train_stack, warm_train
 
 __all__ = ["SequentialRecommender", "fit_stack"]
 
@@ -201,6 +201,51 @@ class SequentialRecommender(Configurable):
     def fit(self, train: Interactions, *, seed: int) -> SequentialRecommender:
         """Train from scratch on ``train``; all randomness derives from ``seed``."""
         fit_stack([self], [train], [seed])
+        return self
+
+    @property
+    def warm_startable(self) -> bool:
+        """Whether :meth:`warm_start` applies: the model trains on samples with the plain
+        next-item loss (``lstm``, ``gru4rec``, ``sasrec``, ``tisasrec``); BERT4Rec's Cloze
+        loss and the models with courses of their own (``latentcross``, ``jodie``) do not
+        declare it."""
+        cls, base = type(self), SequentialRecommender
+        return all(getattr(cls, a) is getattr(base, a)
+                   for a in ("_course", "instance_scores", "_objectives", "_make_data"))
+
+    def warm_start(self, previous: SequentialRecommender, train: Interactions, *,
+                   new_from: int, seed: int, epochs: int = 1,
+                   lr: float | None = None) -> SequentialRecommender:
+        """Continue ``previous`` (a fitted model of this class and configuration, the older
+        fit) on the new part of ``train``: the targets at log rows ``new_from`` and after,
+        their contexts from the whole log, for ``epochs`` epochs with a fresh Adam at ``lr``
+        (the model's ``lr`` when ``None``); ``previous`` is left as it is
+        (:func:`recaudit.models.sequential._train.warm_train`). Deterministic: the same
+        previous fit, log, ``new_from`` and seed give bit-identical rank lists. Returns
+        ``self``, fitted (its ``history_``: the previous fit's epochs, then the warm ones)."""
+        seed = self._check_fit_args(train, seed)
+        if not self.warm_startable:
+            raise ModelError(f"{type(self).__name__} does not declare a warm start (its "
+                             "training is not the plain next-item loss over samples)")
+        if type(previous) is not type(self) or previous.config != self.config:
+            raise ModelError("a warm start continues a fit of the same class and "
+                             f"configuration: got {type(previous).__name__}({previous.config})"
+                             f" for {type(self).__name__}({self.config})")
+        previous._fitted()
+        if train.n_items != previous.n_items_ or not 0 <= new_from < len(train):
+            raise ModelError(f"a warm start needs the previous fit's catalogue "
+                             f"({previous.n_items_} items; the log has {train.n_items}) and a "
+                             f"window start inside the log (0 <= new_from < {len(train)}, got "
+                             f"{new_from})")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ModelError(f"warm start epochs must be an integer >= 1, got {epochs!r}")
+        if lr is not None and not lr > 0:
+            raise ModelError(f"warm start lr must be > 0, got {lr!r}")
+        tuned = warm_train(self, previous, train, new_from, seed, epochs, lr)
+        self.n_items_, self.device_ = previous.n_items_, previous.device_
+        self.history_ = [*previous.history_, *tuned]
+        self.checkpoints_ = []
+        self.resumed_seconds_ = 0.0
         return self
 
     # ------------------------------------------------------------------ rank

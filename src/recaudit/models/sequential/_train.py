@@ -37,6 +37,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from recaudit import _progress as progress
@@ -48,7 +49,7 @@ from recaudit.models.sequential._nn import StackAdam, deterministic_torch
 from recaudit.models.sequential._resume import Keeper, forget
 from recaudit.models.sequential._stack import index_tensor
 
-__all__ = ["train", "train_stack", "available_memory"]
+__all__ = ["train", "train_stack", "available_memory", "warm_train"]
 
 
 def _end_epoch(course: Course, epoch: int, total: float, tic: float, cpu: float) -> None:
@@ -239,3 +240,98 @@ def available_memory(device: torch.device) -> int | None:
     except OSError:
         return None
     return None
+
+
+def warm_train(model: Any, previous: Any, train: Interactions, new_from: int, seed: int,
+               epochs: int, lr: float | None) -> list[dict[str, Any]]:
+    """A warm start (:meth:`SequentialRecommender.warm_start`): ``model`` takes a copy of
+    ``previous``'s trained network and continues it on the targets of ``train`` at log rows
+    ``new_from`` and after (the window), for ``epochs`` epochs of the model's next-item loss
+    with a fresh Adam at ``lr`` (the model's own when ``None``) and its ``batch_size``,
+    ``batch_order`` and ``weight_decay``. The samples are the model's own over the whole of
+    ``train`` (so a target's context is what the model's fit gives it, older rows included),
+    those with a target in the window; in a ``"window"`` sample the targets before the window
+    are masked out of the loss (target ``-100``), so only the window's targets train, each
+    once per epoch. Dropout masks come from ``make_torch_generator(seed, name, "warm",
+    "dropout")``, shuffled orders from ``make_rng(seed, name, "warm", "order", epoch)``: the
+    same previous fit, log and seed give a bit-identical network. Returns one history entry
+    per epoch (``phase = "warm"``)."""
+    import copy
+
+    from recaudit.errors import DataError
+    from recaudit.models.sequential._nn import make_adam, set_dropout_generator
+    from recaudit.seeds import make_rng, make_torch_generator
+
+    cfg, name = model.config, model.registered_name
+    device = previous.device_
+    data = model._make_data(train)
+    ids = np.flatnonzero(data.key >= new_from)   # key: the sample's last (latest) target
+    if not len(ids):
+        raise DataError(f"{name}: no training target in the window (log rows {new_from} on): "
+                        "every interaction in it is a user's first", source=train.name,
+                        hint="give a longer window")
+    history: list[dict[str, Any]] = []
+    targets = _window_targets(data, ids, new_from)
+    with deterministic_torch(cfg.num_threads, device):
+        net = copy.deepcopy(previous._fitted())
+        set_dropout_generator(net, make_torch_generator(seed, name, "warm", "dropout",
+                                                        device=device))
+        opt = make_adam([p for p in net.parameters() if p.requires_grad],
+                        cfg.lr if lr is None else lr, cfg.weight_decay)
+        loss_rng = make_rng(seed, name, "warm", "loss")
+        for epoch in range(epochs):
+            tic, cpu = time.perf_counter(), time.process_time()
+            net.train()
+            if cfg.batch_order == "temporal":
+                order = ids[np.argsort(data.key[ids], kind="stable")]
+            else:
+                order = ids[make_rng(seed, name, "warm", "order", epoch).permutation(len(ids))]
+            total = torch.zeros((), dtype=torch.float64, device=device)
+            for lo in range(0, len(order), cfg.batch_size):
+                part = order[lo:lo + cfg.batch_size]
+                batch = _window_only(data, part, data.batch(part, device, model.uses_time),
+                                     new_from)
+                loss, _ = model.instance_scores(net, batch, loss_rng)
+                total += loss.detach() * len(part)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            history.append({"epoch": epoch + 1, "phase": "warm",
+                            "loss": float(total) / len(ids), "samples": int(len(ids)),
+                            "targets": targets,
+                            "seconds": time.perf_counter() - tic,
+                            "cpu_seconds": time.process_time() - cpu})
+            progress.epoch(epoch + 1, epochs)
+        net.eval()
+        set_dropout_generator(net, None)
+    model.network_ = net
+    return history
+
+
+def _positions(data: Any, ids: Any) -> Any:
+    """The user-major positions of the targets of samples ``ids`` of a ``"window"`` layout, in
+    the order of a batch's ``sel`` (sample by sample, position by position)."""
+    lens = data.length[ids]
+    first = np.cumsum(lens) - lens
+    return np.repeat(data.start[ids], lens) + np.arange(int(lens.sum())) \
+        - np.repeat(first, lens) + 1
+
+
+def _window_targets(data: Any, ids: Any, new_from: int) -> int:
+    """How many targets of samples ``ids`` lie in the window (log rows ``new_from`` on)."""
+    if data.layout == "prefix":
+        return int(len(ids))
+    return int(np.sum(data.rows[_positions(data, ids)] >= new_from))
+
+
+def _window_only(data: Any, ids: Any, batch: Any, new_from: int) -> Any:
+    """``batch`` (samples ``ids``) with its targets before the window masked out of the loss
+    (``-100``, what the cross-entropy ignores); prefix samples, one target each, all in it."""
+    if data.layout == "prefix":
+        return batch
+    before = data.rows[_positions(data, ids)] < new_from
+    if before.any():
+        mask = torch.as_tensor(before).to(batch.sel_targets.device)
+        batch.sel_targets = torch.where(mask, torch.full_like(batch.sel_targets, -100),
+                                        batch.sel_targets)
+    return batch

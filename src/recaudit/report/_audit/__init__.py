@@ -1,6 +1,6 @@
 """The stability audit's sections (Oh et al. 2022, Betello et al. 2023): rank-list sensitivity,
-accuracy, user groups, who is affected, number of perturbations, position removal,
-stabilisation; its facts and setup tables."""
+accuracy, user groups, who is affected, stability across retrains, number of perturbations,
+position removal, stabilisation; its facts and setup tables."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from recaudit.report._audit import _figures as F
 from recaudit.report._audit import _models as M
+from recaudit.report._audit import _retrain as R
 from recaudit.report._audit import _setup as S
 from recaudit.report._audit import _stabilise as ST
 from recaudit.report._audit import _tables as T
@@ -76,6 +77,9 @@ def sections(data: ReportData, fig: Any) -> list[Section]:
     who = W.section(data, fig)
     if who is not None:
         sections.append(who)
+    retrain = R.section(data, fig)
+    if retrain is not None:
+        sections.append(retrain)
 
     counts = Section("counts", "Number of perturbations",
                      "RLS as more interactions are perturbed (Oh et al. 2022 Figure 8(a)).")
