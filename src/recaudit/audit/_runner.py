@@ -45,10 +45,11 @@ import pandas as pd
 from recaudit import _progress as progress
 from recaudit.audit._baselines import (Baseline, _baseline, _fit_rank, _local, make_baseline,
                                        prime_baseline, train_baseline)
-from recaudit.audit._context import close_context, perturb_context
+from recaudit.audit._context import _fit, close_context, perturb_context
 from recaudit.audit._spec import TrialSpec, perturbation_label
 from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.audit._store import QUERY_METRICS
+from recaudit.audit._warm import warm_lists
 from recaudit.experiment import ModelSpec, canonical_json, prepare
 from recaudit.perturb import Perturbation, parse
 from recaudit.seeds import derive_seed, make_rng
@@ -292,7 +293,6 @@ def _run_trial(trial: TrialSpec, perturbation: Perturbation | None, *, audit: st
                charge_baseline: bool, last: bool = False) -> TrialOutcome:
     spec = parse(trial.perturbation) if perturbation is None else perturbation
     if spec.needs.warm:  # the baseline side is the stale model warm-started (._warm)
-        from recaudit.audit._warm import warm_trial
 
         return warm_trial(trial, spec, audit=audit, cache_dir=cache_dir)
     if last and baseline is None and baseline_last(trial, spec, cache_dir):
@@ -371,3 +371,33 @@ def in_your_ids(record: dict[str, Any], train: Interactions) -> dict[str, Any]:
     if record.get("users"):
         out["users"] = ids(record["users"], train.user_ids)
     return out
+
+
+def warm_trial(trial: TrialSpec, spec: Perturbation, *, audit: str,
+               cache_dir: str | os.PathLike | None) -> Any:
+    """Run a ``+warm`` trial (:mod:`recaudit.audit._warm`): the stale fit, its lists (the perturbed
+    side), the warm start and its lists (the baseline side)."""
+    from recaudit.models import checked_rank
+
+    started = time.time()
+    t0 = time.perf_counter()
+    progress.report(label=trial.label, phase="loading data")
+    data, split = prepare(trial.dataset, trial.split)
+    fingerprint = data.fingerprint()
+    p0 = time.perf_counter()
+    train, record, seed, inputs = _perturbed(trial, spec, split, fingerprint, None, cache_dir)
+    perturb_s = time.perf_counter() - p0
+    progress.report(phase="perturbed fit")
+    stale, fit_s, before = _fit(trial, train, seed)
+    try:
+        progress.report(phase="perturbed ranking")
+        t1 = time.perf_counter()
+        pert = checked_rank(stale, split.queries, k=trial.metrics.depth)
+        rank_s = time.perf_counter() - t1
+        base, warm_fit, warm_rank = warm_lists(trial, spec, split, stale, record, seed)
+    finally:
+        if hasattr(stale, "close"):
+            stale.close()
+    p = _Prepared(trial, spec, split, fingerprint, base, warm_fit, warm_rank, 0.0, train,
+                  record, seed, inputs, perturb_s, started, t0)
+    return _outcome(p, pert, fit_s, rank_s, audit, before=before)

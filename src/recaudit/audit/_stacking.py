@@ -21,9 +21,9 @@ from typing import Any
 
 from recaudit import _progress as progress
 from recaudit.audit._baselines import Baseline, _fit_rank, _local
-from recaudit.audit._runner import TrialOutcome, _outcome, _prepare
+from recaudit.audit._runner import TrialOutcome, _outcome, _prepare, warm_trial
 from recaudit.audit._spec import TrialSpec, build_model
-from recaudit.audit._warm import warm_lists, warm_trial
+from recaudit.audit._warm import warm_lists
 from recaudit.models import checked_rank
 from recaudit.perturb import Perturbation
 

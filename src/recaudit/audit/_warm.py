@@ -32,12 +32,10 @@ baseline.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from recaudit import _progress as progress
-from recaudit.audit._context import _fit
 from recaudit.audit._spec import TrialSpec, build_model
 from recaudit.data import RankLists, Split
 from recaudit.errors import ConfigError
@@ -75,34 +73,3 @@ def warm_lists(trial: TrialSpec, spec: Perturbation, split: Split, stale: Any, r
     t1 = time.perf_counter()
     lists = checked_rank(model, split.queries, k=trial.metrics.depth)
     return lists, fit_s, time.perf_counter() - t1
-
-
-def warm_trial(trial: TrialSpec, spec: Perturbation, *, audit: str,
-               cache_dir: str | os.PathLike | None) -> Any:
-    """Run a ``+warm`` trial (module docstring): the stale fit, its lists (the perturbed
-    side), the warm start and its lists (the baseline side)."""
-    from recaudit.audit._runner import _outcome, _perturbed, _Prepared
-    from recaudit.experiment import prepare
-
-    started = time.time()
-    t0 = time.perf_counter()
-    progress.report(label=trial.label, phase="loading data")
-    data, split = prepare(trial.dataset, trial.split)
-    fingerprint = data.fingerprint()
-    p0 = time.perf_counter()
-    train, record, seed, inputs = _perturbed(trial, spec, split, fingerprint, None, cache_dir)
-    perturb_s = time.perf_counter() - p0
-    progress.report(phase="perturbed fit")
-    stale, fit_s, before = _fit(trial, train, seed)
-    try:
-        progress.report(phase="perturbed ranking")
-        t1 = time.perf_counter()
-        pert = checked_rank(stale, split.queries, k=trial.metrics.depth)
-        rank_s = time.perf_counter() - t1
-        base, warm_fit, warm_rank = warm_lists(trial, spec, split, stale, record, seed)
-    finally:
-        if hasattr(stale, "close"):
-            stale.close()
-    p = _Prepared(trial, spec, split, fingerprint, base, warm_fit, warm_rank, 0.0, train,
-                  record, seed, inputs, perturb_s, started, t0)
-    return _outcome(p, pert, fit_s, rank_s, audit, before=before)
