@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
     from recaudit.audit._store import (PERTURBATIONS, QUERY_METRICS, QUERY_RESULTS, TRIALS,
                                        AuditStore, write_trial)
-    from recaudit.audit._rounds import Rounds, decisions_of_rounds, run_until_decided
+    from recaudit.audit._rounds import (Rounds, comparison_name, decisions_of_rounds,
+                                        nothing_to_decide, run_until_decided)
     from recaudit.audit._study import AuditJob, AuditStudy, plan, run_audit, validate
     from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, Store,
                                      StoreBusyError, load_dataset, prepare)
@@ -62,7 +63,8 @@ __getattr__, __dir__ = exports(__name__, {
     "._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations", "floor_of",
                  "most_destabilising", "summary", "variance_shares"),
     "._dryrun": ("DryRun", "dry_run"),
-    "._rounds": ("Rounds", "decisions_of_rounds", "run_until_decided"),
+    "._rounds": ("Rounds", "comparison_name", "decisions_of_rounds", "nothing_to_decide",
+                 "run_until_decided"),
     "._export": ("export_rank_lists",),
     "._exposure": ("Exposure", "exposure"),
     "._info": ("STUDY",),
@@ -84,10 +86,11 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
            "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_models", "compare_perturbations", "decisions_of_rounds", "dry_run",
+           "compare_models", "compare_perturbations", "comparison_name", "decisions_of_rounds",
+           "dry_run",
            "export_rank_lists",
            "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
-           "model_reading", "most_changed", "most_destabilising", "p_text",
+           "model_reading", "most_changed", "most_destabilising", "nothing_to_decide", "p_text",
            "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
            "query_distribution", "reading", "run_audit", "run_trial", "run_until_decided",
            "slices", "stabilisation_summary", "stabilised_pairs", "summary", "trial_summary",

@@ -17,7 +17,9 @@ def options() -> dict[str, Any]:
         "until_decided": typer.Option(
             False, "--until-decided", help="Run in rounds of seeds, each given only to the "
             "comparisons still undecided (tests valid under repeated looks), until all are "
-            "decided or the cap or budget is spent."),
+            "decided or the cap or budget is spent. The comparisons: each perturbation "
+            "against each floor (else every pair of perturbations) and, with several "
+            "--model, the models under each perturbation; an audit with none is refused."),
         "max_seeds": typer.Option(32, "--max-seeds", min=3, help="With --until-decided: the "
                                   "most seeds a comparison may receive."),
         "max_draws": typer.Option(None, "--max-draws", min=3, help="With --until-decided: "
@@ -61,17 +63,20 @@ WHY = {"decided": "every comparison is decided",
 def show(out, config, console, fmt: str, margin: float, grow: str = "seeds") -> None:
     """The decisions of an ``--until-decided`` run and why it stopped: a table (``fmt`` table)
     or one line per comparison on stderr beside CSV or JSON. ``grow``: seeds or draws."""
+    from recaudit.audit import comparison_name
     from recaudit.cli._tables import add_columns, result_table
 
     lines = []
     for r in out.decisions.itertuples():
-        name = f"{r.a} vs {r.b}" + ("" if len(config.models) == 1 else f" ({r.model})")
+        name = comparison_name(r, len(config.models) > 1)
         interval = "–" if r.difference != r.difference else \
             f"{r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}]"
         lines.append((name, r.decision, interval, str(r.look), r.reason))
     stopped = (f"stopped: {WHY[out.stopped]} ({len(out.rounds)} round(s) this time; "
                "greater/less: the first's mean RBO above/below the second's"
-               + (f"; equivalent: within ±{margin:g}" if margin else "") + ").")
+               + (f"; equivalent: within ±{margin:g}" if margin else "") + ")."
+               + " These are the run's decisions; the tables' p-values read the store once, "
+               "as if its seeds had been fixed in advance.")
     if fmt != "table":
         for line in lines:
             typer.echo(" · ".join(line), err=True)

@@ -41,13 +41,14 @@ def variance_table(data: ReportData) -> Table | None:
 def rounds_table(data: ReportData) -> Table | None:
     """The decisions of an audit run with ``--until-decided`` (its plan kept in the store's
     ``rounds``), or None."""
-    from recaudit.audit import AuditConfig, decisions_of_rounds
+    from recaudit.audit import AuditConfig, comparison_name, decisions_of_rounds
 
     found = decisions_of_rounds(data.source, AuditConfig.from_dict)
     if found is None:
         return None
     frame, plan, rounds = found
-    rows = [(_text(r.dataset), _text(r.model), _text(f"{r.a} vs {r.b}"), _text(r.decision),
+    rows = [(_text(r.dataset), _text(r.model or "–"),
+             _text(comparison_name(r, several=False)), _text(r.decision),
              _mean_ci(r.difference, r.low, r.high, signed=True), _text(str(r.look)),
              _text(r.reason)) for r in frame.itertuples()]
     margin = f", equivalence within ±{plan.margin:g}" if plan.margin else ""
