@@ -43,7 +43,13 @@
   comparison is reported (``source``): pairs of non-floor perturbations first, else a
   perturbation against a floor. ``detect``: a difference the user asks to detect; the plan
   then says how many seeds reach it (``seeds_for``; None: no number of seeds, the queries'
-  part alone is too large).
+  part alone is too large);
+- **comparisons**: the same figures for every comparison the audit decides, the models'
+  comparisons included (:mod:`recaudit.audit._decidable`);
+- **until decided** (``until``: the plan of ``--until-decided``): the fits of its first
+  round (the first rung of the ladder at or above the seeds), and what the cap allows at
+  most (``at_cap``), each comparison's detectable difference at the cap and, for
+  ``detect``, its expected replicates and power there.
 """
 
 from __future__ import annotations
@@ -58,9 +64,11 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._context import cache_key
+from recaudit.audit._decidable import (GroupBasis, at_replicates, comparison_plan,
+                                       difference_of_two)
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
-from recaudit.stats import Estimate, estimate_mean
+from recaudit.stats import Estimate, SequentialPlan, estimate_mean
 
 __all__ = ["DryRun", "dry_run"]
 
@@ -78,12 +86,21 @@ class DryRun:
     seeds x draws), ``basis`` (``store``, ``like``, ``calibration`` or ``none``), ``source``
     (the comparison it rests on), ``rbo_difference`` (detectable at the planned replicates),
     ``replicate_share`` (the replicates' share of the difference's variance there) and
-    ``seeds_for`` (seeds that reach ``detect``; None without it, or when none do)."""
+    ``seeds_for`` (seeds that reach ``detect``; None without it, or when none do);
+    ``comparisons``: one row per comparison the audit decides
+    (:func:`recaudit.audit._decidable.comparison_plan`; empty: nothing to compare);
+    ``until``: the plan of an ``--until-decided`` run (None for a plain one), whose first
+    round ``fits`` plans, and ``at_cap``: per (dataset, model) the fits still to train
+    (``remaining``) and their ``hours`` if every comparison ran to the cap (None without
+    ``until``)."""
 
     fits: pd.DataFrame
     detectable: pd.DataFrame
     workers: int
     stack: int = 1
+    comparisons: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    until: SequentialPlan | None = None
+    at_cap: pd.DataFrame | None = None
 
     @property
     def trials_per_hour(self) -> float:
@@ -98,6 +115,14 @@ class DryRun:
     def hours(self) -> float:
         """Estimated wall time of what remains, in hours, over the executor's workers."""
         return float(self.fits["hours"].sum()) / max(1, self.workers)
+
+    @property
+    def hours_at_cap(self) -> float:
+        """The wall time if every comparison ran to the cap (NaN without ``until``, or
+        untimed)."""
+        if self.at_cap is None:
+            return float("nan")
+        return float(self.at_cap["hours"].sum(min_count=1)) / max(1, self.workers)
 
 
 def _calibration(trial: TrialSpec, progress) -> tuple[float, float, int, Estimate]:
@@ -140,23 +165,6 @@ def _stops_early(trial: TrialSpec) -> bool:
     return params.get("patience") is not None
 
 
-def _at(est: Estimate, replicates: int) -> Estimate:
-    """``est`` (a crossed design) as the audit would read it with ``replicates``: the
-    replicates' part scaled (:meth:`~recaudit.stats.Estimate.with_replicates`); one replicate
-    leaves the test the queries' part alone (its seed-to-seed variation unmeasured)."""
-    if replicates > 1:
-        return est.with_replicates(replicates)
-    b, df = est.parts[1]
-    return Estimate(est.mean, ((b, df),), est.units, 1, est.units, "queries")
-
-
-def _difference_of_two(one: Estimate) -> Estimate:
-    """A difference of two independent perturbations each varying as ``one`` does: every
-    variance part doubled (the calibration's stand-in, module docstring)."""
-    return Estimate(0.0, tuple((2 * v, df) for v, df in one.parts), one.n, one.replicates,
-                    one.units, one.design)
-
-
 def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ...],
                     replicates: int) -> tuple[Estimate, str] | None:
     """The least detectable pair of perturbations of (``dataset``, ``label``) in the store at
@@ -186,7 +194,7 @@ def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ..
         x, y, r, u = _pair(q[q.perturbation == a], q[q.perturbation == b], "rbo", "rbo")
         est = estimate_mean(x - y, r, u)
         if est.design == "crossed":
-            found.append((_at(est, replicates).detectable(), est, f"{a} vs {b}"))
+            found.append((at_replicates(est, replicates).detectable(), est, f"{a} vs {b}"))
     if not found:
         return None
     _, est, source = max(found, key=lambda f: f[0])
@@ -277,11 +285,16 @@ def _calibration_trial(items: list) -> TrialSpec:
 
 
 def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | None = None,
-            detect: float | None = None, progress=None) -> DryRun:
+            detect: float | None = None, progress=None, until: SequentialPlan | None = None,
+            grow: str = "seeds") -> DryRun:
     """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
     time estimate, power only from a store); ``like``: a store of an earlier, similar audit
     to read the variance from; ``detect``: a difference in mean RBO to find the seeds for;
-    ``progress(message)``: called before each calibration fit (what is being timed)."""
+    ``progress(message)``: called before each calibration fit (what is being timed);
+    ``until``: plan an ``--until-decided`` run with this plan, growing ``grow`` (its first
+    round, what the cap allows at most, and its comparisons at the cap; an audit with nothing
+    to decide is refused, as the run refuses it)."""
+    from recaudit.audit._rounds import first_round, nothing_to_decide, with_replicates
     from recaudit.audit._study import _cache, plan
     from recaudit.audit._store import AuditStore
 
@@ -290,6 +303,17 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
 
         raise ConfigError(f"detect must be a difference in mean RBO in (0, 1), got {detect}",
                           key="detect", hint="e.g. --detect 0.01")
+    full = None
+    if until is not None:
+        why = nothing_to_decide(config, grow=grow)
+        if why is not None:
+            from recaudit.errors import ConfigError
+
+            raise ConfigError(f"--until-decided: {why}", hint="add the seed-only floor (-p "
+                              "seed-only), another perturbation or another --model; or plan "
+                              "without --until-decided")
+        full = with_replicates(config, grow, until.last)
+        config = with_replicates(config, grow, first_round(config, until, grow))
     planned = plan(config)
     output = Path(config.output)
     done: set[str] = set()
@@ -299,6 +323,7 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
     cache_uri = _cache(config)
     cache = ArrayCache(cache_uri) if cache_uri is not None else None
     rows, power = [], []
+    bases: dict[tuple[str, str], GroupBasis] = {}
     stack = config.executor.stack
     draws = max((config.draws_of(p) for p in config.perturbations), default=1)
     replicates = len(config.seeds) * max(1, draws)
@@ -328,11 +353,14 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                "s_per_epoch": np.nan, "rank_s": np.nan, "s_per_fit": np.nan,
                "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0}
         found, basis = _store_estimate(output, dataset, label, names, replicates), "store"
-        if found is None and like is not None:
+        stores = [(output, dataset, label, "store")]
+        if like is not None:
             group = _like_group(Path(like), dataset, label)
             if group is not None:
-                found = _store_estimate(Path(like), *group, names, replicates)
-                basis = "like"
+                stores.append((Path(like), *group, "like"))
+                if found is None:
+                    found = _store_estimate(Path(like), *group, names, replicates)
+                    basis = "like"
         timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
         if timed is not None:
             row.update(s_per_fit=timed, time_basis="store",
@@ -353,14 +381,42 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                            stack_speedup=speedup,
                            hours=(fit_hours + remaining * rank_s) / 3600)
             if found is None and one.design == "crossed":
-                found = (_difference_of_two(one), "calibration pair (one epoch, "
+                found = (difference_of_two(one), "calibration pair (one epoch, "
                          f"{perturbation_label(_calibration_trial(items).perturbation)}, "
                          "seeds s and s + 1)")
                 basis = "calibration"
         rows.append(row)
         power.append(_power_row(dataset, label, n_queries, replicates, found, basis, detect,
                                 max(1, draws)))
-    return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers, stack)
+        bases[(dataset, label)] = GroupBasis(tuple(stores), found,
+                                             basis if found is not None else "none")
+    fits = pd.DataFrame(rows)
+    compared = comparison_plan(config, bases, len(config.seeds) if grow == "seeds" else draws,
+                               detect=detect, until=until, grow=grow)
+    return DryRun(fits, pd.DataFrame(power), config.executor.workers, stack, compared,
+                  until, None if full is None else _at_cap(full, fits, done, cache))
+
+
+def _at_cap(full: AuditConfig, fits: pd.DataFrame, done: set[str], cache) -> pd.DataFrame:
+    """Per (dataset, model): the fits of ``full`` (the audit at the cap) still to train,
+    and their hours at the first round's time per fit (the stack's speed-up left out: an
+    upper bound where it stacks)."""
+    from recaudit.audit._study import plan
+
+    count: dict[tuple[str, str], int] = {}
+    keys: dict[tuple[str, str], set] = {}
+    for trial, tid, key in plan(full):
+        group = (trial.dataset.label, trial.model.label)
+        count[group] = count.get(group, 0) + (tid not in done and perturbation_label(
+            trial.perturbation) != "none")
+        if tid not in done and not (cache is not None and cache.has(cache_key(trial, key))):
+            keys.setdefault(group, set()).add(key)
+    rows = []
+    for f in fits.itertuples():
+        remaining = count.get((f.dataset, f.model), 0) + len(keys.get((f.dataset, f.model), ()))
+        rows.append({"dataset": f.dataset, "model": f.model, "remaining": remaining,
+                     "hours": remaining * f.s_per_fit / 3600})
+    return pd.DataFrame(rows)
 
 
 def _power_row(dataset: str, label: str, n_queries: int, replicates: int,
@@ -374,7 +430,7 @@ def _power_row(dataset: str, label: str, n_queries: int, replicates: int,
     if found is None:
         return row
     est, source = found
-    at = _at(est, replicates)
+    at = at_replicates(est, replicates)
     total = sum(v for v, _ in at.parts)
     need = None if detect is None else est.replicates_for(detect)
     row.update(basis=basis, source=source, rbo_difference=at.detectable(),

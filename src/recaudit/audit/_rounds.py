@@ -196,7 +196,7 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
     return pd.DataFrame(rows, columns=list(COLUMNS)), found
 
 
-def _replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
+def with_replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
     """``config`` with ``n`` seeds (the configured ones, then the next integers) or ``n``
     draws."""
     if grow == "draws":
@@ -207,6 +207,14 @@ def _replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
         seeds.append(nxt)
         nxt += 1
     return dataclasses.replace(config, seeds=tuple(seeds[:n]))
+
+
+def first_round(config: AuditConfig, plan: SequentialPlan, grow: str = "seeds") -> int:
+    """The replicates of the first round: the first rung at or above the configured seeds
+    (or draws), at most the cap's last rung."""
+    have = len(config.seeds) if grow == "seeds" else config.draws
+    return min(next(r for r in (rung(k) for k in range(1, 64)) if r >= max(have, rung(1))),
+               plan.last)
 
 
 def _median_trial_seconds(store: Path) -> float | None:
@@ -245,9 +253,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
     started = time.perf_counter()
     store = Path(config.output)
     labels = {perturbation_label(p): p for p in config.perturbations}
-    have = len(config.seeds) if grow == "seeds" else config.draws
-    first = min(next(r for r in (rung(k) for k in range(1, 64)) if r >= max(have, rung(1))),
-                plan.last)
+    first = first_round(config, plan, grow)
     targets = {label: first for label in labels}
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
@@ -275,7 +281,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
         say(f"round {len(history) + 1}: " + ", ".join(
             f"{', '.join(names)} to {n} {grow}" for n, names in sorted(by_n.items())))
         for n, names in sorted(by_n.items()):
-            part = dataclasses.replace(_replicates(config, grow, n),
+            part = dataclasses.replace(with_replicates(config, grow, n),
                                        perturbations=tuple(labels[x] for x in names))
             runner(part)
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)

@@ -276,7 +276,8 @@ def audit(
             config = replace(config, output=str(default_output(config)))
         console = _console()
         if dry:
-            return _dry_run(config, console, like, detect)
+            return _dry_run(config, console, like, detect, *until.planned(
+                until_decided, max_seeds, max_draws, margin))
         done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
     _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
           max_draws)
@@ -358,7 +359,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         cfg = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, stack=stack))
     console = _console()
     if dry:
-        return _dry_run(cfg, console, like, detect)
+        return _dry_run(cfg, console, like, detect, *until.planned(
+            until_decided, max_seeds, max_draws, margin))
     done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin)
     _read(done, cfg, cfg.name, console, fmt, margin, max_draws)
 

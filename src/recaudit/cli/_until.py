@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-__all__ = ["options", "rounds", "show"]
+__all__ = ["options", "planned", "rounds", "show"]
 
 
 def options() -> dict[str, Any]:
@@ -38,6 +38,14 @@ def _plan(max_seeds: int, max_draws: int | None, margin: float):
     from recaudit.stats import SequentialPlan
 
     return SequentialPlan(cap=max_draws or max_seeds, margin=margin)
+
+
+def planned(until_decided: bool, max_seeds: int, max_draws: int | None, margin: float
+            ) -> tuple[Any, str]:
+    """``(plan, grow)`` of the dry run: the run's :class:`~recaudit.stats.SequentialPlan`
+    with ``--until-decided`` (else None) and what it grows."""
+    grow = "draws" if max_draws else "seeds"
+    return (_plan(max_seeds, max_draws, margin) if until_decided else None), grow
 
 
 def rounds(config, runner, max_seeds: int, max_draws: int | None, budget: str | None,
