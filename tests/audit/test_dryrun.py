@@ -281,3 +281,45 @@ def test_cli_dry_run_until_decided_names_the_cap_and_the_model_comparison(tmp_pa
     assert re.search(r"gru4rec\(epochs=1\) vs .*sasrec\(epochs=1\) under .*random-delete",
                      text)
     assert not out.exists()
+
+
+def test_like_gives_its_own_fit_times_for_the_same_model(tmp_path, recwarn):
+    # a store of the same model on the same data: its trials' median own time is the time
+    # per fit, and nothing is calibrated (no "calibrating" message, no "calibration" basis)
+    earlier = _cfg(tmp_path, perts=("random-delete", "seed-only"), seeds=(0, 1, 2))
+    run_audit(earlier)
+    other = tmp_path / "new"
+    other.mkdir()
+    said = []
+    plan = dry_run(_cfg(other, perts=("random-delete", "seed-only")),
+                   like=tmp_path / "a.duckdb", progress=said.append)
+    row = plan.fits.iloc[0]
+    from recaudit.audit import trial_summary
+
+    own = trial_summary(tmp_path / "a.duckdb").total_seconds
+    assert row.time_basis == "like" and row.s_per_fit == pytest.approx(float(np.median(own)))
+    assert said == [] and plan.detectable.iloc[0].basis == "like"
+    assert not [w for w in recwarn if "--like" in str(w.message)]
+
+
+def test_like_of_another_model_or_dataset_warns_and_lends_no_time(tmp_path):
+    from recaudit.errors import RecauditWarning
+
+    run_audit(_cfg(tmp_path, perts=("random-delete", "seed-only"), seeds=(0, 1, 2)))
+    other = tmp_path / "new"
+    other.mkdir()
+    cfg = _cfg(other, perts=("random-delete", "seed-only"))
+    longer = replace(cfg, models=(ModelSpec("gru4rec", {**cfg.models[0].params,
+                                                        "epochs": 5}),))
+    with pytest.warns(RecauditWarning, match=r"parameter epochs 3 \(not 5\)"):
+        plan = dry_run(longer, calibrate=False, like=tmp_path / "a.duckdb")
+    assert plan.fits.iloc[0].time_basis == "none"        # its times are not this model's
+    assert plan.detectable.iloc[0].basis == "like"       # its variance stands in, said so
+    bigger = replace(cfg, datasets=(DatasetSpec("synthetic", options={"n_users": 50,
+                                                                      "n_items": 30}),))
+    with pytest.warns(RecauditWarning, match=r"dataset options .*'n_users': 40.*not .*50"):
+        assert dry_run(bigger, calibrate=False,
+                       like=tmp_path / "a.duckdb").fits.iloc[0].time_basis == "none"
+    sas = replace(cfg, models=(ModelSpec("sasrec", {"epochs": 3, "embedding_dim": 8}),))
+    with pytest.warns(RecauditWarning, match=r"model gru4rec \(not sasrec\)"):
+        dry_run(sas, calibrate=False, like=tmp_path / "a.duckdb")

@@ -10,7 +10,9 @@
 - **time**: from the store when it holds finished trials of the model — the median of their
   own times (``trials.total_seconds``: fit, ranking and perturbation; the median, because the
   first trial of a group also carries its baseline's fit), per remaining fit — which is what
-  a resumed paper-scale run needs, and costs no training; otherwise a one-epoch calibration on
+  a resumed paper-scale run needs, and costs no training; else from the ``--like`` store's
+  trials of the same model (name and parameters) on the same data and split, the same median
+  (``like``); otherwise a one-epoch calibration on
   this machine — the model trained for one epoch on the first seed's training split, then
   ranking the test queries — extrapolated as ``epochs x s/epoch + rank s`` per fit (a model
   without epochs is calibrated with one whole fit; for a model with early stopping,
@@ -31,8 +33,9 @@
   three seeds the replicates' part decides: its t quantile has 1-2 degrees of freedom. The
   variance parts come from, in this order: the audit's own store when it holds two
   perturbations of the model over two replicates or more (``store``); a store of an earlier,
-  similar audit (``like``: ``--like STORE``; the same dataset and model label when it has
-  them, else its first); else a *calibration pair* (``calibration``): the audit's first
+  similar audit (``like``: ``--like STORE``; its trials of the same model, parameters, data
+  and split when it has them, else the same model's on the same dataset, else its first —
+  with a warning naming what differs); else a *calibration pair* (``calibration``): the audit's first
   perturbation (the floor when it has no other) run as two real trials at one epoch, with
   seeds ``s`` and ``s + 1`` — four one-epoch fits, which also time the fits — whose per-query
   RBO gives both parts of one perturbation, doubled for a difference of two (independent)
@@ -79,7 +82,8 @@ class DryRun:
     ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``
     (fits: baselines and perturbed), ``remaining_baselines``,
     ``epochs``, ``s_per_epoch``, ``rank_s`` (the calibration's; NaN when timed from the
-    store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
+    store), ``s_per_fit``, ``time_basis`` (``store``, ``like``, ``calibration`` or ``none``),
+    ``hours``
     (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack);
     ``workers``, ``stack``;
     ``detectable``: one row per (dataset, model) with ``queries``, ``replicates`` (planned:
@@ -201,25 +205,91 @@ def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ..
     return est, source
 
 
-def _like_group(path: Path, dataset: str, label: str) -> tuple[str, str] | None:
-    """The (dataset, model label) of ``--like``'s store to read: the same as the audit's when
-    it has them, else its first; None when it holds no finished trial."""
+@dataclass(frozen=True)
+class _Like:
+    """What ``--like``'s store offers one (dataset, model) of the audit: the (dataset,
+    model label) to read (None: no finished trial), the median own time of its trials of the
+    same model on the same data (None: it has none) and, when it has none, what differs."""
+
+    group: tuple[str, str] | None
+    seconds: float | None = None
+    differs: tuple[str, ...] = ()
+
+
+def _like(path: Path, trial: TrialSpec) -> _Like:
+    """``--like``'s store for the audit's ``trial`` (:class:`_Like`): the trials whose
+    dataset, split and model (name and parameters) are the trial's when it holds any, else
+    the same model's on the same dataset, else its first."""
+    import json
+    import warnings
+
     from recaudit.audit._store import AuditStore
+    from recaudit.errors import ConfigError, RecauditWarning
 
     if not path.exists():
-        from recaudit.errors import ConfigError
-
         raise ConfigError(f"--like {path}: no such store", hint="name an audit store "
                           "(a .duckdb file written by `recaudit audit` or `recaudit run`)")
     with AuditStore(path, read_only=True) as store:
         if "trials" not in store.tables():
-            return None
-        held = store.sql("SELECT DISTINCT dataset, model_label FROM trials "
+            return _Like(None)
+        spec = "spec" if "spec" in store._present("trials") else "NULL AS spec"
+        held = store.sql(f"SELECT dataset, model_label, {spec}, total_seconds FROM trials "
                          "WHERE status = 'done' ORDER BY dataset, model_label")
-    pairs = list(zip(held.dataset, held.model_label))
-    if (dataset, label) in pairs:
-        return dataset, label
-    return pairs[0] if pairs else None
+    if held.empty:
+        return _Like(None)
+    ours = trial.to_dict()
+    label = (trial.dataset.label, trial.model.label)
+    specs = [json.loads(x) if isinstance(x, str) else None for x in held["spec"]]
+    same = [(d is None and (ds, m) == label) or (d is not None and all(
+        d.get(k) == ours[k] for k in ("dataset", "split", "model")))
+        for d, ds, m in zip(specs, held.dataset, held.model_label)]
+    if any(same):
+        mine = held[same]
+        seconds = mine["total_seconds"].dropna()
+        return _Like((mine.dataset.iloc[0], mine.model_label.iloc[0]),
+                     float(seconds.median()) if len(seconds) else None)
+    rank = [(ds != label[0], (d or {}).get("model", {}).get("name") != trial.model.name)
+            for d, ds in zip(specs, held.dataset)]
+    i = min(range(len(held)), key=rank.__getitem__)
+    group = (held.dataset.iloc[i], held.model_label.iloc[i])
+    differs = _differences(specs[i], ours, group, label)
+    warnings.warn(f"--like {path}: it holds no trial of this audit's {label[1]} on "
+                  f"{label[0]}; the plan reads {group[1]} on {group[0]} instead, which differs "
+                  f"in {'; '.join(differs)}: its variance stands in for the power (a rough "
+                  "figure), and its times are not used", RecauditWarning, stacklevel=3)
+    return _Like(group, None, differs)
+
+
+def _differences(theirs: dict | None, ours: dict, group: tuple[str, str],
+                 label: tuple[str, str]) -> tuple[str, ...]:
+    """What a stored trial's identity ``theirs`` (None: a store that kept no spec) changes
+    from ``ours``, in words: the dataset, the split, the model, its parameters."""
+    if theirs is None:
+        return tuple(f"{what} {a} (not {b})" for what, a, b in
+                     zip(("dataset", "model"), group, label) if a != b)
+
+    def value(d: dict, k: str) -> str:
+        return repr(d[k]) if k in d else "the default"
+
+    def keys(what: str, a: dict, b: dict) -> list[str]:
+        return [f"{what} {k} {value(a, k)} (not {value(b, k)})"
+                for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+    out: list[str] = []
+    d_a, d_b = theirs.get("dataset", {}), ours["dataset"]
+    if (d_a.get("name"), d_a.get("path")) != (d_b.get("name"), d_b.get("path")):
+        out.append(f"dataset {group[0]} (not {label[0]})")
+    else:
+        out += keys("dataset", d_a, d_b)
+    out += keys("split", theirs.get("split", {}), ours["split"])
+    m_a, m_b = theirs.get("model", {}), ours["model"]
+    if m_a.get("name") != m_b.get("name"):
+        out.append(f"model {m_a.get('name')} (not {m_b.get('name')})")
+    else:
+        out += keys("parameter", m_a.get("params", {}), m_b.get("params", {}))
+        out += keys("model", {k: v for k, v in m_a.items() if k not in ("name", "params")},
+                    {k: v for k, v in m_b.items() if k not in ("name", "params")})
+    return tuple(out) or ("its trials' identity",)
 
 
 def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
@@ -240,24 +310,6 @@ def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
     t0 = time.perf_counter()
     fit_stack(models, [split.train] * members, [trial.seed + i for i in range(members)])
     return members * s_per_epoch / (time.perf_counter() - t0)
-
-
-def _store_sd(output: Path, dataset: str, label: str) -> float | None:
-    """Spread of per-query RBO differences between the two first finished perturbations of
-    (``dataset``, ``label``) in the store, paired by (seed, draw, query); None if fewer."""
-    from recaudit.audit._store import AuditStore
-
-    if not output.exists():
-        return None
-    with AuditStore(output, read_only=True) as store:
-        q = store.query_values(("rbo",), dataset, label)
-    perts = list(dict.fromkeys(q["perturbation"]))
-    if len(perts) < 2:
-        return None
-    a, b = (q[q.perturbation == p].set_index(["seed", "draw", "query"])["rbo"]
-            for p in perts[:2])
-    d = (a - b).dropna()
-    return float(d.std(ddof=1)) if len(d) > 1 else None
 
 
 def _store_seconds(output: Path, ids: set[str]) -> float | None:
@@ -354,17 +406,17 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0}
         found, basis = _store_estimate(output, dataset, label, names, replicates), "store"
         stores = [(output, dataset, label, "store")]
-        if like is not None:
-            group = _like_group(Path(like), dataset, label)
-            if group is not None:
-                stores.append((Path(like), *group, "like"))
-                if found is None:
-                    found = _store_estimate(Path(like), *group, names, replicates)
-                    basis = "like"
+        similar = _like(Path(like), trial) if like is not None else _Like(None)
+        if similar.group is not None:
+            stores.append((Path(like), *similar.group, "like"))
+            if found is None:
+                found = _store_estimate(Path(like), *similar.group, names, replicates)
+                basis = "like"
         timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
-        if timed is not None:
-            row.update(s_per_fit=timed, time_basis="store",
-                       hours=remaining * timed / 3600)
+        if timed is not None or similar.seconds is not None:
+            source = "store" if timed is not None else "like"
+            timed = timed if timed is not None else similar.seconds
+            row.update(s_per_fit=timed, time_basis=source, hours=remaining * timed / 3600)
         if calibrate and (timed is None or found is None):
             fit_s, rank_s, epochs, one = _calibration(_calibration_trial(items), progress)
             if timed is None:

@@ -15,8 +15,10 @@ def options() -> dict[str, Any]:
 
     return {
         "like": typer.Option(None, "--like", help="With --dry-run: an earlier audit's store "
-                             "to read the variance between seeds and between queries from "
-                             "(else a one-epoch calibration)."),
+                             "to read the variance between seeds and between queries from, "
+                             "and the time per fit where it holds the same model on the "
+                             "same data (else a one-epoch calibration); a warning names "
+                             "what differs."),
         "detect": typer.Option(None, "--detect", help="With --dry-run: a difference in mean "
                                "RBO to detect; the plan says, per comparison, how many seeds "
                                "reach it (with --until-decided: the expected seeds and the "
@@ -76,7 +78,8 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
                   f"worker{'s' if plan.workers != 1 else ''}"
                   f"{stacks}, about {_or_dash(plan.trials_per_hour, '{:.0f}')} trials/h "
                   "(s/fit: the median own time of the store's finished trials of the model, "
-                  "else a one-epoch calibration on this machine).")
+                  "else of the --like store's trials of the same model on the same data, else "
+                  "a one-epoch calibration on this machine).")
     if plan.until is not None:
         console.print(_until_line(plan, grow), markup=False)
     _comparisons(plan, config, console, detect, grow)
