@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                         compare_perturbations, floor_of, most_destabilising,
                                         summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
+    from recaudit.audit._holds import check_store, default_name
     from recaudit.audit._export import export_rank_lists
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._info import STUDY
@@ -63,6 +64,7 @@ __getattr__, __dir__ = exports(__name__, {
     "._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations", "floor_of",
                  "most_destabilising", "summary", "variance_shares"),
     "._dryrun": ("DryRun", "dry_run"),
+    "._holds": ("check_store", "default_name"),
     "._rounds": ("Rounds", "comparison_name", "decisions_of_rounds", "nothing_to_decide",
                  "run_until_decided"),
     "._export": ("export_rank_lists",),
@@ -85,9 +87,10 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "AuditConfig", "AuditJob",
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
-           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
+           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "check_store",
+           "compare",
            "compare_models", "compare_perturbations", "comparison_name", "decisions_of_rounds",
-           "dry_run",
+           "default_name", "dry_run",
            "export_rank_lists",
            "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
            "model_reading", "most_changed", "most_destabilising", "nothing_to_decide", "p_text",

@@ -355,6 +355,9 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
 
         raise ConfigError(f"detect must be a difference in mean RBO in (0, 1), got {detect}",
                           key="detect", hint="e.g. --detect 0.01")
+    from recaudit.audit._holds import check_store
+
+    check_store(config)  # as the run would: no audit of other data into the store
     full = None
     if until is not None:
         why = nothing_to_decide(config, grow=grow)

@@ -29,8 +29,9 @@ draw, its value the mean over the seeds): comparisons with a floor, which draws 
 left out. A round is an ordinary audit run, so a stopped run resumes, and a later call with a
 larger cap goes on where this one stopped: the decisions are pure functions of the store and
 the plan, whose spending keeps the first call's design cap (:class:`SequentialPlan`). The
-rounds run are kept in the store's ``meta`` (``rounds``, with that design). An audit with
-nothing to compare (one model, and one perturbation or floors alone) is refused.
+rounds run are kept in the store's ``meta`` (``rounds``, with that design and the config each
+call was given: a later plain call, more seeds say, leaves the decisions as they were). An
+audit with nothing to compare (one model, and one perturbation or floors alone) is refused.
 """
 
 from __future__ import annotations
@@ -286,6 +287,7 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
             runner(part)
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
         history.append({"call": call, "design": design, "round": len(history) + 1,
+                        "config": config.to_dict(),
                         "plan": {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
                                  "rule": plan.rule,
                                  "grow": grow, "on": on, "pairs": [list(p) for p in pairs]},
@@ -328,8 +330,9 @@ def _keep(store: Path, rounds: list[dict]) -> None:
 
 def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
     """The decisions of the last ``--until-decided`` run kept in ``store`` (its ``rounds``
-    and its config, read with ``config_of``), as ``(frame, plan, rounds)``; None when the
-    store was not run until decided."""
+    and the config that run was given — the store's where the rounds kept none —, read with
+    ``config_of``), as ``(frame, plan, rounds)``; None when the store was not run until
+    decided."""
     from recaudit.experiment import Store
 
     if isinstance(store, Store):
@@ -344,7 +347,7 @@ def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
     p = last["plan"]
     plan = SequentialPlan(alpha=p["alpha"], cap=p["cap"], margin=p["margin"],
                           design=last.get("design"), rule=p.get("rule", LEGACY_RULE))
-    config = config_of(meta["config"])
+    config = config_of(last.get("config") or meta["config"])
     frame, _ = decisions(store, config, plan, pairs=[tuple(x) for x in p.get("pairs", [])],
                          on=p.get("on", "rbo"), grow=p.get("grow", "seeds"))
     return frame, plan, [r for r in rounds if r["call"] == last["call"]]

@@ -250,7 +250,7 @@ def audit(
     tables (with several models: which one is more stable)."""
     from dataclasses import replace
 
-    from recaudit.audit import AuditConfig, MetricSpec
+    from recaudit.audit import AuditConfig, MetricSpec, default_name
 
     fmt = check_format(format)
     perturbations = _once(perturbation)
@@ -271,7 +271,7 @@ def audit(
                              metrics=MetricSpec(k=k, p=p),
                              output=str(output or "results/audit.duckdb"))
         config = replace(config, executor=_executor(workers, config, stack, keep_fits),
-                         name=audit_name(config))
+                         name=default_name(config))
         if output is None:
             config = replace(config, output=str(default_output(config)))
         console = _console()
@@ -281,14 +281,6 @@ def audit(
         done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
     _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
           max_draws)
-
-
-def audit_name(config) -> str:
-    """A quick audit's name (the report's title): what it audits, ``gru4rec and sasrec on
-    ratings.csv`` (a model's ``--label`` where given)."""
-    models = [m.title or m.name for m in config.models]
-    names = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
-    return f"{names} on {', '.join(d.label for d in config.datasets)}"
 
 
 def _said(line: str, fmt: str, console) -> None:
