@@ -240,10 +240,10 @@ def audit(
     like: Path | None = _PLAN["like"],
     detect: float | None = _PLAN["detect"],
     until_decided: bool = _UNTIL["until_decided"],
-    max_seeds: int = _UNTIL["max_seeds"],
+    max_seeds: int | None = _UNTIL["max_seeds"],
     max_draws: int | None = _UNTIL["max_draws"],
     budget: str | None = _UNTIL["budget"],
-    margin: float = _UNTIL["margin"],
+    margin: float | None = _UNTIL["margin"],
     format: str = format_option(),
 ) -> None:
     """Quick audit: one dataset, one model or several, perturbations x seeds, printed as
@@ -253,6 +253,8 @@ def audit(
     from recaudit.audit import AuditConfig, MetricSpec, default_name
 
     fmt = check_format(format)
+    until.check(dry, until_decided, like=like, detect=detect, max_seeds=max_seeds,
+                max_draws=max_draws, budget=budget, margin=margin)
     perturbations = _once(perturbation)
     flags = {"models": "--model", "seeds": f"--seeds {seeds}", "metrics.k": f"--k {k}",
              "metrics.p": f"--p {p}", "metrics": "--k/--p", "executor.stack": f"--stack {stack}",
@@ -303,8 +305,8 @@ def _run(config) -> Path:
     return store
 
 
-def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
-        budget: str | None, margin: float):
+def _go(config, until_decided: bool, max_seeds: int | None, max_draws: int | None,
+        budget: str | None, margin: float | None):
     """Run ``config``: in rounds with ``--until-decided`` (its :class:`~recaudit.audit.Rounds`),
     else at once (its store's path)."""
     if until_decided:
@@ -312,7 +314,7 @@ def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
     return _run(config)
 
 
-def _read(done, config, title: str, console, fmt: str, margin: float,
+def _read(done, config, title: str, console, fmt: str, margin: float | None,
           max_draws: int | None) -> None:
     """The readings of what :func:`_go` did, the decisions of its rounds, where it is."""
     store = done if isinstance(done, Path) else done.store
@@ -334,16 +336,18 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         like: Path | None = _PLAN["like"],
         detect: float | None = _PLAN["detect"],
         until_decided: bool = _UNTIL["until_decided"],
-        max_seeds: int = _UNTIL["max_seeds"],
+        max_seeds: int | None = _UNTIL["max_seeds"],
         max_draws: int | None = _UNTIL["max_draws"],
         budget: str | None = _UNTIL["budget"],
-        margin: float = _UNTIL["margin"],
+        margin: float | None = _UNTIL["margin"],
         format: str = format_option(),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
 
     fmt = check_format(format)
+    until.check(dry, until_decided, like=like, detect=detect, max_seeds=max_seeds,
+                max_draws=max_draws, budget=budget, margin=margin)
     cfg = load_config(config)
     if output is not None:
         cfg = dataclasses.replace(cfg, output=str(output))

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-__all__ = ["options", "planned", "rounds", "show"]
+__all__ = ["MAX_SEEDS", "check", "options", "planned", "rounds", "show"]
 
 
 def options() -> dict[str, Any]:
@@ -20,36 +20,65 @@ def options() -> dict[str, Any]:
             "decided or the cap or budget is spent. The comparisons: each perturbation "
             "against each floor (else every pair of perturbations) and, with several "
             "--model, the models under each perturbation; an audit with none is refused."),
-        "max_seeds": typer.Option(32, "--max-seeds", min=3, help="With --until-decided: the "
-                                  "most seeds a comparison may receive."),
+        "max_seeds": typer.Option(None, "--max-seeds", min=3, help="With --until-decided: "
+                                  "the most seeds a comparison may receive (default 32)."),
         "max_draws": typer.Option(None, "--max-draws", min=3, help="With --until-decided: "
                                   "grow each seed's perturbation draws instead of the seeds, "
                                   "up to this many."),
         "budget": typer.Option(None, "--budget", help="With --until-decided: the time it may "
                                "take, e.g. 2h or 90m (a round that would not finish in what is "
                                "left does not start)."),
-        "margin": typer.Option(0.0, "--margin", min=0.0, help="With --until-decided: a "
+        "margin": typer.Option(None, "--margin", min=0.0, help="With --until-decided: a "
                                "difference in mean RBO below which two conditions count as "
-                               "equivalent (0: no equivalence decision)."),
+                               "equivalent (default 0: no equivalence decision)."),
     }
 
 
-def _plan(max_seeds: int, max_draws: int | None, margin: float):
+#: The cap of ``--max-seeds`` when none is given.
+MAX_SEEDS = 32
+
+
+def check(dry: bool, until_decided: bool, *, like=None, detect=None, max_seeds=None,
+          max_draws=None, budget=None, margin=None) -> None:
+    """Options that would do nothing are a usage error (exit 2), as ``reproduce run`` has
+    them: ``--like`` and ``--detect`` plan (``--dry-run``); ``--max-seeds``,
+    ``--max-draws``, ``--budget`` and ``--margin`` shape the rounds of ``--until-decided``."""
+    from recaudit.errors import ConfigError
+
+    def given(**flags) -> list[str]:
+        return [f"--{k.replace('_', '-')}" for k, v in flags.items() if v is not None]
+
+    idle = given(like=like, detect=detect) if not dry else []
+    if idle:
+        raise ConfigError(f"{' and '.join(idle)} go{'es' if len(idle) == 1 else ''} with "
+                          "--dry-run: they plan an audit, and without --dry-run it runs",
+                          hint="add --dry-run to plan, or leave "
+                               f"{'it' if len(idle) == 1 else 'them'} out")
+    idle = given(max_seeds=max_seeds, max_draws=max_draws, budget=budget,
+                 margin=margin) if not until_decided else []
+    if idle:
+        raise ConfigError(f"{' and '.join(idle)} go{'es' if len(idle) == 1 else ''} with "
+                          "--until-decided: without it the audit runs its --seeds once",
+                          hint="add --until-decided to run in rounds until decided, or "
+                               f"leave {'it' if len(idle) == 1 else 'them'} out")
+
+
+def _plan(max_seeds: int | None, max_draws: int | None, margin: float | None):
     from recaudit.stats import SequentialPlan
 
-    return SequentialPlan(cap=max_draws or max_seeds, margin=margin)
+    return SequentialPlan(cap=max_draws or max_seeds or MAX_SEEDS, margin=margin or 0.0)
 
 
-def planned(until_decided: bool, max_seeds: int, max_draws: int | None, margin: float
-            ) -> tuple[Any, str]:
+def planned(until_decided: bool, max_seeds: int | None, max_draws: int | None,
+            margin: float | None) -> tuple[Any, str]:
     """``(plan, grow)`` of the dry run: the run's :class:`~recaudit.stats.SequentialPlan`
     with ``--until-decided`` (else None) and what it grows."""
     grow = "draws" if max_draws else "seeds"
     return (_plan(max_seeds, max_draws, margin) if until_decided else None), grow
 
 
-def rounds(config, runner, max_seeds: int, max_draws: int | None, budget: str | None,
-           margin: float):
+def rounds(config, runner, max_seeds: int | None, max_draws: int | None, budget: str | None,
+           margin: float | None):
     """The audit in rounds (:func:`recaudit.audit.run_until_decided`), each round run by
     ``runner`` (the command's progress bar); returns its :class:`~recaudit.audit.Rounds`."""
     from recaudit.audit import run_until_decided
@@ -68,7 +97,7 @@ WHY = {"decided": "every comparison is decided",
        "budget": "the next round would not finish within the budget"}
 
 
-def show(out, config, console, fmt: str, margin: float, grow: str = "seeds") -> None:
+def show(out, config, console, fmt: str, margin: float | None, grow: str = "seeds") -> None:
     """The decisions of an ``--until-decided`` run and why it stopped: a table (``fmt`` table)
     or one line per comparison on stderr beside CSV or JSON. ``grow``: seeds or draws."""
     from recaudit.audit import comparison_name
