@@ -17,9 +17,12 @@ Shapiro-Wilk then paired t or Wilcoxon, combined with it):
 - :func:`most_destabilising` — the perturbation with the lowest similarity, *decided* only
   when it is significantly below every other one (Holm over those comparisons).
 - :func:`variance_shares` — where each perturbation's variation comes from: the shares of
-  seed, draw, query and the rest (:func:`recaudit.stats.variance_parts`), of one measurement
-  and of the mean's sampling variance. A researcher's first question: does the perturbation
-  or the seed move the lists? (The seed-only floor's own shares are its row.)
+  seed (a seed moving every query's value alike), draw, query (a query's value whatever the
+  seed) and the residual (a query's own response to a seed or draw: the seed x query
+  interaction, and noise) (:func:`recaudit.stats.variance_parts`), of one per-query value's
+  variance and of the mean's sampling variance. For a deterministic model the seed and the
+  residual are both the seed's doing: a seed-only floor whose shares are all residual has
+  another seed change which queries' lists agree, not their average.
 
 Pairing: two perturbations of one model share seeds and test queries. When both were run
 with the same draws, (seed, draw, query) is the pair; otherwise (a floor, or any perturbation
@@ -333,10 +336,12 @@ SOURCES = ("seed", "draw", "query", "residual")
 
 def variance_shares(store: Store | str | Path, *, on: str = "rbo") -> pd.DataFrame:
     """One row per (dataset, model, perturbation): ``seeds``, ``draws``, ``queries`` (those
-    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`,
-    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of one
-    measurement's variance) and ``mean_share_X`` (its share of the mean's sampling
-    variance at these counts: what more seeds or draws would shrink). Draws count only for a
+    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`
+    (``residual``: the seed x query interaction and noise; module docstring),
+    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of the variance of
+    one per-query value, one query in one trial) and ``mean_share_X`` (its share of the
+    sampling variance of the mean over every trial and query at these counts: what more
+    seeds or draws would shrink). Draws count only for a
     perturbation that draws at random (module docstring)."""
     rows = []
     for dataset, model, q in _groups(store, [on]):

@@ -209,6 +209,18 @@ def frame_table(frame, title: str, console) -> Table:
     return table
 
 
+#: What the cells of ``results --variance`` (and the report's table) are shares of, in words
+#: a reader checks against the docs (docs/concepts/statistics.md).
+VARIANCE_CAPTION = (
+    "Each cell: its share of the variance of one per-query RBO (one query in one trial) / "
+    "its share of the variance of the mean RBO the tables report, at these seeds, draws and "
+    "queries (what more seeds or draws would shrink). seed: a seed moving every query's RBO "
+    "alike; query: a query's RBO whatever the seed; seed × query: a query's own response to "
+    "the seed (or draw), and noise. Both seed columns are the seed's doing: a seed-only "
+    "floor at seed 0 % and seed × query 100 % has another seed change which queries' lists "
+    "agree, not their average.")
+
+
 def _variance(store: Path, format: str) -> None:
     """``results --variance``: :func:`recaudit.audit.variance_shares` of an audit store."""
     from recaudit.audit import variance_shares
@@ -224,16 +236,16 @@ def _variance(store: Path, format: str) -> None:
 
     console = _console()
     for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        table = result_table(f"Where the RBO's variation comes from: {model} on {dataset}",
-                             "share of one measurement's variance / of the mean's (what "
-                             "more seeds or draws would shrink)")
-        add_columns(table, "perturbation", "seeds", "seed", "draw", "query", "rest")
+        table = result_table(f"Where the RBO's variation comes from: {model} on {dataset}")
+        add_columns(table, "perturbation", "seeds", "seed", "draw", "query", "seed ×\nquery")
         for r in g.itertuples():
             table.add_row(str(r.perturbation), f"{r.seeds}×{r.draws}",
                           *(f"{getattr(r, f'share_{k}'):.0%} / "
                             f"{getattr(r, f'mean_share_{k}'):.0%}"
                             for k in ("seed", "draw", "query", "residual")))
         console.print(table)
+    if len(frame):
+        console.print(VARIANCE_CAPTION, markup=False)
 
 
 def _cell(v: object) -> str:
