@@ -5,6 +5,7 @@ arithmetic is checked exactly; one real audit runs through the command line."""
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
@@ -275,3 +276,30 @@ def test_a_store_keeps_the_spending_rule_it_began_with(tmp_path):
     assert plan.rule == LEGACY_RULE and plan.design == 6
     assert list(frame.decision) == list(more.decisions.decision)
     assert list(frame.level) == pytest.approx(list(more.decisions.level))
+
+
+def test_results_summary_shows_the_models_and_the_rounds_later(tmp_path, capsys):
+    # issue 60, item 8: which model is more stable, and what the rounds decided, read back
+    # from the store by `recaudit results --summary` (before: the audit's output only)
+    perts = ("random-delete",)
+    effects = {("gru4rec", "random-delete"): 0.0, ("sasrec", "random-delete"): 0.05}
+    run, _ = _runner(effects, {"random-delete": 0.01})
+    cfg = _config(tmp_path, perts, models=("gru4rec", "sasrec"))
+    out = run_until_decided(cfg, SequentialPlan(cap=8), run=run)
+    assert main(["results", str(out.store), "--summary"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Which model is more stable? RBO on synthetic" in text
+    assert "sasrec is more stable than gru4rec under random-delete" in text
+    assert "Decided in rounds (alpha 0.05 over 1 comparison(s)" in text
+    assert re.search(r"gru4rec vs sasrec under .*random-delete .*less at 3 replicates", text)
+    assert "From the store's last --until-decided call (1 round(s), cap 8" in text
+    # and the comparison alone, for a program
+    import io
+
+    from recaudit.audit import compare_models
+
+    assert main(["results", str(out.store), "--models", "--format", "csv"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = compare_models(out.store)
+    assert list(printed.more_stable) == list(expected.more_stable) == ["sasrec"]
+    np.testing.assert_allclose(printed.p_holm, expected.p_holm)

@@ -341,7 +341,7 @@ def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
         with Store(store, read_only=True) as s:
             meta = s.meta()
     rounds = [r for r in meta.get("rounds", []) if r.get("plan")]
-    if not rounds or "config" not in meta:
+    if not rounds or not (rounds[-1].get("config") or meta.get("config")):
         return None
     last = rounds[-1]
     p = last["plan"]

@@ -154,16 +154,25 @@ def results(store: Path = _STORE,
                                            "floors present."),
             variance: bool = typer.Option(False, "--variance", help="Audit stores: where each "
                                           "perturbation's variation comes from — the shares "
-                                          "of seed, draw, test query and the rest, of one "
-                                          "measurement and of the mean's uncertainty."),
+                                          "of seed, draw, test query and seed × query, of "
+                                          "one per-query value and of the mean's "
+                                          "uncertainty."),
+            models: bool = typer.Option(False, "--models", help="Audit stores with several "
+                                        "models: which is more stable under each "
+                                        "perturbation (the paired test per seed and test "
+                                        "query, Holm-adjusted; the table --summary prints "
+                                        "after the summary)."),
             ) -> None:
     """Per-trial results of a study in the store, as a table, CSV or JSON (``--summary``:
-    per condition, with intervals and tests)."""
+    per condition, with intervals and tests; with several models, which is more stable;
+    run until decided, the decisions of its rounds)."""
     from recaudit.studies import summary
 
     fmt = check_format(format)
     if variance:
         return _variance(store, fmt)
+    if models:
+        return _models(store, fmt)
     if fmt == "table" and study in (None, "audit") and not decisions:
         from recaudit.cli._readings import trial_table
         from recaudit.experiment import Store
@@ -186,8 +195,46 @@ def results(store: Path = _STORE,
 
         for t in decision_tables(frame, str(store)):
             console.print(t)
+        _later(store, frame, console)
         return
     console.print(frame_table(frame, f"{info.title}: {store}", console))
+
+
+def _later(store: Path, frame, console) -> None:
+    """After an audit's summary tables: with several models, which is more stable
+    (:func:`recaudit.audit.compare_models`, as the audit printed it); run until decided, the
+    decisions of its rounds."""
+    from recaudit.cli import _until
+    from recaudit.cli._readings import model_tables
+
+    if len(frame) and frame.groupby("dataset").model.nunique().gt(1).any():
+        from recaudit.audit import compare_models, model_reading
+
+        models = compare_models(store)
+        for table in model_tables(models):
+            console.print(table)
+        for line in model_reading(models):
+            console.print(line, markup=False)
+    _until.kept(store, console)
+
+
+def _models(store: Path, fmt: str) -> None:
+    """``results --models``: :func:`recaudit.audit.compare_models` of an audit store."""
+    from recaudit.audit import compare_models
+    from recaudit.cli._readings import model_tables
+
+    frame = compare_models(store)
+    if emit(frame, fmt):
+        return
+    if frame.empty:
+        from recaudit.errors import ConfigError
+
+        raise ConfigError(f"{store}: no two models of one dataset share a perturbation, so "
+                          "there is no model to compare", hint="audit a second --model on "
+                          "the same data into the store")
+    console = _console()
+    for table in model_tables(frame):
+        console.print(table)
 
 
 def frame_table(frame, title: str, console) -> Table:

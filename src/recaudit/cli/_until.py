@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-__all__ = ["MAX_SEEDS", "check", "options", "planned", "rounds", "show"]
+__all__ = ["MAX_SEEDS", "check", "kept", "options", "planned", "rounds", "show"]
 
 
 def options() -> dict[str, Any]:
@@ -97,33 +97,64 @@ WHY = {"decided": "every comparison is decided",
        "budget": "the next round would not finish within the budget"}
 
 
+def _lines(frame, several: bool) -> list[tuple[str, str, str, str, str]]:
+    """(name, decision, interval, replicates, reason) of each decision in ``frame``."""
+    from recaudit.audit import comparison_name
+
+    lines = []
+    for r in frame.itertuples():
+        interval = "–" if r.difference != r.difference else \
+            f"{r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}]"
+        lines.append((comparison_name(r, several), r.decision, interval, str(r.look), r.reason))
+    return lines
+
+
+def _table(lines, grow: str, alpha: float = 0.05):
+    from recaudit.cli._tables import add_columns, result_table
+
+    table = result_table(f"Decided in rounds (alpha {alpha:g} over {len(lines)} "
+                         "comparison(s), valid under repeated looks)", None)
+    add_columns(table, "comparison", "decision", "ΔRBO, interval", grow, left=2)
+    for name, decision, interval, look, reason in lines:
+        table.add_row(escape(name), decision, interval, look)
+        table.add_row(f"  [dim]{escape(reason)}[/dim]", "", "", "")
+    return table
+
+
+def _meaning(margin: float | None) -> str:
+    return ("greater/less: the first's mean RBO above/below the second's"
+            + (f"; equivalent: within ±{margin:g}" if margin else ""))
+
+
 def show(out, config, console, fmt: str, margin: float | None, grow: str = "seeds") -> None:
     """The decisions of an ``--until-decided`` run and why it stopped: a table (``fmt`` table)
     or one line per comparison on stderr beside CSV or JSON. ``grow``: seeds or draws."""
-    from recaudit.audit import comparison_name
-    from recaudit.cli._tables import add_columns, result_table
-
-    lines = []
-    for r in out.decisions.itertuples():
-        name = comparison_name(r, len(config.models) > 1)
-        interval = "–" if r.difference != r.difference else \
-            f"{r.difference:+.4f} [{r.low:+.4f}, {r.high:+.4f}]"
-        lines.append((name, r.decision, interval, str(r.look), r.reason))
+    lines = _lines(out.decisions, len(config.models) > 1)
     stopped = (f"stopped: {WHY[out.stopped]} ({len(out.rounds)} round(s) this time; "
-               "greater/less: the first's mean RBO above/below the second's"
-               + (f"; equivalent: within ±{margin:g}" if margin else "") + ")."
-               + " These are the run's decisions; the tables' p-values read the store once, "
-               "as if its seeds had been fixed in advance.")
+               f"{_meaning(margin)}). These are the run's decisions; the tables' p-values "
+               "read the store once, as if its seeds had been fixed in advance.")
     if fmt != "table":
         for line in lines:
             typer.echo(" · ".join(line), err=True)
         typer.echo(stopped, err=True)
         return
-    table = result_table(f"Decided in rounds (alpha 0.05 over {len(lines)} comparison(s), "
-                         "valid under repeated looks)", None)
-    add_columns(table, "comparison", "decision", "ΔRBO, interval", grow, left=2)
-    for name, decision, interval, look, reason in lines:
-        table.add_row(escape(name), decision, interval, look)
-        table.add_row(f"  [dim]{escape(reason)}[/dim]", "", "", "")
-    console.print(table)
+    console.print(_table(lines, grow))
     console.print(stopped, markup=False)
+
+
+def kept(store, console) -> bool:
+    """The decisions of the store's last ``--until-decided`` call, read back
+    (:func:`recaudit.audit.decisions_of_rounds`), as the run printed them; False when the
+    store was not run until decided."""
+    from recaudit.audit import AuditConfig, decisions_of_rounds
+
+    found = decisions_of_rounds(store, AuditConfig.from_dict)
+    if found is None:
+        return False
+    frame, plan, rounds = found
+    several = frame.kind.eq("models").any() or frame.model.nunique() > 1
+    grow = rounds[-1]["plan"].get("grow", "seeds") if rounds else "seeds"
+    console.print(_table(_lines(frame, several), grow, plan.alpha))
+    console.print(f"From the store's last --until-decided call ({len(rounds)} round(s), cap "
+                  f"{plan.cap}; {_meaning(plan.margin)}).", markup=False)
+    return True
