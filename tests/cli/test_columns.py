@@ -134,3 +134,15 @@ def test_sep_on_the_foursquare_tsv_is_the_plain_tsv_it_describes(shared_data, tm
     release = read(tsv)
     assert (len(plain), plain.n_users, plain.n_items) == (len(release), release.n_users,
                                                          release.n_items)
+
+
+def test_the_hint_names_the_item_and_the_time_too(tmp_path):
+    # issue 60, item 9: a file with `mid` and `when` got `--column item=<column>` and no
+    # word of its time; the one column left is the item's, `when` the time's
+    rows = _rows()
+    (tmp_path / "f.csv").write_text("uid,mid,rating,when\n" + "".join(
+        f"{i},{j},{1 + i % 5},{t}\n" for i, (_, j, t) in enumerate(rows)))
+    err = one_error(recaudit_here("audit", "--dataset", "f.csv", "--dry-run", cwd=tmp_path))
+    assert "<column>" not in err
+    assert ("--column user=uid --column item=mid --column timestamp=when on the command "
+            "line") in err
