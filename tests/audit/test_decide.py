@@ -312,3 +312,19 @@ def test_a_floor_whose_seed_changes_which_queries_agree_reads_as_seed_by_query(t
     assert "seed × query" in text and "rest" not in text
     assert "share of the variance of one per-query RBO (one query in one trial)" in text
     assert "share of the variance of the mean RBO the tables report" in text
+
+
+def test_a_model_difference_interval_is_clipped_to_minus_one_one(tmp_path):
+    # two models whose RBOs differ by nearly 1, with seeds that disagree: the paired
+    # interval's normal reach passes 1, which a difference of two values in [0, 1] cannot
+    from recaudit.audit import compare_models
+
+    rng = np.random.default_rng(8)
+    q = 30
+    values = []
+    for s, off in enumerate((0.0, 0.08, 0.16)):
+        values.append(("m1", "random-delete", s, np.clip(0.92 + off + 0.001 *
+                                                          rng.standard_normal(q), 0, 1)))
+        values.append(("m2", "random-delete", s, np.full(q, 0.0)))
+    row = compare_models(_two_models(tmp_path / "c.duckdb", values)).iloc[0]
+    assert row.difference > 0.9 and row.ci_high == 1.0 and row.ci_low < row.difference

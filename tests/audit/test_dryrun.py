@@ -323,3 +323,18 @@ def test_like_of_another_model_or_dataset_warns_and_lends_no_time(tmp_path):
     sas = replace(cfg, models=(ModelSpec("sasrec", {"epochs": 3, "embedding_dim": 8}),))
     with pytest.warns(RecauditWarning, match=r"model gru4rec \(not sasrec\)"):
         dry_run(sas, calibrate=False, like=tmp_path / "a.duckdb")
+
+
+def test_a_plan_with_nothing_left_to_train_says_so(tmp_path):
+    # issue 60, item 9: "about – trials/h" for a store holding every trial of the plan
+    from rich.console import Console
+
+    from recaudit.cli._plan import _dry_run
+
+    cfg = _cfg(tmp_path, perts=("random-delete",), seeds=(0,))
+    run_audit(cfg)
+    console = Console(record=True, width=80)
+    _dry_run(cfg, console)
+    text = console.export_text()
+    assert "nothing to train: the store holds every trial of the plan." in text
+    assert "trials/h" not in text

@@ -303,3 +303,22 @@ def test_results_summary_shows_the_models_and_the_rounds_later(tmp_path, capsys)
     expected = compare_models(out.store)
     assert list(printed.more_stable) == list(expected.more_stable) == ["sasrec"]
     np.testing.assert_allclose(printed.p_holm, expected.p_holm)
+
+
+def test_a_difference_interval_stays_within_its_bounds(tmp_path):
+    # issue 60, item 9: "+0.9184 [+0.7332, +1.1036]" — a difference of two RBOs in [0, 1]
+    # lies in [-1, 1]; the rule's own interval reached past it, the frame's is clipped
+    perts = ("random-delete", "seed-only")
+    run, _ = _runner({"random-delete": 0.45, "seed-only": -0.45},
+                     {"random-delete": 0.002, "seed-only": 0.15})
+    frame, found = decisions(*_held(tmp_path, perts, run), SequentialPlan(cap=8))
+    (s,) = found.values()
+    assert s.high > 1                                   # what the rule computed
+    row = frame.iloc[0]
+    assert row.high == 1.0 and row.low == s.low and row.difference == s.difference
+
+
+def _held(tmp_path, perts, run):
+    cfg = _config(tmp_path, perts)
+    run(cfg)
+    return cfg.output, cfg

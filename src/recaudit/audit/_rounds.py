@@ -152,7 +152,10 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
     """Every comparison of ``config`` decided on what ``store`` holds (module docstring):
     a frame of :data:`COLUMNS` and the :class:`~recaudit.stats.Sequential` of each, keyed by
     (dataset, model, perturbation, a, b) as in the frame; the whole run is one family (Holm
-    over its comparisons, those of the models included)."""
+    over its comparisons, those of the models included). The frame's ``low`` and ``high``
+    are clipped to the difference's feasible range ([-1, 1] for two similarities:
+    :func:`recaudit.audit._decide.difference_range`); the :class:`Sequential` keeps the
+    interval as the rule computed it."""
     from recaudit.audit._decide import _groups
     from recaudit.experiment import Store
 
@@ -184,6 +187,9 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
             qa, qb = of[a], of[b]
             add((dataset.label, "", pert, a, b), qa[qa.perturbation == pert],
                 qb[qb.perturbation == pert])
+    from recaudit.audit._decide import difference_range
+
+    bounds = difference_range(on)
     rows, found = [], {}
     for key, s in zip(keys, sequential_family(items, plan)):
         found[key] = s
@@ -191,7 +197,8 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
         rows.append({"dataset": label, "kind": "models" if pert else "perturbations",
                      "model": model, "perturbation": pert, "a": a, "b": b,
                      "decision": s.decision, "difference": s.difference,
-                     "low": s.low, "high": s.high, "look": s.look, "level": s.level,
+                     "low": max(s.low, bounds[0]), "high": min(s.high, bounds[1]),
+                     "look": s.look, "level": s.level,
                      "need": s.need, "next": s.next, "status": s.status,
                      "reason": s.reason()})
     return pd.DataFrame(rows, columns=list(COLUMNS)), found

@@ -74,12 +74,16 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
                          left=2))
     stacks = (f" and stacks of up to {plan.stack} (stack ×: the calibrated speed-up of a "
               "stack's perturbed fits)") if stacked else ""
-    console.print(f"estimated wall time: {wall_time(plan.hours)} with {plan.workers} "
-                  f"worker{'s' if plan.workers != 1 else ''}"
-                  f"{stacks}, about {_or_dash(plan.trials_per_hour, '{:.0f}')} trials/h "
-                  "(s/fit: the median own time of the store's finished trials of the model, "
-                  "else of the --like store's trials of the same model on the same data, else "
-                  "a one-epoch calibration on this machine).")
+    rate = plan.trials_per_hour
+    if not plan.fits["remaining"].sum():
+        console.print("nothing to train: the store holds every trial of the plan.")
+    else:
+        console.print(f"estimated wall time: {wall_time(plan.hours)} with {plan.workers} "
+                      f"worker{'s' if plan.workers != 1 else ''}{stacks}"
+                      + (f", about {rate:.0f} trials/h" if rate == rate else "")
+                      + " (s/fit: the median own time of the store's finished trials of the "
+                      "model, else of the --like store's trials of the same model on the same "
+                      "data, else a one-epoch calibration on this machine).")
     if plan.until is not None:
         console.print(_until_line(plan, grow), markup=False)
     _comparisons(plan, config, console, detect, grow)
