@@ -163,3 +163,18 @@ def test_the_plan_of_a_run_until_decided_takes_its_options(tmp_path):
                          "-o", "p.duckdb", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "up to the cap of 8 seeds (--max-seeds)" in " ".join(proc.stdout.split())
+
+
+def test_no_footnote_about_a_p_column_the_table_does_not_have(tmp_path):
+    # issue 60, item 9: without a floor the summary has no p column, and its caption said
+    # "p = paired test of RBO against the floor" all the same
+    model = with_model(tmp_path)
+    proc = recaudit_here("audit", "--model", model, "--sample-users", "40", "-p",
+                         "random-delete", "--seeds", "1", "-o", "a.duckdb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "ΔMRR = perturbed − original" in text and "p = paired" not in text
+    proc = recaudit_here("audit", "--model", model, "--sample-users", "40", "-p",
+                         "random-delete", "-p", "seed-only", "--seeds", "1", "-o", "a.duckdb",
+                         cwd=tmp_path)
+    assert "p = paired test of RBO against the floor" in " ".join(proc.stdout.split())
