@@ -254,7 +254,7 @@ def test_plan_until_decided_reads_the_cap_from_a_store(tmp_path):
     from recaudit.audit._decidable import sequential_figures
 
     assert (row.expected_seeds, row.power_at_cap) == sequential_figures(
-        *_model_estimate(tmp_path, cfg), 0.05, SequentialPlan(cap=12))
+        *_model_estimate(tmp_path, cfg), 0.05, SequentialPlan(cap=12), family=1)
 
 
 def _model_estimate(tmp_path, cfg):

@@ -45,8 +45,8 @@ __all__ = ["GroupBasis", "comparison_plan", "sequential_figures", "at_replicates
 
 #: The columns of :func:`comparison_plan`'s frame.
 COLUMNS = ("dataset", "kind", "model", "perturbation", "a", "b", "basis", "source",
-           "stand_in", "replicates", "rbo_difference", "replicate_share", "seeds_for", "cap", "at_cap",
-           "expected_seeds", "power_at_cap")
+           "stand_in", "replicates", "rbo_difference", "replicate_share", "seeds_for", "cap",
+           "at_cap", "expected_seeds", "power_at_cap")
 
 
 @dataclass(frozen=True)
@@ -87,16 +87,18 @@ def _half(est: Estimate) -> Estimate:
                     est.units, est.design)
 
 
-def sequential_figures(est: Estimate, effect: float, plan: SequentialPlan
-                       ) -> tuple[int | None, float]:
+def sequential_figures(est: Estimate, effect: float, plan: SequentialPlan,
+                       family: int = 1) -> tuple[int | None, float]:
     """HOOK for the sequential design: (the replicates an ``--until-decided`` run is
     expected to use, the probability that it decides by ``plan.cap``) for a comparison
-    varying as ``est`` whose true difference is ``effect``.
+    varying as ``est`` (its raw estimate: :meth:`~recaudit.stats.Estimate.with_replicates`
+    projects it) whose true difference is ``effect``, one of the ``family`` comparisons the
+    run decides together (Holm).
 
-    For now the fixed design's figures: the replicates its paired test at 0.05 needs for
-    80 % power (:meth:`~recaudit.stats.Estimate.replicates_for`; None: no number, the
-    queries' part alone is too large) and that test's power at the cap; the sequential
-    design's own expectation and power (its spending, Holm over the run's comparisons) are
+    For now the fixed design's figures, ``family`` unused: the replicates its paired test at
+    0.05 needs for 80 % power (:meth:`~recaudit.stats.Estimate.replicates_for`; None: no
+    number, the queries' part alone is too large) and that test's power at the cap; the
+    sequential design's own expectation and power (its spending, Holm over the family) are
     to replace them here."""
     need = est.replicates_for(effect)
     return need, at_replicates(est, plan.cap).power(effect)
@@ -221,15 +223,14 @@ def comparison_plan(config, bases: dict[tuple[str, str], GroupBasis], replicates
         for kind, model, pert, a, b in todo:
             found = (_within(read, of[model], a, b, key) if kind == "perturbations"
                      else _across(read, of, pert, a, b, key))
-            rows.append(_row(dataset.label, kind, model, pert, a, b, found, replicates,
-                             detect, until))
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+            rows.append((dataset.label, kind, model, pert, a, b, found))
+    return pd.DataFrame([_row(*r, replicates, detect, until, len(rows)) for r in rows],
+                        columns=list(COLUMNS))
 
 
 def _row(dataset: str, kind: str, model: str, pert: str, a: str, b: str,
          found: tuple[Estimate, str, str, bool] | None, replicates: int,
-         detect: float | None,
-         until: SequentialPlan | None) -> dict:
+         detect: float | None, until: SequentialPlan | None, family: int) -> dict:
     nan = float("nan")
     row = {"dataset": dataset, "kind": kind, "model": model, "perturbation": pert, "a": a,
            "b": b, "basis": "none", "source": "", "stand_in": False, "replicates": replicates,
@@ -248,6 +249,6 @@ def _row(dataset: str, kind: str, model: str, pert: str, a: str, b: str,
     if until is not None:
         row["at_cap"] = at_replicates(est, until.cap).detectable()
         if detect is not None:
-            need, power = sequential_figures(est, detect, until)
+            need, power = sequential_figures(est, detect, until, family)
             row.update(expected_seeds=need, power_at_cap=power)
     return row

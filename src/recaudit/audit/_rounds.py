@@ -156,7 +156,7 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
     are clipped to the difference's feasible range ([-1, 1] for two similarities:
     :func:`recaudit.audit._decide.difference_range`); the :class:`Sequential` keeps the
     interval as the rule computed it."""
-    from recaudit.audit._decide import _groups
+    from recaudit.audit._decide import _groups, difference_range
     from recaudit.experiment import Store
 
     labels = [perturbation_label(p) for p in config.perturbations]
@@ -187,8 +187,6 @@ def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
             qa, qb = of[a], of[b]
             add((dataset.label, "", pert, a, b), qa[qa.perturbation == pert],
                 qb[qb.perturbation == pert])
-    from recaudit.audit._decide import difference_range
-
     bounds = difference_range(on)
     rows, found = [], {}
     for key, s in zip(keys, sequential_family(items, plan)):
