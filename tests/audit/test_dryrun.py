@@ -228,7 +228,7 @@ def test_plan_of_a_run_until_decided_names_its_first_round_and_cap(tmp_path):
     plan = dry_run(cfg, calibrate=False, until=SequentialPlan(cap=8), detect=0.05)
     # the first round is the first rung (3 seeds), not the configured 2; the cap's 8 seeds
     # train at most 8 baselines and 8 perturbed fits per model
-    assert list(plan.fits.baselines) == [3, 3]
+    assert list(plan.fits.baselines) == [3, 3] and plan.first_round == 3
     assert list(plan.at_cap.remaining) == [16, 16]
     (row,) = plan.comparisons.itertuples()        # one model comparison, nothing else
     assert (row.kind, row.cap, row.replicates) == ("models", 8, 3)

@@ -95,9 +95,9 @@ class DryRun:
     ``comparisons``: one row per comparison the audit decides
     (:func:`recaudit.audit._decidable.comparison_plan`; empty: nothing to compare);
     ``until``: the plan of an ``--until-decided`` run (None for a plain one), whose first
-    round ``fits`` plans, and ``at_cap``: per (dataset, model) the fits still to train
-    (``remaining``) and their ``hours`` if every comparison ran to the cap (None without
-    ``until``)."""
+    round (``first_round`` replicates: seeds, or draws) ``fits`` plans, and ``at_cap``: per
+    (dataset, model) the fits still to train (``remaining``) and their ``hours`` if every
+    comparison ran to the cap (None without ``until``)."""
 
     fits: pd.DataFrame
     detectable: pd.DataFrame
@@ -106,6 +106,7 @@ class DryRun:
     comparisons: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     until: SequentialPlan | None = None
     at_cap: pd.DataFrame | None = None
+    first_round: int | None = None
 
     @property
     def trials_per_hour(self) -> float:
@@ -272,7 +273,7 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
     from recaudit.audit._holds import check_store
 
     check_store(config)  # as the run would: no audit of other data into the store
-    full = None
+    full, first = None, None
     if until is not None:
         why = nothing_to_decide(config, grow=grow)
         if why is not None:
@@ -282,7 +283,8 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                               "seed-only), another perturbation or another --model; or plan "
                               "without --until-decided")
         full = with_replicates(config, grow, until.last)
-        config = with_replicates(config, grow, first_round(config, until, grow))
+        first = first_round(config, until, grow)
+        config = with_replicates(config, grow, first)
     planned = plan(config)
     output = Path(config.output)
     done: set[str] = set()
@@ -364,7 +366,7 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
     compared = comparison_plan(config, bases, len(config.seeds) if grow == "seeds" else draws,
                                detect=detect, until=until, grow=grow)
     return DryRun(fits, pd.DataFrame(power), config.executor.workers, stack, compared,
-                  until, None if full is None else _at_cap(full, fits, done, cache))
+                  until, None if full is None else _at_cap(full, fits, done, cache), first)
 
 
 def _at_cap(full: AuditConfig, fits: pd.DataFrame, done: set[str], cache) -> pd.DataFrame:

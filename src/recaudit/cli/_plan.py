@@ -101,14 +101,12 @@ def _dry_run(config, console, like: Path | None = None, detect: float | None = N
 
 def _until_line(plan, grow: str) -> str:
     """What an ``--until-decided`` run trains: the first round, the cap, at most."""
-    first = int(plan.fits["baselines"].max()) if grow == "seeds" and len(plan.fits) else None
     flag = "--max-draws" if grow == "draws" else "--max-seeds"
     at_most = int(plan.at_cap["remaining"].sum()) if plan.at_cap is not None else 0
-    return ("until decided: the table is the first round"
-            + (f" ({first} seeds)" if first else "") + f"; then rounds of seeds only for the "
-            f"comparisons still undecided, up to the cap of {plan.until.cap} {grow} "
-            f"({flag}): at most {at_most} fits to train, {wall_time(plan.hours_at_cap)} "
-            "if every comparison ran to the cap.")
+    return (f"until decided: the table is the first round ({plan.first_round} {grow}); then "
+            f"rounds of {grow} only for the comparisons still undecided, up to the cap of "
+            f"{plan.until.cap} {grow} ({flag}): at most {at_most} fits to train, "
+            f"{wall_time(plan.hours_at_cap)} if every comparison ran to the cap.")
 
 
 def _comparisons(plan, config, console, detect: float | None, grow: str) -> None:
