@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,6 +47,14 @@ def exports(package: str, where: Mapping[str, Iterable[str]]
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(source))
+        # what the package offers: its public names (``__all__`` and the lazy ones), its
+        # submodules and its private attributes; not what its ``__init__`` imported to work
+        # (``TYPE_CHECKING``, ``exports``, ``annotations`` of ``from __future__``), which
+        # tab completion and ``inspect.getmembers`` would list as the package's own
+        mod = sys.modules[package]
+        offered = set(getattr(mod, "__all__", ())) | set(source)
+        return sorted(n for n in set(vars(mod)) | set(source)
+                      if n in offered or n.startswith("_")
+                      or isinstance(vars(mod).get(n), types.ModuleType))
 
     return __getattr__, __dir__

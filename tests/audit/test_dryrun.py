@@ -1,5 +1,6 @@
 """dry_run: fits planned and stored, a calibrated time estimate, the detectable difference."""
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_cli_dry_run_trains_nothing(tmp_path, capsys):
                  "gru4rec", "--seeds", "1", "--param", "epochs=2", "--output", str(out),
                  "--dry-run"]) == 0
     text = capsys.readouterr().out
-    assert "what the audit would train" in text and "detectable ΔRBO" in text
+    assert "what the audit would train" in text and "What the audit would compare" in text
     assert not out.exists()
 
 
@@ -182,3 +183,158 @@ def test_cli_dry_run_with_a_stack_says_trials_per_hour(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "stack ×" in out and "stacks of up to 2" in out and "trials/h" in out
     assert not (tmp_path / "a.duckdb").exists()
+
+
+def _two(tmp_path, perts=("random-delete", "seed-only"), seeds=(0, 1, 2)):
+    cfg = _cfg(tmp_path, perts=perts, seeds=seeds)
+    return replace(cfg, models=(*cfg.models, ModelSpec("sasrec", {"epochs": 2,
+                                                                   "embedding_dim": 8})))
+
+
+def test_plan_covers_every_comparison_the_run_decides(tmp_path):
+    # two models with the seed-only floor: each model's perturbation against its floor, and
+    # the models under each perturbation; a model comparison the store holds is read from its
+    # own pairs (per seed and query), by hand here
+    cfg = _two(tmp_path)
+    run_audit(cfg)
+    plan = dry_run(replace(cfg, seeds=(0, 1, 2, 3)), calibrate=False, detect=0.05)
+    c = plan.comparisons
+    a, b = (m.label for m in cfg.models)
+    assert list(zip(c.kind, c.model, c.perturbation, c.a, c.b)) == [
+        ("perturbations", a, "", "random-delete", "seed-only"),
+        ("perturbations", b, "", "random-delete", "seed-only"),
+        ("models", "", "random-delete", a, b), ("models", "", "seed-only", a, b)]
+    assert set(c.basis) == {"store"} and not c.stand_in.any() and set(c.replicates) == {4}
+    from recaudit.audit import AuditStore
+    from recaudit.stats import estimate_mean
+
+    with AuditStore(tmp_path / "a.duckdb", read_only=True) as store:
+        qa = store.query_values(("rbo",), "synthetic", a)
+        qb = store.query_values(("rbo",), "synthetic", b)
+    x = qa[qa.perturbation == "random-delete"].sort_values(["seed", "query"])
+    y = qb[qb.perturbation == "random-delete"].sort_values(["seed", "query"])
+    est = estimate_mean(x.rbo.to_numpy() - y.rbo.to_numpy(), x.seed.to_numpy(),
+                        x["query"].to_numpy())
+    row = c.iloc[2]
+    assert row.rbo_difference == pytest.approx(est.with_replicates(4).detectable())
+    assert row.seeds_for == est.replicates_for(0.05)
+    assert row.cap is None and np.isnan(row.at_cap)   # a plain run has no cap
+
+
+def test_plan_of_a_run_until_decided_names_its_first_round_and_cap(tmp_path):
+    from recaudit.stats import SequentialPlan
+
+    cfg = _two(tmp_path, perts=("random-delete",), seeds=(0, 1))
+    plan = dry_run(cfg, calibrate=False, until=SequentialPlan(cap=8), detect=0.05)
+    # the first round is the first rung (3 seeds), not the configured 2; the cap's 8 seeds
+    # train at most 8 baselines and 8 perturbed fits per model
+    assert list(plan.fits.baselines) == [3, 3] and plan.first_round == 3
+    assert list(plan.at_cap.remaining) == [16, 16]
+    (row,) = plan.comparisons.itertuples()        # one model comparison, nothing else
+    assert (row.kind, row.cap, row.replicates) == ("models", 8, 3)
+    assert row.basis == "none" and row.expected_seeds is None   # nothing to read it from
+    from recaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="nothing to decide"):
+        dry_run(_cfg(tmp_path, perts=("random-delete",)), calibrate=False,
+                until=SequentialPlan())
+
+
+def test_plan_until_decided_reads_the_cap_from_a_store(tmp_path):
+    from recaudit.stats import SequentialPlan
+
+    cfg = _two(tmp_path, perts=("random-delete",))
+    run_audit(cfg)
+    plan = dry_run(cfg, calibrate=False, until=SequentialPlan(cap=12), detect=0.05)
+    (row,) = plan.comparisons.itertuples()
+    assert row.basis == "store" and row.at_cap < row.rbo_difference
+    assert list(plan.at_cap.remaining) == [18, 18]  # seeds 3..11: a baseline and a fit each
+    # the hook's figures (for now the fixed design's): the replicates for 0.05 at 80 %
+    # power, and the power at the cap
+    from recaudit.audit._decidable import sequential_figures
+
+    assert (row.expected_seeds, row.power_at_cap) == sequential_figures(
+        *_model_estimate(tmp_path, cfg), 0.05, SequentialPlan(cap=12), family=1)
+
+
+def _model_estimate(tmp_path, cfg):
+    from recaudit.audit import AuditStore
+    from recaudit.stats import estimate_mean
+
+    a, b = (m.label for m in cfg.models)
+    with AuditStore(tmp_path / "a.duckdb", read_only=True) as store:
+        qa = store.query_values(("rbo",), "synthetic", a).sort_values(["seed", "query"])
+        qb = store.query_values(("rbo",), "synthetic", b).sort_values(["seed", "query"])
+    return (estimate_mean(qa.rbo.to_numpy() - qb.rbo.to_numpy(), qa.seed.to_numpy(),
+                          qa["query"].to_numpy()),)
+
+
+def test_cli_dry_run_until_decided_names_the_cap_and_the_model_comparison(tmp_path, capsys):
+    out = tmp_path / "q.duckdb"
+    assert main(["audit", "--dataset", "synthetic", "--sample-users", "60", "--model",
+                 "gru4rec", "--model", "sasrec", "--param", "epochs=1", "-p", "random-delete",
+                 "--output", str(out), "--dry-run", "--until-decided"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "up to the cap of 32 seeds (--max-seeds)" in text
+    assert "What the run would decide (1 comparison(s), one family)" in text
+    # the comparison's name folds in its column: its words, in order
+    assert re.search(r"gru4rec\(epochs=1\) vs .*sasrec\(epochs=1\) under .*random-delete",
+                     text)
+    assert not out.exists()
+
+
+def test_like_gives_its_own_fit_times_for_the_same_model(tmp_path, recwarn):
+    # a store of the same model on the same data: its trials' median own time is the time
+    # per fit, and nothing is calibrated (no "calibrating" message, no "calibration" basis)
+    earlier = _cfg(tmp_path, perts=("random-delete", "seed-only"), seeds=(0, 1, 2))
+    run_audit(earlier)
+    other = tmp_path / "new"
+    other.mkdir()
+    said = []
+    plan = dry_run(_cfg(other, perts=("random-delete", "seed-only")),
+                   like=tmp_path / "a.duckdb", progress=said.append)
+    row = plan.fits.iloc[0]
+    from recaudit.audit import trial_summary
+
+    own = trial_summary(tmp_path / "a.duckdb").total_seconds
+    assert row.time_basis == "like" and row.s_per_fit == pytest.approx(float(np.median(own)))
+    assert said == [] and plan.detectable.iloc[0].basis == "like"
+    assert not [w for w in recwarn if "--like" in str(w.message)]
+
+
+def test_like_of_another_model_or_dataset_warns_and_lends_no_time(tmp_path):
+    from recaudit.errors import RecauditWarning
+
+    run_audit(_cfg(tmp_path, perts=("random-delete", "seed-only"), seeds=(0, 1, 2)))
+    other = tmp_path / "new"
+    other.mkdir()
+    cfg = _cfg(other, perts=("random-delete", "seed-only"))
+    longer = replace(cfg, models=(ModelSpec("gru4rec", {**cfg.models[0].params,
+                                                        "epochs": 5}),))
+    with pytest.warns(RecauditWarning, match=r"parameter epochs 3 \(not 5\)"):
+        plan = dry_run(longer, calibrate=False, like=tmp_path / "a.duckdb")
+    assert plan.fits.iloc[0].time_basis == "none"        # its times are not this model's
+    assert plan.detectable.iloc[0].basis == "like"       # its variance stands in, said so
+    bigger = replace(cfg, datasets=(DatasetSpec("synthetic", options={"n_users": 50,
+                                                                      "n_items": 30}),))
+    with pytest.warns(RecauditWarning, match=r"dataset options .*'n_users': 40.*not .*50"):
+        assert dry_run(bigger, calibrate=False,
+                       like=tmp_path / "a.duckdb").fits.iloc[0].time_basis == "none"
+    sas = replace(cfg, models=(ModelSpec("sasrec", {"epochs": 3, "embedding_dim": 8}),))
+    with pytest.warns(RecauditWarning, match=r"model gru4rec \(not sasrec\)"):
+        dry_run(sas, calibrate=False, like=tmp_path / "a.duckdb")
+
+
+def test_a_plan_with_nothing_left_to_train_says_so(tmp_path):
+    # issue 60, item 9: "about – trials/h" for a store holding every trial of the plan
+    from rich.console import Console
+
+    from recaudit.cli._plan import _dry_run
+
+    cfg = _cfg(tmp_path, perts=("random-delete",), seeds=(0,))
+    run_audit(cfg)
+    console = Console(record=True, width=80)
+    _dry_run(cfg, console)
+    text = console.export_text()
+    assert "nothing to train: the store holds every trial of the plan." in text
+    assert "trials/h" not in text

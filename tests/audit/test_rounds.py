@@ -5,6 +5,7 @@ arithmetic is checked exactly; one real audit runs through the command line."""
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
@@ -12,7 +13,8 @@ import pandas as pd
 import pytest
 
 from recaudit.audit import AuditConfig, AuditStore, DatasetSpec, ModelSpec
-from recaudit.audit._rounds import comparisons, decisions, run_until_decided
+from recaudit.audit._rounds import (comparison_name, comparisons, decisions, model_comparisons,
+                                    nothing_to_decide, run_until_decided)
 from recaudit.audit._spec import perturbation_label
 from recaudit.cli import main
 from recaudit.stats import LEGACY_RULE, SequentialPlan
@@ -22,16 +24,18 @@ _ZERO = ("rbo_min", "rbo_max", "rbo_trunc", "average_overlap", "hit_base", "hit_
          "ndcg_base", "ndcg_pert", "frbo", "jaccard", "mrr_base", "mrr_pert")
 
 
-def _config(tmp_path, perts, sub=""):
+def _config(tmp_path, perts, sub="", models=("gru4rec",)):
     if sub:
         tmp_path = tmp_path / sub
         tmp_path.mkdir()
-    return AuditConfig(datasets=(DatasetSpec("synthetic"),), models=(ModelSpec("gru4rec"),),
+    return AuditConfig(datasets=(DatasetSpec("synthetic"),),
+                       models=tuple(ModelSpec(m) for m in models),
                        perturbations=perts, seeds=(0, 1, 2), output=str(tmp_path / "r.duckdb"))
 
 
 def _runner(effects, sd_seed, seed=0):
-    """Writes the trials of a round: RBO = 0.5 + effect + a seed offset + query + noise."""
+    """Writes the trials of a round: RBO = 0.5 + effect + a seed offset + query + noise;
+    ``effects`` and ``sd_seed`` keyed by perturbation, or by (model label, perturbation)."""
     rng = np.random.default_rng(seed)
     users = 0.05 * rng.standard_normal(Q)
     calls = []
@@ -42,11 +46,17 @@ def _runner(effects, sd_seed, seed=0):
             done = st.finished() if "trials" in st.tables() else set()
             for trial in config.trials():
                 label = perturbation_label(trial.perturbation)
-                tid = f"{label}-{trial.seed}"
+                model = trial.model.label
+                tid = f"{model}-{label}-{trial.seed}"
                 if tid in done:
                     continue
-                r = np.random.default_rng([zlib.crc32(label.encode()), trial.seed, seed])
-                v = (0.5 + effects[label] + sd_seed[label] * r.standard_normal() + users
+                # another model than gru4rec draws its own values (gru4rec's: as before)
+                r = np.random.default_rng([zlib.crc32(label.encode()), trial.seed, seed,
+                                           *([zlib.crc32(model.encode())]
+                                             if model != "gru4rec" else [])])
+                effect = effects.get((model, label), effects.get(label))
+                sd = sd_seed.get((model, label), sd_seed.get(label))
+                v = (0.5 + effect + sd * r.standard_normal() + users
                      + 0.01 * r.standard_normal(Q))
                 z = np.zeros(Q)
                 q = pd.DataFrame({"query": np.arange(Q), "user": np.arange(Q), "target": z,
@@ -65,6 +75,71 @@ def test_comparisons_of_an_audit():
     assert comparisons(["a", "b", "seed-only"], [("b", "a")]) == [
         ("a", "seed-only"), ("b", "seed-only"), ("b", "a")]
     assert comparisons(["a", "b", "seed-only"], [("a", "b")], grow="draws") == [("a", "b")]
+
+
+def test_model_comparisons_of_an_audit():
+    # per perturbation, each pair of models; the rerun floor aside; growing draws, no floor
+    assert model_comparisons(["A", "B", "C"], ["random-delete", "seed-only", "rerun"]) == [
+        ("random-delete", "A", "B"), ("random-delete", "A", "C"), ("random-delete", "B", "C"),
+        ("seed-only", "A", "B"), ("seed-only", "A", "C"), ("seed-only", "B", "C")]
+    assert model_comparisons(["A", "B"], ["random-delete", "seed-only"], grow="draws") == [
+        ("random-delete", "A", "B")]
+    assert model_comparisons(["A"], ["random-delete", "seed-only"]) == []
+
+
+def test_two_models_are_compared_in_the_run_and_get_its_seeds(tmp_path):
+    # one perturbation, two models: the run's one comparison is the models'; its seeds go
+    # to both models' trials of the perturbation until it is decided
+    perts = ("random-delete",)
+    effects = {("gru4rec", "random-delete"): 0.0, ("sasrec", "random-delete"): 0.02}
+    run, calls = _runner(effects, {"random-delete": 0.01})
+    cfg = _config(tmp_path, perts, models=("gru4rec", "sasrec"))
+    out = run_until_decided(cfg, SequentialPlan(cap=64), run=run)
+    assert len(out.decisions) == 1
+    row = out.decisions.iloc[0]
+    assert (row.kind, row.perturbation, row.a, row.b, row.model) == (
+        "models", "random-delete", "gru4rec", "sasrec", "")
+    assert row.decision == "less" and row.look > 3 and out.stopped == "decided"
+    assert comparison_name(row) == "gru4rec vs sasrec under random-delete"
+    with AuditStore(out.store, read_only=True) as st:
+        held = st.trials().groupby("model_label").seed.nunique()
+    assert held["gru4rec"] == held["sasrec"] == row.look
+    # with a floor, the family holds both: each model's perturbation against its floor and
+    # the models under each perturbation (the floor's included: which one a seed moves less)
+    perts = ("random-delete", "seed-only")
+    run, _ = _runner({"random-delete": 0.3, "seed-only": 0.0}, {"random-delete": 0.01,
+                                                               "seed-only": 0.01})
+    out = run_until_decided(_config(tmp_path, perts, "floor", models=("gru4rec", "sasrec")),
+                            SequentialPlan(cap=8), run=run)
+    assert [comparison_name(r) for r in out.decisions.itertuples()] == [
+        "random-delete vs seed-only (gru4rec)", "random-delete vs seed-only (sasrec)",
+        "gru4rec vs sasrec under random-delete", "gru4rec vs sasrec under seed-only"]
+
+
+def test_a_run_with_nothing_to_decide_is_refused(tmp_path):
+    from recaudit.errors import ConfigError
+
+    run, calls = _runner({"random-delete": 0.0}, {"random-delete": 0.01})
+    for perts in (("random-delete",), ("seed-only",)):
+        cfg = _config(tmp_path, perts)
+        assert "nothing to decide" in nothing_to_decide(cfg)
+        with pytest.raises(ConfigError, match="nothing to decide"):
+            run_until_decided(cfg, SequentialPlan(), run=run)
+    assert calls == []  # refused before any round
+    assert nothing_to_decide(_config(tmp_path, ("random-delete",),
+                                     models=("gru4rec", "sasrec"))) is None
+    # growing draws, a floor gives no comparison
+    cfg = _config(tmp_path, ("random-delete", "seed-only"))
+    assert nothing_to_decide(cfg) is None
+    assert "draws" in nothing_to_decide(cfg, grow="draws")
+
+
+def test_cli_refuses_until_decided_with_nothing_to_decide(tmp_path, capsys):
+    code = main(["audit", "--dataset", "synthetic", "-p", "random-delete", "--until-decided",
+                 "-o", str(tmp_path / "n.duckdb")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nothing to decide" in err and "-p seed-only" in err
+    assert not (tmp_path / "n.duckdb").exists()
 
 
 def test_replicates_go_only_to_undecided_comparisons(tmp_path):
@@ -220,3 +295,49 @@ def test_a_store_keeps_the_spending_rule_it_began_with(tmp_path):
     assert plan.rule == LEGACY_RULE and plan.design == 6
     assert list(frame.decision) == list(more.decisions.decision)
     assert list(frame.level) == pytest.approx(list(more.decisions.level))
+
+
+def test_results_summary_shows_the_models_and_the_rounds_later(tmp_path, capsys):
+    # issue 60, item 8: which model is more stable, and what the rounds decided, read back
+    # from the store by `recaudit results --summary` (before: the audit's output only)
+    perts = ("random-delete",)
+    effects = {("gru4rec", "random-delete"): 0.0, ("sasrec", "random-delete"): 0.05}
+    run, _ = _runner(effects, {"random-delete": 0.01})
+    cfg = _config(tmp_path, perts, models=("gru4rec", "sasrec"))
+    out = run_until_decided(cfg, SequentialPlan(cap=8), run=run)
+    assert main(["results", str(out.store), "--summary"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Which model is more stable? RBO on synthetic" in text
+    assert "sasrec is more stable than gru4rec under random-delete" in text
+    assert "Decided in rounds (alpha 0.05 over 1 comparison(s)" in text
+    assert re.search(r"gru4rec vs sasrec under .*random-delete .*less at 3 replicates", text)
+    assert "From the store's last --until-decided call (1 round(s), cap 8" in text
+    # and the comparison alone, for a program
+    import io
+
+    from recaudit.audit import compare_models
+
+    assert main(["results", str(out.store), "--models", "--format", "csv"]) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = compare_models(out.store)
+    assert list(printed.more_stable) == list(expected.more_stable) == ["sasrec"]
+    np.testing.assert_allclose(printed.p_holm, expected.p_holm)
+
+
+def test_a_difference_interval_stays_within_its_bounds(tmp_path):
+    # issue 60, item 9: "+0.9184 [+0.7332, +1.1036]" — a difference of two RBOs in [0, 1]
+    # lies in [-1, 1]; the rule's own interval reached past it, the frame's is clipped
+    perts = ("random-delete", "seed-only")
+    run, _ = _runner({"random-delete": 0.45, "seed-only": -0.45},
+                     {"random-delete": 0.002, "seed-only": 0.15})
+    frame, found = decisions(*_held(tmp_path, perts, run), SequentialPlan(cap=8))
+    (s,) = found.values()
+    assert s.high > 1                                   # what the rule computed
+    row = frame.iloc[0]
+    assert row.high == 1.0 and row.low == s.low and row.difference == s.difference
+
+
+def _held(tmp_path, perts, run):
+    cfg = _config(tmp_path, perts)
+    run(cfg)
+    return cfg.output, cfg

@@ -75,3 +75,74 @@ def test_names_given_for_a_headerless_file_say_that_it_has_none(tmp_path):
                              "--dry-run", cwd=tmp_path))
     assert "the first line, 'annx," in err and "is data, not a header" in err
     assert "3 as user item timestamp" in err
+
+
+# issue 60, item 4: --column and --sep on a file of a published release's format (MovieLens,
+# the CASPER TSVs) crashed with "unexpected TypeError: read_movielens() got an unexpected
+# keyword argument 'columns'"; the options now describe the file, read as plain text (a
+# warning says so, then the plain reader's own error when the options do not fit)
+
+
+def _error(proc) -> str:
+    """The ``error: ...`` line of a failed command (exit 2), after the reading's warning."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    *before, last = proc.stderr.strip().splitlines()
+    assert last.startswith("error: ") and all(x.startswith("warning: ") for x in before)
+    assert "read as a plain" in before[0]
+    return last
+
+
+def test_column_on_movielens_ratings_reads_it_as_the_plain_csv_it_describes(shared_data,
+                                                                            tmp_path):
+    ratings = str(shared_data / "ml-latest-small" / "ratings.csv")
+    err = _error(recaudit_here("audit", "--dataset", ratings, "--column", "user=user_id",
+                               "--dry-run", cwd=tmp_path))
+    assert "unexpected" not in err
+    assert "no column 'user_id' for the user (did you mean 'userId'?)" in err
+    # named right, the file reads as the same interactions as the MovieLens reader gives
+    import warnings
+
+    from recaudit.data import read
+    from recaudit.errors import RecauditWarning
+
+    with pytest.warns(RecauditWarning, match="ratings.csv: read as a plain CSV"):
+        plain = read(ratings, columns={"user": "userId", "item": "movieId"})
+    release = read(ratings)
+    assert (len(plain), plain.n_users, plain.n_items) == (len(release), release.n_users,
+                                                         release.n_items)
+    assert np.array_equal(plain.timestamp, release.timestamp)
+    # a format named outright takes no layout: an error naming the options it does take
+    from recaudit.errors import DataError
+
+    with warnings.catch_warnings(), pytest.raises(DataError, match=r"the movielens format "
+                                                  r"takes no columns option \(it takes .*"
+                                                  r"duplicates"):
+        read(ratings, format="movielens", columns={"user": "userId"})
+
+
+def test_sep_on_the_foursquare_tsv_is_the_plain_tsv_it_describes(shared_data, tmp_path):
+    tsv = str(shared_data / "foursquare.tsv")
+    err = _error(recaudit_here("audit", "--dataset", tsv, "--sep", ",", "--dry-run",
+                               cwd=tmp_path))
+    assert "unexpected" not in err
+    assert "only one column found with sep=','" in err and "--sep '\\t'" in err
+    from recaudit.data import read
+    from recaudit.errors import RecauditWarning
+
+    with pytest.warns(RecauditWarning, match="foursquare.tsv: read as a plain TSV"):
+        plain = read(tsv, sep="\t")
+    release = read(tsv)
+    assert (len(plain), plain.n_users, plain.n_items) == (len(release), release.n_users,
+                                                         release.n_items)
+
+
+def test_the_hint_names_the_item_and_the_time_too(tmp_path):
+    # issue 60, item 9: a file with `mid` and `when` got `--column item=<column>` and no
+    # word of its time; the one column left is the item's, `when` the time's
+    rows = _rows()
+    (tmp_path / "f.csv").write_text("uid,mid,rating,when\n" + "".join(
+        f"{i},{j},{1 + i % 5},{t}\n" for i, (_, j, t) in enumerate(rows)))
+    err = one_error(recaudit_here("audit", "--dataset", "f.csv", "--dry-run", cwd=tmp_path))
+    assert "<column>" not in err
+    assert ("--column user=uid --column item=mid --column timestamp=when on the command "
+            "line") in err

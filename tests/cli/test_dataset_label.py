@@ -104,7 +104,8 @@ metrics = {{ k = 5 }}
 
 def test_a_real_synthetic_dataset_in_the_store_lends_no_label(tmp_path):
     """The store's ``synthetic`` trials of the generator are not the file's: a file audited
-    into the same store is labelled by its name."""
+    into the same store is not labelled ``synthetic`` — it is refused, as any audit of other
+    data into a store is (issue 60), and the store keeps the generator's trials alone."""
     tiny_log(tmp_path)
     model = with_model(tmp_path)
     base = ["--model", model, "--seeds", "1", "--k", "5", "-p", "random-delete", "-o",
@@ -120,6 +121,7 @@ datasets = [{{ path = "tiny.csv", min_user_interactions = 0 }}]
 metrics = {{ k = 5 }}
 """)
     proc = recaudit_here("run", "a.toml", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2 and "holds an audit of" in proc.stderr
+    assert "whose data synthetic differ" in proc.stderr
     with AuditStore(tmp_path / "mixed.duckdb", read_only=True) as s:
-        assert sorted(s.trials().dataset) == ["synthetic", "tiny.csv"]
+        assert sorted(s.trials().dataset) == ["synthetic"]

@@ -40,3 +40,23 @@ def test_exported_lists_compare_to_the_stores_numbers(pop_audit):
     assert len(rows) == 6
     assert rows.jaccard.mean() == pytest.approx(stored.jaccard.mean(), abs=1e-12)
     assert rows.frbo.mean() == pytest.approx(stored.frbo.mean(), abs=1e-12)
+
+
+def test_exported_folder_names_are_portable(pop_audit):
+    # issue 60, item 9: `gru4rec_epochs=1,embedding_dim=8` as a folder name; now POSIX's
+    # portable characters only (A-Z a-z 0-9 . _ -), never starting with - or .
+    import re
+
+    from recaudit.audit._export import _slug
+
+    assert _slug("gru4rec(epochs=1,embedding_dim=8)") == "gru4rec_epochs-1_embedding_dim-8"
+    assert _slug("remove-end-10+inputs") == "remove-end-10_inputs"
+    assert _slug('{"name": "casper-delete", "count": 4}') == "name_casper-delete_count_4"
+    assert _slug("-x") == "x" and _slug("+++") == "_"
+    folder, store, _ = pop_audit
+    assert recaudit_here("export", store.name, "out2", "--rank-lists",
+                         cwd=folder).returncode == 0
+    index = pd.read_csv(folder / "out2" / "rank-lists" / "index.csv")
+    for path in [*index.baseline, *index.perturbed]:
+        assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", part)
+                   for part in path.split("/")), path

@@ -134,3 +134,47 @@ def test_an_old_quick_audit_is_titled_by_what_it_holds(tmp_path):
     con.close()
     assert recaudit_here("report", "old.duckdb", "-o", "old.md", cwd=tmp_path).returncode == 0
     assert "# Stability audit: pop on tiny.csv" in (tmp_path / "old.md").read_text()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--margin", "0.01"], "--margin goes with --until-decided"),
+    (["--max-seeds", "8", "--budget", "1h"], "--max-seeds and --budget go with --until-decided"),
+    (["--max-draws", "8"], "--max-draws goes with --until-decided"),
+    (["--detect", "0.01"], "--detect goes with --dry-run"),
+    (["--like", "pilot.duckdb", "--until-decided"], "--like goes with --dry-run"),
+    (["--until-decided", "--detect", "0.01", "--like", "p.duckdb"],
+     "--like and --detect go with --dry-run"),
+])
+def test_an_option_that_would_do_nothing_is_a_usage_error(tmp_path, args, says):
+    # issue 60, item 6: before, each was silently ignored and the audit trained
+    for command in (["audit", "-p", "random-delete", "-p", "seed-only"], ["run", "a.toml"]):
+        (tmp_path / "a.toml").write_text('models = ["gru4rec"]\nperturbations = '
+                                         '["random-delete", "seed-only"]\n')
+        line = one_error(recaudit_here(*command, *args, cwd=tmp_path))
+        assert says in line and "hint:" in line
+    assert not list(tmp_path.glob("**/*.duckdb"))          # nothing was trained
+
+
+def test_the_plan_of_a_run_until_decided_takes_its_options(tmp_path):
+    # the dry run of --until-decided reads --max-seeds and --margin (and --detect): no error
+    proc = recaudit_here("audit", "--sample-users", "60", "--param", "epochs=1", "-p",
+                         "random-delete", "-p", "seed-only", "--until-decided", "--dry-run",
+                         "--max-seeds", "8", "--margin", "0.01", "--detect", "0.01",
+                         "-o", "p.duckdb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "up to the cap of 8 seeds (--max-seeds)" in " ".join(proc.stdout.split())
+
+
+def test_no_footnote_about_a_p_column_the_table_does_not_have(tmp_path):
+    # issue 60, item 9: without a floor the summary has no p column, and its caption said
+    # "p = paired test of RBO against the floor" all the same
+    model = with_model(tmp_path)
+    proc = recaudit_here("audit", "--model", model, "--sample-users", "40", "-p",
+                         "random-delete", "--seeds", "1", "-o", "a.duckdb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "ΔMRR = perturbed − original" in text and "p = paired" not in text
+    proc = recaudit_here("audit", "--model", model, "--sample-users", "40", "-p",
+                         "random-delete", "-p", "seed-only", "--seeds", "1", "-o", "a.duckdb",
+                         cwd=tmp_path)
+    assert "p = paired test of RBO against the floor" in " ".join(proc.stdout.split())

@@ -85,3 +85,18 @@ def test_a_name_is_imported_when_first_asked_for():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False", "True", "True", "True"]
+
+
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_dir_lists_what_the_package_offers_not_its_imports(package):
+    # issue 60, item 9: dir(recaudit.audit) listed `annotations` and `TYPE_CHECKING` (and
+    # `exports`), which tab completion and inspect.getmembers take for the package's own
+    import types
+
+    mod = importlib.import_module(package)
+    public = {n for n in dir(mod) if not n.startswith("_")
+              and not isinstance(getattr(mod, n), types.ModuleType)}
+    assert not public & {"annotations", "TYPE_CHECKING", "exports"}
+    lazy = {offered for _, _, offered in _tables(package)[0]}
+    assert public <= set(mod.__all__) | lazy       # nothing but what it offers
+    assert set(mod.__all__) | lazy <= set(dir(mod))

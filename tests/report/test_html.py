@@ -73,3 +73,14 @@ def test_the_report_reads_each_model_in_one_short_line(fake_report, fake_store, 
 
     assert all(str(escape(line)) in html for line in rls.reading)
     assert '<ul class="reading">' in html and "Reading" not in rls.intro
+
+
+def test_a_model_label_folds_between_its_parameters_not_inside_a_word(html):
+    # issue 60, item 9: "gru4rec(emb edding_dim=" — labels could wrap anywhere; they now
+    # offer a break after ( , + and break a word only when it alone is wider than the column
+    assert "gru4rec(<wbr>epochs=3)" in html
+    assert "overflow-wrap: anywhere; white-space: normal" not in html
+    assert re.search(r"tbody td\.label \{[^}]*overflow-wrap: break-word", html)
+    from recaudit.report._html import breakable
+
+    assert str(breakable("a<b>(x=1,y=2)")) == "a&lt;b&gt;(<wbr>x=1,<wbr>y=2)"

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                         compare_perturbations, floor_of, most_destabilising,
                                         summary, variance_shares)
     from recaudit.audit._dryrun import DryRun, dry_run
+    from recaudit.audit._holds import check_store, default_name
     from recaudit.audit._export import export_rank_lists
     from recaudit.audit._exposure import Exposure, exposure
     from recaudit.audit._info import STUDY
@@ -51,7 +52,8 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.audit._stabilise import stabilisation_summary, stabilised_pairs
     from recaudit.audit._store import (PERTURBATIONS, QUERY_METRICS, QUERY_RESULTS, TRIALS,
                                        AuditStore, write_trial)
-    from recaudit.audit._rounds import Rounds, decisions_of_rounds, run_until_decided
+    from recaudit.audit._rounds import (Rounds, comparison_name, decisions_of_rounds,
+                                        nothing_to_decide, run_until_decided)
     from recaudit.audit._study import AuditJob, AuditStudy, plan, run_audit, validate
     from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, Store,
                                      StoreBusyError, load_dataset, prepare)
@@ -67,7 +69,9 @@ __getattr__, __dir__ = exports(__name__, {
     "._decide": ("FLOORS", "MEASURES", "compare_models", "compare_perturbations", "floor_of",
                  "most_destabilising", "summary", "variance_shares"),
     "._dryrun": ("DryRun", "dry_run"),
-    "._rounds": ("Rounds", "decisions_of_rounds", "run_until_decided"),
+    "._holds": ("check_store", "default_name"),
+    "._rounds": ("Rounds", "comparison_name", "decisions_of_rounds", "nothing_to_decide",
+                 "run_until_decided"),
     "._export": ("export_rank_lists",),
     "._exposure": ("Exposure", "exposure"),
     "._info": ("STUDY",),
@@ -90,11 +94,13 @@ __all__ = ["FEW_QUERIES", "FLOORS", "MEASURES", "METRICS", "PERTURBATIONS", "QUE
            "QUERY_RESULTS", "SLICE_KINDS", "STUDY", "TRIALS", "WINDOW", "AuditConfig", "AuditJob",
            "AuditStore", "AuditStudy", "DatasetSpec", "DryRun", "Edit", "ExecutorSpec",
            "Exposure", "ListChange", "MetricSpec", "ModelSpec", "Rounds", "SplitSpec", "Store",
-           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "compare",
-           "compare_models", "compare_perturbations", "decisions_of_rounds", "dry_run",
+           "StoreBusyError", "TrialOutcome", "TrialSpec", "build_model", "changes", "check_store",
+           "compare",
+           "compare_models", "compare_perturbations", "comparison_name", "decisions_of_rounds",
+           "default_name", "dry_run",
            "export_rank_lists",
            "exposure", "floor_of", "interval_text", "load_config", "load_dataset",
-           "model_reading", "most_changed", "most_destabilising", "p_text",
+           "model_reading", "most_changed", "most_destabilising", "nothing_to_decide", "p_text",
            "perturb_context", "close_context", "perturbation_label", "plan", "prepare",
            "query_distribution", "reading", "run_audit", "run_trial", "run_until_decided",
            "slices", "stabilisation_summary", "stabilised_pairs", "staleness", "summary",

@@ -17,9 +17,12 @@ Shapiro-Wilk then paired t or Wilcoxon, combined with it):
 - :func:`most_destabilising` — the perturbation with the lowest similarity, *decided* only
   when it is significantly below every other one (Holm over those comparisons).
 - :func:`variance_shares` — where each perturbation's variation comes from: the shares of
-  seed, draw, query and the rest (:func:`recaudit.stats.variance_parts`), of one measurement
-  and of the mean's sampling variance. A researcher's first question: does the perturbation
-  or the seed move the lists? (The seed-only floor's own shares are its row.)
+  seed (a seed moving every query's value alike), draw, query (a query's value whatever the
+  seed) and the residual (a query's own response to a seed or draw: the seed x query
+  interaction, and noise) (:func:`recaudit.stats.variance_parts`), of one per-query value's
+  variance and of the mean's sampling variance. For a deterministic model the seed and the
+  residual are both the seed's doing: a seed-only floor whose shares are all residual has
+  another seed change which queries' lists agree, not their average.
 
 Pairing: two perturbations of one model share seeds and test queries. When both were run
 with the same draws, (seed, draw, query) is the pair; otherwise (a floor, or any perturbation
@@ -47,7 +50,7 @@ from recaudit.experiment import Store
 from recaudit.stats import Test, estimate_mean, holm, paired_test, variance_parts
 
 __all__ = ["summary", "compare_perturbations", "compare_models", "most_destabilising",
-           "variance_shares", "FLOORS", "MEASURES", "floor_of"]
+           "variance_shares", "FLOORS", "MEASURES", "floor_of", "difference_range"]
 
 #: Perturbation labels that are noise floors, and the floor each measures.
 FLOORS = {"seed-only": "seed_only", "rerun": "rerun", "none": "rerun"}
@@ -56,6 +59,17 @@ _ACCURACY = ("mrr", "hit", "ndcg")
 #: The range of a measure (similarities and accuracies in [0, 1], changes in [-1, 1]): the
 #: intervals are clipped to it.
 _RANGE = {False: (0.0, 1.0), True: (-1.0, 1.0)}
+
+
+def difference_range(metric: str, metric_b: str | None = None) -> tuple[float, float]:
+    """The feasible range of ``metric - metric_b`` (default the same measure): ``[lo_a -
+    hi_b, hi_a - lo_b]`` — [-1, 1] for two similarities or accuracies in [0, 1], [-2, 2]
+    for two changes. A difference's interval is clipped to it: the normal approximation
+    can reach past it (a difference near 1 with few seeds: [+0.73, +1.10]), which no
+    difference can."""
+    lo_a, hi_a = _RANGE[metric.endswith("_change")]
+    lo_b, hi_b = _RANGE[(metric_b or metric).endswith("_change")]
+    return lo_a - hi_b, hi_a - lo_b
 #: The measures of :func:`summary`, in column order.
 MEASURES = _SIMILARITY + tuple(f"{m}_{t}" for m in _ACCURACY for t in ("base", "pert", "change"))
 
@@ -198,8 +212,9 @@ def summary(store: Store | str | Path, *, level: float = 0.95, on: str = "rbo",
 
 
 def _test_row(dataset: str, model: str, a: str, b: str, metric: str, t: Test,
-              mean_a: float, mean_b: float, level: float) -> dict:
-    low, high = t.interval(level)
+              mean_a: float, mean_b: float, level: float,
+              bounds: tuple[float, float] = (-1.0, 1.0)) -> dict:
+    low, high = np.clip(t.interval(level), *bounds)
     return {"dataset": dataset, "model": model, "a": a, "b": b, "metric": metric,
             "mean_a": mean_a, "mean_b": mean_b, "difference": t.difference, "ci_low": low,
             "ci_high": high, "p": t.p, "test": t.test, "p_protocol": t.p_protocol,
@@ -212,7 +227,9 @@ def compare_perturbations(store: Store | str | Path, a: str, b: str, *, metric: 
                           normality: float = 1e-3) -> pd.DataFrame:
     """``metric`` of perturbation ``a`` against ``metric_b`` (default the same) of ``b``, per
     (dataset, model) holding both, paired per query (module docstring): the means, their
-    difference ``a - b`` with its interval, the decision's p-value and the test that decided.
+    difference ``a - b`` with its interval (clipped to the difference's feasible range,
+    :func:`difference_range`: [-1, 1] for two similarities), the decision's p-value and the
+    test that decided.
     ``a == b`` with two metrics compares within trials (``remove-end-10``, ``ndcg_pert``
     against ``ndcg_base``: did removal change NDCG?)."""
     metric_b = metric_b or metric
@@ -225,7 +242,8 @@ def compare_perturbations(store: Store | str | Path, a: str, b: str, *, metric: 
         t = paired_test(x, y, r, u, normality=normality)
         rows.append(_test_row(dataset, model, a, b, metric if metric == metric_b
                               else f"{metric}-{metric_b}", t,
-                              estimate_mean(x, r, u).mean, estimate_mean(y, r, u).mean, level))
+                              estimate_mean(x, r, u).mean, estimate_mean(y, r, u).mean, level,
+                              difference_range(metric, metric_b)))
     return pd.DataFrame(rows)
 
 
@@ -249,7 +267,9 @@ def compare_models(store: Store | str | Path, a: str | None = None, b: str | Non
     floor is kept: which model another seed moves less).
 
     Columns: ``dataset``, ``perturbation``, ``a``, ``b``, ``metric``, ``mean_a``, ``mean_b``,
-    ``difference`` (``a - b``), ``ci_low``, ``ci_high``, ``p`` (the decision's p-value),
+    ``difference`` (``a - b``), ``ci_low``, ``ci_high`` (clipped to [-1, 1], where a
+    difference of two similarities lies: :func:`difference_range`), ``p`` (the decision's
+    p-value),
     ``p_holm`` (Holm-adjusted over the comparisons of the dataset), ``test``, ``pairs``,
     ``seeds`` (shared), ``levels``, ``more_stable`` (the model with the higher ``metric``
     where ``p_holm < alpha``, else empty: not told apart).
@@ -333,10 +353,12 @@ SOURCES = ("seed", "draw", "query", "residual")
 
 def variance_shares(store: Store | str | Path, *, on: str = "rbo") -> pd.DataFrame:
     """One row per (dataset, model, perturbation): ``seeds``, ``draws``, ``queries`` (those
-    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`,
-    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of one
-    measurement's variance) and ``mean_share_X`` (its share of the mean's sampling
-    variance at these counts: what more seeds or draws would shrink). Draws count only for a
+    read: the queries every trial holds) and, for each source ``X`` of :data:`SOURCES`
+    (``residual``: the seed x query interaction and noise; module docstring),
+    ``var_X`` (its variance component of ``on``), ``share_X`` (its share of the variance of
+    one per-query value, one query in one trial) and ``mean_share_X`` (its share of the
+    sampling variance of the mean over every trial and query at these counts: what more
+    seeds or draws would shrink). Draws count only for a
     perturbation that draws at random (module docstring)."""
     rows = []
     for dataset, model, q in _groups(store, [on]):

@@ -10,7 +10,9 @@
 - **time**: from the store when it holds finished trials of the model — the median of their
   own times (``trials.total_seconds``: fit, ranking and perturbation; the median, because the
   first trial of a group also carries its baseline's fit), per remaining fit — which is what
-  a resumed paper-scale run needs, and costs no training; otherwise a one-epoch calibration on
+  a resumed paper-scale run needs, and costs no training; else from the ``--like`` store's
+  trials of the same model (name and parameters) on the same data and split, the same median
+  (``like``); otherwise a one-epoch calibration on
   this machine — the model trained for one epoch on the first seed's training split, then
   ranking the test queries — extrapolated as ``epochs x s/epoch + rank s`` per fit (a model
   without epochs is calibrated with one whole fit; for a model with early stopping,
@@ -33,8 +35,9 @@
   three seeds the replicates' part decides: its t quantile has 1-2 degrees of freedom. The
   variance parts come from, in this order: the audit's own store when it holds two
   perturbations of the model over two replicates or more (``store``); a store of an earlier,
-  similar audit (``like``: ``--like STORE``; the same dataset and model label when it has
-  them, else its first); else a *calibration pair* (``calibration``): the audit's first
+  similar audit (``like``: ``--like STORE``; its trials of the same model, parameters, data
+  and split when it has them, else the same model's on the same dataset, else its first —
+  with a warning naming what differs); else a *calibration pair* (``calibration``): the audit's first
   perturbation (the floor when it has no other) run as two real trials at one epoch, with
   seeds ``s`` and ``s + 1`` — four one-epoch fits, which also time the fits — whose per-query
   RBO gives both parts of one perturbation, doubled for a difference of two (independent)
@@ -45,7 +48,13 @@
   comparison is reported (``source``): pairs of non-floor perturbations first, else a
   perturbation against a floor. ``detect``: a difference the user asks to detect; the plan
   then says how many seeds reach it (``seeds_for``; None: no number of seeds, the queries'
-  part alone is too large).
+  part alone is too large);
+- **comparisons**: the same figures for every comparison the audit decides, the models'
+  comparisons included (:mod:`recaudit.audit._decidable`);
+- **until decided** (``until``: the plan of ``--until-decided``): the fits of its first
+  round (the first rung of the ladder at or above the seeds), and what the cap allows at
+  most (``at_cap``), each comparison's detectable difference at the cap and, for
+  ``detect``, its expected replicates and power there.
 """
 
 from __future__ import annotations
@@ -60,9 +69,12 @@ import numpy as np
 import pandas as pd
 
 from recaudit.audit._context import cache_key
+from recaudit.audit._decidable import (GroupBasis, at_replicates, comparison_plan,
+                                       difference_of_two)
+from recaudit.audit._like import Like, like_store
 from recaudit.audit._spec import AuditConfig, TrialSpec, build_model, perturbation_label
 from recaudit.experiment import ArrayCache, prepare
-from recaudit.stats import Estimate, estimate_mean
+from recaudit.stats import Estimate, SequentialPlan, estimate_mean
 
 __all__ = ["DryRun", "dry_run"]
 
@@ -73,21 +85,31 @@ class DryRun:
     ``baselines``, ``perturbed``, ``stored_baselines``, ``stored_trials``, ``remaining``
     (fits: baselines and perturbed), ``remaining_baselines``,
     ``epochs``, ``s_per_epoch``, ``rank_s`` (the calibration's; NaN when timed from the
-    store), ``s_per_fit``, ``time_basis`` (``store``, ``calibration`` or ``none``), ``hours``
-    (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a stack),
-    ``warm_epochs`` (the remaining warm starts of ``+warm`` retrains, in epochs of the whole
-    training log; module docstring);
+    store), ``s_per_fit``, ``time_basis`` (``store``, ``like``, ``calibration`` or ``none``),
+    ``hours`` (serial), ``stack_speedup`` (the stack's calibrated speed-up; 1 without a
+    stack), ``warm_epochs`` (the remaining warm starts of ``+warm`` retrains, in epochs of
+    the whole training log; module docstring);
     ``workers``, ``stack``;
     ``detectable``: one row per (dataset, model) with ``queries``, ``replicates`` (planned:
     seeds x draws), ``basis`` (``store``, ``like``, ``calibration`` or ``none``), ``source``
     (the comparison it rests on), ``rbo_difference`` (detectable at the planned replicates),
     ``replicate_share`` (the replicates' share of the difference's variance there) and
-    ``seeds_for`` (seeds that reach ``detect``; None without it, or when none do)."""
+    ``seeds_for`` (seeds that reach ``detect``; None without it, or when none do);
+    ``comparisons``: one row per comparison the audit decides
+    (:func:`recaudit.audit._decidable.comparison_plan`; empty: nothing to compare);
+    ``until``: the plan of an ``--until-decided`` run (None for a plain one), whose first
+    round (``first_round`` replicates: seeds, or draws) ``fits`` plans, and ``at_cap``: per
+    (dataset, model) the fits still to train (``remaining``) and their ``hours`` if every
+    comparison ran to the cap (None without ``until``)."""
 
     fits: pd.DataFrame
     detectable: pd.DataFrame
     workers: int
     stack: int = 1
+    comparisons: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    until: SequentialPlan | None = None
+    at_cap: pd.DataFrame | None = None
+    first_round: int | None = None
 
     @property
     def trials_per_hour(self) -> float:
@@ -102,6 +124,14 @@ class DryRun:
     def hours(self) -> float:
         """Estimated wall time of what remains, in hours, over the executor's workers."""
         return float(self.fits["hours"].sum()) / max(1, self.workers)
+
+    @property
+    def hours_at_cap(self) -> float:
+        """The wall time if every comparison ran to the cap (NaN without ``until``, or
+        untimed)."""
+        if self.at_cap is None:
+            return float("nan")
+        return float(self.at_cap["hours"].sum(min_count=1)) / max(1, self.workers)
 
 
 def _calibration(trial: TrialSpec, progress) -> tuple[float, float, int, Estimate]:
@@ -144,23 +174,6 @@ def _stops_early(trial: TrialSpec) -> bool:
     return params.get("patience") is not None
 
 
-def _at(est: Estimate, replicates: int) -> Estimate:
-    """``est`` (a crossed design) as the audit would read it with ``replicates``: the
-    replicates' part scaled (:meth:`~recaudit.stats.Estimate.with_replicates`); one replicate
-    leaves the test the queries' part alone (its seed-to-seed variation unmeasured)."""
-    if replicates > 1:
-        return est.with_replicates(replicates)
-    b, df = est.parts[1]
-    return Estimate(est.mean, ((b, df),), est.units, 1, est.units, "queries")
-
-
-def _difference_of_two(one: Estimate) -> Estimate:
-    """A difference of two independent perturbations each varying as ``one`` does: every
-    variance part doubled (the calibration's stand-in, module docstring)."""
-    return Estimate(0.0, tuple((2 * v, df) for v, df in one.parts), one.n, one.replicates,
-                    one.units, one.design)
-
-
 def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ...],
                     replicates: int) -> tuple[Estimate, str] | None:
     """The least detectable pair of perturbations of (``dataset``, ``label``) in the store at
@@ -190,32 +203,11 @@ def _store_estimate(path: Path, dataset: str, label: str, planned: tuple[str, ..
         x, y, r, u = _pair(q[q.perturbation == a], q[q.perturbation == b], "rbo", "rbo")
         est = estimate_mean(x - y, r, u)
         if est.design == "crossed":
-            found.append((_at(est, replicates).detectable(), est, f"{a} vs {b}"))
+            found.append((at_replicates(est, replicates).detectable(), est, f"{a} vs {b}"))
     if not found:
         return None
     _, est, source = max(found, key=lambda f: f[0])
     return est, source
-
-
-def _like_group(path: Path, dataset: str, label: str) -> tuple[str, str] | None:
-    """The (dataset, model label) of ``--like``'s store to read: the same as the audit's when
-    it has them, else its first; None when it holds no finished trial."""
-    from recaudit.audit._store import AuditStore
-
-    if not path.exists():
-        from recaudit.errors import ConfigError
-
-        raise ConfigError(f"--like {path}: no such store", hint="name an audit store "
-                          "(a .duckdb file written by `recaudit audit` or `recaudit run`)")
-    with AuditStore(path, read_only=True) as store:
-        if "trials" not in store.tables():
-            return None
-        held = store.sql("SELECT DISTINCT dataset, model_label FROM trials "
-                         "WHERE status = 'done' ORDER BY dataset, model_label")
-    pairs = list(zip(held.dataset, held.model_label))
-    if (dataset, label) in pairs:
-        return dataset, label
-    return pairs[0] if pairs else None
 
 
 def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
@@ -236,24 +228,6 @@ def _stack_speedup(trial: TrialSpec, members: int, s_per_epoch: float) -> float:
     t0 = time.perf_counter()
     fit_stack(models, [split.train] * members, [trial.seed + i for i in range(members)])
     return members * s_per_epoch / (time.perf_counter() - t0)
-
-
-def _store_sd(output: Path, dataset: str, label: str) -> float | None:
-    """Spread of per-query RBO differences between the two first finished perturbations of
-    (``dataset``, ``label``) in the store, paired by (seed, draw, query); None if fewer."""
-    from recaudit.audit._store import AuditStore
-
-    if not output.exists():
-        return None
-    with AuditStore(output, read_only=True) as store:
-        q = store.query_values(("rbo",), dataset, label)
-    perts = list(dict.fromkeys(q["perturbation"]))
-    if len(perts) < 2:
-        return None
-    a, b = (q[q.perturbation == p].set_index(["seed", "draw", "query"])["rbo"]
-            for p in perts[:2])
-    d = (a - b).dropna()
-    return float(d.std(ddof=1)) if len(d) > 1 else None
 
 
 def _store_seconds(output: Path, ids: set[str]) -> float | None:
@@ -281,11 +255,16 @@ def _calibration_trial(items: list) -> TrialSpec:
 
 
 def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | None = None,
-            detect: float | None = None, progress=None) -> DryRun:
+            detect: float | None = None, progress=None, until: SequentialPlan | None = None,
+            grow: str = "seeds") -> DryRun:
     """Plan ``config`` (module docstring); ``calibrate=False`` skips the one-epoch fits (no
     time estimate, power only from a store); ``like``: a store of an earlier, similar audit
     to read the variance from; ``detect``: a difference in mean RBO to find the seeds for;
-    ``progress(message)``: called before each calibration fit (what is being timed)."""
+    ``progress(message)``: called before each calibration fit (what is being timed);
+    ``until``: plan an ``--until-decided`` run with this plan, growing ``grow`` (its first
+    round, what the cap allows at most, and its comparisons at the cap; an audit with nothing
+    to decide is refused, as the run refuses it)."""
+    from recaudit.audit._rounds import first_round, nothing_to_decide, with_replicates
     from recaudit.audit._study import _cache, plan
     from recaudit.audit._store import AuditStore
 
@@ -294,6 +273,21 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
 
         raise ConfigError(f"detect must be a difference in mean RBO in (0, 1), got {detect}",
                           key="detect", hint="e.g. --detect 0.01")
+    from recaudit.audit._holds import check_store
+
+    check_store(config)  # as the run would: no audit of other data into the store
+    full, first = None, None
+    if until is not None:
+        why = nothing_to_decide(config, grow=grow)
+        if why is not None:
+            from recaudit.errors import ConfigError
+
+            raise ConfigError(f"--until-decided: {why}", hint="add the seed-only floor (-p "
+                              "seed-only), another perturbation or another --model; or plan "
+                              "without --until-decided")
+        full = with_replicates(config, grow, until.last)
+        first = first_round(config, until, grow)
+        config = with_replicates(config, grow, first)
     planned = plan(config)
     output = Path(config.output)
     done: set[str] = set()
@@ -303,6 +297,7 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
     cache_uri = _cache(config)
     cache = ArrayCache(cache_uri) if cache_uri is not None else None
     rows, power = [], []
+    bases: dict[tuple[str, str], GroupBasis] = {}
     stack = config.executor.stack
     draws = max((config.draws_of(p) for p in config.perturbations), default=1)
     replicates = len(config.seeds) * max(1, draws)
@@ -333,14 +328,18 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                "time_basis": "none", "hours": np.nan, "stack_speedup": 1.0,
                "warm_epochs": 0.0}
         found, basis = _store_estimate(output, dataset, label, names, replicates), "store"
-        if found is None and like is not None:
-            group = _like_group(Path(like), dataset, label)
-            if group is not None:
-                found = _store_estimate(Path(like), *group, names, replicates)
+        stores = [(output, dataset, label, "store")]
+        earlier = Path(like) if like is not None else None
+        similar = like_store(earlier, trial) if earlier is not None else Like(None)
+        if earlier is not None and similar.group is not None:
+            stores.append((earlier, *similar.group, "like"))
+            if found is None:
+                found = _store_estimate(earlier, *similar.group, names, replicates)
                 basis = "like"
-        timed = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
+        own = _store_seconds(output, {tid for _, tid, _ in items if tid in done})
+        timed = own if own is not None else similar.seconds
         if timed is not None:
-            row.update(s_per_fit=timed, time_basis="store",
+            row.update(s_per_fit=timed, time_basis="store" if own is not None else "like",
                        hours=remaining * timed / 3600)
         if calibrate and (timed is None or found is None):
             fit_s, rank_s, epochs, one = _calibration(_calibration_trial(items), progress)
@@ -360,14 +359,42 @@ def dry_run(config: AuditConfig, *, calibrate: bool = True, like: str | Path | N
                            stack_speedup=speedup, warm_epochs=warm,
                            hours=(fit_hours + (remaining + warm_trials) * rank_s) / 3600)
             if found is None and one.design == "crossed":
-                found = (_difference_of_two(one), "calibration pair (one epoch, "
+                found = (difference_of_two(one), "calibration pair (one epoch, "
                          f"{perturbation_label(_calibration_trial(items).perturbation)}, "
                          "seeds s and s + 1)")
                 basis = "calibration"
         rows.append(row)
         power.append(_power_row(dataset, label, n_queries, replicates, found, basis, detect,
                                 max(1, draws)))
-    return DryRun(pd.DataFrame(rows), pd.DataFrame(power), config.executor.workers, stack)
+        bases[(dataset, label)] = GroupBasis(tuple(stores), found,
+                                             basis if found is not None else "none")
+    fits = pd.DataFrame(rows)
+    compared = comparison_plan(config, bases, len(config.seeds) if grow == "seeds" else draws,
+                               detect=detect, until=until, grow=grow)
+    return DryRun(fits, pd.DataFrame(power), config.executor.workers, stack, compared,
+                  until, None if full is None else _at_cap(full, fits, done, cache), first)
+
+
+def _at_cap(full: AuditConfig, fits: pd.DataFrame, done: set[str], cache) -> pd.DataFrame:
+    """Per (dataset, model): the fits of ``full`` (the audit at the cap) still to train,
+    and their hours at the first round's time per fit (the stack's speed-up left out: an
+    upper bound where it stacks)."""
+    from recaudit.audit._study import plan
+
+    count: dict[tuple[str, str], int] = {}
+    keys: dict[tuple[str, str], set] = {}
+    for trial, tid, key in plan(full):
+        group = (trial.dataset.label, trial.model.label)
+        count[group] = count.get(group, 0) + (tid not in done and perturbation_label(
+            trial.perturbation) != "none")
+        if tid not in done and not (cache is not None and cache.has(cache_key(trial, key))):
+            keys.setdefault(group, set()).add(key)
+    rows = []
+    for f in fits.itertuples():
+        remaining = count.get((f.dataset, f.model), 0) + len(keys.get((f.dataset, f.model), ()))
+        rows.append({"dataset": f.dataset, "model": f.model, "remaining": remaining,
+                     "hours": remaining * f.s_per_fit / 3600})
+    return pd.DataFrame(rows)
 
 
 def _warm_epochs(items: list, done: set[str]) -> tuple[float, int]:
@@ -403,7 +430,7 @@ def _power_row(dataset: str, label: str, n_queries: int, replicates: int,
     if found is None:
         return row
     est, source = found
-    at = _at(est, replicates)
+    at = at_replicates(est, replicates)
     total = sum(v for v, _ in at.parts)
     need = None if detect is None else est.replicates_for(detect)
     row.update(basis=basis, source=source, rbo_difference=at.detectable(),

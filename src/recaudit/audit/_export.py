@@ -8,7 +8,7 @@ dataset and split), ``user`` and ``target`` (the query's user and held-out item 
 own ids, when the data can be read here; else their internal codes, with a warning), ``rank``
 (1 = best) and ``item``::
 
-    rank-lists/<dataset>/<model>/seed-<seed>/baseline.csv
+    rank-lists/<dataset>/<model>/seed-<seed>/baseline.csv       (names of portable characters)
     rank-lists/<dataset>/<model>/seed-<seed>/<perturbation>.csv     (-draw-<d> for draws > 0)
     rank-lists/index.csv   one row per trial: its labels and its two files
 
@@ -36,7 +36,12 @@ __all__ = ["export_rank_lists"]
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^\w.=,+-]+", "_", str(text)).strip("_") or "_"
+    """A name of POSIX's portable file-name characters (``A-Z a-z 0-9 . _ -``) for a label:
+    ``=`` becomes ``-``, any run of other characters ``_``, and the name never starts with
+    ``-`` or ``.`` (an option to a shell command, a hidden file): ``gru4rec(epochs=1,
+    embedding_dim=8)`` is ``gru4rec_epochs-1_embedding_dim-8``."""
+    out = re.sub(r"[^A-Za-z0-9._-]+", "_", str(text).replace("=", "-"))
+    return out.strip("_").lstrip("-.") or "_"
 
 
 def _names(labels: list[str]) -> dict[str, str]:

@@ -28,5 +28,5 @@ def _decisions(store: Store) -> Any:
 
 #: What :mod:`recaudit.studies` lists for the audit.
 STUDY = StudyInfo("audit", "stability audit", (TRIALS, QUERY_RESULTS, PERTURBATIONS),
-                  breakdown=("model_label", "perturbation"), summary=_trial_summary,
+                  breakdown=("dataset", "model_label", "perturbation"), summary=_trial_summary,
                   decisions=_decisions)

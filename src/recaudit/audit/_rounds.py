@@ -6,13 +6,20 @@
    configured seeds (:mod:`recaudit.stats._sequential`: 3, 4, 6, 8, 12, ...);
 2. after each round every comparison of the run is tested with the sequential rule
    (:func:`recaudit.stats.sequential_family`: repeated p-values, Holm over all of them, so
-   the family-wise error rate stays at ``alpha`` however many rounds run): each perturbation against each
-   noise floor the audit has (``seed-only``, ``rerun``), else every pair of perturbations, and
-   the ``pairs`` asked for — on the per-query similarity ``on`` (RBO), paired per (seed,
-   query), a seed's draws averaged;
+   the family-wise error rate stays at ``alpha`` however many rounds run). The comparisons
+   (:func:`comparisons`, :func:`model_comparisons`): per model, each perturbation against
+   each noise floor the audit has (``seed-only``, ``rerun``), else every pair of
+   perturbations, and the ``pairs`` asked for; with several models, per perturbation (the
+   ``rerun`` floor aside: it says whether training is reproducible, not how stable the
+   lists are) each pair of models — which one is more stable, the question
+   :func:`recaudit.audit.compare_models` reads once. All on the per-query similarity ``on``
+   (RBO), paired per (seed, query), a seed's draws averaged (two models' seeds are
+   independent: pairing seed ``s`` of one with seed ``s`` of the other is arbitrary but
+   valid, the replicates' level carrying both models' seed-to-seed variation);
 3. a comparison still undecided whose projected need fits the cap asks for the next rung
-   (at most one rung up); each perturbation is trained up to the largest rung its
-   comparisons ask for, and the others wait;
+   (at most one rung up); each perturbation is trained, for every model, up to the largest
+   rung its comparisons ask for (a model comparison asks for its perturbation), and the
+   others wait;
 4. the run stops when every comparison is decided, when the rest would need more than the cap
    ("would need about N seeds"), or when the next round would not finish within the budget —
    and says which.
@@ -22,7 +29,9 @@ draw, its value the mean over the seeds): comparisons with a floor, which draws 
 left out. A round is an ordinary audit run, so a stopped run resumes, and a later call with a
 larger cap goes on where this one stopped: the decisions are pure functions of the store and
 the plan, whose spending keeps the first call's design cap (:class:`SequentialPlan`). The
-rounds run are kept in the store's ``meta`` (``rounds``, with that design).
+rounds run are kept in the store's ``meta`` (``rounds``, with that design and the config each
+call was given: a later plain call, more seeds say, leaves the decisions as they were). An
+audit with nothing to compare (one model, and one perturbation or floors alone) is refused.
 """
 
 from __future__ import annotations
@@ -41,11 +50,14 @@ from recaudit.audit._spec import AuditConfig, perturbation_label
 from recaudit.stats import (LEGACY_RULE, Sequential, SequentialPlan, replicates_estimator,
                             sequential_family, stopped)
 
-__all__ = ["Rounds", "run_until_decided", "decisions", "comparisons", "decisions_of_rounds"]
+__all__ = ["Rounds", "run_until_decided", "decisions", "comparisons", "model_comparisons",
+           "decisions_of_rounds", "comparison_name", "nothing_to_decide"]
 
-#: the columns of :attr:`Rounds.decisions`
-COLUMNS = ("dataset", "model", "a", "b", "decision", "difference", "low", "high", "look",
-           "level", "need", "next", "status", "reason")
+#: the columns of :attr:`Rounds.decisions`. ``kind``: ``perturbations`` (``a`` and ``b``
+#: perturbations of ``model``; ``perturbation`` empty) or ``models`` (``a`` and ``b`` models
+#: under ``perturbation``; ``model`` empty).
+COLUMNS = ("dataset", "kind", "model", "perturbation", "a", "b", "decision", "difference",
+           "low", "high", "look", "level", "need", "next", "status", "reason")
 
 
 @dataclass(frozen=True)
@@ -81,16 +93,53 @@ def comparisons(perturbations: Sequence[str], pairs: Sequence[tuple[str, str]] =
     return out
 
 
-def _paired(q: pd.DataFrame, a: str, b: str, on: str, grow: str
+def model_comparisons(models: Sequence[str], perturbations: Sequence[str],
+                      grow: str = "seeds") -> list[tuple[str, str, str]]:
+    """The model comparisons of an audit: ``(perturbation, model a, model b)`` for every
+    pair of ``models`` (labels, in order) under every perturbation (labels) but the
+    ``rerun`` floor; growing draws, those without a floor only (module docstring). None
+    with one model."""
+    from recaudit.audit._decide import FLOORS, floor_of
+
+    kept = [p for p in perturbations if floor_of(p) != "rerun"
+            and (grow == "seeds" or p not in FLOORS)]
+    return [(p, a, b) for p in kept for i, a in enumerate(models) for b in models[i + 1:]]
+
+
+def nothing_to_decide(config: AuditConfig, pairs: Sequence[tuple[str, str]] = (),
+                      grow: str = "seeds") -> str | None:
+    """Why ``config`` has no comparison to decide (one line), or None when it has one."""
+    labels = [perturbation_label(p) for p in config.perturbations]
+    models = [m.label for m in config.models]
+    if comparisons(labels, pairs, grow) or model_comparisons(models, labels, grow):
+        return None
+    held = (f"{len(models)} models" if len(models) > 1 else "one model") + \
+        f" and {', '.join(labels)}"
+    return (f"nothing to decide: {held} give no comparison (a perturbation against a noise "
+            "floor, two perturbations, or two models under one perturbation"
+            + ("; growing draws, comparisons with a floor, which draws nothing, are left out)"
+               if grow == "draws" else ")"))
+
+
+def comparison_name(row: Any, several: bool = True) -> str:
+    """A row of :attr:`Rounds.decisions` in words: ``random-delete vs seed-only`` (with
+    ``(model)`` where the audit has ``several`` models), ``gru4rec vs sasrec under
+    random-delete`` for a model comparison."""
+    if row.kind == "models":
+        return f"{row.a} vs {row.b} under {row.perturbation}"
+    return f"{row.a} vs {row.b}" + (f" ({row.model})" if several else "")
+
+
+def _paired(ga: pd.DataFrame, gb: pd.DataFrame, on: str, grow: str
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(differences ``a - b``, replicates, queries): per (replicate, query) means, the
-    replicate being the seed (``grow="seeds"``) or the draw."""
+    """(differences ``a - b``, replicates, queries) of the per-query values ``ga`` and
+    ``gb``: per (replicate, query) means, the replicate being the seed (``grow="seeds"``)
+    or the draw."""
     from recaudit.audit._decide import _values
 
     key = "seed" if grow == "seeds" else "draw"
     sides = []
-    for name in (a, b):
-        g = q[q.perturbation == name]
+    for g in (ga, gb):
         sides.append(g.assign(v=_values(g, on)).groupby([key, "query"], as_index=False)["v"]
                      .mean())
     both = sides[0].merge(sides[1], on=[key, "query"], suffixes=("_a", "_b"))
@@ -100,43 +149,61 @@ def _paired(q: pd.DataFrame, a: str, b: str, on: str, grow: str
 
 def decisions(store: Any, config: AuditConfig, plan: SequentialPlan, *,
               pairs: Sequence[tuple[str, str]] = (), on: str = "rbo", grow: str = "seeds"
-              ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str], Sequential]]:
+              ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, str, str], Sequential]]:
     """Every comparison of ``config`` decided on what ``store`` holds (module docstring):
     a frame of :data:`COLUMNS` and the :class:`~recaudit.stats.Sequential` of each, keyed by
-    (dataset, model label, a, b); the whole run is one family (Holm over its comparisons)."""
-    from recaudit.audit._decide import _groups
+    (dataset, model, perturbation, a, b) as in the frame; the whole run is one family (Holm
+    over its comparisons, those of the models included). The frame's ``low`` and ``high``
+    are clipped to the difference's feasible range ([-1, 1] for two similarities:
+    :func:`recaudit.audit._decide.difference_range`); the :class:`Sequential` keeps the
+    interval as the rule computed it."""
+    from recaudit.audit._decide import _groups, difference_range
+    from recaudit.experiment import Store
 
     labels = [perturbation_label(p) for p in config.perturbations]
     pairs_of = comparisons(labels, pairs, grow)
     models = [m.label for m in config.models]
-    from recaudit.experiment import Store
-
+    across = model_comparisons(models, labels, grow)
     held = isinstance(store, Store) or Path(store).exists()
     groups = {(m, d): q for d, m, q in _groups(store, [on])} if held else {}
+    empty = pd.DataFrame(columns=["perturbation", "seed", "draw", "query", on])
     keys, items = [], []
+
+    def add(key: tuple[str, str, str, str, str], ga: pd.DataFrame, gb: pd.DataFrame) -> None:
+        d, r, u = _paired(ga, gb, on, grow) if len(ga) and len(gb) else (
+            np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64))
+        keys.append(key)
+        items.append(replicates_estimator(d, r, u))
+
     for dataset in config.datasets:
+        of = {model: next((v for (m, d), v in groups.items() if m == model and (
+            d == dataset.label or d.startswith(f"{dataset.label} ["))), empty)
+            for model in models}
         for model in models:
-            q = next((v for (m, d), v in groups.items() if m == model and (
-                d == dataset.label or d.startswith(f"{dataset.label} ["))), None)
+            q = of[model]
             for a, b in pairs_of:
-                if q is None:
-                    d, r, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)
-                else:
-                    d, r, u = _paired(q, a, b, on, grow)
-                keys.append((dataset.label, model, a, b))
-                items.append(replicates_estimator(d, r, u))
+                add((dataset.label, model, "", a, b), q[q.perturbation == a],
+                    q[q.perturbation == b])
+        for pert, a, b in across:
+            qa, qb = of[a], of[b]
+            add((dataset.label, "", pert, a, b), qa[qa.perturbation == pert],
+                qb[qb.perturbation == pert])
+    bounds = difference_range(on)
     rows, found = [], {}
-    for (label, model, a, b), s in zip(keys, sequential_family(items, plan)):
-        found[(label, model, a, b)] = s
-        rows.append({"dataset": label, "model": model, "a": a, "b": b,
+    for key, s in zip(keys, sequential_family(items, plan)):
+        found[key] = s
+        label, model, pert, a, b = key
+        rows.append({"dataset": label, "kind": "models" if pert else "perturbations",
+                     "model": model, "perturbation": pert, "a": a, "b": b,
                      "decision": s.decision, "difference": s.difference,
-                     "low": s.low, "high": s.high, "look": s.look, "level": s.level,
+                     "low": max(s.low, bounds[0]), "high": min(s.high, bounds[1]),
+                     "look": s.look, "level": s.level,
                      "need": s.need, "next": s.next, "status": s.status,
                      "reason": s.reason()})
     return pd.DataFrame(rows, columns=list(COLUMNS)), found
 
 
-def _replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
+def with_replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
     """``config`` with ``n`` seeds (the configured ones, then the next integers) or ``n``
     draws."""
     if grow == "draws":
@@ -147,6 +214,13 @@ def _replicates(config: AuditConfig, grow: str, n: int) -> AuditConfig:
         seeds.append(nxt)
         nxt += 1
     return dataclasses.replace(config, seeds=tuple(seeds[:n]))
+
+
+def first_round(config: AuditConfig, plan: SequentialPlan, grow: str = "seeds") -> int:
+    """The replicates of the first round: the first look of the plan at or above the
+    configured seeds (or draws), at most its last look."""
+    have = len(config.seeds) if grow == "seeds" else config.draws
+    return plan.first(have)
 
 
 def _median_trial_seconds(store: Path) -> float | None:
@@ -173,12 +247,18 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
 
     if grow not in ("seeds", "draws"):
         raise ValueError(f"grow must be 'seeds' or 'draws', got {grow!r}")
+    why = nothing_to_decide(config, pairs, grow)
+    if why is not None:
+        from recaudit.errors import ConfigError
+
+        raise ConfigError(f"--until-decided: {why}", hint="add the seed-only floor (-p "
+                          "seed-only), another perturbation or another --model; or run "
+                          "without --until-decided")
     say = progress or (lambda message: None)
     runner = run or run_audit
     started = time.perf_counter()
     store = Path(config.output)
     labels = {perturbation_label(p): p for p in config.perturbations}
-    have = len(config.seeds) if grow == "seeds" else config.draws
     earlier = _kept(store)
     call = max((r.get("call", 0) for r in earlier), default=0) + 1
     # the spending was designed for the first call's cap and rule: a later call keeps both
@@ -191,7 +271,8 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
         say(f"the design of this store's first run ends at {design} {grow}: the cap stays "
             f"{design}")
         plan = dataclasses.replace(plan, cap=design)
-    targets = {label: plan.first(have) for label in labels}
+    first = first_round(config, plan, grow)
+    targets = {label: first for label in labels}
     history: list[dict] = []
     while True:
         todo = dict(targets)
@@ -210,11 +291,12 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
         say(f"round {len(history) + 1}: " + ", ".join(
             f"{', '.join(names)} to {n} {grow}" for n, names in sorted(by_n.items())))
         for n, names in sorted(by_n.items()):
-            part = dataclasses.replace(_replicates(config, grow, n),
+            part = dataclasses.replace(with_replicates(config, grow, n),
                                        perturbations=tuple(labels[x] for x in names))
             runner(part)
         frame, found = decisions(store, config, plan, pairs=pairs, on=on, grow=grow)
         history.append({"call": call, "design": design, "round": len(history) + 1,
+                        "config": config.to_dict(),
                         "plan": {"alpha": plan.alpha, "cap": plan.cap, "margin": plan.margin,
                                  "rule": plan.rule, "futility": plan.futility,
                                  "detect": plan.detect,
@@ -225,9 +307,9 @@ def run_until_decided(config: AuditConfig, plan: SequentialPlan, *,
                         "open": int((frame.status == "running").sum())})
         _keep(store, earlier + history)
         grown = dict(targets)
-        for (_, _, a, b), s in found.items():
+        for (_, _, pert, a, b), s in found.items():
             if s.next is not None:
-                for label in (a, b):
+                for label in (pert,) if pert else (a, b):
                     grown[label] = max(grown[label], s.next)
         if grown == targets:
             return Rounds(frame, history, stopped(list(found.values())) or "cap", store)
@@ -255,8 +337,9 @@ def _keep(store: Path, rounds: list[dict]) -> None:
 
 def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
     """The decisions of the last ``--until-decided`` run kept in ``store`` (its ``rounds``
-    and its config, read with ``config_of``), as ``(frame, plan, rounds)``; None when the
-    store was not run until decided."""
+    and the config that run was given — the store's where the rounds kept none —, read with
+    ``config_of``), as ``(frame, plan, rounds)``; None when the store was not run until
+    decided."""
     from recaudit.experiment import Store
 
     if isinstance(store, Store):
@@ -265,14 +348,14 @@ def decisions_of_rounds(store: Any, config_of: Callable[[dict], AuditConfig]):
         with Store(store, read_only=True) as s:
             meta = s.meta()
     rounds = [r for r in meta.get("rounds", []) if r.get("plan")]
-    if not rounds or "config" not in meta:
+    if not rounds or not (rounds[-1].get("config") or meta.get("config")):
         return None
     last = rounds[-1]
     p = last["plan"]
     plan = SequentialPlan(alpha=p["alpha"], cap=p["cap"], margin=p["margin"],
                           design=last.get("design"), rule=p.get("rule", LEGACY_RULE),
                           futility=p.get("futility", True), detect=p.get("detect"))
-    config = config_of(meta["config"])
+    config = config_of(last.get("config") or meta["config"])
     frame, _ = decisions(store, config, plan, pairs=[tuple(x) for x in p.get("pairs", [])],
                          on=p.get("on", "rbo"), grow=p.get("grow", "seeds"))
     return frame, plan, [r for r in rounds if r["call"] == last["call"]]

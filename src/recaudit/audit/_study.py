@@ -146,6 +146,10 @@ class AuditStudy:
     prime: ClassVar[Callable[..., Any] | None] = staticmethod(_prime)
 
     def __init__(self, config: AuditConfig) -> None:
+        from recaudit.audit._holds import check_store, held_config
+
+        self._held = held_config(config.output)
+        check_store(config, self._held)  # no audit of other data, split or metrics into it
         self.config = config
         self.output = Path(config.output)
         self.executor: ExecutorSpec = config.executor
@@ -246,8 +250,12 @@ class AuditStudy:
                                     "spec": canonical_json(trial.to_dict())}
 
     def facts(self) -> Mapping[str, Any]:
+        """The config of every call into the store (:func:`recaudit.audit._holds.merged`)
+        and the data summary."""
+        from recaudit.audit._holds import merged
+
         cfg = self.config
-        return {"config": cfg.to_dict(),
+        return {"config": merged(cfg, self._held).to_dict(),
                 "data": {self._labels.get(d.label, d.label): data_summary(*prepare(d, cfg.split))
                          for d in cfg.datasets}}
 

@@ -240,20 +240,22 @@ def audit(
     like: Path | None = _PLAN["like"],
     detect: float | None = _PLAN["detect"],
     until_decided: bool = _UNTIL["until_decided"],
-    max_seeds: int = _UNTIL["max_seeds"],
+    max_seeds: int | None = _UNTIL["max_seeds"],
     max_draws: int | None = _UNTIL["max_draws"],
     budget: str | None = _UNTIL["budget"],
-    margin: float = _UNTIL["margin"],
-    futility: str = _UNTIL["futility"],
+    margin: float | None = _UNTIL["margin"],
+    futility: str | None = _UNTIL["futility"],
     format: str = format_option(),
 ) -> None:
     """Quick audit: one dataset, one model or several, perturbations x seeds, printed as
     tables (with several models: which one is more stable)."""
     from dataclasses import replace
 
-    from recaudit.audit import AuditConfig, MetricSpec
+    from recaudit.audit import AuditConfig, MetricSpec, default_name
 
     fmt = check_format(format)
+    until.check(dry, until_decided, like=like, detect=detect, max_seeds=max_seeds,
+                max_draws=max_draws, budget=budget, margin=margin, futility=futility)
     perturbations = _once(perturbation)
     flags = {"models": "--model", "seeds": f"--seeds {seeds}", "metrics.k": f"--k {k}",
              "metrics.p": f"--p {p}", "metrics": "--k/--p", "executor.stack": f"--stack {stack}",
@@ -272,24 +274,17 @@ def audit(
                              metrics=MetricSpec(k=k, p=p),
                              output=str(output or "results/audit.duckdb"))
         config = replace(config, executor=_executor(workers, config, stack, keep_fits),
-                         name=audit_name(config))
+                         name=default_name(config))
         if output is None:
             config = replace(config, output=str(default_output(config)))
         console = _console()
         if dry:
-            return _dry_run(config, console, like, detect)
+            return _dry_run(config, console, like, detect, *until.planned(
+                until_decided, max_seeds, max_draws, margin, futility, detect))
         done = _go(config, until_decided, max_seeds, max_draws, budget, margin, futility,
                    detect)
     _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
           max_draws)
-
-
-def audit_name(config) -> str:
-    """A quick audit's name (the report's title): what it audits, ``gru4rec and sasrec on
-    ratings.csv`` (a model's ``--label`` where given)."""
-    models = [m.title or m.name for m in config.models]
-    names = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
-    return f"{names} on {', '.join(d.label for d in config.datasets)}"
 
 
 def _said(line: str, fmt: str, console) -> None:
@@ -312,8 +307,9 @@ def _run(config) -> Path:
     return store
 
 
-def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
-        budget: str | None, margin: float, futility: str = "on", detect: float | None = None):
+def _go(config, until_decided: bool, max_seeds: int | None, max_draws: int | None,
+        budget: str | None, margin: float | None, futility: str | None = None,
+        detect: float | None = None):
     """Run ``config``: in rounds with ``--until-decided`` (its :class:`~recaudit.audit.Rounds`),
     else at once (its store's path)."""
     if until_decided:
@@ -322,7 +318,7 @@ def _go(config, until_decided: bool, max_seeds: int, max_draws: int | None,
     return _run(config)
 
 
-def _read(done, config, title: str, console, fmt: str, margin: float,
+def _read(done, config, title: str, console, fmt: str, margin: float | None,
           max_draws: int | None) -> None:
     """The readings of what :func:`_go` did, the decisions of its rounds, where it is."""
     store = done if isinstance(done, Path) else done.store
@@ -344,17 +340,19 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         like: Path | None = _PLAN["like"],
         detect: float | None = _PLAN["detect"],
         until_decided: bool = _UNTIL["until_decided"],
-        max_seeds: int = _UNTIL["max_seeds"],
+        max_seeds: int | None = _UNTIL["max_seeds"],
         max_draws: int | None = _UNTIL["max_draws"],
         budget: str | None = _UNTIL["budget"],
-        margin: float = _UNTIL["margin"],
-        futility: str = _UNTIL["futility"],
+        margin: float | None = _UNTIL["margin"],
+        futility: str | None = _UNTIL["futility"],
         format: str = format_option(),
         ) -> None:
     """Run (or resume) the audit described by a TOML config."""
     from recaudit.audit import load_config
 
     fmt = check_format(format)
+    until.check(dry, until_decided, like=like, detect=detect, max_seeds=max_seeds,
+                max_draws=max_draws, budget=budget, margin=margin, futility=futility)
     cfg = load_config(config)
     if output is not None:
         cfg = dataclasses.replace(cfg, output=str(output))
@@ -362,7 +360,8 @@ def run(config: Path = typer.Argument(..., help="Audit config (TOML)."),
         cfg = dataclasses.replace(cfg, executor=dataclasses.replace(cfg.executor, stack=stack))
     console = _console()
     if dry:
-        return _dry_run(cfg, console, like, detect)
+        return _dry_run(cfg, console, like, detect, *until.planned(
+            until_decided, max_seeds, max_draws, margin, futility, detect))
     done = _go(cfg, until_decided, max_seeds, max_draws, budget, margin, futility, detect)
     _read(done, cfg, cfg.name, console, fmt, margin, max_draws)
 

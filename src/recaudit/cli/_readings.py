@@ -53,10 +53,11 @@ def decision_tables(frame, title: str) -> list[Table]:
     tables = []
     for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
         level = str(g.levels.iloc[0])
-        table = result_table(f"{title}: {model} on {dataset}", caption=(
-            "[ ] = 95 % interval (" + _LEVELS.get(level, level) + "); p = paired test of "
-            "RBO against the floor, Holm-adjusted; ΔMRR = perturbed − original."))
         shown = [c for c in floors if g[c].notna().any()]
+        table = result_table(f"{title}: {model} on {dataset}", caption=(
+            "[ ] = 95 % interval (" + _LEVELS.get(level, level) + "); "
+            + ("p = paired test of RBO against the floor, Holm-adjusted; " if shown else "")
+            + "ΔMRR = perturbed − original."))
         add_columns(table, "perturbation", "measure", "mean", "95 % interval",
                     *(p_header(c) for c in shown), left=2)
         for i, (_, r) in enumerate(g.iterrows()):

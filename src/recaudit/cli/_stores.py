@@ -154,16 +154,25 @@ def results(store: Path = _STORE,
                                            "floors present."),
             variance: bool = typer.Option(False, "--variance", help="Audit stores: where each "
                                           "perturbation's variation comes from — the shares "
-                                          "of seed, draw, test query and the rest, of one "
-                                          "measurement and of the mean's uncertainty."),
+                                          "of seed, draw, test query and seed × query, of "
+                                          "one per-query value and of the mean's "
+                                          "uncertainty."),
+            models: bool = typer.Option(False, "--models", help="Audit stores with several "
+                                        "models: which is more stable under each "
+                                        "perturbation (the paired test per seed and test "
+                                        "query, Holm-adjusted; the table --summary prints "
+                                        "after the summary)."),
             ) -> None:
     """Per-trial results of a study in the store, as a table, CSV or JSON (``--summary``:
-    per condition, with intervals and tests)."""
+    per condition, with intervals and tests; with several models, which is more stable;
+    run until decided, the decisions of its rounds)."""
     from recaudit.studies import summary
 
     fmt = check_format(format)
     if variance:
         return _variance(store, fmt)
+    if models:
+        return _models(store, fmt)
     if fmt == "table" and study in (None, "audit") and not decisions:
         from recaudit.cli._readings import trial_table
         from recaudit.experiment import Store
@@ -186,8 +195,46 @@ def results(store: Path = _STORE,
 
         for t in decision_tables(frame, str(store)):
             console.print(t)
+        _later(store, frame, console)
         return
     console.print(frame_table(frame, f"{info.title}: {store}", console))
+
+
+def _later(store: Path, frame, console) -> None:
+    """After an audit's summary tables: with several models, which is more stable
+    (:func:`recaudit.audit.compare_models`, as the audit printed it); run until decided, the
+    decisions of its rounds."""
+    from recaudit.cli import _until
+    from recaudit.cli._readings import model_tables
+
+    if len(frame) and frame.groupby("dataset").model.nunique().gt(1).any():
+        from recaudit.audit import compare_models, model_reading
+
+        models = compare_models(store)
+        for table in model_tables(models):
+            console.print(table)
+        for line in model_reading(models):
+            console.print(line, markup=False)
+    _until.kept(store, console)
+
+
+def _models(store: Path, fmt: str) -> None:
+    """``results --models``: :func:`recaudit.audit.compare_models` of an audit store."""
+    from recaudit.audit import compare_models
+    from recaudit.cli._readings import model_tables
+
+    frame = compare_models(store)
+    if emit(frame, fmt):
+        return
+    if frame.empty:
+        from recaudit.errors import ConfigError
+
+        raise ConfigError(f"{store}: no two models of one dataset share a perturbation, so "
+                          "there is no model to compare", hint="audit a second --model on "
+                          "the same data into the store")
+    console = _console()
+    for table in model_tables(frame):
+        console.print(table)
 
 
 def frame_table(frame, title: str, console) -> Table:
@@ -209,6 +256,18 @@ def frame_table(frame, title: str, console) -> Table:
     return table
 
 
+#: What the cells of ``results --variance`` (and the report's table) are shares of, in words
+#: a reader checks against the docs (docs/concepts/statistics.md).
+VARIANCE_CAPTION = (
+    "Each cell: its share of the variance of one per-query RBO (one query in one trial) / "
+    "its share of the variance of the mean RBO the tables report, at these seeds, draws and "
+    "queries (what more seeds or draws would shrink). seed: a seed moving every query's RBO "
+    "alike; query: a query's RBO whatever the seed; seed × query: a query's own response to "
+    "the seed (or draw), and noise. Both seed columns are the seed's doing: a seed-only "
+    "floor at seed 0 % and seed × query 100 % has another seed change which queries' lists "
+    "agree, not their average.")
+
+
 def _variance(store: Path, format: str) -> None:
     """``results --variance``: :func:`recaudit.audit.variance_shares` of an audit store."""
     from recaudit.audit import variance_shares
@@ -224,16 +283,16 @@ def _variance(store: Path, format: str) -> None:
 
     console = _console()
     for (dataset, model), g in frame.groupby(["dataset", "model"], sort=False):
-        table = result_table(f"Where the RBO's variation comes from: {model} on {dataset}",
-                             "share of one measurement's variance / of the mean's (what "
-                             "more seeds or draws would shrink)")
-        add_columns(table, "perturbation", "seeds", "seed", "draw", "query", "rest")
+        table = result_table(f"Where the RBO's variation comes from: {model} on {dataset}")
+        add_columns(table, "perturbation", "seeds", "seed", "draw", "query", "seed ×\nquery")
         for r in g.itertuples():
             table.add_row(str(r.perturbation), f"{r.seeds}×{r.draws}",
                           *(f"{getattr(r, f'share_{k}'):.0%} / "
                             f"{getattr(r, f'mean_share_{k}'):.0%}"
                             for k in ("seed", "draw", "query", "residual")))
         console.print(table)
+    if len(frame):
+        console.print(VARIANCE_CAPTION, markup=False)
 
 
 def _cell(v: object) -> str:

@@ -56,9 +56,10 @@ def slice_tables(frame: Any, title: str) -> list[Table]:
     for (dataset, model, by, pert), g in frame.groupby(keys, sort=False):
         shown = [c for c in floors if g[c].notna().any()]
         table = result_table(f"{title}: {model} on {dataset}, by {by}: {pert}", caption=(
-            "[ ] = 95 % interval over seeds and the slice's test queries; p vs floor: paired "
-            "test of RBO on the slice's queries, Holm over every perturbation and slice; "
-            "p vs rest: the slice against the other queries (Welch), Holm over the slices."))
+            "[ ] = 95 % interval over seeds and the slice's test queries; "
+            + ("p vs floor: paired test of RBO on the slice's queries, Holm over every "
+               "perturbation and slice; " if shown else "")
+            + "p vs rest: the slice against the other queries (Welch), Holm over the slices."))
         add_columns(table, "slice", "measure", "mean", "95 % interval",
                     *(p_header(c) for c in shown), "p vs\nrest", left=2)
         measures = list(_MEASURES)

@@ -37,7 +37,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
              "venue", "venue_id", "business", "business_id", "asin", "document", "post",
              "items"),
     "timestamp": ("time", "ts", "date", "datetime", "unix_time", "utc_time", "unixtime",
-                  "time_stamp", "event_time"),
+                  "time_stamp", "event_time", "when", "created", "created_at", "epoch"),
     "rating": ("score", "stars", "ratings", "preference"),
 }
 
@@ -93,6 +93,12 @@ def resolve_roles(names: Sequence[Any], columns: Mapping[str, Any] | None,
             guess = None  # one column cannot be suggested for two roles
         if required or guess is not None:
             problems.append(RoleProblem(role, given, guess, required))
+    # a required role nothing names (an item in `mid`): the one column no role took or was
+    # suggested for is the likely one
+    left = [c for c in free if c not in {p.guess for p in problems}]
+    unnamed = [p for p in problems if p.required and p.given is None and p.guess is None]
+    if len(left) == 1 and unnamed:
+        unnamed[0].guess = left[0]
     return out, problems
 
 

@@ -60,11 +60,36 @@ def detect_format(path: str | os.PathLike) -> str:
     return "tsv" if p.suffix.lower() == ".tsv" else "csv"
 
 
+#: The options that describe a delimited text file's layout: a file they are given for is
+#: read as plain text (:func:`read`).
+_LAYOUT = ("sep", "header", "columns")
+
+
+def _takes(reader: Callable[..., Interactions]) -> set[str] | None:
+    """The keyword options ``reader`` accepts (None: any, ``**kwargs``)."""
+    import inspect
+
+    params = inspect.signature(reader).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params if p.kind is p.KEYWORD_ONLY
+            or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)}
+
+
 def read(path: str | os.PathLike, format: str | None = None, **opts: Any) -> Interactions:
     """Read any supported file; ``format`` (one of :data:`FORMATS`) or detected from the name.
 
-    Keyword options are passed to the format's reader (e.g. ``duplicates="drop"``).
+    Keyword options are passed to the format's reader (e.g. ``duplicates="drop"``). A file
+    whose format was detected as a published release's (MovieLens, the CASPER TSVs, ...)
+    but given layout options (``sep``, ``header``, ``columns``: the reader of that release
+    knows its own layout) is read as the plain CSV (TSV for ``.tsv``) those options describe,
+    with a warning; an option the format does not take is otherwise an error naming those it
+    does.
     """
+    import warnings
+
+    from recaudit.errors import RecauditWarning
+
     fmt = format or detect_format(path)
     readers = _formats()
     if fmt not in readers:
@@ -72,5 +97,20 @@ def read(path: str | os.PathLike, format: str | None = None, **opts: Any) -> Int
                         + did_you_mean(str(fmt), FORMATS), source=str(path))
     if not Path(path).exists():
         raise DataError("file not found", source=str(path), hint="check the path")
+    takes = _takes(readers[fmt])
+    alien = [k for k in opts if takes is not None and k not in takes]
+    if alien and format is None and set(alien) <= set(_LAYOUT) and Path(path).is_file():
+        plain = "tsv" if Path(path).suffix.lower() == ".tsv" else "csv"
+        warnings.warn(f"{Path(path).name}: read as a plain {plain.upper()} with the given "
+                      f"{' and '.join(alien)}, not as the {fmt} release its name says (whose "
+                      "reader knows its own layout and takes none)", RecauditWarning,
+                      stacklevel=2)
+        return readers[plain](path, **opts)
+    if alien:
+        raise DataError(f"the {fmt} format takes no {', '.join(alien)} option (it takes "
+                        f"{', '.join(sorted(takes or ())) or 'none'})", source=str(path),
+                        hint="leave the option out: this format's reader knows the file's "
+                             "layout" if set(alien) <= set(_LAYOUT) else
+                             "check the option's name")
     return readers[fmt](path, **opts)
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from recaudit._jit import njit
 from recaudit.data import Interactions, RankLists
 
 __all__ = ["Recommendations", "user_influence", "item_influence", "rating_influence",

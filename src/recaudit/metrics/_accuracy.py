@@ -14,8 +14,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from recaudit._jit import njit
 from recaudit.metrics._kernels import PARALLEL_MIN_WORK, kernel_codes
 from recaudit.metrics._validate import as_code_matrix, as_ranking, check_k
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from recaudit._jit import njit
 from recaudit.metrics._kernels import PARALLEL_MIN_WORK, kernel_codes
 from recaudit.metrics._validate import (
     as_code_matrix,

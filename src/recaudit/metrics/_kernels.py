@@ -22,7 +22,9 @@ import math
 
 import numpy as np
 import numba
-from numba import njit, prange
+from numba import prange
+
+from recaudit._jit import njit
 
 __all__: list[str] = []
 

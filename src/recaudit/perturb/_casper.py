@@ -51,8 +51,9 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
+from recaudit._jit import njit
 from recaudit.data import Interactions
 
 __all__ = ["casper_scores", "casper_graph", "casper_error_bound"]

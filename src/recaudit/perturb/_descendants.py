@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from numba import njit
 
+from recaudit._jit import njit
 from recaudit.data import Interactions
 from recaudit.perturb._casper import casper_graph
 

@@ -11,7 +11,7 @@ from recaudit.report._build import Report, build_report
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["render_html", "write_report"]
+__all__ = ["breakable", "render_html", "write_report"]
 
 
 def _environment() -> jinja2.Environment:
@@ -21,7 +21,20 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.PackageLoader("recaudit.report", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
         lstrip_blocks=True)
+    env.filters["breakable"] = breakable
     return env
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped, with a line break allowed after each ``(``, ``,`` and ``+`` (an
+    HTML ``<wbr>``): a label such as ``gru4rec(embedding_dim=8,epochs=1)`` folds between
+    its parameters, never inside a word (the page's labels no longer wrap anywhere)."""
+    from markupsafe import Markup, escape
+
+    out = str(escape(text))
+    for mark in ("(", ",", "+"):
+        out = out.replace(mark, mark + "<wbr>")
+    return Markup(out)
 
 
 def render_html(report: Report) -> str:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from recaudit._jit import njit
 from recaudit.config import Config
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import DataError

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 
+from recaudit._jit import njit
 from recaudit.models._cf._base import RatingConfig, RatingRecommender
 from recaudit.models._registry import register
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from recaudit._jit import njit
 from recaudit.data import Interactions
 
 __all__ = ["Plan", "timespan_groups", "make_plan", "previous_rows",

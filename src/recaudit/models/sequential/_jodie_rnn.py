@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from numba import njit
+
+from recaudit._jit import njit
 
 if TYPE_CHECKING:
     from recaudit.models.sequential._jodie_stack import Cascade

@@ -29,25 +29,33 @@ def variance_table(data: ReportData) -> Table | None:
                             float(getattr(r, f"mean_share_{k}"))) for k in _SOURCES)))
     return Table("rls-variance", "Where the variation comes from",
                  ("dataset", "model", "perturbation", "seeds × draws", "seed", "draw",
-                  "test query", "rest"), tuple(rows), n_labels=4,
+                  "test query", "seed × query"), tuple(rows), n_labels=4,
                  caption="The variance of each perturbation's per-query RBO split into its "
                          "sources (a random-effects ANOVA over seeds, draws within a seed and "
-                         "test queries): each source's share of one measurement's variance / "
-                         "its share of the mean's uncertainty at these counts — what more "
-                         "seeds (or draws) would shrink. A large seed share: the seed moves "
-                         "the lists as much as the perturbation does.")
+                         "test queries). Each cell: its share of the variance of one "
+                         "per-query RBO (one query in one trial) / its share of the variance "
+                         "of the mean RBO the tables report, at these counts — what more "
+                         "seeds (or draws) would shrink. seed: a seed moving every query's "
+                         "RBO alike; test query: a query's RBO whatever the seed; seed × "
+                         "query: a query's own response to the seed (or draw), and noise. "
+                         "Both seed columns are the seed's doing: a seed-only floor at seed "
+                         "0 % and seed × query 100 % has another seed change which queries' "
+                         "lists agree, not their average. A large seed share for a "
+                         "perturbation: the seed moves its mean as much as the perturbation "
+                         "does.")
 
 
 def rounds_table(data: ReportData) -> Table | None:
     """The decisions of an audit run with ``--until-decided`` (its plan kept in the store's
     ``rounds``), or None."""
-    from recaudit.audit import AuditConfig, decisions_of_rounds
+    from recaudit.audit import AuditConfig, comparison_name, decisions_of_rounds
 
     found = decisions_of_rounds(data.source, AuditConfig.from_dict)
     if found is None:
         return None
     frame, plan, rounds = found
-    rows = [(_text(r.dataset), _text(r.model), _text(f"{r.a} vs {r.b}"), _text(r.decision),
+    rows = [(_text(r.dataset), _text(r.model or "–"),
+             _text(comparison_name(r, several=False)), _text(r.decision),
              _mean_ci(r.difference, r.low, r.high, signed=True), _text(str(r.look)),
              _text(r.reason)) for r in frame.itertuples()]
     margin = f", equivalence within ±{plan.margin:g}" if plan.margin else ""
