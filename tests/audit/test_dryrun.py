@@ -232,7 +232,7 @@ def test_plan_of_a_run_until_decided_names_its_first_round_and_cap(tmp_path):
     assert list(plan.at_cap.remaining) == [16, 16]
     (row,) = plan.comparisons.itertuples()        # one model comparison, nothing else
     assert (row.kind, row.cap, row.replicates) == ("models", 8, 3)
-    assert row.basis == "none" and row.expected_seeds is None   # nothing to read it from
+    assert row.basis == "none" and row.expected_seeds != row.expected_seeds  # nothing to read
     from recaudit.errors import ConfigError
 
     with pytest.raises(ConfigError, match="nothing to decide"):
@@ -249,12 +249,19 @@ def test_plan_until_decided_reads_the_cap_from_a_store(tmp_path):
     (row,) = plan.comparisons.itertuples()
     assert row.basis == "store" and row.at_cap < row.rbo_difference
     assert list(plan.at_cap.remaining) == [18, 18]  # seeds 3..11: a baseline and a fit each
-    # the hook's figures (for now the fixed design's): the replicates for 0.05 at 80 %
-    # power, and the power at the cap
-    from recaudit.audit._decidable import sequential_figures
+    # the sequential design's figures, from the comparison's own pairs: what it decides 80 %
+    # of the time with a cap of 12 and the seeds it spends there; at 0.05, how often and
+    # after how many
+    from recaudit.stats import design_summary
 
-    assert (row.expected_seeds, row.power_at_cap) == sequential_figures(
-        *_model_estimate(tmp_path, cfg), 0.05, SequentialPlan(cap=12), family=1)
+    (est,) = _model_estimate(tmp_path, cfg)
+    s = design_summary(est, SequentialPlan(cap=12), comparisons=1, detect=0.05)
+    assert (row.at_cap, row.spent_at_cap) == (s.decided, s.spent)
+    assert (row.expected_seeds, row.power_at_cap) == (s.detect_spent, s.power)
+    # about what the fixed test at the cap detects (a little more where the seeds' part
+    # dominates: the design looks before), on fewer seeds
+    fixed = est.with_replicates(12).detectable()
+    assert 0.95 * fixed < row.at_cap < 1.25 * fixed and 3 <= row.spent_at_cap <= 12
 
 
 def _model_estimate(tmp_path, cfg):

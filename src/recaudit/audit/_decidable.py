@@ -24,10 +24,11 @@ Each comparison's variance parts come, in this order, from:
   calibration's one perturbation).
 
 With ``until`` (an ``--until-decided`` run's :class:`~recaudit.stats.SequentialPlan`), each
-row also gives the cap and the difference detectable there (``at_cap``), and, for a
-difference to ``detect``, :func:`sequential_figures`: the expected replicates and the power
-at the cap — for now the fixed design's figures (the hook the sequential design's own
-functions fill).
+row also speaks the sequential design's language (:func:`sequential_figures`): the cap, the
+difference the design decides 80 % of the time with it (``at_cap``) and the replicates it
+spends there on average (``spent_at_cap``), and, for a difference to ``detect``, the
+replicates it spends on average (``expected_seeds``) and the share it decides
+(``power_at_cap``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["GroupBasis", "comparison_plan", "sequential_figures", "at_replicates
 #: The columns of :func:`comparison_plan`'s frame.
 COLUMNS = ("dataset", "kind", "model", "perturbation", "a", "b", "basis", "source",
            "stand_in", "replicates", "rbo_difference", "replicate_share", "seeds_for", "cap",
-           "at_cap", "expected_seeds", "power_at_cap")
+           "at_cap", "spent_at_cap", "expected_seeds", "power_at_cap")
 
 
 @dataclass(frozen=True)
@@ -87,21 +88,31 @@ def _half(est: Estimate) -> Estimate:
                     est.units, est.design)
 
 
-def sequential_figures(est: Estimate, effect: float, plan: SequentialPlan,
-                       family: int = 1) -> tuple[int | None, float]:
-    """HOOK for the sequential design: (the replicates an ``--until-decided`` run is
-    expected to use, the probability that it decides by ``plan.cap``) for a comparison
-    varying as ``est`` (its raw estimate: :meth:`~recaudit.stats.Estimate.with_replicates`
-    projects it) whose true difference is ``effect``, one of the ``family`` comparisons the
-    run decides together (Holm).
+def sequential_figures(est: Estimate, effect: float | None, plan: SequentialPlan,
+                       family: int = 1) -> tuple[float, float, float | None, float]:
+    """What the sequential design of ``plan`` does for a comparison varying as ``est`` (its
+    raw estimate, projected to the cap), one of the ``family`` comparisons the run decides
+    together (tested at ``alpha / family``, where Holm starts):
+    ``(decided, spent, expected, power)`` — the difference it decides in its direction 80 %
+    of the time and the replicates it spends there on average
+    (:func:`recaudit.stats.design_summary`), and at ``effect`` (None: NaN) the replicates it
+    spends on average and the share it decides. A plan of the ladder's rules (a store
+    continued under ``bonferroni-sqrt``) has no design to read: the fixed design's figures
+    stand in (the difference its test at the cap detects with 80 % power, the cap; the
+    replicates its test needs for ``effect``, that test's power at the cap)."""
+    from recaudit.stats import design_summary
 
-    For now the fixed design's figures, ``family`` unused: the replicates its paired test at
-    0.05 needs for 80 % power (:meth:`~recaudit.stats.Estimate.replicates_for`; None: no
-    number, the queries' part alone is too large) and that test's power at the cap; the
-    sequential design's own expectation and power (its spending, Holm over the family) are
-    to replace them here."""
-    need = est.replicates_for(effect)
-    return need, at_replicates(est, plan.cap).power(effect)
+    nan = float("nan")
+    if not plan.calibrated:
+        at_cap = at_replicates(est, plan.cap)
+        need = est.replicates_for(effect) if effect is not None else None
+        return (at_cap.detectable(), float(plan.cap),
+                float(need) if need is not None else nan,
+                at_cap.power(effect) if effect is not None else nan)
+    s = design_summary(est, plan, comparisons=family, detect=effect)
+    return (s.decided, s.spent,
+            s.detect_spent if s.detect_spent is not None else nan,
+            s.power if s.power is not None else nan)
 
 
 def _values(path: Path, dataset: str, label: str) -> pd.DataFrame:
@@ -236,7 +247,7 @@ def _row(dataset: str, kind: str, model: str, pert: str, a: str, b: str,
            "b": b, "basis": "none", "source": "", "stand_in": False, "replicates": replicates,
            "rbo_difference": nan, "replicate_share": nan, "seeds_for": None,
            "cap": until.cap if until is not None else None, "at_cap": nan,
-           "expected_seeds": None, "power_at_cap": nan}
+           "spent_at_cap": nan, "expected_seeds": nan, "power_at_cap": nan}
     if found is None:
         return row
     est, basis, source, stand_in = found
@@ -247,8 +258,8 @@ def _row(dataset: str, kind: str, model: str, pert: str, a: str, b: str,
                if at.design == "crossed" else 0.0,
                seeds_for=None if detect is None else est.replicates_for(detect))
     if until is not None:
-        row["at_cap"] = at_replicates(est, until.cap).detectable()
+        decided, spent, expected, power = sequential_figures(est, detect, until, family)
+        row.update(at_cap=decided, spent_at_cap=spent)
         if detect is not None:
-            need, power = sequential_figures(est, detect, until, family)
-            row.update(expected_seeds=need, power_at_cap=power)
+            row.update(expected_seeds=expected, power_at_cap=power)
     return row

@@ -126,17 +126,20 @@ def _comparisons(plan, config, console, detect: float | None, grow: str) -> None
     several = len(config.models) > 1
     both = until is not None and detect is not None
     columns = ["comparison", f"detectable\nat {n}",
-               *((f"at cap\n{until.cap}",) if until is not None else ()),
+               *((f"decided 80 %\n(cap {until.cap})", f"after about\n({grow})")
+                 if until is not None else ()),
                *((f"{grow}\nfor {detect:g}",) if detect is not None and until is None else ()),
-               *((f"expected\n{grow}", "power\nat cap") if both else ()), "basis"]
+               *((f"{detect:g}\ndecided", f"after about\n({grow})") if both else ()),
+               "basis"]
     rows = []
     for r in frame.itertuples():
         rows.append([comparison_name(r, several), _or_dash(r.rbo_difference, "{:.4f}"),
-                     *((_or_dash(r.at_cap, "{:.4f}"),) if until is not None else ()),
+                     *((_or_dash(r.at_cap, "{:.4f}"), _or_dash(r.spent_at_cap, "{:.0f}"))
+                       if until is not None else ()),
                      *((_count(r.seeds_for),) if detect is not None and until is None
                        else ()),
-                     *((_count(r.expected_seeds, until.cap),
-                        _or_dash(r.power_at_cap, "{:.0%}")) if both else ()),
+                     *((_or_dash(r.power_at_cap, "{:.0%}"),
+                        _or_dash(r.expected_seeds, "{:.0f}")) if both else ()),
                      r.basis + ("*" if r.stand_in else "")])
     title = (f"What the run would decide ({len(frame)} comparison(s), one family)"
              if until is not None else f"What the audit would compare ({len(frame)})")
@@ -157,9 +160,17 @@ def _comparisons(plan, config, console, detect: float | None, grow: str) -> None
     if (frame.basis == "none").any():
         note += ("; none: one seed measures no seed-to-seed variation (give --like STORE, "
                  "or let the dry run calibrate)")
-    if both:
-        note += ("; expected " + grow + " and power at the cap: those of a fixed design for "
-                 f"{detect:g} (the sequential design's own figures are to come)")
+    if until is not None and until.calibrated:
+        note += (f"; decided 80 %: with a cap of {until.cap}, the difference the run's "
+                 f"sequential design decides in its direction 80 % of the time, after about "
+                 f"that many {grow} on average (its looks, its spending and its futility "
+                 "stop; each comparison at its share of the family's 0.05)")
+        if both:
+            note += (f"; {detect:g} decided: how often the design decides a difference of "
+                     f"{detect:g}, and after about how many {grow}")
+    elif until is not None:
+        note += (f"; decided 80 %: the difference the fixed test at the cap of {until.cap} "
+                 "finds with 80 % power (the store's rule has no design to read)")
     elif detect is not None and frame.seeds_for.isna().any():
         note += f"; {grow} for {detect:g}: –, no number (the test queries' part alone is larger)"
     console.print(note + ".", markup=False)

@@ -156,23 +156,58 @@ def futility_levels(looks: tuple[int, ...], nominal: tuple[float, ...], theta: f
                      round(abs(float(theta)), 2), float(beta))
 
 
+def _crossed(looks: tuple[int, ...], theta: float, paths: int, seed: int, share: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(t statistics, two-sided p-values) at the ``looks`` of paths of an audit's two-level
+    design: at the cap the replicates' part of the mean's variance is ``1 - share`` and the
+    test queries' part ``share`` (one draw ``b`` shared by every look, its variance taken as
+    known: thousands of queries), each look's statistic the difference over both parts with
+    the Welch-Satterthwaite degrees of freedom."""
+    z, w = _draws(looks, paths, seed)
+    b = np.sqrt(share) * np.random.default_rng([_SEED, seed, 7, *looks]).standard_normal(paths)
+    sigma = np.sqrt((1.0 - share) * looks[-1])
+    t = np.empty((paths, len(looks)))
+    p = np.empty_like(t)
+    s, q, prev = np.zeros(paths), np.zeros(paths), 0
+    for k, look in enumerate(looks):
+        m = look - prev
+        u = np.sqrt(m) * z[:, k]
+        q = q + w[:, k] + (prev * m / look * (s / prev - u / m) ** 2 if prev else 0.0)
+        s = s + u
+        prev = look
+        own = sigma ** 2 * q / ((look - 1) * look)
+        v = own + share
+        df = np.where(own > 0, v ** 2 / np.maximum(own ** 2 / (look - 1), 1e-300), 1e9)
+        t[:, k] = (theta + sigma * s / look + b) / np.sqrt(v)
+        p[:, k] = 2 * special.stdtr(df, -np.abs(t[:, k]))
+    return t, p
+
+
 def operating(looks: tuple[int, ...], nominal: tuple[float, ...], theta: float, *,
-              futility: tuple[float, ...] | None = None, paths: int = OPERATING_PATHS,
-              seed: int = 1) -> Operating:
+              futility: tuple[float, ...] | None = None, share: float = 0.0,
+              paths: int = OPERATING_PATHS, seed: int = 1) -> Operating:
     """The design's operating characteristics at the drift ``theta`` (the true difference
     over the standard error at the cap), by simulation on the t scale: paths of normal
-    replicates looked at as the run looks (each look's one-sample t-test against the
-    efficacy levels ``nominal`` and, before the last, the futility levels ``futility``;
-    None: no futility stop)."""
+    replicates looked at as the run looks (each look's t-test against the efficacy levels
+    ``nominal`` and, before the last, the futility levels ``futility``; None: no futility
+    stop). ``share``: the test queries' part of the variance at the cap (0: one value per
+    replicate; an audit's two-level design, :func:`_crossed`)."""
     looks = tuple(int(x) for x in looks)
-    t = _t(looks, abs(theta), paths, seed)
-    crit = _crit(looks, nominal)
-    quit_at = _crit(looks, futility) if futility is not None else None
+    if share > 0:
+        t, p = _crossed(looks, abs(theta), paths, seed, float(share))
+        effect = -p  # reject where p <= level: -p >= -level
+        crit = -np.asarray(nominal, dtype=np.float64)
+        quit_at = None if futility is None else -np.asarray(futility, dtype=np.float64)
+    else:
+        t = _t(looks, abs(theta), paths, seed)
+        effect = np.abs(t)
+        crit = _crit(looks, nominal)
+        quit_at = _crit(looks, futility) if futility is not None else None
     done = np.zeros(paths, dtype=bool)
     right = wrong = futile = 0
     stopping = np.zeros(len(looks))
     for k in range(len(looks)):
-        a = np.abs(t[:, k])
+        a = effect[:, k]
         cross = ~done & (a >= crit[k])
         right += int((cross & (t[:, k] > 0)).sum())
         wrong += int((cross & (t[:, k] <= 0)).sum())
@@ -201,27 +236,28 @@ def fixed_drift(cap: int, alpha: float, power: float = POWER) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _powered(looks: tuple[int, ...], nominal: tuple[float, ...], alpha: float,
-             power: float, futility_theta: float | None) -> tuple[float, float]:
+             power: float, futility_theta: float | None, share: float) -> tuple[float, float]:
     fix = fixed_drift(looks[-1], alpha, power)
     fut = None if futility_theta is None else futility_levels(looks, nominal, futility_theta)
     lo, hi = 0.5 * fix, 3.0 * fix
     for _ in range(16):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if operating(looks, nominal, mid, futility=fut).power < power \
-            else (lo, mid)
-    return hi, operating(looks, nominal, hi, futility=fut).expected
+        lo, hi = (mid, hi) if operating(looks, nominal, mid, futility=fut,
+                                        share=share).power < power else (lo, mid)
+    return hi, operating(looks, nominal, hi, futility=fut, share=share).expected
 
 
 def powered(looks: tuple[int, ...], nominal: tuple[float, ...], alpha: float, *,
-            power: float = POWER, futility_theta: float | None = None
+            power: float = POWER, futility_theta: float | None = None, share: float = 0.0
             ) -> tuple[float, float]:
     """``(theta, expected)``: the drift at the cap (difference over the standard error at
     the cap) that the design decides in its direction with ``power``, and the replicates it
-    spends there on average (:func:`operating`), with futility spent under the drift
-    ``futility_theta`` (None: no futility stop)."""
+    spends there on average (:func:`operating`, with the test queries' ``share`` of the
+    variance at the cap), with futility spent under the drift ``futility_theta`` (None: no
+    futility stop)."""
     ft = None if futility_theta is None else round(abs(float(futility_theta)), 2)
     return _powered(tuple(looks), tuple(float(v) for v in nominal), float(alpha),
-                    float(power), ft)
+                    float(power), ft, round(float(share), 3))
 
 
 def inflation(looks: tuple[int, ...], nominal: tuple[float, ...], alpha: float) -> float:

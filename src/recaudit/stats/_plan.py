@@ -7,7 +7,9 @@ direction 80 % of the time, how many replicates it spends there on average, and 
 comparison with no difference costs before futility (or the cap) stops it.
 :func:`design_summary` computes these for one comparison from an estimate of its variance
 (a pilot store, or a calibration) projected to the cap; the figures are the design's
-operating characteristics on the t scale (simulated), scaled by that standard error.
+operating characteristics on the t scale (simulated), scaled by that standard error; an
+audit's test queries' part, which more replicates do not shrink, is simulated as one draw
+shared by every look.
 """
 
 from __future__ import annotations
@@ -68,18 +70,22 @@ def design_summary(estimate: Estimate, plan: SequentialPlan, *, comparisons: int
     looks = plan.designed
     a = plan.alpha / max(1, comparisons)
     nominal = tuple(plan.nominal(k, a) for k in range(1, len(looks) + 1))
-    se = estimate.with_replicates(looks[-1]).se
+    at_cap = estimate.with_replicates(looks[-1])
+    se = at_cap.se
+    # the test queries' part of the variance at the cap: it does not shrink with replicates
+    share = 0.0 if at_cap.design != "crossed" or not se > 0 else \
+        float(sum(v for v, _ in at_cap.parts[1:]) / se ** 2)
     detect = plan.detect if detect is None else detect
     fut_theta = None
     if plan.futility:
         fut_theta = plan.detect / se if plan.detect is not None and se > 0 else \
             fixed_drift(looks[-1], a)
-    theta, spent = powered(looks, nominal, a, futility_theta=fut_theta)
+    theta, spent = powered(looks, nominal, a, futility_theta=fut_theta, share=share)
     fut = None if fut_theta is None else futility_levels(looks, nominal, fut_theta)
-    null = operating(looks, nominal, 0.0, futility=fut).expected
+    null = operating(looks, nominal, 0.0, futility=fut, share=share).expected
     power = detect_spent = None
     if detect is not None and se > 0:
-        at = operating(looks, nominal, detect / se, futility=fut)
+        at = operating(looks, nominal, detect / se, futility=fut, share=share)
         power, detect_spent = at.power, at.expected
     return DesignSummary(looks[-1], looks, a, theta * se, spent, null, plan.futility,
                          detect, power, detect_spent)
