@@ -189,6 +189,58 @@ def test_jodie_members_of_stacks_of_1_3_and_16_train_alike(impl, monkeypatch):
     assert np.array_equal(sixteen[14].score(queries), sixteen[15].score(queries))
 
 
+class _ProductOperands:
+    """Records every matrix product's operands that start off a 64-byte boundary, per batch
+    item (a member's block), as ``(op, shape, item, bytes past the boundary)``; a product's
+    added term (``baddbmm``'s ``self``) is copied into the output first, so it is not an
+    operand."""
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        aten = torch.ops.aten
+        added = {aten.baddbmm.default, aten.addmm.default}
+        products = added | {aten.bmm.default, aten.mm.default}
+        outer = self
+        self.products, self.off = 0, []
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if func in products:
+                    outer.products += 1
+                    for t in args[1:3] if func in added else args[:2]:
+                        for i in range(t.shape[0]) if t.dim() == 3 else [0]:
+                            at = t.data_ptr() + i * t.stride(0) * t.element_size()
+                            if t.numel() and at % 64:
+                                outer.off.append((func.__name__, tuple(t.shape), i, at % 64))
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+
+
+@pytest.mark.parametrize("impl", ["auto", "torch"])
+def test_jodie_members_multiply_operands_that_start_where_they_would_alone(impl):
+    """Issue 61: a matrix product's sums may depend on where its operands start (MKL treats
+    the elements before an alignment boundary apart: measured for products of a few rows),
+    and a tensor of its own starts on a 64-byte boundary. So every member's block of every
+    product operand of a stack's training starts on one too: JODIE's loss passes hold members
+    with row counts that keep their blocks on lines (groups of 24 rows and an uneven last
+    group here did not), and a step's plan arrays start on lines."""
+    logs, _ = _logs()
+    rows = np.arange(len(logs[0]))
+    logs = [logs[0].take(np.delete(rows, r)) for r in (3, 31, 99)]
+
+    def model():
+        m = create("jodie", epochs=1, embedding_dim=16, batch_size=24)
+        m._rnn_impl = impl
+        return m
+
+    seen = _ProductOperands()
+    with seen.mode:
+        fit_stack([model() for _ in logs], logs, [1, 2, 3])
+    assert seen.products > 100 and not seen.off, seen.off[:5]
+
+
 def test_members_of_different_catalogues_train_in_stacks_of_their_own():
     """One network holds a stack: logs over catalogues of other sizes train apart, each
     member as it trains alone."""

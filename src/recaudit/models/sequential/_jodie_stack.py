@@ -14,8 +14,20 @@ one block of ``pad(n)`` rows, ``n`` its rows at that level and ``pad`` a rule of
 alone (the torch recurrence pads to multiples of :data:`~._stack.ROWS`, the numba one not at
 all): members whose blocks have as many rows run as one batched product whose slice is the
 product the member has alone; padding rows read the zero row, nobody reads what they write,
-and their gradients are zeros. A loss pass holds members with as many rows, each in its own
-processing order. Every index is into the member's own part of a stacked table (state rows
+and their gradients are zeros.
+
+A loss pass holds members with as many rows, each in its own processing order, and only
+members whose parts stay where a tensor of their own would start: on a 64-byte boundary (the
+allocators' alignment). A member's block of a pass's ``[K', n, w]`` tensor starts ``k n w``
+floats in, on a boundary for every width ``w`` (down to 1: the time differences) when ``n`` is
+a multiple of :data:`LINE_ROWS`; a member whose group has another row count takes a pass of
+its own. For the same reason every array of a step's plan starts on a boundary
+(:class:`_Pack`). The reason is arithmetic: a matrix product's sums can depend on where its
+operands start (MKL takes the elements before an alignment boundary apart; measured for
+products of a few rows, 16-byte steps on an AMD EPYC), so a member whose block sat a few
+bytes off, as a stack's second member did at the groups' uneven row counts, trained otherwise
+than alone (issue 61: 104 of 7,836 queries' RBO differed between ``--stack 1`` and
+``--stack 3``). Every index is into the member's own part of a stacked table (state rows
 ``k (n_users + n_items) + code``, static weights ``k n + code``).
 
 The plan of an epoch depends on the set of members that train (a member that stopped early
@@ -35,7 +47,14 @@ import torch
 from recaudit.models.sequential._stack import Members, padded
 
 __all__ = ["Step", "LossGroup", "LevelGroup", "Cascade", "plan_steps", "row_pad", "StackEpoch",
-           "group_losses", "initial_states"]
+           "group_losses", "initial_states", "LINE_ROWS"]
+
+#: bytes of the boundary every member's part of a step's tensors starts on (a tensor of its
+#: own starts on one: torch's CPU allocator aligns to 64 bytes, CUDA's to more)
+_LINE = 64
+#: rows of float32 values that fill whole lines: members share a loss pass only with row
+#: counts that are multiples of this (a loss pass's tensors are ``[K', n, w]``, ``w`` down to 1)
+LINE_ROWS = _LINE // 4
 
 
 @dataclass(frozen=True)
@@ -118,7 +137,11 @@ def row_pad(use_numba: bool) -> Callable[[int], int]:
 
 
 class _Pack:
-    """Host arrays gathered for one copy to the device per dtype."""
+    """Host arrays gathered for one copy to the device per dtype, each array starting on a
+    64-byte boundary of a tensor that torch allocated (a numpy array's memory is aligned to 16
+    bytes only: where a view of it starts would depend on the heap)."""
+
+    _DTYPES = {"i": np.int64, "f": np.float32}
 
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = {"i": [], "f": []}
@@ -126,17 +149,20 @@ class _Pack:
         self.out: dict[str, torch.Tensor] = {}
 
     def add(self, a: np.ndarray, kind: str = "i") -> tuple[str, int, tuple[int, ...]]:
-        a = np.ascontiguousarray(a, dtype=np.int64 if kind == "i" else np.float32)
+        dt = self._DTYPES[kind]
+        a = np.ascontiguousarray(a, dtype=dt)
         ref = (kind, self.size[kind], a.shape)
-        self.parts[kind].append(a.ravel())
-        self.size[kind] += a.size
+        line = _LINE // np.dtype(dt).itemsize
+        gap = -a.size % line
+        self.parts[kind] += [a.ravel(), np.zeros(gap, dt)]
+        self.size[kind] += a.size + gap
         return ref
 
     def finish(self, device: torch.device) -> None:
         for kind, parts in self.parts.items():
-            dt = np.int64 if kind == "i" else np.float32
-            flat = np.concatenate(parts) if parts else np.zeros(0, dt)
-            self.out[kind] = torch.from_numpy(flat).to(device)
+            flat = torch.from_numpy(np.concatenate(parts) if parts
+                                    else np.zeros(0, self._DTYPES[kind]))
+            self.out[kind] = torch.empty(flat.shape, dtype=flat.dtype, device=device).copy_(flat)
 
     def __call__(self, ref: tuple[str, int, tuple[int, ...]]) -> torch.Tensor:
         kind, lo, shape = ref
@@ -204,12 +230,13 @@ def _step(here: list[tuple[int, dict]], first: bool, k: int, n_users: int, n_ite
 
     idx = np.full(2 * n_rows, zero, np.int64)
     deltas = np.zeros((n_rows, 2), np.float32)
-    by_rows: dict[int, list[tuple[int, dict]]] = {}
+    by_rows: dict[int | tuple[int, int], list[tuple[int, dict]]] = {}
     for p, g in here:
         pos = row_pos[p]
         idx[2 * pos], idx[2 * pos + 1] = remap(p, g, g["iu"]), remap(p, g, g["ii"])
         deltas[pos] = g["deltas"]
-        by_rows.setdefault(len(pos), []).append((p, g))
+        n = len(pos)   # members share a pass only where each one's blocks stay on lines
+        by_rows.setdefault(n if n % LINE_ROWS == 0 else (n, p), []).append((p, g))
     refs = {"entry_init": pack.add(np.concatenate(ent_init)),
             "entry_state": pack.add(np.concatenate(ent_state)),
             "idx": pack.add(idx), "deltas": pack.add(deltas, "f"),
@@ -220,7 +247,9 @@ def _step(here: list[tuple[int, dict]], first: bool, k: int, n_users: int, n_ite
                 [np.concatenate([remap(p, g, g["fin_u_slot"]), remap(p, g, g["fin_i_slot"])])
                  for p, g in here]))}
     losses = []
-    for n, members in by_rows.items():
+    for members in by_rows.values():
+        n = len(members[0][1]["iu"])
+
         def cat(f):
             return np.concatenate([f(p, g) for p, g in members])
 
