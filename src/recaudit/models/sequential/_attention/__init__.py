@@ -6,7 +6,7 @@
 - :mod:`._blocks`: the pre-LN block layers SASRec and TiSASRec build on and the N(0, 0.02)
   initialisation of all three.
 
-Their options are in :mod:`..._config` (``SASRecConfig``, ``TiSASRecConfig``,
+Their options are in :mod:`.._config` (``SASRecConfig``, ``TiSASRecConfig``,
 ``BERT4RecConfig``).
 """
 
