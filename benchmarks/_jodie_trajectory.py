@@ -3,7 +3,8 @@
 Runs against whichever ``recaudit`` is first on ``PYTHONPATH``. With the current
 implementation the groups are set to the previous implementation's rule (runs of rows with the
 same global t-batch index, accumulated until they hold ``batch_size`` rows), so both train on
-the same groups; the only remaining difference is documented in ``recaudit.models.sequential._jodie``.
+the same groups; the only remaining difference is documented in
+``recaudit.models.sequential._jodie._model``.
 """
 
 import json
@@ -12,7 +13,6 @@ import numpy as np
 
 from recaudit.data import split, synthetic
 from recaudit.models import create
-from recaudit.models.sequential._jodie_plan import t_batches
 
 
 def main() -> None:
@@ -20,6 +20,8 @@ def main() -> None:
     model = create("jodie", epochs=3, embedding_dim=16, batch_size=64)
     kwargs = {}
     if "_group_ptr" in model.fit.__code__.co_varnames:  # the current implementation
+        from recaudit.models.sequential._jodie._plan import t_batches  # (an anchor has none)
+
         tb = t_batches(train)
         bounds = np.flatnonzero(np.diff(tb)) + 1
         starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(train)]])

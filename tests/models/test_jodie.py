@@ -7,12 +7,12 @@ from torch import nn
 
 from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
-from recaudit.models.sequential._jodie import _JODIENet
+from recaudit.models.sequential._jodie._model import _JODIENet
 from recaudit.models.sequential._history import count_groups
-from recaudit.models.sequential._jodie_plan import (group_arrays, make_plan, previous_rows,
+from recaudit.models.sequential._jodie._plan import (group_arrays, make_plan, previous_rows,
                                                     timespan_groups)
-from recaudit.models.sequential._jodie_rnn import cascade
-from recaudit.models.sequential._jodie_stack import plan_steps, row_pad
+from recaudit.models.sequential._jodie._rnn import cascade, row_pad
+from recaudit.models.sequential._jodie._steps import plan_steps
 from recaudit.models.sequential._nn import materialize
 from recaudit.seeds import make_torch_generator
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from recaudit.data import synthetic, temporal_ratio_split
 from recaudit.models import create
-from recaudit.models.sequential._jodie_plan import previous_rows
+from recaudit.models.sequential._jodie._plan import previous_rows
 from recaudit.perturb import tracin_scores
 
 LAYER = ("w_user_dyn.weight", "w_user_dyn.bias", "w_prev_dyn.weight", "w_prev_static.weight",
@@ -130,11 +130,11 @@ def test_tracin_refuses_another_log_and_a_model_without_checkpoints(fitted):
 
 
 def test_the_log_is_replayed_twice_per_checkpoint_whatever_the_chunks(fitted, monkeypatch):
-    from recaudit.models.sequential import _jodie_tracin
+    from recaudit.models.sequential._jodie import _tracin
 
     model, train, queries = fitted
     calls = []
-    real = _jodie_tracin._walk
-    monkeypatch.setattr(_jodie_tracin, "_walk", lambda *a: calls.append(1) or real(*a))
+    real = _tracin._walk
+    monkeypatch.setattr(_tracin, "_walk", lambda *a: calls.append(1) or real(*a))
     tracin_scores(model, train, queries, chunk_size=5)
     assert len(calls) == 2 * len(model.checkpoints_)

@@ -276,10 +276,11 @@ def test_tracin_passes_over_the_history_once_per_checkpoint(monkeypatch):
 def test_a_member_of_sixteen_trains_as_it_does_alone(recurrence, level_rows, monkeypatch):
     """An audit-like stack (one seed, each log one or two random rows short, so the members'
     groups differ from the deleted rows on): members 0, 9 and 15 of a stack of 16 and member 1 of a
-    stack of 3 end bit for bit as the same trials alone (losses, parameters, scores). With
+    stack of 3 end bit for bit as the same trials alone (losses, parameters, scores). Groups
+    of 48 rows, a multiple of 16, so that members share passes (``_stack.pass_key``). With
     levels of one row (``LEVEL_ROWS = 1``) the batched levels split into groups of equal width
     at many steps."""
-    from recaudit.models.sequential import _levels
+    from recaudit.models.sequential._latentcross import _levels
     from recaudit.models.sequential import fit_stack
 
     monkeypatch.setattr(_levels, "LEVEL_ROWS", level_rows)
@@ -288,7 +289,7 @@ def test_a_member_of_sixteen_trains_as_it_does_alone(recurrence, level_rows, mon
     rows = np.arange(len(train))
     logs = [train.take(np.delete(rows, rng.choice(len(train), 1 + i % 2, replace=False)))
             for i in range(16)]          # one or two rows short: the last groups' sizes differ
-    params = dict(epochs=2, embedding_dim=8, hidden_dim=8, batch_size=50, samples="history",
+    params = dict(epochs=2, embedding_dim=8, hidden_dim=8, batch_size=48, samples="history",
                   recurrence=recurrence, dropout=0.3)
     splits = []
     real = _levels._plan_levels

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from recaudit.models.sequential import _levels
+from recaudit.models.sequential._latentcross import _levels
 from recaudit.models.sequential._nn import deterministic_torch
 from recaudit.models.sequential._stack import Members, Recurrent
 

@@ -232,3 +232,27 @@ def test_a_stopped_fit_resumed_with_keeping_ends_as_a_finished_one(tmp_path):
     assert seen == ["resumed"]
     _assert_same(_state(whole[0], logs[0], queries), _state(taken[0], logs[0], queries),
                  "gru4rec")
+
+
+def test_the_models_keep_the_key_their_states_had_before_they_moved():
+    """Issue 61 moved SASRec, TiSASRec, BERT4Rec, LatentCross and JODIE into a package per
+    family. The key of a kept state names the model's class (a state never reaches another
+    class's fit), by the path its states were first kept under, so a fit stopped before the
+    move resumes after it; a class of its own is named by its own path."""
+    from recaudit.models import create, model_class
+    from recaudit.models.sequential import JODIE
+    from recaudit.models.sequential._resume import class_path
+
+    before = {"sasrec": "_sasrec.SASRec", "tisasrec": "_tisasrec.TiSASRec",
+              "bert4rec": "_bert4rec.BERT4Rec", "latentcross": "_latentcross.LatentCross",
+              "jodie": "_jodie.JODIE", "gru4rec": "_gru4rec.GRU4Rec", "lstm": "_lstm.LSTM"}
+    for name, path in before.items():
+        module = path.rpartition(".")[0]
+        moved = model_class(name).__module__ != f"recaudit.models.sequential.{module}"
+        assert moved == (name not in ("gru4rec", "lstm")), name
+        assert class_path(create(name)) == f"recaudit.models.sequential.{path}", name
+
+    class Mine(JODIE):
+        pass
+
+    assert class_path(Mine()) == f"{__name__}.{Mine.__qualname__}"

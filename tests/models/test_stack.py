@@ -95,7 +95,7 @@ def test_a_stacked_member_equals_the_model_alone(key, monkeypatch):
         len(rngs)) or batched(self, net, batch, m, rngs))
     history = "history" in key
     if history:      # whole histories: a step's groups of every member as one pass
-        from recaudit.models.sequential import _latentcross_history as hist
+        from recaudit.models.sequential._latentcross import _histories as hist
 
         real = hist.losses
         monkeypatch.setattr(hist, "losses", lambda net, p, *a: calls.append(len(p.members))
@@ -153,7 +153,7 @@ def test_jodie_members_of_stacks_of_1_3_and_16_train_alike(impl, monkeypatch):
     3 and of 16, whatever its neighbours: logs one interaction short at various places (their
     groups differ in rows and t-batch levels), one user's history removed (fewer groups), an
     item replaced; the numba recurrence and the torch one (the GPU's, blocks padded)."""
-    from recaudit.models.sequential import _jodie_rnn
+    from recaudit.models.sequential._jodie import _steps
 
     logs, queries = _logs()
     train = logs[0]
@@ -173,8 +173,8 @@ def test_jodie_members_of_stacks_of_1_3_and_16_train_alike(impl, monkeypatch):
         return m
 
     calls = []
-    real = _jodie_rnn.cascade
-    monkeypatch.setattr(_jodie_rnn, "cascade", lambda *a: calls.append(1) or real(*a))
+    real = _steps.cascade
+    monkeypatch.setattr(_steps, "cascade", lambda *a: calls.append(1) or real(*a))
     sixteen = fit_stack([model() for _ in logs], logs, seeds)
     steps = 2 * max(len(m.group_ptr_) - 1 for m in sixteen)
     assert len(calls) == steps                     # one recurrence per step for all members
@@ -187,6 +187,72 @@ def test_jodie_members_of_stacks_of_1_3_and_16_train_alike(impl, monkeypatch):
         _assert_same(want, _state(three[j], logs[i], queries), f"member {i} in 3")
     assert not np.array_equal(sixteen[0].score(queries), sixteen[14].score(queries))
     assert np.array_equal(sixteen[14].score(queries), sixteen[15].score(queries))
+
+
+class _ProductOperands:
+    """Records every matrix product's operands that start off a 64-byte boundary, per batch
+    item (a member's block), as ``(op, shape, item, bytes past the boundary)``; a product's
+    added term (``baddbmm``'s ``self``) is copied into the output first, so it is not an
+    operand."""
+
+    def __init__(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        aten = torch.ops.aten
+        added = {aten.baddbmm.default, aten.addmm.default}
+        products = added | {aten.bmm.default, aten.mm.default}
+        outer = self
+        self.products, self.off = 0, []
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if func in products:
+                    outer.products += 1
+                    for t in args[1:3] if func in added else args[:2]:
+                        for i in range(t.shape[0]) if t.dim() == 3 else [0]:
+                            at = t.data_ptr() + i * t.stride(0) * t.element_size()
+                            if t.numel() and at % 64:
+                                outer.off.append((func.__name__, tuple(t.shape), i, at % 64))
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode()
+
+
+#: the models whose stacks take the members' groups of the log together, unpadded
+GROUPED = {
+    "jodie": dict(epochs=1, embedding_dim=16, batch_size=24),
+    "jodie-torch": dict(epochs=1, embedding_dim=16, batch_size=24),
+    "latentcross-history": dict(epochs=1, embedding_dim=16, hidden_dim=16, batch_size=24,
+                                samples="history"),
+    "latentcross-history-batched": dict(epochs=1, embedding_dim=16, hidden_dim=16,
+                                        batch_size=24, samples="history", recurrence="batched"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(GROUPED))
+def test_grouped_members_multiply_operands_that_start_where_they_would_alone(key):
+    """Issue 61: a matrix product's sums may depend on where its operands start (MKL treats
+    the elements before an alignment boundary apart: measured for products of a few rows),
+    and a tensor of its own starts on a 64-byte boundary. So every member's block of every
+    product operand of a stack's training starts on one too: JODIE pads each member's rows
+    of a loss pass to whole lines, LatentCross over whole histories shares a pass only
+    between members whose row counts fill whole lines, and JODIE's step plan arrays start on
+    lines (groups of 24 rows and uneven last groups here put members off them before).
+    Embedding dimensions of 16: a member's parameters then start on lines too."""
+    logs, _ = _logs()
+    rows = np.arange(len(logs[0]))
+    logs = [logs[0].take(np.delete(rows, r)) for r in (3, 31, 99)]
+
+    def model():
+        m = create(key.split("-")[0], **GROUPED[key])
+        if key == "jodie-torch":
+            m._rnn_impl = "torch"
+        return m
+
+    seen = _ProductOperands()
+    with seen.mode:
+        fit_stack([model() for _ in logs], logs, [1, 2, 3])
+    assert seen.products > 100 and not seen.off, seen.off[:5]
 
 
 def test_members_of_different_catalogues_train_in_stacks_of_their_own():

@@ -93,7 +93,7 @@ def test_oh2022_defaults(name, default_order):
 
 
 def test_jodie_rejects_shuffled_and_tbatches_are_valid():
-    from recaudit.models.sequential._jodie_plan import t_batches
+    from recaudit.models.sequential._jodie._plan import t_batches
 
     with pytest.raises(ConfigError, match="temporal"):
         create("jodie", batch_order="shuffled")
@@ -110,7 +110,7 @@ def test_jodie_rejects_shuffled_and_tbatches_are_valid():
 
 
 def test_tisasrec_interval_buckets_closed_form():
-    from recaudit.models.sequential._tisasrec import interval_buckets
+    from recaudit.models.sequential._attention._tisasrec import interval_buckets
 
     times = torch.tensor([[0.0, 10.0, 30.0, 100.0, 0.0]], dtype=torch.float64)
     r = interval_buckets(times, torch.tensor([4]), k=5)
@@ -120,14 +120,14 @@ def test_tisasrec_interval_buckets_closed_form():
 
 
 def test_latentcross_buckets():
-    from recaudit.models.sequential._latentcross import log_buckets
+    from recaudit.models.sequential._latentcross._model import log_buckets
 
     b = log_buckets(torch.tensor([0.0, 1.0, 2.0, 3.0, 1e12, -5.0]), 8)
     assert b.tolist() == [0, 1, 1, 2, 7, 0]
 
 
 def test_bert4rec_appends_mask_after_recent_items():
-    from recaudit.models.sequential._bert4rec import _append_mask
+    from recaudit.models.sequential._attention._bert4rec import _append_mask
 
     items = torch.tensor([[1, 2, 3, 4], [5, 0, 0, 0], [0, 0, 0, 0]])
     out, keep = _append_mask(items, torch.tensor([4, 1, 1]), mask_token=9, max_len=4)

@@ -11,9 +11,14 @@ next-item scores of its instances), :meth:`SequentialRecommender.query_scores`,
 inside keep their state at an epoch's end and resume from it (a fit of hours survives a kill:
 ``with resumable("fits"): model.fit(train, seed=0)``; the audit's workers train inside it).
 
-Models: ``lstm`` (:class:`LSTM`), ``gru4rec``, ``sasrec``, ``tisasrec``, ``bert4rec``,
-``latentcross`` (window, prefix or whole-history samples) and ``jodie`` (coupled user/item
-trajectories in t-batches).
+Where each model lives: ``lstm`` and ``gru4rec`` (one module each, ``_lstm``, ``_gru4rec``);
+``sasrec``, ``tisasrec`` and ``bert4rec`` (``_attention``: a module each and the block they
+share); ``latentcross`` (``_latentcross``: window, prefix or whole-history samples) and
+``jodie`` (``_jodie``: coupled user/item trajectories in t-batches). The modules beside them are
+what every model shares: the model base (``_base``), the options of every model (``_config``,
+no torch), the training loop (``_train``, ``_course``, ``_epochs``, ``_resume``), samples and
+mini-batches (``_samples``), the stacked layers (``_stack``, ``_nn``, ``_draws``), log-order
+groups (``_history``, JODIE's and LatentCross's) and TracIn's factors (``_factors``).
 """
 
 from typing import TYPE_CHECKING
@@ -25,15 +30,13 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.models.sequential._config import (BERT4RecConfig, GRU4RecConfig, JODIEConfig,
                                                     LatentCrossConfig, LSTMConfig, SASRecConfig,
                                                     SequentialConfig, TiSASRecConfig)
-    from recaudit.models.sequential._bert4rec import BERT4Rec
+    from recaudit.models.sequential._attention import BERT4Rec, SASRec, TiSASRec
     from recaudit.models.sequential._gru4rec import GRU4Rec
     from recaudit.models.sequential._jodie import JODIE
     from recaudit.models.sequential._latentcross import LatentCross
     from recaudit.models.sequential._lstm import LSTM
     from recaudit.models.sequential._nn import SequenceNet, make_adam, set_dropout_generator
     from recaudit.models.sequential._samples import Batch, SequenceData, batch_from_queries
-    from recaudit.models.sequential._sasrec import SASRec
-    from recaudit.models.sequential._tisasrec import TiSASRec
     from recaudit._resume import resumable
 
 #: Each model's options live apart from its network (``_config``: no torch), so a model's name
@@ -43,15 +46,13 @@ __getattr__, __dir__ = exports(__name__, {
     "._base": ("SequentialRecommender", "fit_stack"),
     "._config": ("BERT4RecConfig", "GRU4RecConfig", "JODIEConfig", "LatentCrossConfig",
                  "LSTMConfig", "SASRecConfig", "SequentialConfig", "TiSASRecConfig"),
-    "._bert4rec": ("BERT4Rec",),
+    "._attention": ("BERT4Rec", "SASRec", "TiSASRec"),
     "._gru4rec": ("GRU4Rec",),
     "._jodie": ("JODIE",),
     "._latentcross": ("LatentCross",),
     "._lstm": ("LSTM",),
     "._nn": ("SequenceNet", "make_adam", "set_dropout_generator"),
     "._samples": ("Batch", "SequenceData", "batch_from_queries"),
-    "._sasrec": ("SASRec",),
-    "._tisasrec": ("TiSASRec",),
     "recaudit._resume": ("resumable",),
 })
 

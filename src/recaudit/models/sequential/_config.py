@@ -112,7 +112,7 @@ class SequentialConfig(Config):
 @dataclass(frozen=True)
 class RecurrentConfig(SequentialConfig):
     """Options of the models with a GRU or LSTM layer (GRU4Rec, LSTM, LatentCross; JODIE's
-    t-batch recurrence is its own, :mod:`recaudit.models.sequential._jodie_rnn`).
+    t-batch recurrence is its own, :mod:`recaudit.models.sequential._jodie._rnn`).
 
     recurrence: how a stack's recurrent layers run — ``"native"`` (each trial's own fused
     kernel: cuDNN, oneDNN), ``"batched"`` (every trial of a stack at once,

@@ -8,8 +8,8 @@ losses of the members that train at a step and carries what a step leaves for th
 base course's :class:`SampleEpoch` (mini-batches of samples, planned once per epoch on the
 device, :mod:`._epochs`), and the epochs of the courses whose mini-batches are groups of the
 log in time order with a state running on from one group to the next, which take the members'
-groups of a step together (LatentCross over whole histories: :mod:`._latentcross_history`;
-JODIE: :mod:`._jodie_stack`).
+groups of a step together (LatentCross over whole histories: :mod:`._latentcross._histories`;
+JODIE: :mod:`._jodie._steps`).
 
 What passes from one step of an epoch to the next (a recurrent state, JODIE's trajectories)
 lives in the epoch object: the objectives return what the update needs of it

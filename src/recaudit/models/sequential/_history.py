@@ -8,7 +8,7 @@ is predicted from ``h_u`` *before* ``k`` (after the user's previous row, or the 
 the user's first row), then ``h_u ← cell(x_k, h_u)``.
 
 Gradient truncation (the rule of JODIE's code, Kumar et al. 2019, which the t-batches of
-:mod:`recaudit.models.sequential._jodie_plan` follow): within a group the chain of a user's rows is
+:mod:`recaudit.models.sequential._jodie._plan` follow): within a group the chain of a user's rows is
 differentiated end to end (back-propagation through time over the group); the state entering a
 group is the detached state left by the previous group. States restart from zero at every
 epoch. Within a group the rows are scheduled as in JODIE's t-batches (§4.3), restricted to the
@@ -19,7 +19,7 @@ by their number of rows, so one ``nn.GRU`` call processes a group (:class:`Group
 
 Ranking reads, for a query of user ``u``, the state after ``u``'s training history under the
 final weights (recomputed in evaluation mode after training,
-:meth:`._latentcross_history.HistoryStack.states`), advanced over the query's context entries
+:meth:`._latentcross._histories.HistoryStack.states`), advanced over the query's context entries
 later than ``u``'s last training time — the test interactions before the query; entries at or
 before that time are the training history itself (:func:`query_layout`). A context holds at
 most the split's ``max_len`` entries (200 by default), so a query more than that many

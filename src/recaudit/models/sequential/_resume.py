@@ -61,12 +61,30 @@ from recaudit.errors import RecauditWarning, StorageError
 from recaudit.models.sequential._course import Course
 from recaudit.models.sequential._nn import SequenceNet, StackAdam
 
-__all__ = ["Keeper", "fit_key", "forget"]
+__all__ = ["Keeper", "class_path", "fit_key", "forget"]
 
 log = logging.getLogger(__name__)
 
 #: the layout of the kept file; a file of another layout is not read
 LAYOUT = 1
+
+_S = "recaudit.models.sequential"
+#: the built-in models' classes under the paths their states were first kept by (they moved
+#: into a package per family, issue 61): the key names a class by its former path, so the
+#: states kept before the move resume after it
+_KEPT_AS = {f"{_S}.{new}": f"{_S}.{old}" for new, old in (
+    ("_jodie._model.JODIE", "_jodie.JODIE"),
+    ("_latentcross._model.LatentCross", "_latentcross.LatentCross"),
+    ("_attention._sasrec.SASRec", "_sasrec.SASRec"),
+    ("_attention._tisasrec.TiSASRec", "_tisasrec.TiSASRec"),
+    ("_attention._bert4rec.BERT4Rec", "_bert4rec.BERT4Rec"))}
+
+
+def class_path(model: Any) -> str:
+    """The name of ``model``'s class in the key of its kept states: ``module.Class``, under
+    its former module for the built-in models that moved (:data:`_KEPT_AS`)."""
+    path = f"{type(model).__module__}.{type(model).__qualname__}"
+    return _KEPT_AS.get(path, path)
 
 
 def fit_key(courses: Sequence[Course]) -> str:
@@ -74,7 +92,7 @@ def fit_key(courses: Sequence[Course]) -> str:
     first = courses[0]
     model = first.model
     params = model.get_params()
-    what = {"layout": LAYOUT, "class": f"{type(model).__module__}.{type(model).__qualname__}",
+    what = {"layout": LAYOUT, "class": class_path(model),
             "params": params, "device": str(first.device), "torch": torch.__version__,
             "implementation": model.implementation_of(params, first.device),
             "group_ptr": None if getattr(model, "_group_ptr", None) is None

@@ -42,7 +42,8 @@ from torch.nn import functional as F
 from recaudit.models.sequential._draws import fmix32, keep_mask, threshold
 
 __all__ = ["Members", "Embedding", "Linear", "LayerNorm", "Dropout", "Recurrent", "bmm_out",
-           "RECURRENCES", "resolve_recurrence", "ROWS", "padded", "gru_cell"]
+           "RECURRENCES", "resolve_recurrence", "ROWS", "padded", "LINE", "LINE_ROWS",
+           "lines", "pass_key", "gru_cell"]
 
 
 class Members:
@@ -234,6 +235,33 @@ def padded(n: int) -> int:
     member alone, so members whose counts pad alike run as one batched product, and what
     the padding adds to a member's sums (zeros) never depends on its neighbours."""
     return -(-n // ROWS) * ROWS
+
+
+#: bytes of the boundary a tensor of its own starts on (torch's CPU allocator aligns to 64
+#: bytes, CUDA's to more), and every member's part of a stacked tensor should start on too:
+#: a matrix product's sums can depend on where its operands start (MKL takes the elements
+#: before an alignment boundary apart: measured for products of a few rows; issue 61). A
+#: member's block of a parameter ``[K, ...]`` starts on a line when the parameter's size per
+#: member is a multiple of 16 floats: widths that are multiples of 16, as every default and
+#: preset has; with others (SASRec or JODIE of width 10: measured) a stack's member can end
+#: a few last bits away from the model alone on such a CPU
+LINE = 64
+#: float32 rows of width one that fill whole lines: a member's part of a ``[K', n, w]`` tensor
+#: starts on a line, whatever ``w``, when ``n`` is a multiple of this
+LINE_ROWS = LINE // 4
+
+
+def lines(n: int) -> int:
+    """``n`` rows padded to a multiple of :data:`LINE_ROWS` (JODIE's loss passes: a member's
+    rows there, its padding rows read zeros and add nothing)."""
+    return -(-n // LINE_ROWS) * LINE_ROWS
+
+
+def pass_key(n: int, member: int) -> int | tuple[int, int]:
+    """The pass a member whose group at a step has ``n`` rows, unpadded, joins (LatentCross
+    over whole histories): the members with as many rows when ``n`` is a multiple of
+    :data:`LINE_ROWS`, whose parts then start on lines; else a pass of its own."""
+    return n if n % LINE_ROWS == 0 else (n, member)
 
 
 #: how a stack's GRUs and LSTMs run (the models' ``recurrence`` parameter)

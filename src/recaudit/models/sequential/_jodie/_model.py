@@ -22,7 +22,7 @@ summed over the group without further division. ``detach_targets=True`` stops th
 ``j(t-)`` in the first term and at ``u(t-)``, ``j(t-)`` in the others, as the authors' code does
 (their ``.detach()``); the default keeps it (the formula as printed).
 
-Training (see :mod:`recaudit.models.sequential._jodie_plan`): the log, in time order, is cut into groups
+Training (see :mod:`._plan`): the log, in time order, is cut into groups
 (``grouping="count"``: ``batch_size`` consecutive rows; ``"timespan"``: the authors'
 ``tbatch_timespan`` rule with ``n_spans`` spans), one Adam step each. Within a group the
 embedding trajectory is differentiated end to end (the coupled updates are *not* truncated);
@@ -33,10 +33,10 @@ gradient only through the first group of an epoch (later groups read detached st
 
 Implementation: the schedule is computed once per fit (numba); each step's states live in one
 preallocated buffer; the recurrence is one autograd node whose backward is written out
-(``_jodie_rnn._Cascade``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory
+(``_rnn._Cascade``: reverse t-batch order, ``d/dz tanh``, ``d/dx x/||x||``), so memory
 and time per group are linear in its rows — no copy of the user/item state per t-batch.
 Prediction and loss are batched over the whole group. In a stack the members' groups of a step
-are one computation, each member's numbers those it has alone (:mod:`._jodie_stack`).
+are one computation, each member's numbers those it has alone (:mod:`._steps`).
 Compared with recaudit 0.1 (one autograd copy of the whole state per run of rows with the same
 global t-batch index, ~100x slower), results agree to float rounding when the groups agree; the
 one semantic difference: 0.1 read ``p(t-)`` from the state before the current run, we read the
@@ -52,7 +52,7 @@ Defaults: d 128 (Oh et al. 2022 §5; paper 128), lr 0.001, λ_U = λ_I = 1, 50 e
 
 TracIn (Oh et al. 2022's ``tracin`` perturbations): fitted with ``checkpoint_every=T``, the
 model keeps its weights every ``T`` epochs and gives the prediction layer's per-example
-gradients over a replay of the log (:mod:`recaudit.models.sequential._jodie_tracin`).
+gradients over a replay of the log (:mod:`._tracin`).
 """
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ from torch import nn
 from recaudit.data import Interactions, Queries
 from recaudit.errors import DataError
 from recaudit.models.sequential._history import count_groups, train_last_time
-from recaudit.models.sequential._jodie_plan import (Plan, group_arrays, make_plan,
-                                                    previous_rows, timespan_groups)
-from recaudit.models.sequential._jodie_stack import StackEpoch
+from recaudit.models.sequential._jodie._plan import (Plan, group_arrays, make_plan,
+                                                     previous_rows, timespan_groups)
+from recaudit.models.sequential._jodie._steps import StackEpoch
+from recaudit.models.sequential._jodie._tracin import factor_stream, gradients
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
@@ -79,10 +80,54 @@ from recaudit.models.sequential._config import JODIEConfig
 
 __all__ = ["JODIE"]
 
+class _FirstRows(torch.autograd.Function):
+    """``x[:, :n] W^T (+ b)`` into rows ``[K', w, out]`` whose last ``w - n`` rows are zeros
+    (``x [K', w, in]``: each member's rows padded to whole lines, ``W [K', out, in]``,
+    ``b [K', out]`` or ``None``), forward and backward with the products and sums
+    :class:`~.._stack.Linear` and autograd compute on the ``n`` rows alone (``baddbmm``;
+    ``grad.bmm(W)``, ``x^T.bmm(grad)``, ``grad.sum(1)``), each member's operands starting
+    where its padded block does: the padding rows enter no product and no sum."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, n):  # noqa: D401
+        xs, wt = x[:, :n], w.transpose(1, 2)
+        y = torch.bmm(xs, wt) if b is None else torch.baddbmm(b.unsqueeze(1), xs, wt)
+        out = x.new_zeros(x.shape[0], x.shape[1], w.shape[1])
+        out[:, :n] = y
+        ctx.save_for_backward(x, w)
+        ctx.n, ctx.bias = n, b is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        n = ctx.n
+        g = grad[:, :n]
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = torch.zeros_like(x)
+            gx[:, :n] = g.bmm(w)
+        if ctx.needs_input_grad[1]:
+            gw = x[:, :n].transpose(1, 2).bmm(g).transpose(1, 2)
+        if ctx.bias and ctx.needs_input_grad[2]:
+            gb = g.sum(1)
+        return gx, gw, gb, None
+
+
+def _first_rows(layer: stk.Linear, x: torch.Tensor, m: stk.Members, n: int | None
+                ) -> torch.Tensor:
+    """``layer(x, m)`` of rows ``x [K', w, in]`` of which each member's first ``n`` are real
+    (``None``: all): :class:`_FirstRows` when there is padding."""
+    if n is None or n == x.shape[1]:
+        return layer(x, m)
+    return _FirstRows.apply(x, m.take(layer.weight), layer.bias_of(m), n)
+
+
 class _JODIENet(SequenceNet):
     """JODIE's parameters for ``k`` members. The stacked methods compute the members ``m`` on
-    rows ``[K', n, ...]``; :meth:`projection` and :meth:`predict` are those of a network of
-    one member (ranking, TracIn) on rows ``[n, ...]``."""
+    rows ``[K', w, ...]`` (a loss pass's, :mod:`._steps`); :meth:`projection` and
+    :meth:`predict` are those of a network of one member (ranking, TracIn) on rows
+    ``[n, ...]``."""
 
     def __init__(self, k: int, n_users: int, n_items: int, d: int) -> None:
         super().__init__()
@@ -97,27 +142,30 @@ class _JODIENet(SequenceNet):
         self.w_user_static = stk.Embedding(k, n_users, d + n_items)
         self.w_prev_static = stk.Embedding(k, n_items + 1, d + n_items)  # 0 = none
 
-    def project_users(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
-                      ) -> torch.Tensor:
-        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [K', n, d]``,
-        ``Δ_u [K', n, 1]``."""
-        return u_prev * (1.0 + self.project(deltas, m))
+    def project_users(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members,
+                      n: int | None = None) -> torch.Tensor:
+        """``û = (1 + W_p Δ_u) ⊙ u(t-)`` (eq. 3) of rows ``u_prev [K', w, d]``,
+        ``Δ_u [K', w, 1]``; with ``n``, only each member's first ``n`` rows are real (a loss
+        pass's padding, :func:`_first_rows`)."""
+        return u_prev * (1.0 + _first_rows(self.project, deltas, m, n))
 
     def predict_items(self, u_proj: torch.Tensor, user_rows: torch.Tensor,
-                      prev_dyn: torch.Tensor, prev_rows: torch.Tensor, m: stk.Members
-                      ) -> torch.Tensor:
+                      prev_dyn: torch.Tensor, prev_rows: torch.Tensor, m: stk.Members,
+                      n: int | None = None) -> torch.Tensor:
         """Predicted ``[dynamic ; static]`` embedding of the next item (eq. 4) of rows
-        ``[K', n, ...]``; ``user_rows``, ``prev_rows`` ``[K', n]``: rows of the stacked static
-        tables (member ``k``'s user ``u`` is row ``k n_users + u``, its previous item ``p`` row
-        ``k (n_items + 1) + p + 1``). The static weights are read with ``index_select``
-        (backward: one ``index_add`` into the dense gradient; ``nn.Embedding``'s CPU backward
-        filled the table about 50 times per step: 45 % of an epoch on Foursquare's 5,597
-        items)."""
+        ``[K', w, ...]`` (with ``n``: each member's first ``n`` real, as in
+        :meth:`project_users`); ``user_rows``, ``prev_rows`` ``[K', w]``: rows of the stacked
+        static tables (member ``k``'s user ``u`` is row ``k n_users + u``, its previous item
+        ``p`` row ``k (n_items + 1) + p + 1``). The static weights are read with
+        ``index_select`` (backward: one ``index_add`` into the dense gradient;
+        ``nn.Embedding``'s CPU backward filled the table about 50 times per step: 45 % of an
+        epoch on Foursquare's 5,597 items)."""
         def rows(table: stk.Embedding, at: torch.Tensor) -> torch.Tensor:
             return table.weight.flatten(0, 1).index_select(0, at.reshape(-1)).view(
                 *at.shape, -1)
 
-        return (self.w_user_dyn(u_proj, m) + self.w_prev_dyn(prev_dyn, m)
+        return (_first_rows(self.w_user_dyn, u_proj, m, n)
+                + _first_rows(self.w_prev_dyn, prev_dyn, m, n)
                 + rows(self.w_user_static, user_rows) + rows(self.w_prev_static, prev_rows))
 
     def projection(self, u_prev: torch.Tensor, deltas: torch.Tensor, m: stk.Members
@@ -232,17 +280,12 @@ class JODIE(SequentialRecommender):
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
                                  chunk_size: int = 4096):
         """TracIn's factors ``(D, H, K)`` per checkpoint, the training rows in chunks (two
-        replays of the log per checkpoint; see :mod:`recaudit.models.sequential._jodie_tracin`).
-        """
-        from recaudit.models.sequential._jodie_tracin import factor_stream
-
+        replays of the log per checkpoint; see :mod:`._tracin`)."""
         return factor_stream(self, train, rows, queries, chunk_size)
 
     def checkpoint_gradients(self, train: Interactions, rows: np.ndarray, queries: Queries):
         """The flattened prediction-layer gradients (memory ``(d + n_items)`` times
         ``(2d + 2 + n_users + n_items)`` floats per example: for small logs and tests)."""
-        from recaudit.models.sequential._jodie_tracin import gradients
-
         return gradients(self, train, rows, queries)
 
     def _query_inputs(self, net: _JODIENet, queries: Queries, sl: slice,
@@ -295,9 +338,9 @@ class JODIE(SequentialRecommender):
 
 class _JODIECourse(Course):
     """JODIE in the training loop: the mini-batches are the log's groups in time order (the
-    plan of :mod:`._jodie_plan`), the dynamic embeddings run on from group to group (detached at
+    plan of :mod:`._plan`), the dynamic embeddings run on from group to group (detached at
     group boundaries) and restart from the learned initial vectors every epoch; the members of
-    a stack take their groups together (:class:`._jodie_stack.StackEpoch`)."""
+    a stack take their groups together (:class:`._steps.StackEpoch`)."""
 
     model: JODIE
     total_dtype = torch.float32

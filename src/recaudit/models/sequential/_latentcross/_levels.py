@@ -1,16 +1,16 @@
 """Packed sequences of a stack's members as padded levels: one batched GRU for all of them.
 
-A group of LatentCross's whole-history training (:mod:`._history`) is a packed batch: its
+A group of LatentCross's whole-history training (:mod:`.._history`) is a packed batch: its
 users' sequences sorted by decreasing length, level ``t`` holding the ``b_t`` sequences longer
 than ``t`` (rows ``0 .. b_t - 1``, each row's state the row of the level before), the rows of a
 level independent. The members of a stack hold groups of other layouts (their logs differ by a
 few rows). To run every member's recurrence at once, level by level, each member's level ``t``
 is padded to ``w_t = ceil(b_t / G) G`` rows (``G =`` :data:`LEVEL_ROWS`), a width that depends
 on the member alone, and the members whose widths agree at a level run as one batched product
-``h W_hh^T`` and one set of gate operations (:func:`._stack.gru_cell`); members whose widths
+``h W_hh^T`` and one set of gate operations (:func:`.._stack.gru_cell`); members whose widths
 differ at a level (rare: their groups differ by a row or two) run in groups of equal width.
 A member's slice of every product has the shape it has alone, so its numbers do not depend on
-its neighbours (:mod:`._stack`): a padding row holds the member's own finite values (its state
+its neighbours (:mod:`.._stack`): a padding row holds the member's own finite values (its state
 and input rows repeated) and nothing reads it, so its gradient is zero; a member whose levels
 are over while others run on is carried along at their width, its rows again unread. The
 backward pass adds a member's gradients in the order it adds them alone: a level always reads

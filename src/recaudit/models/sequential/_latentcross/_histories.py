@@ -1,18 +1,19 @@
 """LatentCross over whole histories in a stack: a step's groups of every member as one pass.
 
-With ``samples = "history"`` (:mod:`._history`) a member's mini-batches are groups of its log
+With ``samples = "history"`` (:mod:`.._history`) a member's mini-batches are groups of its log
 in time order and each user's GRU state runs on from one group to the next. At step ``j`` the
 members of a stack take their ``j``-th groups together: the members whose groups have as many
-rows ``n`` form one *pass* (an audit's stack, logs one row short, has at most two at a step:
-the last groups' sizes differ). A pass gathers its members' inputs in one embedding look-up,
-draws their dropout masks at once (a member's counters are its own, so its masks are those it
-draws alone), runs their GRUs (:func:`._levels.run_packed`: each member's fused kernel with
-``recurrence = "native"``, every member level by level with ``"batched"``) and computes their
-head, output layer and cross-entropy as batched products over each member's own ``n`` rows,
-each member's loss its mean over them. The members' user states are one tensor ``[K U, H]``
-(member ``k``'s user ``u`` at row ``k U + u``); a pass reads its members' rows and, after the
-optimiser step, writes their groups' final states back (detached). A step's passes are planned
-once per stack and set of members, on the device.
+rows ``n`` form one *pass* when ``n`` is a multiple of 16, so that every member's part of the
+pass starts on a 64-byte line as a tensor of its own does (:func:`~.._stack.pass_key`; other
+counts, as the last groups' usually are, take a pass per member). A pass gathers its members'
+inputs in one embedding look-up, draws their dropout masks at once (a member's counters are its
+own, so its masks are those it draws alone), runs their GRUs (:func:`._levels.run_packed`: each
+member's fused kernel with ``recurrence = "native"``, every member level by level with
+``"batched"``) and computes their head, output layer and cross-entropy as batched products over
+each member's own ``n`` rows, each member's loss its mean over them. The members' user states
+are one tensor ``[K U, H]`` (member ``k``'s user ``u`` at row ``k U + u``); a pass reads its
+members' rows and, after the optimiser step, writes their groups' final states back (detached).
+A step's passes are planned once per stack and set of members, on the device.
 
 The states after an epoch (validation, ``patience``) and those a fitted model ranks from (after
 training, under each member's final or best weights) are one evaluation pass of all members
@@ -34,7 +35,8 @@ from recaudit.errors import DataError
 from recaudit.models.sequential import _stack as stk
 from recaudit.models.sequential._course import Course, Stack, StepLosses
 from recaudit.models.sequential._history import count_groups, group_layouts, row_gaps
-from recaudit.models.sequential._levels import LevelPlan, NativePlan, plan_packed, run_packed
+from recaudit.models.sequential._latentcross._levels import (LevelPlan, NativePlan, plan_packed,
+                                                            run_packed)
 
 __all__ = ["np_buckets", "HistoryGroup", "history_groups", "HistoryStack", "HistoryCourse"]
 
@@ -47,7 +49,7 @@ def np_buckets(delta: np.ndarray, n: int) -> np.ndarray:
 @dataclass(frozen=True)
 class HistoryGroup:
     """One group of a member's log, on the host: its log ``rows`` in packed order
-    (:class:`._history.GroupLayout`), their ``items`` and gap ``buckets``, the group's
+    (:class:`.._history.GroupLayout`), their ``items`` and gap ``buckets``, the group's
     ``users`` in sequence order and its ``batch_sizes``."""
 
     rows: np.ndarray
@@ -118,13 +120,15 @@ class HistoryStack:
         return torch.zeros(len(self.groups) * self.n_users, self.hidden, device=self.device)
 
     def passes(self, j: int, members: Sequence[int]) -> list[Pass]:
-        """The passes of step ``j`` of ``members``: those with a ``j``-th group, by its size."""
+        """The passes of step ``j`` of ``members``: those with a ``j``-th group, by its size
+        (:func:`~.._stack.pass_key`: members whose parts of the pass stay on 64-byte lines)."""
         key = (j, tuple(members))
         if key not in self._passes:
-            by_size: dict[int, list[int]] = {}
+            by_size: dict[int | tuple[int, int], list[int]] = {}
             for k in members:
                 if j < len(self.groups[k]):
-                    by_size.setdefault(len(self.groups[k][j].rows), []).append(k)
+                    by_size.setdefault(stk.pass_key(len(self.groups[k][j].rows), k),
+                                       []).append(k)
             self._passes[key] = [self._plan(j, ks) for ks in by_size.values()]
         return self._passes[key]
 

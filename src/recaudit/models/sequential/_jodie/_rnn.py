@@ -6,7 +6,7 @@ are one affine map ``z = W x + b`` (member ``k``'s ``W [2d, 2d+2]``: rows ``:d``
 ``d:`` the item cell), then ``t = tanh(z)`` and each half is L2-normalised,
 ``n = t / max(||t||, ε)`` (``F.normalize``, ε = 1e-12). Rows of one t-batch level are
 independent; levels run in order and read earlier levels' outputs from the step's buffer
-(layout in :mod:`._jodie_stack`: every member's level ``l``, then level ``l + 1``).
+(layout in :mod:`._steps`: every member's level ``l``, then level ``l + 1``).
 
 Backward, level by level in reverse (``g`` = gradient w.r.t. a level's outputs, accumulated from
 every later reader):
@@ -18,7 +18,7 @@ every later reader):
 Two implementations: numba kernels for CPU tensors (one call per step and direction, each
 member's block of a level its own product, per-level cost a few microseconds) and torch
 operations for other devices (a handful of batched kernels per level for all members: the
-blocks of a level padded alike, :func:`._jodie_stack.row_pad`, as one ``baddbmm``).
+blocks of a level padded alike, :func:`row_pad`, as one ``baddbmm``).
 ``impl="torch"`` forces the latter on the CPU (tests, and the operator counts of
 ``benchmarks/bench_stack.py``). Each is exact per member: a member's numbers do not depend on
 the other members of its stack.
@@ -26,19 +26,58 @@ the other members of its stack.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from recaudit._jit import njit
 
-if TYPE_CHECKING:
-    from recaudit.models.sequential._jodie_stack import Cascade
+from recaudit.models.sequential._stack import padded
 
-__all__ = ["cascade", "uses_numba"]
+__all__ = ["Cascade", "LevelGroup", "cascade", "row_pad", "uses_numba"]
 
 _EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class LevelGroup:
+    """Rows ``lo:hi`` of a level: ``hi - lo = K' rows``, the blocks of members ``members``
+    (stack positions, ``None``: all of them in order), ``rows`` each; ``idx`` their read
+    slots ``[2 (hi - lo)]`` (``u(t-)``, ``j(t-)`` per row), ``deltas`` ``[K', rows, 2]``."""
+
+    lo: int
+    hi: int
+    rows: int
+    members: torch.Tensor | None
+    idx: torch.Tensor
+    deltas: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """What the recurrence of a step reads: ``n_rows`` rows (padding included), their read
+    slots ``idx [2 n_rows]`` and time differences ``deltas [n_rows, 2]``; per level the
+    member blocks (host arrays for the numba kernels: ``blk_ptr`` cuts the blocks into
+    levels, block ``b`` is member ``blk_member[b]``'s rows ``blk_start[b]`` onwards,
+    ``blk_n[b]`` of them) and the :class:`LevelGroup` s of the torch recurrence."""
+
+    n_rows: int
+    idx: torch.Tensor
+    deltas: torch.Tensor
+    blk_ptr: np.ndarray
+    blk_member: np.ndarray
+    blk_start: np.ndarray
+    blk_n: np.ndarray
+    levels: list[list[LevelGroup]]
+
+
+def row_pad(use_numba: bool) -> Callable[[int], int]:
+    """A member's rows at a level as a block of the buffer: the numba recurrence computes
+    each row alone (no padding); the torch one pads to a multiple of ``ROWS``."""
+    return (lambda n: n) if use_numba else padded
+
 
 
 @njit(cache=True)
@@ -223,5 +262,5 @@ def cascade(entry: torch.Tensor, w: torch.Tensor, b: torch.Tensor, plan: Cascade
             use_numba: bool) -> torch.Tensor:
     """The step's state buffer ``[n_entries + 1 + 2 n_rows, d]`` (differentiable w.r.t.
     ``entry [n_entries, d]`` and every member's cell weights ``w [K, 2d, 2d+2]`` and biases
-    ``b [K, 2d]``; float32), from the step's plan (:class:`._jodie_stack.Cascade`)."""
+    ``b [K, 2d]``; float32), from the step's plan (:class:`Cascade`)."""
     return _Cascade.apply(entry.contiguous(), w.contiguous(), b.contiguous(), plan, use_numba)

@@ -36,7 +36,7 @@ from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._config import TiSASRecConfig
-from recaudit.models.sequential._sasrec import PreLNBlock, _normal_rule
+from recaudit.models.sequential._attention._blocks import PreLNBlock, normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 
 __all__ = ["TiSASRec", "interval_buckets"]
@@ -141,7 +141,7 @@ class TiSASRec(SequentialRecommender):
         return _TiSASRecNet(k, n_items, self.config)
 
     def _init_rule(self):
-        base = _normal_rule()
+        base = normal_rule()
 
         def rule(name, shape, g):
             if name.split(".")[-2] in ("pos_k", "pos_v", "int_k", "int_v"):

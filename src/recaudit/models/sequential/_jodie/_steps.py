@@ -1,22 +1,33 @@
 """JODIE's groups of several members taken together: the steps of a stack's epoch.
 
-At step ``j`` of an epoch every member that has a ``j``-th group (:mod:`._jodie_plan`) trains on
+At step ``j`` of an epoch every member that has a ``j``-th group (:mod:`._plan`) trains on
 it, and the members' groups are computed as one: one buffer holds every member's entry states,
 one zero row and the rows' outputs; the rows are laid out *level by level* (t-batch level
 ``l`` of every member, then level ``l + 1``; a member with fewer levels drops out), so the
 recurrence runs each level of all members as one batched computation
-(:func:`~._jodie_rnn.cascade`), the losses of members whose groups have as many rows as one
+(:func:`~._rnn.cascade`), the losses of members whose groups have as many rows as one
 pass (:class:`LossGroup`), and the states after the step return to every member's state rows
 in one scatter.
 
 **A member's numbers never depend on its neighbours.** Within a level a member's rows form
 one block of ``pad(n)`` rows, ``n`` its rows at that level and ``pad`` a rule of the member
-alone (the torch recurrence pads to multiples of :data:`~._stack.ROWS`, the numba one not at
+alone (the torch recurrence pads to multiples of :data:`~.._stack.ROWS`, the numba one not at
 all): members whose blocks have as many rows run as one batched product whose slice is the
 product the member has alone; padding rows read the zero row, nobody reads what they write,
-and their gradients are zeros. A loss pass holds members with as many rows, each in its own
-processing order. Every index is into the member's own part of a stacked table (state rows
-``k (n_users + n_items) + code``, static weights ``k n + code``).
+and their gradients are zeros.
+
+A loss pass holds the members whose groups have as many rows ``n``, each in its own processing
+order and padded to ``lines(n)`` rows (:func:`~.._stack.lines`, a multiple of 16), so that every
+member's part of every ``[K', lines(n), w]`` tensor of the pass starts on a 64-byte line, as a
+tensor of its own does. The padding rows read the zero row and the member's own first static
+rows; the products read each member's first ``n`` rows only (:class:`._model._FirstRows`) and
+the losses sum them only, so a member's products and sums are those of its ``n`` rows alone, and
+the padding's gradients are zeros. For the same reason every array of a step's plan starts on a
+line (:class:`_Pack`). (A matrix product's sums can depend on where its operands start; before,
+a stack's second member, its part of a pass of uneven groups a few bytes off a line, trained
+otherwise than alone: issue 61, 104 of 7,836 queries' RBO differed between ``--stack 1`` and
+``--stack 3``.) Every index is into the member's own part of a stacked table (state rows ``k
+(n_users + n_items) + code``, static weights ``k n + code``).
 
 The plan of an epoch depends on the set of members that train (a member that stopped early
 leaves it); it is built on the host once for each such set and copied to the device in one
@@ -32,55 +43,28 @@ from typing import Any
 import numpy as np
 import torch
 
-from recaudit.models.sequential._stack import Members, padded
+from recaudit.models.sequential._course import StepLosses
+from recaudit.models.sequential._jodie._rnn import (Cascade, LevelGroup, cascade, row_pad,
+                                                    uses_numba)
+from recaudit.models.sequential._stack import LINE, Members, index_tensor, lines
 
-__all__ = ["Step", "LossGroup", "LevelGroup", "Cascade", "plan_steps", "row_pad", "StackEpoch",
-           "group_losses", "initial_states"]
-
-
-@dataclass(frozen=True)
-class LevelGroup:
-    """Rows ``lo:hi`` of a level: ``hi - lo = K' rows``, the blocks of members ``members``
-    (stack positions, ``None``: all of them in order), ``rows`` each; ``idx`` their read
-    slots ``[2 (hi - lo)]`` (``u(t-)``, ``j(t-)`` per row), ``deltas`` ``[K', rows, 2]``."""
-
-    lo: int
-    hi: int
-    rows: int
-    members: torch.Tensor | None
-    idx: torch.Tensor
-    deltas: torch.Tensor
-
-
-@dataclass(frozen=True)
-class Cascade:
-    """What the recurrence of a step reads: ``n_rows`` rows (padding included), their read
-    slots ``idx [2 n_rows]`` and time differences ``deltas [n_rows, 2]``; per level the
-    member blocks (host arrays for the numba kernels: ``blk_ptr`` cuts the blocks into
-    levels, block ``b`` is member ``blk_member[b]``'s rows ``blk_start[b]`` onwards,
-    ``blk_n[b]`` of them) and the :class:`LevelGroup` s of the torch recurrence."""
-
-    n_rows: int
-    idx: torch.Tensor
-    deltas: torch.Tensor
-    blk_ptr: np.ndarray
-    blk_member: np.ndarray
-    blk_start: np.ndarray
-    blk_n: np.ndarray
-    levels: list[list[LevelGroup]]
+__all__ = ["Step", "LossGroup", "plan_steps", "StackEpoch", "group_losses", "initial_states",
+           "step_buffer", "advance"]
 
 
 @dataclass(frozen=True)
 class LossGroup:
     """Members (stack positions) whose groups have ``rows`` rows each, their loss as one
-    pass (``m``): buffer slots ``[K' rows]`` of ``u(t-)``, ``j(t-)``, ``p(t-)``, ``u(t)``,
-    ``j(t)`` (each member's rows in its processing order); ``users`` and ``prev`` rows
-    ``[K', rows]`` of the stacked static tables (``p + 1``: 0 = none), ``items`` ``[K', rows,
-    1]``, ``du`` ``[K', rows, 1]`` and the t-batch weights ``[K', rows]``."""
+    pass (``m``), each member's rows in its processing order and padded to ``width`` rows
+    (:func:`~.._stack.lines`): buffer slots ``[K' width]`` of ``u(t-)``, ``j(t-)``, ``p(t-)``,
+    ``u(t)``, ``j(t)`` (padding: the zero row); ``users`` and ``prev`` rows ``[K', width]`` of
+    the stacked static tables (``p + 1``: 0 = none), ``items`` ``[K', width, 1]``, ``du``
+    ``[K', width, 1]`` and the t-batch weights ``[K', width]`` (padding: zero)."""
 
     members: tuple[int, ...]
     m: Members
     rows: int
+    width: int
     iu: torch.Tensor
     ii: torch.Tensor
     ip: torch.Tensor
@@ -111,14 +95,12 @@ class Step:
     fin_src: torch.Tensor
 
 
-def row_pad(use_numba: bool) -> Callable[[int], int]:
-    """A member's rows at a level as a block of the buffer: the numba recurrence computes
-    each row alone (no padding); the torch one pads to a multiple of ``ROWS``."""
-    return (lambda n: n) if use_numba else padded
-
-
 class _Pack:
-    """Host arrays gathered for one copy to the device per dtype."""
+    """Host arrays gathered for one copy to the device per dtype, each array starting on a
+    64-byte boundary of a tensor that torch allocated (a numpy array's memory is aligned to 16
+    bytes only: where a view of it starts would depend on the heap)."""
+
+    _DTYPES = {"i": np.int64, "f": np.float32}
 
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = {"i": [], "f": []}
@@ -126,17 +108,20 @@ class _Pack:
         self.out: dict[str, torch.Tensor] = {}
 
     def add(self, a: np.ndarray, kind: str = "i") -> tuple[str, int, tuple[int, ...]]:
-        a = np.ascontiguousarray(a, dtype=np.int64 if kind == "i" else np.float32)
+        dt = self._DTYPES[kind]
+        a = np.ascontiguousarray(a, dtype=dt)
         ref = (kind, self.size[kind], a.shape)
-        self.parts[kind].append(a.ravel())
-        self.size[kind] += a.size
+        line = LINE // np.dtype(dt).itemsize
+        gap = -a.size % line
+        self.parts[kind] += [a.ravel(), np.zeros(gap, dt)]
+        self.size[kind] += a.size + gap
         return ref
 
     def finish(self, device: torch.device) -> None:
         for kind, parts in self.parts.items():
-            dt = np.int64 if kind == "i" else np.float32
-            flat = np.concatenate(parts) if parts else np.zeros(0, dt)
-            self.out[kind] = torch.from_numpy(flat).to(device)
+            flat = torch.from_numpy(np.concatenate(parts) if parts
+                                    else np.zeros(0, self._DTYPES[kind]))
+            self.out[kind] = torch.empty(flat.shape, dtype=flat.dtype, device=device).copy_(flat)
 
     def __call__(self, ref: tuple[str, int, tuple[int, ...]]) -> torch.Tensor:
         kind, lo, shape = ref
@@ -147,7 +132,7 @@ def plan_steps(groups: Sequence[Sequence[dict]], positions: Sequence[int], k: in
                n_users: int, n_items: int, pad: Callable[[int], int],
                device: torch.device) -> list[Step]:
     """The steps of an epoch of members ``positions`` (of a stack of ``k``) whose groups
-    (:func:`~._jodie_plan.group_arrays`) are ``groups[i]`` for member ``positions[i]``."""
+    (:func:`~._plan.group_arrays`) are ``groups[i]`` for member ``positions[i]``."""
     pack = _Pack()
     n_steps = max((len(g) for g in groups), default=0)
     raw = [_step([(p, gs[j]) for p, gs in zip(positions, groups, strict=True) if j < len(gs)],
@@ -221,26 +206,37 @@ def _step(here: list[tuple[int, dict]], first: bool, k: int, n_users: int, n_ite
                  for p, g in here]))}
     losses = []
     for n, members in by_rows.items():
-        def cat(f):
-            return np.concatenate([f(p, g) for p, g in members])
+        w = lines(n)
 
-        losses.append((tuple(p for p, _ in members), n, {
-            "iu": pack.add(cat(lambda p, g: remap(p, g, g["iu"]))),
-            "ii": pack.add(cat(lambda p, g: remap(p, g, g["ii"]))),
-            "ip": pack.add(cat(lambda p, g: remap(p, g, g["ip"]))),
-            "new_u": pack.add(cat(lambda p, g: base + 2 * row_pos[p])),
-            "new_i": pack.add(cat(lambda p, g: base + 2 * row_pos[p] + 1)),
-            "users": pack.add(cat(lambda p, g: p * n_users + g["users"]).reshape(-1, n)),
-            "prev": pack.add(cat(lambda p, g: p * (n_items + 1) + g["prev"] + 1)
-                             .reshape(-1, n)),
-            "items": pack.add(cat(lambda p, g: g["items"]).reshape(-1, n, 1)),
-            "du": pack.add(cat(lambda p, g: g["deltas"][:, 0]).reshape(-1, n, 1), "f"),
-            "weight": pack.add(cat(lambda p, g: g["row_weight"]).reshape(-1, n), "f")}))
+        def cat(f, fill):
+            """Each member's ``n`` values ``f(p, g)``, then ``w - n`` of ``fill(p)``."""
+            parts = []
+            for p, g in members:
+                a = np.asarray(f(p, g))
+                parts += [a, np.full((w - n, *a.shape[1:]), fill(p), a.dtype)]
+            return np.concatenate(parts)
+
+        def slots(f):
+            return pack.add(cat(f, lambda p: zero))
+
+        losses.append((tuple(p for p, _ in members), n, w, {
+            "iu": slots(lambda p, g: remap(p, g, g["iu"])),
+            "ii": slots(lambda p, g: remap(p, g, g["ii"])),
+            "ip": slots(lambda p, g: remap(p, g, g["ip"])),
+            "new_u": slots(lambda p, g: base + 2 * row_pos[p]),
+            "new_i": slots(lambda p, g: base + 2 * row_pos[p] + 1),
+            "users": pack.add(cat(lambda p, g: p * n_users + g["users"],
+                                  lambda p: p * n_users).reshape(-1, w)),
+            "prev": pack.add(cat(lambda p, g: p * (n_items + 1) + g["prev"] + 1,
+                                 lambda p: p * (n_items + 1)).reshape(-1, w)),
+            "items": pack.add(cat(lambda p, g: g["items"], lambda p: 0).reshape(-1, w, 1)),
+            "du": pack.add(cat(lambda p, g: g["deltas"][:, 0], lambda p: 0.0)
+                           .reshape(-1, w, 1), "f"),
+            "weight": pack.add(cat(lambda p, g: g["row_weight"], lambda p: 0.0)
+                               .reshape(-1, w), "f")}))
     every = list(range(k))
 
     def build(pk: _Pack, device: torch.device) -> Step:
-        from recaudit.models.sequential._stack import index_tensor
-
         flat_idx, flat_deltas = pk(refs["idx"]), pk(refs["deltas"])
         lvls = [[LevelGroup(lo, hi, size, None if ps == every else index_tensor(ps, device),
                             flat_idx[2 * lo:2 * hi], flat_deltas[lo:hi].view(-1, size, 2))
@@ -248,9 +244,9 @@ def _step(here: list[tuple[int, dict]], first: bool, k: int, n_users: int, n_ite
         rnn = Cascade(n_rows, flat_idx, flat_deltas, np.asarray(blk_ptr, np.int64),
                       np.asarray(blk_member, np.int64), np.asarray(blk_start, np.int64),
                       np.asarray(blk_n, np.int64), lvls)
-        passes = [LossGroup(ps, Members(None if list(ps) == every else ps, None, device), n,
+        passes = [LossGroup(ps, Members(None if list(ps) == every else ps, None, device), n, w,
                             **{name: pk(ref) for name, ref in r.items()})
-                  for ps, n, r in losses]
+                  for ps, n, w, r in losses]
         return Step([p for lg in passes for p in lg.members], first, pk(refs["entry_init"]),
                     pk(refs["entry_state"]), rnn, passes, pk(refs["fin_dst"]),
                     pk(refs["fin_src"]))
@@ -268,10 +264,8 @@ def initial_states(net: Any, n_users: int) -> torch.Tensor:
 
 
 def step_buffer(net: Any, step: Step, states: torch.Tensor, use_numba: bool) -> torch.Tensor:
-    """The buffer of ``step`` (:func:`~._jodie_rnn.cascade`) from ``states`` (the epoch's
+    """The buffer of ``step`` (:func:`~._rnn.cascade`) from ``states`` (the epoch's
     first step: the initial vectors, with their gradient)."""
-    from recaudit.models.sequential._jodie_rnn import cascade
-
     if step.first:
         entry = torch.cat([net.init_user, net.init_item]).index_select(0, step.entry_init)
     else:
@@ -288,11 +282,12 @@ def advance(states: torch.Tensor, step: Step, buf: torch.Tensor) -> None:
 
 def group_losses(net: Any, buf: torch.Tensor, lg: LossGroup, config: Any) -> torch.Tensor:
     """The loss (eq. 5, the model's ``loss_reduction`` and ``detach_targets``) of each member
-    of a loss pass ``[K']``, before division by the group's size."""
-    k, n, d = lg.items.shape[0], lg.rows, buf.shape[1]
+    of a loss pass ``[K']``, before division by the group's size: the sums over each member's
+    ``lg.rows`` rows (its padding rows are computed and left out)."""
+    k, n, w, d = lg.items.shape[0], lg.rows, lg.width, buf.shape[1]
 
     def rows(at: torch.Tensor) -> torch.Tensor:
-        return buf.index_select(0, at).view(k, n, d)
+        return buf.index_select(0, at).view(k, w, d)
 
     u_prev, i_prev, p_dyn = rows(lg.iu), rows(lg.ii), rows(lg.ip)
     u_new, i_new = rows(lg.new_u), rows(lg.new_i)
@@ -300,17 +295,18 @@ def group_losses(net: Any, buf: torch.Tensor, lg: LossGroup, config: Any) -> tor
         u_ref, i_ref = u_prev.detach(), i_prev.detach()
     else:
         u_ref, i_ref = u_prev, i_prev
-    u_proj = net.project_users(u_prev, lg.du, lg.m)
-    pred = net.predict_items(u_proj, lg.users, p_dyn, lg.prev, lg.m)
-    one_hot = buf.new_zeros(k, n, net.n_items).scatter_(2, lg.items, 1.0)
+    u_proj = net.project_users(u_prev, lg.du, lg.m, n)
+    pred = net.predict_items(u_proj, lg.users, p_dyn, lg.prev, lg.m, n)
+    one_hot = buf.new_zeros(k, w, net.n_items).scatter_(2, lg.items, 1.0)
     target = torch.cat([i_ref, one_hot], 2)  # (F.one_hot checks its input: a device sync)
     lam_u, lam_i = config.lambda_user, config.lambda_item
     if config.loss_reduction == "tbatch-mean":  # per t-batch nn.MSELoss, summed
         per_row = (((pred - target) ** 2).mean(2) + lam_u * ((u_new - u_ref) ** 2).mean(2)
                    + lam_i * ((i_new - i_ref) ** 2).mean(2))
-        return (per_row * lg.weight).sum(1)
-    return (((pred - target) ** 2).sum((1, 2)) + lam_u * ((u_new - u_ref) ** 2).sum((1, 2))
-            + lam_i * ((i_new - i_ref) ** 2).sum((1, 2)))
+        return (per_row * lg.weight)[:, :n].sum(1)
+    return (((pred - target) ** 2)[:, :n].sum((1, 2))
+            + lam_u * ((u_new - u_ref) ** 2)[:, :n].sum((1, 2))
+            + lam_i * ((i_new - i_ref) ** 2)[:, :n].sum((1, 2)))
 
 
 class StackEpoch:
@@ -319,8 +315,6 @@ class StackEpoch:
     are one tensor ``[K, n_users + n_items, d]`` (:func:`initial_states`)."""
 
     def __init__(self, stack: Any, active: Sequence[Any]) -> None:
-        from recaudit.models.sequential._jodie_rnn import uses_numba
-
         first = active[0]
         net = stack.net
         self.net, self.config = net, first.config
@@ -337,9 +331,7 @@ class StackEpoch:
     def __iter__(self) -> Iterator[Step]:
         return iter(self.steps)
 
-    def objectives(self, step: Step, tag: int) -> Any:
-        from recaudit.models.sequential._course import StepLosses
-
+    def objectives(self, step: Step, tag: int) -> StepLosses:
         buf = step_buffer(self.net, step, self.states, self.use_numba)
         losses = [group_losses(self.net, buf, lg, self.config) for lg in step.losses]
         total = losses[0] if len(losses) == 1 else torch.cat(losses)

@@ -36,7 +36,7 @@ from recaudit.models.sequential._nn import SequenceNet, required
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import Batch, SequenceData, StackBatch, to_device
 from recaudit.models.sequential._stack import padded
-from recaudit.models.sequential._sasrec import _normal_rule
+from recaudit.models.sequential._attention._blocks import normal_rule
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import BERT4RecConfig
 
@@ -122,7 +122,7 @@ class BERT4Rec(SequentialRecommender):
         return _BERT4RecNet(k, n_items, self.config)
 
     def _init_rule(self):
-        return _normal_rule()
+        return normal_rule()
 
     def _make_data(self, train):
         # windows of max_len - 1 inputs + their last target = max_len items
@@ -147,7 +147,7 @@ class BERT4Rec(SequentialRecommender):
                     ) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
         """Each member's Cloze loss ``[K]``, scores ``[R, n_items]`` and number of masked
         positions: the members' inputs, of one shape, run as one pass; their masked positions
-        (each member's own count, padded, :func:`._stack.padded`) are scored in one batched
+        (each member's own count, padded, :func:`.._stack.padded`) are scored in one batched
         pass per padded count. The masks are drawn on the host, member by member (their
         numbers fix the loss's shape: no device sync); everything else is one operation for
         all members."""

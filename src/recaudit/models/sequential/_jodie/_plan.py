@@ -284,7 +284,7 @@ def group_arrays(plan: Plan, train: Interactions, prev_item: np.ndarray, du: np.
     """Per-group arrays on the host, built once per fit (processing order throughout): the
     level boundaries, the rows' read slots ``iu``/``ii``/``ip`` in the group's own buffer
     layout (:class:`Plan`), the rows' codes, time differences and t-batch weights, the entry
-    and final states' codes and slots; :mod:`._jodie_stack` takes several members' groups
+    and final states' codes and slots; :mod:`._steps` takes several members' groups
     together."""
     groups = []
     for g in range(plan.n_groups):

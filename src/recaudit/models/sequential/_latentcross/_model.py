@@ -48,9 +48,9 @@ import torch
 from recaudit.data import Interactions, Queries
 from recaudit.models.sequential._history import query_layout, train_last_time
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._levels import plan_packed, run_packed
-from recaudit.models.sequential._latentcross_history import (HistoryCourse, HistoryStack,
-                                                              history_groups, np_buckets)
+from recaudit.models.sequential._latentcross._levels import plan_packed, run_packed
+from recaudit.models.sequential._latentcross._histories import (HistoryCourse, HistoryStack,
+                                                                history_groups, np_buckets)
 from recaudit.models.sequential._nn import (SequenceNet, deterministic_torch, init_normal,
                                             required)
 from recaudit.models._registry import register
@@ -107,7 +107,7 @@ class LatentCross(SequentialRecommender):
 
     Config = LatentCrossConfig
     uses_time = True
-    #: 3: a stack over whole histories trains as one pass per step (``_latentcross_history``):
+    #: 3: a stack over whole histories trains as one pass per step (``_histories``):
     #: ``recurrence = "batched"`` runs the padded levels of :mod:`._levels` where it ran the
     #: fused kernel (other numbers), the loss is each member's sum over its rows / ``n`` (the
     #: logged loss differs in the last bits; with ``"native"`` the lists are unchanged)

@@ -23,34 +23,14 @@ import torch
 from torch import nn
 
 from recaudit.models.sequential import _stack as stk
-from recaudit.models.sequential._nn import SequenceNet, init_normal
+from recaudit.models.sequential._attention._blocks import PreLNBlock, normal_rule
+from recaudit.models.sequential._nn import SequenceNet
 from recaudit.models._registry import register
 from recaudit.models.sequential._samples import StackBatch
 from recaudit.models.sequential._base import SequentialRecommender
 from recaudit.models.sequential._config import SASRecConfig
 
 __all__ = ["SASRec"]
-
-
-class PreLNBlock(nn.Module):
-    """The layers SASRec's and TiSASRec's pre-LN blocks share, for ``K`` members: the
-    attention's layer norm and projections (``ln_attn``, ``q``, ``kv``, ``out``:
-    :meth:`_attention`) and the feed-forward part (``ln_ffn``, ``ff1``, ``ff2``:
-    :meth:`_feed_forward`), made by two calls so that a block can add its own layers between
-    them (the order of a block's parameters is the order a member's generator initialises
-    them in)."""
-
-    def _attention(self, k: int, dim: int, heads: int) -> None:
-        self.heads = heads
-        self.ln_attn = stk.LayerNorm(k, dim)
-        self.q = stk.Linear(k, dim, dim)
-        self.kv = stk.Linear(k, dim, 2 * dim)
-        self.out = stk.Linear(k, dim, dim)
-
-    def _feed_forward(self, k: int, dim: int, inner: int | None) -> None:
-        self.ln_ffn = stk.LayerNorm(k, dim)
-        self.ff1 = stk.Linear(k, dim, inner or dim)
-        self.ff2 = stk.Linear(k, inner or dim, dim)
 
 
 class _Block(PreLNBlock):
@@ -119,20 +99,6 @@ class _SASRecNet(SequenceNet):
         return m.take(self.embedding.weight)[:, 1:], None
 
 
-def _normal_rule(std: float = 0.02):
-    """Truncation-free N(0, 0.02) for embeddings and linear weights (BERT/SASRec practice)."""
-
-    def rule(name, shape, g):
-        if len(shape) == 2 and ("embedding" in name or "position" in name):
-            w = init_normal(shape, std, g)
-            if name.startswith("embedding"):
-                w[0] = 0.0
-            return w
-        return None
-
-    return rule
-
-
 @register("sasrec")
 class SASRec(SequentialRecommender):
     """SASRec next-item recommender (Kang & McAuley, ICDM 2018); see the module docstring."""
@@ -143,4 +109,4 @@ class SASRec(SequentialRecommender):
         return _SASRecNet(k, n_items, self.config)
 
     def _init_rule(self):
-        return _normal_rule()
+        return normal_rule()

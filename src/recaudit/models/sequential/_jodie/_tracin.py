@@ -39,9 +39,9 @@ import numpy as np
 import torch
 
 from recaudit.data import Interactions, Queries
-from recaudit.models.sequential._jodie_rnn import uses_numba
-from recaudit.models.sequential._jodie_stack import (advance, initial_states, plan_steps,
-                                                     row_pad, step_buffer)
+from recaudit.models.sequential._jodie._rnn import row_pad, uses_numba
+from recaudit.models.sequential._jodie._steps import (advance, initial_states, plan_steps,
+                                                      step_buffer)
 from recaudit.models.sequential._nn import deterministic_torch
 from recaudit.models.sequential._stack import Members
 
