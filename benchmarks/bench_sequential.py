@@ -24,8 +24,10 @@ spread). The designs then decide every comparison of the experiment at the paper
   key: one heuristic of one model at one size, one algorithm at one mix) costs the most
   replicates any of its comparisons read;
 - **fixed at the cap**: every cell at the cap, Welch's or the paired t-test at the same
-  alpha, Holm over the same comparisons; each comparison's power (decided in the record's
-  direction) beside the sequential's: the largest loss is printed;
+  alpha, Holm over the same comparisons, *on the same simulated data* as the sequential runs
+  (paired: the difference is what the looks and the futility stop cost, without the two
+  designs' sampling noise); each comparison's power (decided in the record's direction)
+  beside the sequential's: the largest loss over the comparisons is printed;
 - **fixed with the same power** (the ratio's anchor): every cell at the smallest ``n`` whose
   share of comparisons decided in the record's direction (400 simulated experiments per
   ``n``) reaches the sequential design's.
@@ -120,11 +122,19 @@ def _sequential(rng, comps, alpha, cap, rule, futility=True):
         if grown == n:
             break
         n = grown
-    right = []
-    for (kind, _, params), s in zip(comps, out):
+    right, ps, fixed_right = [], [], []
+    for (kind, _, params), s, d in zip(comps, out, data):
         truth = np.sign(params[0] - params[2]) if kind == "welch" else np.sign(params[0])
         right.append(s.decision == ("greater" if truth > 0 else "less"))
-    return np.array([s.look for s in out]), np.array(right)
+        # the fixed design at the cap on the same data (paired: their difference is what
+        # the looks and the futility stop cost, without the two designs' sampling noise)
+        t = sps.ttest_ind(d[0], d[1], equal_var=False) if kind == "welch" else \
+            sps.ttest_1samp(d[0], 0.0)
+        ps.append(float(np.nan_to_num(t.pvalue, nan=1.0)))
+        fixed_right.append(np.sign(d[0].mean() - (d[1].mean() if kind == "welch" else 0.0))
+                           == truth)
+    fixed = (holm(np.array(ps)) < alpha) & np.array(fixed_right)
+    return np.array([s.look for s in out]), np.array(right), fixed
 
 
 def _replicates(x):
@@ -133,12 +143,11 @@ def _replicates(x):
     return lambda r: estimate_mean(x[:r], np.arange(r))
 
 
-def _fixed(rng, comps, alpha, n, studies, each=False):
+def _fixed(rng, comps, alpha, n, studies):
     """Power of the fixed design at ``n`` replicates per cell over ``studies`` simulated
     experiments: Welch's t-test (``scipy.stats.ttest_ind``, ``equal_var=False``, as
     :func:`recaudit.stats.welch_test`) or the t-test of the per-replicate differences, Holm over
-    the experiment at ``alpha``; the share of comparisons decided in the true direction (per
-    comparison with ``each``)."""
+    the experiment at ``alpha``; the share of comparisons decided in the true direction."""
     ps, right = [], []
     for kind, _, params in comps:
         if kind == "welch":
@@ -156,8 +165,7 @@ def _fixed(rng, comps, alpha, n, studies, each=False):
         right.append(np.sign(diff) == truth)
     p = np.array(ps)  # comparisons x studies
     adj = np.apply_along_axis(holm, 0, p)
-    hits = (adj < alpha) & np.array(right)
-    return hits.mean(axis=1) if each else float(np.mean(hits))
+    return float(np.mean((adj < alpha) & np.array(right)))
 
 
 def _scaled(comps, alpha, cap, multiple):
@@ -232,17 +240,19 @@ def one(sims: int) -> None:
 
 
 def _family(rng, comps, cells, alpha, cap, rule, futility, sims):
-    """(power per comparison, mean replicates per cell) of the sequential design."""
-    spent, right = [], []
+    """(power per comparison, the fixed design's at the cap on the same data, mean
+    replicates per cell) of the sequential design."""
+    spent, right, fixed = [], [], []
     for _ in range(sims):
-        looks, hit = _sequential(rng, comps, alpha, cap, rule, futility)
+        looks, hit, at_cap = _sequential(rng, comps, alpha, cap, rule, futility)
         per_cell = {c: 0 for c in cells}
         for (_, keys, _), n in zip(comps, looks):
             for c in keys:
                 per_cell[c] = max(per_cell[c], int(n))
         spent.append(sum(per_cell.values()) / len(cells))
         right.append(hit)
-    return np.mean(right, axis=0), float(np.mean(spent))
+        fixed.append(at_cap)
+    return np.mean(right, axis=0), np.mean(fixed, axis=0), float(np.mean(spent))
 
 
 def _records(args):
@@ -276,9 +286,8 @@ def _records(args):
             rng_fixed = np.random.default_rng([2027, index])
             family = comps if m is None else _scaled(comps, exp.alpha, cap, m)
             t0 = time.perf_counter()
-            power, per_cell = _family(rng, family, cells, exp.alpha, cap, args.rule,
-                                      args.futility == "on", args.sims)
-            at_cap = _fixed(rng_fixed, family, exp.alpha, cap, studies, each=True)
+            power, at_cap, per_cell = _family(rng, family, cells, exp.alpha, cap, args.rule,
+                                              args.futility == "on", args.sims)
             loss = float(np.max(at_cap - power))
             if m is not None:
                 print(f"{name:28} {cap:4d} {m:>9}x {power.mean():9.3f} {at_cap.mean():13.3f} "
