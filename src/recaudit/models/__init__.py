@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.models._params import Configurable
     from recaudit.models._presets import PRESETS, Preset, preset
     from recaudit.models._protocol import (Recommender, as_queries, checked_fit, checked_rank,
-                                           top_k_from_scores)
+                                           rank_chunks, top_k_from_scores)
     from recaudit.models._registry import (available, config_class, create, model_class,
                                            parameters, register)
     from recaudit.models._scratch import scratch_dir
@@ -46,7 +46,7 @@ __getattr__, __dir__ = exports(__name__, {
     "._params": ("Configurable",),
     "._presets": ("PRESETS", "Preset", "preset"),
     "._protocol": ("Recommender", "as_queries", "checked_fit", "checked_rank",
-                   "top_k_from_scores"),
+                   "rank_chunks", "top_k_from_scores"),
     "._registry": ("available", "config_class", "create", "model_class", "parameters",
                    "register"),
     "._scratch": ("scratch_dir",),
@@ -59,5 +59,6 @@ __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD"
            "RecBoleModel", "Recommender", "SASRec", "SequentialConfig",
            "SequentialRecommender", "SlopeOne", "TiSASRec", "UserKNN", "as_queries",
            "available", "checked_fit", "checked_rank", "check_device", "config_class",
-           "create", "model_class", "parameters", "preset", "process_device", "register",
-           "resolve_device", "scratch_dir", "set_process_device", "top_k_from_scores"]
+           "create", "model_class", "parameters", "preset", "process_device", "rank_chunks",
+           "register", "resolve_device", "scratch_dir", "set_process_device",
+           "top_k_from_scores"]

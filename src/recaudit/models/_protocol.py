@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -9,7 +10,8 @@ import numpy as np
 from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import ModelError
 
-__all__ = ["Recommender", "as_queries", "checked_fit", "checked_rank"]
+__all__ = ["Recommender", "as_queries", "checked_fit", "checked_rank", "rank_chunks",
+           "top_k_from_scores"]
 
 
 @runtime_checkable
@@ -91,31 +93,72 @@ def top_k_from_scores(scores: np.ndarray, k: int | None) -> RankLists:
     instead of sorting the row: with ``t`` the row's depth-th largest score
     (:func:`numpy.partition`, linear time), the list is the items scoring above ``t`` and,
     of those scoring exactly ``t``, the lowest codes needed to fill it; only these ``depth``
-    items are then sorted. Rows go in blocks, so memory stays a few copies of a block. For
-    Foursquare-sized catalogues this is about 7x faster than sorting every row
-    (``benchmarks/bench_ranking.py``).
+    items are then sorted. Rows go in blocks (:func:`rank_chunks`), so memory stays a few
+    copies of a block. For Foursquare-sized catalogues this is about 7x faster than sorting
+    every row (``benchmarks/bench_ranking.py``).
     """
     scores = np.asarray(scores)
     if scores.ndim != 2:
         raise ValueError(f"scores must be a [n_queries, n_items] matrix, got shape "
                          f"{scores.shape}")
     n, m = scores.shape
+    block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
+    return rank_chunks((scores[lo:lo + block] for lo in range(0, n, block)), k)
+
+
+#: scores a selection (:func:`top_order`) works on at once: its temporaries are about three
+#: times this many bytes of float32, whatever the size of the chunk it is given
+_SELECT_SCORES = 4 << 20
+
+
+def rank_chunks(chunks: Iterable[np.ndarray], k: int | None) -> RankLists:
+    """The rank lists of :func:`top_k_from_scores` of the rows of ``chunks`` (score matrices
+    ``[rows, n_items]``, in query order) stacked, without ever holding more than one chunk's
+    scores: a model scores a chunk of queries, this keeps its top ``k`` and drops the chunk.
+
+    Each chunk keeps ``min(k, its fewest finite scores)`` items per row and the lists are
+    cut to the fewest of all chunks at the end: a list of the order ``(-score, item)`` cut
+    to fewer items is the list a smaller depth selects, so the lists are exactly those of
+    :func:`top_k_from_scores` on the whole matrix. Peak memory: one chunk, the selection's
+    temporaries (about three times :data:`_SELECT_SCORES` float32 scores, the chunk's rows
+    taken a block at a time) and the lists kept."""
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
-    depth = int(np.isfinite(scores).sum(axis=1).min()) if n else 0
-    if k is not None:
-        depth = min(depth, int(k))
-    items = np.empty((n, depth), dtype=np.int32)
-    block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
-    for lo in range(0, n, block):
-        items[lo:lo + block] = top_order(scores[lo:lo + block], depth)
-    return RankLists(items, np.take_along_axis(scores, items, axis=1))
+    items: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    depth: int | None = None
+    width: int | None = None
+    dtype = None
+    for s in chunks:
+        s = np.asarray(s)
+        if s.ndim != 2 or (width is not None and s.shape[1] != width):
+            raise ValueError(f"score chunks must be [rows, n_items] matrices of one width, got "
+                             f"shape {s.shape}" + (f" after width {width}" if width else ""))
+        width, dtype = s.shape[1], s.dtype
+        if not len(s):
+            continue
+        d = int(np.isfinite(s).sum(axis=1).min())
+        d = d if k is None else min(d, int(k))
+        depth = d if depth is None else min(depth, d)
+        top = np.empty((len(s), d), dtype=np.int32)
+        rows = max(1, _SELECT_SCORES // max(width, 1))
+        for lo in range(0, len(s), rows):
+            top[lo:lo + rows] = top_order(s[lo:lo + rows], d)
+        items.append(top)
+        values.append(np.take_along_axis(s, top, axis=1))
+    if depth is None:
+        return RankLists(np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=dtype or
+                                                                     np.float32))
+    if len(items) == 1:
+        return RankLists(items[0][:, :depth], values[0][:, :depth])
+    return RankLists(np.concatenate([a[:, :depth] for a in items]),
+                     np.concatenate([v[:, :depth] for v in values]))
 
 
 def top_order(s: np.ndarray, depth: int) -> np.ndarray:
     """The first ``depth`` items of each row of ``s`` in ``(-score, item)`` order, NaN
     counting as ``-inf`` (``depth`` <= the row length; not validated: the public callers
-    are :func:`top_k_from_scores` and the collaborative-filtering models' ``recommend``)."""
+    are :func:`rank_chunks` and the collaborative-filtering models' ``recommend``)."""
     n, m = s.shape
     if depth == 0:
         return np.zeros((n, 0), dtype=np.int64)
