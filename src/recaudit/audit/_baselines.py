@@ -150,8 +150,8 @@ def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
         ranks, fit_s, rank_s, before = train_baseline(trial, split, cache)
         if store is not None:
             store.put(key, compress=True, items=ranks.items.astype(code_dtype(n_items)),
-                      depth=np.int64(depth or 0), fit_seconds=np.asarray(fit_s),
-                      rank_seconds=np.asarray(rank_s))
+                      depth=np.asarray(depth or 0, dtype=np.int64),
+                      fit_seconds=np.asarray(fit_s), rank_seconds=np.asarray(rank_s))
     return Baseline(ranks.items, fit_s, rank_s, trained_here=True, before=before)
 
 

@@ -273,7 +273,8 @@ def audit(
                              datasets=(dataset_spec(dataset, **_data_fields(
                                  min_interactions, sample_users, sep, column)),),
                              metrics=MetricSpec.from_dict({"k": k, "p": p,
-                                                           "depth": _depth(depth)}),
+                                                           "depth": _depth(depth)},
+                                                          key="metrics"),
                              output=str(output or "results/audit.duckdb"))
         config = replace(config, executor=_executor(workers, config, stack, keep_fits),
                          name=audit_name(config))
