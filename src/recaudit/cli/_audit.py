@@ -284,8 +284,8 @@ def audit(
         if dry:
             return _dry_run(config, console, like, detect)
         done = _go(config, until_decided, max_seeds, max_draws, budget, margin)
-    _read(done, config, f"Rank-list sensitivity (k={k}, p={p}, depth={depth})", console, fmt,
-          margin, max_draws)
+    _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
+          max_draws)
 
 
 def _depth(text: str) -> int | str:

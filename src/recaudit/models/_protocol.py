@@ -108,7 +108,7 @@ def top_k_from_scores(scores: np.ndarray, k: int | None) -> RankLists:
 
 #: scores a selection (:func:`top_order`) works on at once: its temporaries are about three
 #: times this many bytes of float32, whatever the size of the chunk it is given
-_SELECT_SCORES = 4 << 20
+_SELECT_SCORES = 1 << 20
 
 
 def rank_chunks(chunks: Iterable[np.ndarray], k: int | None) -> RankLists:
@@ -137,22 +137,24 @@ def rank_chunks(chunks: Iterable[np.ndarray], k: int | None) -> RankLists:
         width, dtype = s.shape[1], s.dtype
         if not len(s):
             continue
-        d = int(np.isfinite(s).sum(axis=1).min())
+        rows = max(1, _SELECT_SCORES // max(width, 1))
+        d = min(int(np.isfinite(s[lo:lo + rows]).sum(axis=1).min())
+                for lo in range(0, len(s), rows))
         d = d if k is None else min(d, int(k))
         depth = d if depth is None else min(depth, d)
         top = np.empty((len(s), d), dtype=np.int32)
-        rows = max(1, _SELECT_SCORES // max(width, 1))
         for lo in range(0, len(s), rows):
             top[lo:lo + rows] = top_order(s[lo:lo + rows], d)
         items.append(top)
         values.append(np.take_along_axis(s, top, axis=1))
+        del s   # before the next chunk is scored: one chunk's scores at a time
     if depth is None:
         return RankLists(np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=dtype or
                                                                      np.float32))
-    if len(items) == 1:
-        return RankLists(items[0][:, :depth], values[0][:, :depth])
-    return RankLists(np.concatenate([a[:, :depth] for a in items]),
-                     np.concatenate([v[:, :depth] for v in values]))
+    if len(items) > 1:   # one array each, the chunks' dropped as soon as they are copied
+        items[:] = [np.concatenate([a[:, :depth] for a in items])]
+        values[:] = [np.concatenate([v[:, :depth] for v in values])]
+    return RankLists(items.pop()[:, :depth], values.pop()[:, :depth])
 
 
 def top_order(s: np.ndarray, depth: int) -> np.ndarray:
@@ -166,7 +168,8 @@ def top_order(s: np.ndarray, depth: int) -> np.ndarray:
         s = np.where(np.isnan(s), -np.inf, s)
     if depth * 8 >= m:               # a long list: a stable sort (ties stay in item order)
         return np.argsort(-s, axis=1, kind="stable")[:, :depth]
-    t = np.partition(s, m - depth, axis=1)[:, m - depth, None]   # the depth-th largest
+    # the depth-th largest (a copy: a view would keep the whole partitioned block alive)
+    t = np.partition(s, m - depth, axis=1)[:, m - depth, None].copy()
     above = s > t
     tie = s == t
     need = depth - above.sum(axis=1, keepdims=True)

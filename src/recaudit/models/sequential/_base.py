@@ -283,6 +283,7 @@ class SequentialRecommender(Configurable):
                 if self.config.exclude_seen:
                     s[np.repeat(np.arange(len(sub)), sub.lengths()), sub.context_item] = -np.inf
                 yield s
+                del s   # ranked: dropped before the next chunk is scored
 
         with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
             return rank_chunks(scored(), k)
