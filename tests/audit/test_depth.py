@@ -225,6 +225,10 @@ def test_depth_in_a_file_full_a_number_or_a_clear_error(tmp_path):
     assert cfg.metrics.depth is None and AuditConfig.from_dict(cfg.to_dict()) == cfg
     path.write_text(CONFIG.format(depth=""))
     assert load_config(path).metrics.depth == DEFAULT_DEPTH
+    path.write_text(CONFIG.format(depth="").replace("k = 10", "k = 250"))
+    assert load_config(path).metrics.depth == 250    # a larger k, no depth: the depth is k
+    with pytest.raises(ConfigError, match="set depth >= 250"):
+        MetricSpec(k=250)                             # in Python the depth is given
     for bad, words in (("depth = 5", "below metrics.k (10)"), ('depth = "fulll"', "'fulll'"),
                        ("depth = 0", "below metrics.k")):
         path.write_text(CONFIG.format(depth=bad))

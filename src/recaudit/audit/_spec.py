@@ -44,8 +44,8 @@ from recaudit.errors import ConfigError
 from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, identity,
                                  spec_id, trial_key)
 
-__all__ = ["DEFAULT_DEPTH", "MetricSpec", "AuditConfig", "TrialSpec", "build_model", "load_config",
-           "perturbation_label"]
+__all__ = ["DEFAULT_DEPTH", "MetricSpec", "AuditConfig", "TrialSpec", "build_model",
+           "load_config", "perturbation_label"]
 
 
 def build_model(spec: ModelSpec, **extra: Any) -> Any:
@@ -72,9 +72,10 @@ class MetricSpec(Config):
 
     k: cut-off of FRBO@k, Jaccard@k, the accuracy at k (HR@k, NDCG@k) and the top-k lists the
     store keeps; at most ``depth``. p: RBO persistence. depth: how many items of each ranking
-    are kept and compared (default 100): RBO and its bounds, the truncated RBO sum, average
-    overlap and the reciprocal rank (MRR) are computed over the first ``depth`` items of both
-    lists, the measures at k over the first k. A catalogue of fewer items is ranked whole.
+    are kept and compared (default 100; k where a file or the command line sets a larger k
+    and no depth): RBO and its bounds, the truncated RBO sum, average overlap and the
+    reciprocal rank (MRR) are computed over the first ``depth`` items of both lists, the
+    measures at k over the first k. A catalogue of fewer items is ranked whole.
     ``"full"`` (``None`` in Python) compares the whole catalogue, as Oh et al. 2022 (average
     overlap over the full list) and the paper presets do: each baseline then keeps every
     query's ranking of every item.
@@ -89,6 +90,9 @@ class MetricSpec(Config):
 
     @classmethod
     def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        k = data.get("k")
+        if "depth" not in data and isinstance(k, int) and k > DEFAULT_DEPTH:
+            data["depth"] = k          # a file's or the command line's k above the default
         if data.get("depth") == "full":
             data["depth"] = None
         elif isinstance(data.get("depth"), str):

@@ -220,9 +220,10 @@ def audit(
                                     "for every model; MODEL.KEY=VALUE for one of several."),
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
-    depth: str = typer.Option("100", help="Items of each ranking kept and compared (RBO, "
-                              "average overlap, MRR), at least --k; 'full': the whole "
-                              "catalogue, as Oh et al. 2022."),
+    depth: str | None = typer.Option(None, help="Items of each ranking kept and compared "
+                                     "(RBO, average overlap, MRR), at least --k; 'full': the "
+                                     "whole catalogue, as Oh et al. 2022. Default: 100, or "
+                                     "--k when larger."),
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process); at most "
                                 "one per trial to run (more: lowered, with a warning)."),
     stack: int = typer.Option(1, min=1, help="Train up to this many trials of one baseline "
@@ -272,9 +273,10 @@ def audit(
                              seeds=tuple(range(seeds)),
                              datasets=(dataset_spec(dataset, **_data_fields(
                                  min_interactions, sample_users, sep, column)),),
-                             metrics=MetricSpec.from_dict({"k": k, "p": p,
-                                                           "depth": _depth(depth)},
-                                                          key="metrics"),
+                             metrics=MetricSpec.from_dict(
+                                 {"k": k, "p": p, **({} if depth is None else
+                                                     {"depth": _depth(depth)})},
+                                 key="metrics"),
                              output=str(output or "results/audit.duckdb"))
         config = replace(config, executor=_executor(workers, config, stack, keep_fits),
                          name=audit_name(config))

@@ -128,13 +128,12 @@ def rank_chunks(chunks: Iterable[np.ndarray], k: int | None) -> RankLists:
     values: list[np.ndarray] = []
     depth: int | None = None
     width: int | None = None
-    dtype = None
     for s in chunks:
         s = np.asarray(s)
         if s.ndim != 2 or (width is not None and s.shape[1] != width):
             raise ValueError(f"score chunks must be [rows, n_items] matrices of one width, got "
                              f"shape {s.shape}" + (f" after width {width}" if width else ""))
-        width, dtype = s.shape[1], s.dtype
+        width = s.shape[1]
         if not len(s):
             continue
         rows = max(1, _SELECT_SCORES // max(width, 1))
@@ -148,9 +147,8 @@ def rank_chunks(chunks: Iterable[np.ndarray], k: int | None) -> RankLists:
         items.append(top)
         values.append(np.take_along_axis(s, top, axis=1))
         del s   # before the next chunk is scored: one chunk's scores at a time
-    if depth is None:
-        return RankLists(np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=dtype or
-                                                                     np.float32))
+    if depth is None:   # no query
+        return RankLists(np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=np.float32))
     if len(items) > 1:   # one array each, the chunks' dropped as soon as they are copied
         items[:] = [np.concatenate([a[:, :depth] for a in items])]
         values[:] = [np.concatenate([v[:, :depth] for v in values])]
