@@ -158,7 +158,7 @@ def _new(models, queries: np.ndarray, targets: np.ndarray, m: int, depth: int,
     t0 = time.perf_counter()
     with _Peak() as ranking:
         lists = [rank_chunks((model(queries[lo:lo + CHUNK]) for lo in range(0, n, CHUNK)),
-                             depth) for model in models]
+                             depth, n) for model in models]
     rank = time.perf_counter() - t0
     with _Peak() as rest:
         cache, compare, rbo = _cache_and_compare(

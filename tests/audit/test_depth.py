@@ -256,9 +256,23 @@ def test_ranking_chunk_by_chunk_gives_the_lists_of_the_whole_matrix(seed):
     cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, 5))))
     chunks = np.split(scores, cuts)                               # empty chunks too
     for k in (1, 4, 30, m, None):
-        got, want = rank_chunks(iter(chunks), k), top_k_from_scores(scores, k)
-        np.testing.assert_array_equal(got.items, want.items)
-        np.testing.assert_array_equal(got.scores, want.scores)
+        want = top_k_from_scores(scores, k)
+        for rows in (None, n):            # joined at the end, or written in place
+            got = rank_chunks(iter(chunks), k, rows)
+            np.testing.assert_array_equal(got.items, want.items)
+            np.testing.assert_array_equal(got.scores, want.scores)
+    with pytest.raises(ValueError, match="rows"):
+        rank_chunks(iter(chunks), 3, n + 1)
+
+
+def test_rank_lists_copy_what_could_change_and_keep_what_cannot():
+    mine = np.array([[2, 0, 1]], dtype=np.int32)
+    lists = RankLists(mine)
+    mine[0, 0] = 9                                     # the caller's array, still writable
+    assert lists.items[0, 0] == 2 and not lists.items.flags.writeable
+    assert RankLists(lists.items).items is lists.items  # read-only and its own: kept
+    view = lists.items[:, :2]                          # a view of it: copied
+    assert RankLists(view).items is not view
 
 
 @pytest.mark.parametrize("name, params", [

@@ -286,7 +286,7 @@ class SequentialRecommender(Configurable):
                 del s   # ranked: dropped before the next chunk is scored
 
         with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
-            return rank_chunks(scored(), k)
+            return rank_chunks(scored(), k, len(q))
 
     # ------------------------------------------------------------------ TracIn
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,
