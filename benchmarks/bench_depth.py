@@ -34,7 +34,7 @@ its ranking's peak over one chunk's scores (512 queries x the catalogue, float32
 ``cache+cmp``, what the cache's round trip and the panels add to the lists (a few times the
 lists' codes). BLAS runs on one thread (``OPENBLAS_NUM_THREADS``, unless set).
 
-    python benchmarks/bench_depth.py            # 9 cells, about 12 minutes on one free core
+    python benchmarks/bench_depth.py            # 9 cells, about 8 minutes on 2 busy cores
     python benchmarks/bench_depth.py --quick    # 1k and 10k items x 1k and 10k queries
 """
 
