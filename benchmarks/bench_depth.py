@@ -36,6 +36,15 @@ lists' codes). BLAS runs on one thread (``OPENBLAS_NUM_THREADS``, unless set).
 
     python benchmarks/bench_depth.py            # 9 cells, about 8 minutes on 2 busy cores
     python benchmarks/bench_depth.py --quick    # 1k and 10k items x 1k and 10k queries
+
+Measured on 2026-12-08 (2 cores, one busy with training, load ~6): cache bytes a query 151
+(1k items), 184 (10k), 262 (100k: int32 codes), whatever the queries, against 4,000,
+40,000 and 400,000 (26x, 218x, 1,525x); ranking's peak beyond the lists kept 1.0-1.7x one
+chunk's scores; peak 357 MB at 100k items x 100k queries against ~267 GB (747x); time 4.5x
+(1k items) to 34x (100k items) shorter, 258 s for the largest cell (the anchor: ~76 min).
+On ml-latest-small (300 users: 4,198 queries, 6,188 items, GRU4Rec) a baseline took 103.9 MB
+before, 46.3 MB with ``depth = "full"`` (the same lists in uint16, compressed; the same
+per-query values) and 0.75 MB at the default depth.
 """
 
 from __future__ import annotations
