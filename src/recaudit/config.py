@@ -207,7 +207,13 @@ class Config:
             data = {cls._shorthand: data}
         if not isinstance(data, Mapping):
             raise ConfigError(f"expected a table, got {type(data).__name__} {data!r}", key=key)
-        data = cls._normalise(dict(data))
+        try:
+            data = cls._normalise(dict(data))
+        except ConfigError as exc:  # a shorthand's error names its key below ``key``
+            if key is None:
+                raise
+            raise ConfigError(exc.message, key=f"{key}.{exc.key}" if exc.key else key,
+                              hint=exc.hint) from None
         fields = dataclasses.fields(cls)  # type: ignore[arg-type]
         valid = [f.name for f in fields]
         for name in data:

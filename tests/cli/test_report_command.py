@@ -38,7 +38,7 @@ def test_a_store_renders_without_the_models_code(elsewhere):
     assert '<ul class="reading">' in html and "my pop on tiny.csv: " in html
     # the dataset by its file's name (not its path), the depth in words (not depth=None)
     assert "tiny:" not in html and str(store.parent) not in html
-    assert "rank lists compared over the full ranking" in html and "depth=None" not in html
+    assert "rank lists compared to depth 100" in html and "depth=100" not in html
 
 
 def test_the_format_follows_the_name(elsewhere):

@@ -10,6 +10,18 @@ beside them, for trials that take their baseline last:
 its own and its :class:`Baseline` reaches each trial of the group as an object reference
 (``run_trial``'s ``baseline``). Each baseline's seconds are counted once, in the timings of the
 first trial of its group (:meth:`Baseline.counted`).
+
+What is cached is what the trial's measures read and no more: each query's first
+``metrics.depth`` items (every item for ``depth = "full"``), as the smallest unsigned integer
+type that holds the catalogue's codes (:func:`code_dtype`: one byte a rank up to 256 items,
+two up to 65,536), compressed, with the depth the lists were asked at (``depth``: 0 for the
+whole catalogue). A cached entry serves any trial that compares no deeper than it holds: its
+lists are cut to the trial's depth, and a list of ``(-score, item)`` order cut to ``d`` items
+is the list a ranking at depth ``d`` gives, so the numbers are those of a baseline trained
+for that depth. An entry of an earlier version (``int32`` lists, no ``depth``: the whole
+catalogue unless the audit set a depth) is read the same way; one that holds fewer items
+than a trial compares, and may not be the model's whole ranking, is trained again with a
+warning that says why (:func:`_cached`).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ import contextlib
 import dataclasses
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +45,7 @@ from recaudit.data import Interactions, Queries, RankLists, Split
 from recaudit.experiment import ArrayCache, prepare
 from recaudit.models import checked_rank
 
-__all__ = ["Baseline", "make_baseline", "prime_baseline", "train_baseline"]
+__all__ = ["Baseline", "code_dtype", "make_baseline", "prime_baseline", "train_baseline"]
 
 
 def _local(cache: str | os.PathLike | None) -> Path | None:
@@ -104,6 +117,17 @@ def train_baseline(trial: TrialSpec, split: Split, cache: str | os.PathLike | No
     return _fit_rank(trial, split.train, split, trial.seed, _local(cache), phase="baseline")
 
 
+def code_dtype(n_items: int) -> np.dtype:
+    """The smallest integer type a cached list of a catalogue of ``n_items`` items is kept in:
+    ``uint8`` for codes up to 255 (at most 256 items), ``uint16`` up to 65,535, else
+    ``int32`` (what :class:`~recaudit.data.RankLists` holds)."""
+    if n_items <= 1 << 8:
+        return np.dtype(np.uint8)
+    if n_items <= 1 << 16:
+        return np.dtype(np.uint16)
+    return np.dtype(np.int32)
+
+
 def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
               cache: str | os.PathLike | None, given: Baseline | None = None) -> Baseline:
     """The baseline of ``trial`` from its one source in order: ``given`` (made by another job:
@@ -115,27 +139,58 @@ def _baseline(trial: TrialSpec, log_: Interactions, split: Split,
         return dataclasses.replace(given, trained_here=False)
     key = cache_key(trial, trial.baseline_key(log_.fingerprint()))
     store = None if cache is None else ArrayCache(cache)
-    hit = None if store is None else _cached(store, key)
+    depth, n_items = trial.metrics.depth, split.queries.n_items
+    hit = None if store is None else _cached(store, key, depth, n_items)
     if hit is not None:
         return hit
     with _training(_local(cache), key):   # one process trains it; the others wait and read
-        hit = None if store is None else _cached(store, key)
+        hit = None if store is None else _cached(store, key, depth, n_items, quiet=True)
         if hit is not None:
             return hit
         ranks, fit_s, rank_s, before = train_baseline(trial, split, cache)
         if store is not None:
-            store.put(key, items=ranks.items, fit_seconds=np.asarray(fit_s),
-                      rank_seconds=np.asarray(rank_s))
+            store.put(key, compress=True, items=ranks.items.astype(code_dtype(n_items)),
+                      depth=np.asarray(depth or 0, dtype=np.int64),
+                      fit_seconds=np.asarray(fit_s), rank_seconds=np.asarray(rank_s))
     return Baseline(ranks.items, fit_s, rank_s, trained_here=True, before=before)
 
 
-def _cached(store: ArrayCache, key: str) -> Baseline | None:
+def _cached(store: ArrayCache, key: str, depth: int | None, n_items: int,
+            quiet: bool = False) -> Baseline | None:
+    """The cached baseline ``key`` cut to ``depth`` items (``None``: the whole catalogue of
+    ``n_items``), or ``None`` when there is none or it holds too few items, which a warning
+    says (unless ``quiet``: the caller has said it already).
+
+    An entry holding ``w`` items serves a trial that compares ``depth`` when ``w`` reaches
+    it (``min(depth, n_items)``, or ``n_items`` for the whole catalogue), or when ``w`` is
+    all the model ranks: the entry was asked for the whole catalogue (its ``depth`` is 0) or
+    for more than ``w`` items. An entry of an earlier version records no depth, so fewer
+    items than the trial needs might be a cut it was asked for: it is trained again."""
     hit = store.get(key)
     if hit is None:
         return None
+    items = hit["items"]
+    width = items.shape[1]
+    need = n_items if depth is None else min(depth, n_items)
+    asked = int(hit["depth"]) if "depth" in hit else None
+    whole = asked is not None and (asked == 0 or width < asked)
+    if width < need and not whole:
+        if not quiet:
+            from recaudit.errors import RecauditWarning
+
+            held = ("by an earlier version of recaudit, which did not record the depth it "
+                    "was asked for" if asked is None else f"at depth {asked}")
+            warnings.warn(f"baseline {key} was cached {held}: its lists hold {width} items "
+                          f"of each query's ranking and this trial compares "
+                          f"{'the whole catalogue' if depth is None else depth}; it is "
+                          "trained again (and the deeper lists replace the cached ones)",
+                          RecauditWarning, stacklevel=3)
+        return None
+    if depth is not None and width > depth:
+        items = items[:, :depth]
     fit, rank = (float(hit[name]) if name in hit else 0.0 for name in ("fit_seconds",
                                                                       "rank_seconds"))
-    return Baseline(hit["items"], fit, rank)
+    return Baseline(items, fit, rank)
 
 
 @contextlib.contextmanager

@@ -13,8 +13,8 @@ own ids, when the data can be read here; else their internal codes, with a warni
     rank-lists/index.csv   one row per trial: its labels and its two files
 
 so ``recaudit compare .../baseline.csv .../casper-delete.csv`` measures the same pair again.
-These are top-``k`` lists: their RBO is top-``k`` RBO, not the audit's, which compares whole
-rankings (``metrics.depth``, default the full catalogue).
+These are top-``k`` lists: their RBO is top-``k`` RBO, not the audit's, which compares deeper
+rankings (``metrics.depth``: 100 items by default, or the whole catalogue).
 """
 
 from __future__ import annotations

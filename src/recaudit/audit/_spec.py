@@ -44,8 +44,8 @@ from recaudit.errors import ConfigError
 from recaudit.experiment import (DatasetSpec, ExecutorSpec, ModelSpec, SplitSpec, identity,
                                  spec_id, trial_key)
 
-__all__ = ["MetricSpec", "AuditConfig", "TrialSpec", "build_model", "load_config",
-           "perturbation_label"]
+__all__ = ["DEFAULT_DEPTH", "MetricSpec", "AuditConfig", "TrialSpec", "build_model",
+           "load_config", "perturbation_label"]
 
 
 def build_model(spec: ModelSpec, **extra: Any) -> Any:
@@ -59,17 +59,47 @@ def build_model(spec: ModelSpec, **extra: Any) -> Any:
     return stabilise(lambda: spec.create(**extra), spec.stabilise)
 
 
+#: The rank-list depth an audit compares unless ``metrics.depth`` says otherwise: RBO at the
+#: default p = 0.9 gives the depths below it a weight of p^100 < 3e-5 (``rbo_min`` and
+#: ``rbo_max`` bound what they could add), and a baseline's lists cost 100 codes a query
+#: whatever the catalogue's size.
+DEFAULT_DEPTH = 100
+
+
 @dataclass(frozen=True)
 class MetricSpec(Config):
     """Similarity settings.
 
-    k: cut-off of FRBO@k, Jaccard@k and accuracy@k. p: RBO persistence. depth: rank-list
-    depth compared (None: the full catalogue; at least ``k``).
+    k: cut-off of FRBO@k, Jaccard@k, the accuracy at k (HR@k, NDCG@k) and the top-k lists the
+    store keeps; at most ``depth``. p: RBO persistence. depth: how many items of each ranking
+    are kept and compared (default 100; k where a file or the command line sets a larger k
+    and no depth): RBO and its bounds, the truncated RBO sum, average overlap and the
+    reciprocal rank (MRR) are computed over the first ``depth`` items of both lists, the
+    measures at k over the first k. A catalogue of fewer items is ranked whole.
+    ``"full"`` (``None`` in Python) compares the whole catalogue, as Oh et al. 2022 (average
+    overlap over the full list) and the paper presets do: each baseline then keeps every
+    query's ranking of every item.
     """
 
     k: int = 10
     p: float = 0.9
-    depth: int | None = None
+    depth: int | None = DEFAULT_DEPTH
+
+    _also: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "depth": {"const": "full", "description": "the whole catalogue"}}
+
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        k = data.get("k")
+        if "depth" not in data and isinstance(k, int) and k > DEFAULT_DEPTH:
+            data["depth"] = k          # a file's or the command line's k above the default
+        if data.get("depth") == "full":
+            data["depth"] = None
+        elif isinstance(data.get("depth"), str):
+            raise ConfigError(f"metrics.depth must be an integer >= k or \"full\", got "
+                              f"{data['depth']!r}", key="depth",
+                              hint='depth = 100, or depth = "full" for the whole catalogue')
+        return data
 
     def validate(self) -> None:
         if self.k < 1:
@@ -77,8 +107,10 @@ class MetricSpec(Config):
         if not 0.0 < self.p < 1.0:
             raise self.invalid("p", f"metrics.p must be in (0, 1), got {self.p}")
         if self.depth is not None and self.depth < self.k:
-            raise self.invalid("depth", f"metrics.depth ({self.depth}) must be >= metrics.k "
-                                        f"({self.k})")
+            raise self.invalid("depth", f"metrics.depth ({self.depth}) is below metrics.k "
+                                        f"({self.k}): the measures at k (FRBO@k, Jaccard@k, "
+                                        f"HR@k, NDCG@k) read the first k items of each list",
+                               hint=f"set depth >= {self.k}, or depth = \"full\"")
 
 
 def perturbation_label(perturbation: Any) -> str:

@@ -14,6 +14,7 @@ outcomes land in the audit's tables (:mod:`recaudit.audit._store`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from recaudit.audit._data import keep_data, kept_fingerprints
 from recaudit.audit._baselines import Baseline, make_baseline, prime_baseline
 from recaudit.audit._runner import TrialOutcome, baseline_last, run_trial
 from recaudit.audit._stacking import run_stack
-from recaudit.audit._spec import AuditConfig, TrialSpec, build_model
+from recaudit.audit._spec import DEFAULT_DEPTH, AuditConfig, TrialSpec, build_model
 from recaudit.audit._store import (DATASETS, PERTURBATIONS, QUERY_RESULTS, TRIALS, AuditStore,
                                    write_trial)
 from recaudit.experiment import (ArrayCache, ExecutorSpec, Store, Table, Trial, canonical_json,
@@ -135,6 +136,31 @@ def plan(config: AuditConfig) -> list[tuple[TrialSpec, str, str]]:
     return out
 
 
+def _warn_full_twins(config: AuditConfig, pending: list[TrialSpec], done: set[str]) -> None:
+    """Warn when trials to run differ from stored ones only in comparing to ``metrics.depth``
+    where those compared the whole catalogue (recaudit's default before the default depth):
+    a config written then, resumed now, would otherwise add a second set of trials to its
+    store without a word."""
+    depth = config.metrics.depth
+    if depth is None or not pending or not done:
+        return
+    full = dataclasses.replace(config.metrics, depth=None)
+    twins = sum(dataclasses.replace(t, metrics=full).trial_id(
+        prepare(t.dataset, t.split)[0].fingerprint()) in done for t in pending)
+    if twins:
+        import warnings
+
+        from recaudit.errors import RecauditWarning
+
+        warnings.warn(f"{twins} trial{'s' if twins != 1 else ''} of this audit differ from "
+                      "trials the store holds only in their depth: those compared each whole "
+                      "ranking (metrics.depth = \"full\", what recaudit compared unless told "
+                      f"otherwise before its default depth of {DEFAULT_DEPTH}); these compare "
+                      f"the first {depth} items and run beside them. Set metrics.depth = "
+                      "\"full\" (--depth full) to resume the stored ones instead",
+                      RecauditWarning, stacklevel=2)
+
+
 class AuditStudy:
     """The stability audit of ``config`` as a :class:`~recaudit.experiment.Study`."""
 
@@ -222,6 +248,7 @@ class AuditStudy:
             out.append(Trial(tid, job, group=f"{key}/{tid}" if cached[key] else key,
                              datasets=(trial.dataset,), label=trial.label, early=last))
         self.baselines = (sum(cached[k] for k in needed), len(needed))
+        _warn_full_twins(cfg, [t.job.trial for t in out if t.id not in done], done)
         return out
 
     def _finished(self) -> tuple[set[str], set[str]]:
@@ -245,7 +272,7 @@ class AuditStudy:
             store = ArrayCache(cache)
             new, was = cache_key(trial, key), cache_key(trial, str(old))
             if not store.has(new) and (hit := store.get(was)) is not None:
-                store.put(new, **hit)
+                store.put(new, compress=True, **hit)
         return trial.trial_id(fp), {"baseline_key": key,
                                     "spec": canonical_json(trial.to_dict())}
 

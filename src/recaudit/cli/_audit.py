@@ -220,6 +220,10 @@ def audit(
                                     "for every model; MODEL.KEY=VALUE for one of several."),
     k: int = typer.Option(10, min=1, help="Cut-off for Jaccard@k, FRBO@k and accuracy."),
     p: float = typer.Option(0.9, help="RBO persistence, in (0, 1)."),
+    depth: str | None = typer.Option(None, help="Items of each ranking kept and compared "
+                                     "(RBO, average overlap, MRR), at least --k; 'full': the "
+                                     "whole catalogue, as Oh et al. 2022. Default: 100, or "
+                                     "--k when larger."),
     workers: int = typer.Option(1, min=1, help="Worker processes (1 = in-process); at most "
                                 "one per trial to run (more: lowered, with a warning)."),
     stack: int = typer.Option(1, min=1, help="Train up to this many trials of one baseline "
@@ -258,7 +262,8 @@ def audit(
                 max_draws=max_draws, budget=budget, margin=margin, futility=futility)
     perturbations = _once(perturbation)
     flags = {"models": "--model", "seeds": f"--seeds {seeds}", "metrics.k": f"--k {k}",
-             "metrics.p": f"--p {p}", "metrics": "--k/--p", "executor.stack": f"--stack {stack}",
+             "metrics.p": f"--p {p}", "metrics.depth": f"--depth {depth}",
+             "metrics": "--k/--p/--depth", "executor.stack": f"--stack {stack}",
              "executor.keep_fits": "--keep-fits",
              "executor.workers": f"--workers {workers}", "executor": "--workers",
              "datasets[0].min_user_interactions": f"--min-interactions {min_interactions}",
@@ -271,7 +276,10 @@ def audit(
                              seeds=tuple(range(seeds)),
                              datasets=(dataset_spec(dataset, **_data_fields(
                                  min_interactions, sample_users, sep, column)),),
-                             metrics=MetricSpec(k=k, p=p),
+                             metrics=MetricSpec.from_dict(
+                                 {"k": k, "p": p, **({} if depth is None else
+                                                     {"depth": _depth(depth)})},
+                                 key="metrics"),
                              output=str(output or "results/audit.duckdb"))
         config = replace(config, executor=_executor(workers, config, stack, keep_fits),
                          name=default_name(config))
@@ -285,6 +293,12 @@ def audit(
                    detect)
     _read(done, config, f"Rank-list sensitivity (k={k}, p={p})", console, fmt, margin,
           max_draws)
+
+
+def _depth(text: str) -> int | str:
+    """``--depth``: an integer, or ``full`` (refused by the metrics spec otherwise)."""
+    text = text.strip()
+    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def _said(line: str, fmt: str, console) -> None:

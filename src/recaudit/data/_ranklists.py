@@ -21,22 +21,24 @@ class RankLists:
         when rankings cover the whole catalogue).
     scores:
         Optional ``float32`` array of the same shape, non-increasing along each row.
+
+    Both are copies of what is given, read-only, except an array of the right type that owns
+    its data and is already read-only: nobody can change it, so it is kept as it is (the lists
+    a model builds for a large catalogue are not held twice).
     """
 
     items: np.ndarray
     scores: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        items = np.array(self.items, dtype=np.int32, copy=True)
+        items = _frozen(self.items, np.int32)
         if items.ndim != 2:
             raise ValueError(f"RankLists.items must be 2-D [n_queries, depth], got {items.shape}")
-        items.flags.writeable = False
         object.__setattr__(self, "items", items)
         if self.scores is not None:
-            scores = np.array(self.scores, dtype=np.float32, copy=True)
+            scores = _frozen(self.scores, np.float32)
             if scores.shape != items.shape:
                 raise ValueError(f"scores shape {scores.shape} != items shape {items.shape}")
-            scores.flags.writeable = False
             object.__setattr__(self, "scores", scores)
 
     def __len__(self) -> int:
@@ -59,3 +61,14 @@ class RankLists:
         if self.scores is not None and other.scores is not None:
             return self.scores.tobytes() == other.scores.tobytes()
         return True
+
+
+def _frozen(values: object, dtype: type) -> np.ndarray:
+    """``values`` as a read-only ``dtype`` array: as given when it already is one that owns its
+    data, else a copy."""
+    if (isinstance(values, np.ndarray) and values.dtype == dtype and values.base is None
+            and not values.flags.writeable):
+        return values
+    out: np.ndarray = np.array(values, dtype=dtype, copy=True)
+    out.flags.writeable = False
+    return out

@@ -47,7 +47,7 @@ def _digest(arrays: dict[str, np.ndarray]) -> np.ndarray:
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8).data if a.size else b"")   # no copy
     return np.frombuffer(h.digest(), dtype=np.uint8)
 
 
@@ -148,20 +148,22 @@ class ArrayCache:
             return None
         return _read(io.BytesIO(raw), f"{self.uri}/{key}.npz")
 
-    def put(self, key: str, **arrays: np.ndarray) -> None:
-        """Store ``arrays`` under ``key`` (atomically for readers), with their checksum; an
-        interrupt during the write acts once it is done (module docstring)."""
+    def put(self, key: str, *, compress: bool = False, **arrays: np.ndarray) -> None:
+        """Store ``arrays`` under ``key`` (atomically for readers), with their checksum;
+        ``compress``: deflate them (:func:`numpy.savez_compressed`; read back the same way).
+        An interrupt during the write acts once it is done (module docstring)."""
         with deferred_signals():
-            self._put(key, {**arrays, _SUM: _digest(arrays)})
+            self._put(key, {**arrays, _SUM: _digest(arrays)}, compress)
 
-    def _put(self, key: str, arrays: dict[str, np.ndarray]) -> None:
+    def _put(self, key: str, arrays: dict[str, np.ndarray], compress: bool) -> None:
+        save = np.savez_compressed if compress else np.savez
         if self._local is not None:
             with atomic_path(self._local / f"{key}.npz") as tmp, open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)  # type: ignore[arg-type]
+                save(fh, **arrays)  # type: ignore[arg-type]
             return
         assert self._fs is not None
         buf = io.BytesIO()
-        np.savez(buf, **arrays)  # type: ignore[arg-type]
+        save(buf, **arrays)  # type: ignore[arg-type]
         name = self._remote(key)
         part = f"{self._root}/.{key}.{uuid.uuid4().hex}.part"
         self._fs.makedirs(self._root, exist_ok=True)

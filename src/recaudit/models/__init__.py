@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
     from recaudit.models._params import Configurable
     from recaudit.models._presets import PRESETS, Preset, preset
     from recaudit.models._protocol import (Recommender, SupportsWarmStart, as_queries,
-                                           checked_fit, checked_rank, top_k_from_scores,
-                                           warm_startable)
+                                           checked_fit, checked_rank, rank_chunks,
+                                           top_k_from_scores, warm_startable)
     from recaudit.models._registry import (available, config_class, create, model_class,
                                            parameters, register)
     from recaudit.models._scratch import scratch_dir
@@ -47,7 +47,7 @@ __getattr__, __dir__ = exports(__name__, {
     "._params": ("Configurable",),
     "._presets": ("PRESETS", "Preset", "preset"),
     "._protocol": ("Recommender", "SupportsWarmStart", "as_queries", "checked_fit",
-                   "checked_rank", "top_k_from_scores", "warm_startable"),
+                   "checked_rank", "rank_chunks", "top_k_from_scores", "warm_startable"),
     "._registry": ("available", "config_class", "create", "model_class", "parameters",
                    "register"),
     "._scratch": ("scratch_dir",),
@@ -61,6 +61,6 @@ __all__ = ["BERT4Rec", "CommandError", "CommandModel", "Configurable", "FunkSVD"
            "SequentialRecommender", "SlopeOne", "SupportsWarmStart", "TiSASRec", "UserKNN",
            "as_queries",
            "available", "checked_fit", "checked_rank", "check_device", "config_class",
-           "create", "model_class", "parameters", "preset", "process_device", "register",
-           "resolve_device", "scratch_dir", "set_process_device", "top_k_from_scores",
-           "warm_startable"]
+           "create", "model_class", "parameters", "preset", "process_device", "rank_chunks",
+           "register", "resolve_device", "scratch_dir", "set_process_device",
+           "top_k_from_scores", "warm_startable"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -10,7 +11,7 @@ from recaudit.data import Interactions, Queries, RankLists
 from recaudit.errors import ModelError
 
 __all__ = ["Recommender", "SupportsWarmStart", "as_queries", "checked_fit", "checked_rank",
-           "warm_startable"]
+           "rank_chunks", "top_k_from_scores", "warm_startable"]
 
 
 @runtime_checkable
@@ -121,31 +122,92 @@ def top_k_from_scores(scores: np.ndarray, k: int | None) -> RankLists:
     instead of sorting the row: with ``t`` the row's depth-th largest score
     (:func:`numpy.partition`, linear time), the list is the items scoring above ``t`` and,
     of those scoring exactly ``t``, the lowest codes needed to fill it; only these ``depth``
-    items are then sorted. Rows go in blocks, so memory stays a few copies of a block. For
-    Foursquare-sized catalogues this is about 7x faster than sorting every row
-    (``benchmarks/bench_ranking.py``).
+    items are then sorted. Rows go in blocks (:func:`rank_chunks`), so memory stays a few
+    copies of a block. For Foursquare-sized catalogues this is about 7x faster than sorting
+    every row (``benchmarks/bench_ranking.py``).
     """
     scores = np.asarray(scores)
     if scores.ndim != 2:
         raise ValueError(f"scores must be a [n_queries, n_items] matrix, got shape "
                          f"{scores.shape}")
     n, m = scores.shape
+    block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
+    return rank_chunks((scores[lo:lo + block] for lo in range(0, n, block)), k, n)
+
+
+#: scores a selection (:func:`top_order`) works on at once at most: its temporaries are about
+#: three times as many bytes as these scores, whatever the size of the chunk it is given
+_SELECT_SCORES = 1 << 20
+
+
+def rank_chunks(chunks: Iterable[np.ndarray], k: int | None, n: int | None = None
+                ) -> RankLists:
+    """The rank lists of :func:`top_k_from_scores` of the rows of ``chunks`` (score matrices
+    ``[rows, n_items]``, in query order) stacked, without ever holding more than one chunk's
+    scores: a model scores a chunk of queries, this keeps its top ``k`` and drops the chunk.
+    ``n``: the number of rows of all chunks, when known: the lists are then written in place
+    (else each chunk's are kept and joined at the end, a copy of them all).
+
+    Each chunk keeps ``min(k, its fewest finite scores)`` items per row and the lists are
+    cut to the fewest of all chunks at the end: a list of the order ``(-score, item)`` cut
+    to fewer items is the list a smaller depth selects, so the lists are exactly those of
+    :func:`top_k_from_scores` on the whole matrix. Peak memory: one chunk, the selection's
+    temporaries (about three times a block of the chunk's rows: a quarter of them, at most
+    :data:`_SELECT_SCORES` scores) and the lists kept."""
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
         raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
-    depth = int(np.isfinite(scores).sum(axis=1).min()) if n else 0
-    if k is not None:
-        depth = min(depth, int(k))
-    items = np.empty((n, depth), dtype=np.int32)
-    block = max(1, (16 << 20) // max(m, 1))          # ~16M scores (64 MB of float32) a block
-    for lo in range(0, n, block):
-        items[lo:lo + block] = top_order(scores[lo:lo + block], depth)
-    return RankLists(items, np.take_along_axis(scores, items, axis=1))
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    depth: int | None = None
+    width: int | None = None
+    row = 0
+    for s in chunks:
+        s = np.asarray(s)
+        if s.ndim != 2 or (width is not None and s.shape[1] != width):
+            raise ValueError(f"score chunks must be [rows, n_items] matrices of one width, got "
+                             f"shape {s.shape}" + (f" after width {width}" if width else ""))
+        width = s.shape[1]
+        if not len(s):
+            continue
+        # a block at a time: at most _SELECT_SCORES scores, a quarter of the chunk
+        rows = max(1, min(_SELECT_SCORES // max(width, 1), -(-len(s) // 4)))
+        d = min(int(np.isfinite(s[lo:lo + rows]).sum(axis=1).min())
+                for lo in range(0, len(s), rows))
+        d = d if k is None else min(d, int(k))
+        depth = d if depth is None else min(depth, d)
+        if n is None:
+            parts.append((np.empty((len(s), d), np.int32), np.empty((len(s), d), np.float32)))
+            items, values, at = parts[-1][0], parts[-1][1], 0
+        else:
+            if not parts:   # one array for every row, as wide as the first chunk allows
+                parts.append((np.empty((n, d), np.int32), np.empty((n, d), np.float32)))
+            items, values, at = parts[0][0], parts[0][1], row
+            if at + len(s) > n:
+                raise ValueError(f"score chunks hold more than the n = {n} rows given")
+        for lo in range(0, len(s), rows):
+            top = top_order(s[lo:lo + rows], min(d, items.shape[1]))
+            items[at + lo:at + lo + len(top), :top.shape[1]] = top
+            values[at + lo:at + lo + len(top), :top.shape[1]] = \
+                np.take_along_axis(s[lo:lo + rows], top, axis=1)
+        row += len(s)
+        del s   # before the next chunk is scored: one chunk's scores at a time
+    if n is not None and row != n:
+        raise ValueError(f"score chunks hold {row} rows, not the n = {n} given")
+    if depth is None:   # no query
+        return RankLists(np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=np.float32))
+    if len(parts) > 1:   # one array each, the chunks' dropped as soon as they are copied
+        parts[:] = [(np.concatenate([a[:, :depth] for a, _ in parts]),
+                     np.concatenate([v[:, :depth] for _, v in parts]))]
+    items, values = parts.pop()
+    if items.shape[1] > depth:
+        items, values = items[:, :depth].copy(), values[:, :depth].copy()
+    items.flags.writeable = values.flags.writeable = False   # taken by RankLists as they are
+    return RankLists(items, values)
 
 
 def top_order(s: np.ndarray, depth: int) -> np.ndarray:
     """The first ``depth`` items of each row of ``s`` in ``(-score, item)`` order, NaN
     counting as ``-inf`` (``depth`` <= the row length; not validated: the public callers
-    are :func:`top_k_from_scores` and the collaborative-filtering models' ``recommend``)."""
+    are :func:`rank_chunks` and the collaborative-filtering models' ``recommend``)."""
     n, m = s.shape
     if depth == 0:
         return np.zeros((n, 0), dtype=np.int64)
@@ -153,7 +215,8 @@ def top_order(s: np.ndarray, depth: int) -> np.ndarray:
         s = np.where(np.isnan(s), -np.inf, s)
     if depth * 8 >= m:               # a long list: a stable sort (ties stay in item order)
         return np.argsort(-s, axis=1, kind="stable")[:, :depth]
-    t = np.partition(s, m - depth, axis=1)[:, m - depth, None]   # the depth-th largest
+    # the depth-th largest (a copy: a view would keep the whole partitioned block alive)
+    t = np.partition(s, m - depth, axis=1)[:, m - depth, None].copy()
     above = s > t
     tie = s == t
     need = depth - above.sum(axis=1, keepdims=True)

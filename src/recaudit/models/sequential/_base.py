@@ -44,7 +44,7 @@ from recaudit.errors import ConfigError, ModelError
 from recaudit.models._device import resolve_device
 from recaudit.models.sequential._nn import SequenceNet, deterministic_torch, required
 from recaudit.models._params import Configurable
-from recaudit.models._protocol import as_queries, top_k_from_scores
+from recaudit.models._protocol import as_queries, rank_chunks
 from recaudit.models.sequential._config import SequentialConfig
 from recaudit.models.sequential._factors import collected, outer
 from recaudit.models.sequential._course import Course
@@ -309,16 +309,29 @@ class SequentialRecommender(Configurable):
         return q
 
     def rank(self, queries: Queries | Interactions, k: int | None = None) -> RankLists:
-        """Rank the catalogue for each query (best first, ties by lower item code)."""
+        """Rank the catalogue for each query (best first, ties by lower item code): the top
+        ``k`` of each chunk of queries' scores is kept as the chunk is scored
+        (:func:`~recaudit.models.rank_chunks`), so memory holds one chunk's scores, not every
+        query's; the lists are those of :meth:`score` ranked whole."""
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
                               or k < 1):
             raise ValueError(f"k must be None or an integer >= 1, got {k!r}")
-        scores = self.score(queries)
-        if self.config.exclude_seen:
-            q = self._as_queries(queries)
-            rows = np.repeat(np.arange(len(q)), q.lengths())
-            scores[rows, q.context_item] = -np.inf
-        return top_k_from_scores(scores, k)
+        self._check_fitted()
+        q = self._as_queries(queries)
+        device = self.device_
+        chunk = self._chunk_size(device)
+
+        def scored() -> Iterator[np.ndarray]:
+            for lo in range(0, len(q), chunk):
+                sub = q if len(q) <= chunk else q.subset(np.arange(lo, min(lo + chunk, len(q))))
+                s = self._scores(sub, device, chunk)   # one chunk: as score() computes it
+                if self.config.exclude_seen:
+                    s[np.repeat(np.arange(len(sub)), sub.lengths()), sub.context_item] = -np.inf
+                yield s
+                del s   # ranked: dropped before the next chunk is scored
+
+        with deterministic_torch(self.config.num_threads, device, fill_uninitialized=False):
+            return rank_chunks(scored(), k, len(q))
 
     # ------------------------------------------------------------------ TracIn
     def checkpoint_factor_stream(self, train: Interactions, rows: np.ndarray, queries: Queries,

@@ -83,7 +83,8 @@ def _configs(workdir: Path, scale: str, dataset: str, models, perturbations, see
             split=SplitSpec("temporal-ratio", 0.9, floor="test"),
             models=tuple(_model(m, scale) for m in ms),
             perturbations=tuple(_perturbation(p, ms[0], scale) for p in plist),
-            metrics=MetricSpec(k=10, p=0.9),
+            # their "RBO" is average overlap over the whole ranking: the full lists
+            metrics=MetricSpec(k=10, p=0.9, depth=None),
             output=str(shared_store(workdir, f"oh2022-{dataset}"))))
     return out
 
