@@ -89,9 +89,10 @@ floors:
 	$(MINVENV)/bin/python -m pytest -q -p no:cacheprovider tests/experiment tests/cli
 
 # The package as a user installs it (.ci/package_check.py): the sdist and the wheel built from a
-# copy of the checkout into dist/, their metadata and contents checked against pyproject.toml and
-# src/, then the wheel installed, torch first, into a fresh environment under $TMPDIR and run
-# from outside the checkout: the default audit (one epoch), recaudit report, recaudit reproduce list.
+# copy of the checkout, their metadata and contents checked against pyproject.toml and src/, the
+# wheel installed, torch first, into a fresh environment (under $TMPDIR, else /dev/shm) and run
+# from outside the checkout: the default audit (one epoch), recaudit report, recaudit reproduce
+# list. The two files land in dist/ once every check holds.
 package: $(DEVSTAMP)
 	$(PY) .ci/package_check.py --dist dist
 
