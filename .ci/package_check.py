@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -74,13 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dist", type=Path, help="copy the built sdist and wheel here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
-    try:
-        import build  # noqa: F401
-        import packaging.metadata  # noqa: F401
-    except ImportError as e:
-        print(f"error: {Path(__file__).name} needs the 'build' and 'packaging' packages in "
-              f"{sys.executable} ({e}); `pip install build` or `make package` (the dev extra)",
-              file=sys.stderr)
+    if missing := [m for m in ("build", "packaging") if importlib.util.find_spec(m) is None]:
+        print(f"error: {Path(__file__).name} needs {' and '.join(missing)} in {sys.executable}: "
+              "`pip install build`, or `make package` (the dev extra has it)", file=sys.stderr)
         return 2
     start = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="recaudit-package-", dir=_scratch()))
@@ -120,7 +117,7 @@ def _check(tmp: Path, problems: list[str], dist: Path | None) -> None:
     version = source_version(ROOT / "src" / PACKAGE / "_version.py")
     files = checkout_files(ROOT)
     with _step("build the sdist, then the wheel from it"):
-        sdist, wheel = build(files, tmp)
+        sdist, wheel = build_dists(files, tmp)
     print(f"  {sdist.name} ({sdist.stat().st_size / 1e6:.2f} MB), "
           f"{wheel.name} ({wheel.stat().st_size / 1e6:.2f} MB)")
     with _step("check the metadata and contents"):
@@ -198,7 +195,7 @@ def checkout_files(root: Path) -> list[Path]:
     return [Path(p) for p in sorted(set(out.decode().split("\0")) - {""}) if (root / p).is_file()]
 
 
-def build(files: Iterable[Path], tmp: Path) -> tuple[Path, Path]:
+def build_dists(files: Iterable[Path], tmp: Path) -> tuple[Path, Path]:
     """``python -m build`` of a copy of ``files``: the sdist, then the wheel from the sdist."""
     copy, out = tmp / "checkout", tmp / "dist"
     for f in files:
