@@ -1,4 +1,4 @@
-# The README's two commands: `make demo` and `make test`; CI also runs `make lint docs floors`.
+# The README's two commands: `make demo` and `make test`; CI also runs `make lint docs floors package`.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -10,16 +10,17 @@ REPORTSTAMP := $(VENV)/.installed-report
 DOCSSTAMP := $(VENV)/.installed-docs
 MINVENV  := .venv-min
 
-.PHONY: demo test lint floors venv clean bench docs
+.PHONY: demo test lint floors package venv clean bench docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 # torch first and pinned, so nothing else can pull a CUDA build; the constraints file keeps
-# extras with an unpinned torch (lenskit) from replacing it.
+# extras with an unpinned torch (lenskit) from replacing it. The installed metadata records the
+# version (src/recaudit/_version.py), so a new version reinstalls too.
 PIN := $(VENV)/torch-constraint.txt
-$(STAMP): pyproject.toml | $(VENV)/bin/python
+$(STAMP): pyproject.toml src/recaudit/_version.py | $(VENV)/bin/python
 	$(PIP) install --quiet "$(TORCH)"
 	echo "$(TORCH)" > $(PIN)
 	$(PIP) install --quiet -c $(PIN) -e .
@@ -75,7 +76,7 @@ docs: $(DOCSSTAMP)
 # ruff, mypy (no error code switched off) and the import contracts of pyproject.toml
 # ([tool.importlinter]: layers, private modules, no import cycles)
 lint: $(DEVSTAMP)
-	$(VENV)/bin/ruff check src tests benchmarks docs/checks
+	$(VENV)/bin/ruff check src tests benchmarks docs/checks .ci
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -87,8 +88,16 @@ floors:
 	$(MINVENV)/bin/python -m pip install --quiet -c .ci/minimums.txt -e . "pytest>=8"
 	$(MINVENV)/bin/python -m pytest -q -p no:cacheprovider tests/experiment tests/cli
 
+# The package as a user installs it (.ci/package_check.py): the sdist and the wheel built from a
+# copy of the checkout, their metadata and contents checked against pyproject.toml and src/, the
+# wheel installed, torch first, into a fresh environment (under $TMPDIR, else /dev/shm) and run
+# from outside the checkout: the default audit (one epoch), recaudit report, recaudit reproduce
+# list. The two files land in dist/ once every check holds.
+package: $(DEVSTAMP)
+	$(PY) .ci/package_check.py --dist dist
+
 bench: $(DEVSTAMP)
 	$(PY) benchmarks/bench_similarity.py
 
 clean:
-	rm -rf $(VENV) $(MINVENV) build *.egg-info src/*.egg-info
+	rm -rf $(VENV) $(MINVENV) build dist *.egg-info src/*.egg-info

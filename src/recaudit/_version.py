@@ -1,4 +1,8 @@
-"""recaudit's version and the library versions a result records (one place for both)."""
+"""recaudit's version and the library versions a result records (one place for both).
+
+``__version__`` is the version's one source: the build reads it from this file
+(``[tool.setuptools.dynamic]`` in ``pyproject.toml``), so the installed metadata, ``recaudit
+--version``, the reports and the records all say the same; CHANGELOG.md has a section for it."""
 
 from __future__ import annotations
 
