@@ -2,8 +2,8 @@
 
 :func:`run_until_decided` runs an audit as a sequence of *rounds* into one store:
 
-1. a first round trains every perturbation at the first rung of the ladder at or above the
-   configured seeds (:mod:`recaudit.stats._sequential`: 3, 4, 6, 8, 12, ...);
+1. a first round trains every perturbation at the plan's first look at or above the
+   configured seeds (:mod:`recaudit.stats._sequential`: 3, 4, 6, 8, 12, ..., and the cap);
 2. after each round every comparison of the run is tested with the sequential rule
    (:func:`recaudit.stats.sequential_family`: repeated p-values, Holm over all of them, so
    the family-wise error rate stays at ``alpha`` however many rounds run). The comparisons
@@ -16,19 +16,23 @@
    (RBO), paired per (seed, query), a seed's draws averaged (two models' seeds are
    independent: pairing seed ``s`` of one with seed ``s`` of the other is arbitrary but
    valid, the replicates' level carrying both models' seed-to-seed variation);
-3. a comparison still undecided whose projected need fits the cap asks for the next rung
-   (at most one rung up); each perturbation is trained, for every model, up to the largest
-   rung its comparisons ask for (a model comparison asks for its perturbation), and the
-   others wait;
-4. the run stops when every comparison is decided, when the rest would need more than the cap
-   ("would need about N seeds"), or when the next round would not finish within the budget —
-   and says which.
+3. a comparison still undecided and not stopped asks for its ``next`` look: under the default
+   design the next look, unless it stopped for futility (the cap would not decide the
+   differences it still allows) or reached the cap; under the ladder's rules of earlier runs
+   the next rung, while its projection fits the cap. Each perturbation is trained, for every
+   model, up to the largest look its comparisons ask for (a model comparison asks for its
+   perturbation), and the others wait;
+4. the run stops when every comparison is decided, stopped for futility or at the cap (the
+   ladder's rules: "would need about N seeds"), or when the next round would not finish
+   within the budget — and says which (:data:`recaudit.stats.STOPPED`).
 
 ``grow="draws"`` grows the perturbation draws of each seed instead (the replicate is then the
 draw, its value the mean over the seeds): comparisons with a floor, which draws nothing, are
-left out. A round is an ordinary audit run, so a stopped run resumes, and a later call with a
-larger cap goes on where this one stopped: the decisions are pure functions of the store and
-the plan, whose spending keeps the first call's design cap (:class:`SequentialPlan`). The
+left out. A round is an ordinary audit run, so a stopped run resumes, and a later call goes
+on where this one stopped: the decisions are pure functions of the store and the plan, whose
+rule and design cap are the first call's (:class:`SequentialPlan`; the default design's cap
+is its last look, so a later call with a larger cap keeps the first and says so; the ladder's
+rules go on past it on their tail of alpha). The
 rounds run are kept in the store's ``meta`` (``rounds``, with that design and the config each
 call was given: a later plain call, more seeds say, leaves the decisions as they were). An
 audit with nothing to compare (one model, and one perturbation or floors alone) is refused.
