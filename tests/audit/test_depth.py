@@ -200,6 +200,15 @@ def test_resuming_a_store_of_whole_ranking_trials_at_a_depth_says_so(tmp_path):
     base = dict(models=(TINY_MODEL,), perturbations=("random-delete",), seeds=(0,),
                 datasets=(TINY_DATA,), output=str(tmp_path / "a.duckdb"))
     run_audit(AuditConfig(**base, metrics=MetricSpec(k=5, depth=None)))
+    # the store keeps its config: another depth is another audit, refused with the way back
+    with pytest.raises(ConfigError, match="depth = full") as err:
+        AuditStudy(AuditConfig(**base, metrics=MetricSpec(k=5, depth=10))).plan()
+    assert "--depth full" in err.value.hint
+    # a store written before stores kept their config: the twins are found and said
+    from recaudit.experiment import Store
+
+    with Store(base["output"]) as st:
+        st.set_meta("config", None)
     with pytest.warns(RecauditWarning, match='1 trial of this audit.*metrics.depth = "full"'):
         AuditStudy(AuditConfig(**base, metrics=MetricSpec(k=5, depth=10))).plan()
     with warnings.catch_warnings():           # the same depth: resumed, nothing said

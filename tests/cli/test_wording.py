@@ -140,10 +140,12 @@ def test_an_old_quick_audit_is_titled_by_what_it_holds(tmp_path):
     (["--margin", "0.01"], "--margin goes with --until-decided"),
     (["--max-seeds", "8", "--budget", "1h"], "--max-seeds and --budget go with --until-decided"),
     (["--max-draws", "8"], "--max-draws goes with --until-decided"),
-    (["--detect", "0.01"], "--detect goes with --dry-run"),
+    (["--detect", "0.01"], "--detect goes with --dry-run or --until-decided"),
     (["--like", "pilot.duckdb", "--until-decided"], "--like goes with --dry-run"),
     (["--until-decided", "--detect", "0.01", "--like", "p.duckdb"],
-     "--like and --detect go with --dry-run"),
+     "--like goes with --dry-run"),                # --detect: the futility alternative
+    (["--like", "p.duckdb", "--detect", "0.01"], "--like and --detect go with --dry-run"),
+    (["--futility", "off"], "--futility goes with --until-decided"),
 ])
 def test_an_option_that_would_do_nothing_is_a_usage_error(tmp_path, args, says):
     # issue 60, item 6: before, each was silently ignored and the audit trained

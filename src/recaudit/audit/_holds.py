@@ -88,16 +88,24 @@ def check_store(config: AuditConfig, held: AuditConfig | None = None) -> None:
     for key, what in (("split", "split"), ("metrics", "metrics")):
         a, b = identity(getattr(held, key)), identity(getattr(config, key))
         if canonical_json(a) != canonical_json(b):
-            differs.append(f"{what} " + ", ".join(f"{k} = {a.get(k)!r}" for k in a
-                                                  if a.get(k) != b.get(k)))
+            differs.append(f"{what} " + ", ".join(
+                f"{k} = {'full' if k == 'depth' and a.get(k) is None else repr(a.get(k))}"
+                for k in a if a.get(k) != b.get(k)))
     if differs:
+        whole = (held.metrics.depth is None and config.metrics.depth is not None
+                 and dataclasses.replace(config.metrics, depth=None) == held.metrics)
+        hint = ('the store compared each whole ranking (metrics.depth = "full", what recaudit '
+                "compared before its default depth of 100): resume it with depth = \"full\" "
+                "in the config or --depth full; or give this audit a store of its own "
+                "(--output / -o)") if whole else (
+                "give this audit a store of its own (--output / -o, or `output` in the "
+                "config); a store grows by more seeds, perturbations or models on the same "
+                "data, split and metrics")
         raise ConfigError(
             f"{config.output} holds an audit of {held.name!r} whose "
             f"{' and '.join(differs)} differ from this audit's: its trials would mix with "
             "trials they cannot be compared with, under one title and one set of tables",
-            hint="give this audit a store of its own (--output / -o, or `output` in the "
-                 "config); a store grows by more seeds, perturbations or models on the same "
-                 "data, split and metrics")
+            hint=hint)
 
 
 def merged(config: AuditConfig, held: AuditConfig | None) -> AuditConfig:

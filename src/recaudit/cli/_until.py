@@ -8,8 +8,6 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from recaudit.stats import STOPPED
-
 __all__ = ["MAX_SEEDS", "check", "futility_flag", "kept", "options", "planned", "rounds",
            "show"]
 
@@ -118,7 +116,11 @@ def rounds(config, runner, max_seeds: int | None, max_draws: int | None, budget:
                                                                   flush=True))
 
 
-WHY = {**STOPPED, "budget": "the next round would not finish within the budget"}
+def why(stopped: str) -> str:
+    """Why a run stopped, in words (:data:`recaudit.stats.STOPPED`, and the budget)."""
+    from recaudit.stats import STOPPED  # here: the command's start imports no scipy
+
+    return {**STOPPED, "budget": "the next round would not finish within the budget"}[stopped]
 
 
 def _lines(frame, several: bool) -> list[tuple[str, str, str, str, str]]:
@@ -154,7 +156,7 @@ def show(out, config, console, fmt: str, margin: float | None, grow: str = "seed
     """The decisions of an ``--until-decided`` run and why it stopped: a table (``fmt`` table)
     or one line per comparison on stderr beside CSV or JSON. ``grow``: seeds or draws."""
     lines = _lines(out.decisions, len(config.models) > 1)
-    stopped = (f"stopped: {WHY[out.stopped]} ({len(out.rounds)} round(s) this time; "
+    stopped = (f"stopped: {why(out.stopped)} ({len(out.rounds)} round(s) this time; "
                f"{_meaning(margin)}). These are the run's decisions; the tables' p-values "
                "read the store once, as if its seeds had been fixed in advance.")
     if fmt != "table":
