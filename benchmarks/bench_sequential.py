@@ -176,9 +176,11 @@ def _scaled(comps, alpha, cap, multiple):
         if kind == "welch":
             ma, sa, mb, sb = params
             se = np.sqrt((sa ** 2 + sb ** 2) / cap)
-            df = max(1.0, (cap - 1) * (sa ** 2 + sb ** 2) ** 2 / (sa ** 4 + sb ** 4))
-            d = Estimate(0.0, ((se ** 2, df),), cap, cap, 2, "two-sample").detectable(
-                alpha / len(comps)) if se > 0 else 0.0
+            d = 0.0
+            if se > 0:
+                df = max(1.0, (cap - 1) * (sa ** 2 + sb ** 2) ** 2 / (sa ** 4 + sb ** 4))
+                d = Estimate(0.0, ((se ** 2, df),), cap, cap, 2, "two-sample").detectable(
+                    alpha / len(comps))
             out.append((kind, keys, (mb + multiple * d, sa, mb, sb)))
         else:
             m, sd = params
