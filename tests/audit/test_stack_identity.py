@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 DATA = DatasetSpec("synthetic", options={"n_users": 30, "n_items": 40, "n_clusters": 4,
                                          "mean_length": 14, "seed": 5})
 PERTURBATIONS = ("random-delete", "earliest-random-delete", "latest-random-delete",
-                 "random-replace-random", "seed-only")
+                 "seed-only")
 TINY = {"epochs": 2, "embedding_dim": 16, "batch_size": 24}
 #: each model's small configuration (the others take TINY alone)
 PARAMS = {

@@ -106,12 +106,12 @@ def _delta(cap, alpha=0.05, sd_seed=0.02, sd_query=0.05, sd_cell=0.04, queries=4
     return est.detectable(alpha, 0.8)
 
 
-@pytest.mark.slow  # 2 x 1,500 studies run as a run runs them (about 60 s)
+@pytest.mark.slow  # 2 x 1,200 studies run as a run runs them (about 30 s)
 def test_futility_is_non_binding_false_decisions_stay_below_alpha():
     plan = SequentialPlan(cap=32)
     for obey in (True, False):
         rng = np.random.default_rng([31, obey])
-        n = 1500
+        n = 1200
         wrong = sum(_run(_crossed(rng, 0.0, **OTHER), plan, obey).decided for _ in range(n))
         assert wrong / n <= 0.05 + 3.1 * np.sqrt(0.05 * 0.95 / n)
 

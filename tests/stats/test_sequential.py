@@ -215,10 +215,11 @@ def _crossed(rng, effect, n_queries=60, sd_seed=0.03, sd_query=0.1, sd_noise=0.0
 
 
 @pytest.mark.slow  # 2,000 simulated studies run as shipped (10-20 s)
-@pytest.mark.parametrize("rule", RULES)
-def test_false_decisions_under_optional_stopping_stay_below_alpha(rule):
+def test_false_decisions_under_optional_stopping_stay_below_alpha():
+    # the ladder's rule of earlier runs; the default design's own (futility obeyed and
+    # ignored, on another variance structure): tests/stats/test_design.py
     rng = np.random.default_rng(2026)
-    plan = SequentialPlan(alpha=ALPHA, cap=32, rule=rule)
+    plan = SequentialPlan(alpha=ALPHA, cap=32, rule=LEGACY_RULE)
     wrong = 0
     for _ in range(N_NULL):
         # the null: the mean over seeds *and* the query population is 0
