@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                             replicates_estimator, rung, rungs_upto,
                                             sequential_decision, sequential_family,
                                             sequential_test, sequential_welch, stopped)
-    from recaudit.stats._plan import DesignSummary, design_summary
+    from recaudit.stats._summary import DesignSummary, design_summary
     from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
 
 __getattr__, __dir__ = exports(__name__, {
@@ -51,7 +51,7 @@ __getattr__, __dir__ = exports(__name__, {
                      "Sequential", "SequentialPlan", "looks_for", "replicates_estimator",
                      "rung", "rungs_upto", "sequential_decision", "sequential_family",
                      "sequential_test", "sequential_welch", "stopped"),
-    "._plan": ("DesignSummary", "design_summary"),
+    "._summary": ("DesignSummary", "design_summary"),
     "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
 })
 

@@ -1,91 +1,180 @@
-"""What a sequential design promises, in its own words: the plan of ``--until-decided``.
+"""A sequential run's plan: its rule, its looks, and each look's nominal level.
 
-A fixed test's plan says "a difference of X is detected with 80 % power at N seeds". A
-sequential design is judged by what it decides and what it spends on the way
-(:mod:`recaudit.stats._design`): with a cap of ``N``, the difference it decides in the right
-direction 80 % of the time, how many replicates it spends there on average, and how many a
-comparison with no difference costs before futility (or the cap) stops it.
-:func:`design_summary` computes these for one comparison from an estimate of its variance
-(a pilot store, or a calibration) projected to the cap; the figures are the design's
-operating characteristics on the t scale (simulated), scaled by that standard error; an
-audit's test queries' part, which more replicates do not shrink, is simulated as one draw
-shared by every look.
+:class:`SequentialPlan` holds what a run decides by (module docstring of
+:mod:`recaudit.stats._sequential`): the family's alpha, the equivalence margin, the cap and the
+design cap, the spending rule (:mod:`recaudit.stats._spending`) and the futility rule
+(:mod:`recaudit.stats._design`). It answers where the looks are (:meth:`~SequentialPlan.looks_upto`,
+:meth:`~SequentialPlan.index`, :meth:`~SequentialPlan.look`), at which nominal level each reads
+its fixed-sample interval (:meth:`~SequentialPlan.nominal`) and how wide that interval is
+(:meth:`~SequentialPlan.halfwidth`); :func:`_fixed_p` inverts an estimate's own interval.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from recaudit.stats._design import fixed_drift, futility_levels, operating, powered
-from recaudit.stats._estimate import Estimate
-from recaudit.stats._sequential import SequentialPlan
+import numpy as np
+from scipy import special
 
-__all__ = ["DesignSummary", "design_summary"]
+from recaudit.stats._estimate import Estimate, _invert, _t_quantile
+from recaudit.stats._ladder import looks_for, rung, rungs_upto
+from recaudit.stats._spending import DEFAULT_RULE, RULES, Rule
+
+__all__ = ["SequentialPlan"]
 
 
 @dataclass(frozen=True)
-class DesignSummary:
-    """One comparison's design (module docstring). cap: its last look; looks: all of them;
-    level: the comparison's level (its share of the family's alpha); decided: the
-    difference decided in its direction 80 % of the time; spent: the replicates spent on
-    average there; null_spent: those spent when there is no difference; detect, power,
-    detect_spent: at the asked difference (``--detect``), the share decided and the
-    replicates spent (None when none was asked); futility: whether the design stops for
-    futility."""
+class SequentialPlan:
+    """How a run decides its comparisons (module docstring).
 
-    cap: int
-    looks: tuple[int, ...]
-    level: float
-    decided: float
-    spent: float
-    null_spent: float
-    futility: bool
+    alpha: the family-wise error rate. margin: the equivalence margin, in the measure's units
+    (0: no equivalence decision). cap: the most replicates a comparison may receive (its
+    last look: the cap itself under a calibrated rule, the largest rung at or below it
+    under the ladder's rules). design: the cap the spending was designed for (default
+    ``cap``; a run continued later keeps its first design: the ladder's rules spend a tail of
+    alpha beyond it, a calibrated rule none, so its looks end there). null: the difference
+    tested against. query_share: the part of a comparison's alpha spent, once, on the test
+    queries' part of a two-level design (the ladder's rules; a calibrated rule reads each
+    look's own two-level interval). comparisons: for :func:`sequential_decision` alone, how
+    many comparisons share ``alpha`` (Bonferroni); :func:`sequential_family` decides a family
+    by Holm instead. rule: the name of the spending rule (:data:`RULES`,
+    :mod:`recaudit.stats._spending`; default :data:`DEFAULT_RULE`); a run continued later
+    keeps the rule it began with. futility: stop a comparison for futility (calibrated
+    rules: :mod:`recaudit.stats._design`; non-binding, so ``False`` keeps the same alpha).
+    detect: the difference futility is judged against, in the measure's units (None: the
+    difference the fixed test at the design's cap detects with 80 % power at the
+    comparison's level).
+    """
+
+    alpha: float = 0.05
+    margin: float = 0.0
+    cap: int = 32
+    design: int | None = None
+    null: float = 0.0
+    query_share: float = 0.2
+    comparisons: int = 1
+    rule: str = DEFAULT_RULE
+    futility: bool = True
     detect: float | None = None
-    power: float | None = None
-    detect_spent: float | None = None
 
-    def sentence(self, unit: str = "seeds") -> str:
-        """``with a cap of 32, a difference of X is decided 80 % of the time, after about N
-        seeds on average``, with the asked difference's figures after it."""
-        text = (f"with a cap of {self.cap}, a difference of {self.decided:.4g} is decided "
-                f"80 % of the time, after about {self.spent:.0f} {unit} on average (no "
-                f"difference: about {self.null_spent:.0f})")
-        if self.detect is not None and self.power is not None:
-            text += (f"; {self.detect:g} is decided {100 * self.power:.0f} % of the time, "
-                     f"after about {self.detect_spent:.0f}")
-        return text
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {sorted(RULES)}, got {self.rule!r}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha!r}")
+        if self.comparisons < 1:
+            raise ValueError(f"comparisons must be >= 1, got {self.comparisons!r}")
+        if not self.margin >= 0:
+            raise ValueError(f"margin must be >= 0, got {self.margin!r}")
+        if not 0 < self.query_share < 1:
+            raise ValueError(f"query_share must be in (0, 1), got {self.query_share!r}")
+        if self.detect is not None and not self.detect > 0:
+            raise ValueError(f"detect must be a positive difference, got {self.detect!r}")
+        for name in ("cap", "design"):
+            v = getattr(self, name)
+            if v is not None and v < rung(1):
+                raise ValueError(f"{name} must be at least {rung(1)} replicates (the first "
+                                 f"look), got {v!r}")
+
+    @property
+    def calibrated(self) -> bool:
+        """The rule is a calibrated design (:mod:`recaudit.stats._calibration`): its looks
+        end at its cap, and it stops for futility rather than on a projection."""
+        return self.spending.kind == "calibrated"
+
+    @property
+    def last(self) -> int:
+        """The last look the cap allows."""
+        return self.looks_upto(self.cap)[-1]
+
+    @property
+    def spending(self) -> Rule:
+        """The spending rule :attr:`rule` names."""
+        return RULES[self.rule]
+
+    @property
+    def designed(self) -> tuple[int, ...]:
+        """The looks of the design (up to :attr:`design`, else :attr:`cap`): the rungs, and
+        for a calibrated rule the cap itself (:func:`looks_for`)."""
+        cap = self.design or self.cap
+        return looks_for(cap) if self.calibrated else _designed(cap)
+
+    def looks_upto(self, n: int) -> list[int]:
+        """The looks at ``n`` replicates or fewer: the ladder's rungs (without end for the
+        ladder's rules, whose tail spends beyond the design), or the design's looks."""
+        if self.calibrated:
+            return [r for r in self.designed if r <= n] or [rung(1)]
+        return rungs_upto(n)
+
+    def index(self, r: int) -> int:
+        """The ``k`` of the look at ``r`` replicates (1 for the first)."""
+        looks = self.designed if self.calibrated else None
+        if looks is not None:
+            if r not in looks:
+                raise ValueError(f"{r} replicates is not a look of the design {looks}")
+            return looks.index(r) + 1
+        k = 1
+        while rung(k) < r:
+            k += 1
+        if rung(k) != r:
+            raise ValueError(f"{r} is not a rung of the ladder")
+        return k
+
+    def look(self, k: int) -> int:
+        """The replicates of look ``k`` (the inverse of :meth:`index`)."""
+        if self.calibrated:
+            looks = self.designed
+            return looks[k - 1] if k <= len(looks) else looks[-1]
+        return rung(k)
+
+    def first(self, have: int = 0) -> int:
+        """The look a run starts with when it already has ``have`` replicates: the first
+        look at or above them (at most the last look)."""
+        later = [r for r in self.looks_upto(max(self.cap, rung(1))) if r >= have]
+        return later[0] if later else self.last
+
+    def nominal(self, k: int, a: float) -> float:
+        """``nu_k(a)``: the two-sided nominal level of look ``k``'s fixed-sample interval
+        when the comparison is tested at ``a`` (module docstring)."""
+        return self.spending.nominal(self.designed, k, a)
+
+    def weight(self, k: int) -> float:
+        """``w_k = nu_k(alpha) / alpha``, look ``k``'s nominal level as a share of the
+        plan's alpha (Bonferroni rules: the same at every level; the shares of a
+        group-sequential rule sum to more than 1, the looks' correlation paying for it)."""
+        return self.nominal(k, self.alpha) / self.alpha
+
+    def level(self, r: int) -> float:
+        """The two-sided nominal level of a single comparison's look at ``r`` replicates
+        (a look of the plan): ``nu_k(alpha / comparisons)``."""
+        return self.nominal(self.index(r), self.alpha / self.comparisons)
+
+    def halfwidth(self, est: Estimate, k: int, a: float) -> float:
+        """The half-width of look ``k``'s interval of ``est`` at the comparison level ``a``
+        (module docstring: the look's own interval at ``nu_k(a)`` under a calibrated rule;
+        under the ladder's rules two levels split between the ladder and one bound on the
+        queries' part)."""
+        if est.design != "crossed" or self.calibrated:
+            return est.halfwidth(self.nominal(k, a) / 2)
+        (va, df_a), (vb, df_b) = est.parts
+        seeds = self.nominal(k, (1 - self.query_share) * a)
+        queries = self.query_share * a
+        return float((_t_quantile(1 - seeds / 2, df_a) * np.sqrt(va) if va > 0 else 0.0)
+                     + (_t_quantile(1 - queries / 2, df_b) * np.sqrt(vb) if vb > 0 else 0.0))
 
 
-def design_summary(estimate: Estimate, plan: SequentialPlan, *, comparisons: int = 1,
-                   detect: float | None = None) -> DesignSummary:
-    """The design of ``plan`` for a comparison whose variance ``estimate`` describes (at
-    any number of replicates: its replicate part is projected to the cap, its query part
-    kept), tested at ``plan.alpha / comparisons`` (Bonferroni: the level Holm starts a
-    family of that many at). ``detect``: a difference to give the power of (default
-    ``plan.detect``). Needs a calibrated rule (the ladder's rules have no design to
-    describe: a :class:`ValueError`)."""
-    if not plan.calibrated:
-        raise ValueError(f"the rule {plan.rule!r} projects from the observed difference: it "
-                         "has no operating characteristics to plan with")
-    looks = plan.designed
-    a = plan.alpha / max(1, comparisons)
-    nominal = tuple(plan.nominal(k, a) for k in range(1, len(looks) + 1))
-    at_cap = estimate.with_replicates(looks[-1])
-    se = at_cap.se
-    # the test queries' part of the variance at the cap: it does not shrink with replicates
-    share = 0.0 if at_cap.design != "crossed" or not se > 0 else \
-        float(sum(v for v, _ in at_cap.parts[1:]) / se ** 2)
-    detect = plan.detect if detect is None else detect
-    fut_theta = None
-    if plan.futility:
-        fut_theta = plan.detect / se if plan.detect is not None and se > 0 else \
-            fixed_drift(looks[-1], a)
-    theta, spent = powered(looks, nominal, a, futility_theta=fut_theta, share=share)
-    fut = None if fut_theta is None else futility_levels(looks, nominal, fut_theta)
-    null = operating(looks, nominal, 0.0, futility=fut, share=share).expected
-    power = detect_spent = None
-    if detect is not None and se > 0:
-        at = operating(looks, nominal, detect / se, futility=fut, share=share)
-        power, detect_spent = at.power, at.expected
-    return DesignSummary(looks[-1], looks, a, theta * se, spent, null, plan.futility,
-                         detect, power, detect_spent)
+@functools.lru_cache(maxsize=256)
+def _designed(cap: int) -> tuple[int, ...]:
+    return tuple(rungs_upto(cap))
+
+
+def _fixed_p(est: Estimate, gap: float) -> float:
+    """The smallest two-sided level whose fixed-sample interval of ``est`` is narrower than
+    ``gap`` (1 when none is; 0 for a constant)."""
+    if est.se == 0:
+        return 0.0
+    if len(est.parts) == 1:  # t: in closed form
+        (v, df), = est.parts
+        return float(2 * special.stdtr(df, -gap / np.sqrt(v)))
+    return float(min(1.0, 2 * _invert(est.halfwidth, gap)))
