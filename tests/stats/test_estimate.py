@@ -160,6 +160,21 @@ def test_p_value_inverts_the_interval():
     assert est.p_value(0.0, "greater") == pytest.approx(p / 2, rel=1e-6)
 
 
+def test_small_p_values_are_scipys_and_two_parts_are_bracketed():
+    # one part: the t-test's p-value, also far below the 1e-16 where ``1 - alpha`` rounds
+    # to 1 (the inversion by search of before gave 5.6e-17 for any p below it)
+    for gap, df in ((10.0, 30.0), (8.0, 1e4), (40.0, 3.0), (2.0, 5.0)):
+        est = Estimate(gap, ((1.0, df),), 10, 10, 10, "replicates")
+        assert est.p_value(0.0, "greater") / ss.t.sf(gap, df) == pytest.approx(1.0, rel=1e-9)
+    # two parts: the root of the interval's half-width, between the one-part p-values of
+    # gap / se at the two degrees of freedom (the search's bracket)
+    est = Estimate(3.0, ((0.5, 4.0), (0.5, 400.0)), 10, 5, 400, "crossed")
+    p = est.p_value(0.0, "greater")
+    assert ss.t.sf(3.0, 400.0) < p < ss.t.sf(3.0, 4.0)
+    assert est.halfwidth(p) == pytest.approx(3.0, rel=1e-9)
+    assert est.p_value() == pytest.approx(2 * p, rel=1e-12)
+
+
 def test_welch_matches_scipy():
     rng = np.random.default_rng(4)
     a, b = rng.normal(1.0, 1.0, 12), rng.normal(0.2, 3.0, 7)

@@ -156,7 +156,7 @@ class Estimate:
             return 0.5 if self.se > 0 else 1.0
         if self.se == 0:
             return 0.0  # a constant difference: no sampling variation left
-        return _invert(self.halfwidth, gap)
+        return _invert(self.halfwidth, gap, self.parts)
 
     def power(self, effect: float, alpha: float = 0.05) -> float:
         """The probability that the two-sided test at ``alpha`` rejects when the true
@@ -299,15 +299,35 @@ def _t_quantile(q: float, df: float) -> float:
     return x if np.isfinite(x) else float(stats.t.ppf(q, df))
 
 
-def _invert(halfwidth, gap: float) -> float:
+def _invert(halfwidth, gap: float, parts: tuple[tuple[float, float], ...] = ()) -> float:
     """The ``alpha`` at which ``halfwidth(alpha) == gap`` (``halfwidth`` falls with
-    ``alpha``), searched on a log scale; 0 below 1e-300."""
+    ``alpha``), searched on a log scale; 0 below 1e-300.
+
+    With the estimate's ``parts`` (variance, degrees of freedom) the search starts from a
+    bracket that holds the root: ``halfwidth(alpha) = sqrt(sum_i t_i(alpha)^2 v_i)`` lies
+    between ``se t(alpha; df_max)`` and ``se t(alpha; df_min)`` (the t quantile falls as the
+    degrees of freedom grow), so the root lies between the one-part p-values of ``gap / se``
+    at the largest and at the smallest ``df``. One distinct ``df`` is the t-test's own
+    p-value, in closed form. Without ``parts``, or where rounding puts the root outside that
+    bracket, the whole range is searched."""
     f = lambda la: halfwidth(10.0 ** la) - gap  # noqa: E731 - a root-finding target
-    if f(-300) < 0:
+    lo, hi = -300.0, float(np.log10(0.5))
+    dfs = [df for v, df in parts if v > 0]
+    if dfs:
+        z = gap / np.sqrt(sum(v for v, df in parts if v > 0))
+        small, large = (float(special.stdtr(df, -z)) for df in (max(dfs), min(dfs)))
+        if min(dfs) == max(dfs) and 1e-300 <= small < 0.5:
+            return small
+        a, b = (float(np.log10(x)) if x > 0 else -np.inf for x in (small, large))
+        if lo < a < hi and f(a) >= 0:
+            lo = a
+        if lo < b < hi and f(b) <= 0:
+            hi = b
+    if lo == -300.0 and f(lo) < 0:
         return 0.0
-    if f(np.log10(0.5)) > 0:
+    if hi == np.log10(0.5) and f(hi) > 0:
         return 0.5
-    return float(10.0 ** optimize.brentq(f, -300, np.log10(0.5), xtol=1e-10))
+    return float(10.0 ** optimize.brentq(f, lo, hi, xtol=1e-10))
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, int]:

@@ -177,4 +177,4 @@ def _fixed_p(est: Estimate, gap: float) -> float:
     if len(est.parts) == 1:  # t: in closed form
         (v, df), = est.parts
         return float(2 * special.stdtr(df, -gap / np.sqrt(v)))
-    return float(min(1.0, 2 * _invert(est.halfwidth, gap)))
+    return float(min(1.0, 2 * _invert(est.halfwidth, gap, est.parts)))
