@@ -217,6 +217,14 @@ def test_cluster_audit_is_identical_and_trains_each_baseline_once(cluster, data_
     assert len(_markers(markers, "end")) == 6
     assert not Path(str(out) + ".baselines").exists()  # nothing went through the driver's disk
 
+    # stacks on Ray: each stack one task, its baseline shared as an object reference
+    _clear(markers)
+    out = tmp_path / "stacked.duckdb"
+    run_audit(_config(data_file, out, kind="ray", address=c.address, workers=2, stack=2))
+    pd.testing.assert_frame_equal(_numbers(out), reference, check_exact=True)
+    assert sorted(label for _, label in _markers(markers, "baseline")) == ["gru4rec|0",
+                                                                          "gru4rec|1"]
+
     # cache_uri: baselines kept where every node reaches them; a new audit retrains none.
     cache = tmp_path / "shared-mount" / "baselines"
     for i, trained in ((1, 2), (2, 0)):
