@@ -43,6 +43,24 @@ def test_ensure_creates_every_declared_table(tmp_path):
         assert st.holds() == {n: 0 for n in TABLES if n not in ("meta", "plans")}
 
 
+def test_tables_and_columns_are_what_show_tables_and_describe_list(tmp_path):
+    """``tables()`` and ``_present`` read DuckDB's catalogue (cheaper): the same names as
+    ``SHOW TABLES`` (views, temporary and registered tables included) and ``DESCRIBE``."""
+    import pyarrow as pa
+
+    with AuditStore(tmp_path / "s.duckdb") as st:
+        st.ensure(TRIALS)
+        st.con.execute("CREATE VIEW v AS SELECT 1 AS x")
+        st.con.execute("CREATE TEMP TABLE tt (x BIGINT)")
+        st.con.register("reg", pa.table({"x": [1]}))
+        st.con.execute("CREATE SCHEMA other")
+        st.con.execute("CREATE TABLE other.elsewhere (x BIGINT)")
+        shown = {r[0] for r in st.con.execute("SHOW TABLES").fetchall()}
+        assert st.tables() == shown == {"meta", "trials", "v", "tt", "reg"}
+        described = set(st.con.execute("DESCRIBE trials").df()["column_name"])
+        assert st._present("trials") == described == set(TRIALS.names)
+
+
 def test_text_columns_of_any_pandas_dtype_are_written_through_arrow(tmp_path):
     """Pandas 3's ``str`` dtype (and the older ``string`` and ``object``) all land as VARCHAR;
     DuckDB 1.x could not register such frames itself (the crash of an audit on the floors)."""
