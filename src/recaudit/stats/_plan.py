@@ -139,6 +139,11 @@ class SequentialPlan:
         when the comparison is tested at ``a`` (module docstring)."""
         return self.spending.nominal(self.designed, k, a)
 
+    def nominals(self, a: float) -> tuple[float, ...]:
+        """``nu_k(a)`` of every look of the design, in order (cached: the futility rule
+        reads them all at every look of every comparison, at a few levels ``a``)."""
+        return _nominals(self.spending, self.designed, float(a))
+
     def weight(self, k: int) -> float:
         """``w_k = nu_k(alpha) / alpha``, look ``k``'s nominal level as a share of the
         plan's alpha (Bonferroni rules: the same at every level; the shares of a
@@ -167,6 +172,11 @@ class SequentialPlan:
 @functools.lru_cache(maxsize=256)
 def _designed(cap: int) -> tuple[int, ...]:
     return tuple(rungs_upto(cap))
+
+
+@functools.lru_cache(maxsize=1024)
+def _nominals(rule: Rule, designed: tuple[int, ...], a: float) -> tuple[float, ...]:
+    return tuple(rule.nominal(designed, k, a) for k in range(1, len(designed) + 1))
 
 
 def _fixed_p(est: Estimate, gap: float) -> float:
