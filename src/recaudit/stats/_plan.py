@@ -179,9 +179,12 @@ def _nominals(rule: Rule, designed: tuple[int, ...], a: float) -> tuple[float, .
     return tuple(rule.nominal(designed, k, a) for k in range(1, len(designed) + 1))
 
 
+@functools.lru_cache(maxsize=256)
 def _fixed_p(est: Estimate, gap: float) -> float:
     """The smallest two-sided level whose fixed-sample interval of ``est`` is narrower than
-    ``gap`` (1 when none is; 0 for a constant)."""
+    ``gap`` (1 when none is; 0 for a constant). Remembered by value: the futility rule asks
+    again for the p-value the look's repeated p-value was read from (a root search for two
+    parts)."""
     if est.se == 0:
         return 0.0
     if len(est.parts) == 1:  # t: in closed form
