@@ -12,7 +12,9 @@ its fixed-sample interval (:meth:`~SequentialPlan.nominal`) and how wide that in
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import special
@@ -22,6 +24,8 @@ from recaudit.stats._ladder import looks_for, rung, rungs_upto
 from recaudit.stats._spending import DEFAULT_RULE, RULES, Rule
 
 __all__ = ["SequentialPlan"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -179,7 +183,25 @@ def _nominals(rule: Rule, designed: tuple[int, ...], a: float) -> tuple[float, .
     return tuple(rule.nominal(designed, k, a) for k in range(1, len(designed) + 1))
 
 
-@functools.lru_cache(maxsize=256)
+def by_value(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """``functools.lru_cache`` of a pure function of estimates and plans, which computes
+    directly where an argument cannot be hashed (an :class:`Estimate` built with its parts
+    in a list)."""
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> T:
+            try:
+                hash(args)
+            except TypeError:
+                return fn(*args)
+            return cached(*args)
+        return call
+    return wrap
+
+
+@by_value(256)
 def _fixed_p(est: Estimate, gap: float) -> float:
     """The smallest two-sided level whose fixed-sample interval of ``est`` is narrower than
     ``gap`` (1 when none is; 0 for a constant). Remembered by value: the futility rule asks

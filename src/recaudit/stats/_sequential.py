@@ -77,7 +77,6 @@ replicates, which favours it) is 4.14 at 8 replicates and 3.25 at 32, the defaul
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -87,7 +86,7 @@ from scipy import optimize
 from recaudit.stats._design import POWER, futility_levels, inflation
 from recaudit.stats._estimate import Estimate, _codes, _coded, estimate_mean, welch
 from recaudit.stats._ladder import looks_for, rung, rungs_upto
-from recaudit.stats._plan import SequentialPlan, _fixed_p
+from recaudit.stats._plan import SequentialPlan, _fixed_p, by_value
 from recaudit.stats._spending import DEFAULT_RULE, LEGACY_RULE, RULES
 
 __all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "looks_for", "stopped",
@@ -131,7 +130,7 @@ def _ps(est: Estimate, k: int, plan: SequentialPlan) -> tuple[float, float]:
     return p_dir, p_eq
 
 
-@functools.lru_cache(maxsize=4096)
+@by_value(4096)
 def _looked(est: Estimate, k: int, plan: SequentialPlan) -> tuple[float, float]:
     """:func:`_ps` of a look, remembered by value: a run decides again after every round,
     and its earlier looks read the same replicates, so the same estimates (each p-value a
