@@ -157,6 +157,7 @@ def test_a_look_reads_what_estimate_mean_reads_of_its_first_replicates():
         for k in range(1, n + 1):
             keep = np.isin(rr, first[:k])
             assert at(k) == estimate_mean(v[keep], rr[keep], None if u is None else u[keep])
+        assert at(0).design == "empty"
     twice = np.r_[units[:-1], 0]  # the last replicate measures query 0 twice
     at, n = replicates_estimator(y, reps, twice)
     assert at(7) == estimate_mean(y[reps < 7], reps[reps < 7], twice[reps < 7])

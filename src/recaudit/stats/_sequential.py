@@ -440,7 +440,7 @@ def replicates_estimator(values, replicates=None, units=None
 
     def at(r: int) -> Estimate:
         keep = codes < r
-        if fast is not None:
+        if fast is not None and r >= 1:  # r < 1: none, the empty estimate
             u, n_unit = fast
             if unit is None:  # every value its own unit: as estimate_mean numbers them
                 return _coded(y[keep], codes[keep], min(r, n), np.arange(int(keep.sum())),
