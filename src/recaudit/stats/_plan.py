@@ -12,7 +12,9 @@ its fixed-sample interval (:meth:`~SequentialPlan.nominal`) and how wide that in
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import special
@@ -22,6 +24,8 @@ from recaudit.stats._ladder import looks_for, rung, rungs_upto
 from recaudit.stats._spending import DEFAULT_RULE, RULES, Rule
 
 __all__ = ["SequentialPlan"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,11 @@ class SequentialPlan:
         when the comparison is tested at ``a`` (module docstring)."""
         return self.spending.nominal(self.designed, k, a)
 
+    def nominals(self, a: float) -> tuple[float, ...]:
+        """``nu_k(a)`` of every look of the design, in order (cached: the futility rule
+        reads them all at every look of every comparison, at a few levels ``a``)."""
+        return _nominals(self.spending, self.designed, float(a))
+
     def weight(self, k: int) -> float:
         """``w_k = nu_k(alpha) / alpha``, look ``k``'s nominal level as a share of the
         plan's alpha (Bonferroni rules: the same at every level; the shares of a
@@ -169,9 +178,35 @@ def _designed(cap: int) -> tuple[int, ...]:
     return tuple(rungs_upto(cap))
 
 
+@functools.lru_cache(maxsize=1024)
+def _nominals(rule: Rule, designed: tuple[int, ...], a: float) -> tuple[float, ...]:
+    return tuple(rule.nominal(designed, k, a) for k in range(1, len(designed) + 1))
+
+
+def by_value(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """``functools.lru_cache`` of a pure function of estimates and plans, which computes
+    directly where an argument cannot be hashed (an :class:`Estimate` built with its parts
+    in a list)."""
+    def wrap(fn: Callable[..., T]) -> Callable[..., T]:
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> T:
+            try:
+                hash(args)
+            except TypeError:
+                return fn(*args)
+            return cached(*args)
+        return call
+    return wrap
+
+
+@by_value(256)
 def _fixed_p(est: Estimate, gap: float) -> float:
     """The smallest two-sided level whose fixed-sample interval of ``est`` is narrower than
-    ``gap`` (1 when none is; 0 for a constant)."""
+    ``gap`` (1 when none is; 0 for a constant). Remembered by value: the futility rule asks
+    again for the p-value the look's repeated p-value was read from (a root search for two
+    parts)."""
     if est.se == 0:
         return 0.0
     if len(est.parts) == 1:  # t: in closed form

@@ -84,10 +84,9 @@ import numpy as np
 from scipy import optimize
 
 from recaudit.stats._design import POWER, futility_levels, inflation
-from recaudit.stats._estimate import (Estimate, _codes, estimate_mean,
-                                      welch)
+from recaudit.stats._estimate import Estimate, _codes, _coded, estimate_mean, welch
 from recaudit.stats._ladder import looks_for, rung, rungs_upto
-from recaudit.stats._plan import SequentialPlan, _fixed_p
+from recaudit.stats._plan import SequentialPlan, _fixed_p, by_value
 from recaudit.stats._spending import DEFAULT_RULE, LEGACY_RULE, RULES
 
 __all__ = ["SequentialPlan", "Sequential", "rung", "rungs_upto", "looks_for", "stopped",
@@ -129,6 +128,14 @@ def _ps(est: Estimate, k: int, plan: SequentialPlan) -> tuple[float, float]:
     p_dir = _repeated_p(est, k, plan, gap)
     p_eq = _repeated_p(est, k, plan, plan.margin - gap) if plan.margin > 0 else 1.0
     return p_dir, p_eq
+
+
+@by_value(4096)
+def _looked(est: Estimate, k: int, plan: SequentialPlan) -> tuple[float, float]:
+    """:func:`_ps` of a look, remembered by value: a run decides again after every round,
+    and its earlier looks read the same replicates, so the same estimates (each p-value a
+    root search; equal estimates and plans give equal p-values)."""
+    return _ps(est, k, plan)
 
 
 @dataclass(frozen=True)
@@ -269,7 +276,7 @@ def sequential_family(items: Sequence[tuple[Callable[[int], Estimate], int]],
     for at, available in items:
         ladder = [r for r in plan.looks_upto(min(available, plan.cap)) if r <= available]
         ests = [(plan.index(r), at(r)) for r in ladder]
-        ps = [_ps(e, k, plan) for k, e in ests]
+        ps = [_looked(e, k, plan) for k, e in ests]
         looks.append((ests, ps, available))
     hyp: list[tuple[int, str, float]] = []
     for j, (_, ps, _) in enumerate(looks):
@@ -352,9 +359,7 @@ def _futile(est: Estimate, k: int, plan: SequentialPlan, a: float) -> bool:
     theta = _alternative(est, plan, a)
     if not np.isfinite(theta):
         return False
-    looks = plan.designed
-    nominal = tuple(plan.nominal(j, a) for j in range(1, len(looks) + 1))
-    level = futility_levels(looks, nominal, theta)[k - 1]
+    level = futility_levels(plan.designed, plan.nominals(a), theta)[k - 1]
     return _fixed_p(est, abs(est.mean - plan.null)) > level
 
 
@@ -368,9 +373,7 @@ def _to_decide(est: Estimate, delta: float, a: float, plan: SequentialPlan) -> i
     fixed = est.replicates_for(delta, a, POWER)
     if fixed is None:
         return None
-    looks = plan.designed
-    nominal = tuple(plan.nominal(j, a) for j in range(1, len(looks) + 1))
-    return int(np.ceil(fixed * inflation(looks, nominal, a)))
+    return int(np.ceil(fixed * inflation(plan.designed, plan.nominals(a), a)))
 
 
 def _need(est: Estimate, k: int, plan: SequentialPlan, threshold: float) -> int | None:
@@ -413,25 +416,38 @@ def sequential_decision(estimate_at: Callable[[int], Estimate], available: int,
     return replace(s, plan=plan)
 
 
-def _first(replicates: np.ndarray, r: int) -> np.ndarray:
-    """Mask of the values of the first ``r`` replicates (by their sorted codes)."""
-    codes, _ = _codes(replicates)
-    return codes < r
-
-
 def replicates_estimator(values, replicates=None, units=None
                          ) -> tuple[Callable[[int], Estimate], int]:
     """``(estimate_at, available)`` of :func:`sequential_family` for per (replicate, unit)
     values (:func:`~recaudit.stats.estimate_mean`'s arguments): replicates in their sorted
-    order (give integers: seed, draw or set numbers)."""
+    order (give integers: seed, draw or set numbers).
+
+    The replicates and units are coded once: the first ``r`` replicates are those whose code
+    is below ``r``, and where no value is NaN, no (replicate, unit) pair repeats and the look
+    holds every unit, their codes are what :func:`~recaudit.stats.estimate_mean` would give
+    them (the same estimate, without sorting the values again at every look)."""
     y = np.asarray(values, dtype=np.float64).ravel()
     rep = np.zeros(len(y), dtype=np.int64) if replicates is None else \
         np.asarray(replicates).ravel()
     unit = None if units is None else np.asarray(units).ravel()
-    _, n = _codes(rep) if len(rep) else (None, 0)
+    codes, n = _codes(rep) if len(rep) else (np.zeros(0, dtype=np.intp), 0)
+    fast = None
+    if n and len(rep) == len(y) and (unit is None or len(unit) == len(y)) and \
+            not np.isnan(y).any():
+        u, n_unit = _codes(unit) if unit is not None else (np.arange(len(y)), len(y))
+        if unit is None or len(np.unique(codes * n_unit + u)) == len(y):
+            fast = u, n_unit
 
     def at(r: int) -> Estimate:
-        keep = _first(rep, r)
+        keep = codes < r
+        if fast is not None and r >= 1:  # r < 1: none, the empty estimate
+            u, n_unit = fast
+            if unit is None:  # every value its own unit: as estimate_mean numbers them
+                return _coded(y[keep], codes[keep], min(r, n), np.arange(int(keep.sum())),
+                              int(keep.sum()), checked=True)
+            uk = u[keep]
+            if np.bincount(uk, minlength=n_unit).all():
+                return _coded(y[keep], codes[keep], min(r, n), uk, n_unit, checked=True)
         return estimate_mean(y[keep], rep[keep], None if unit is None else unit[keep])
 
     return at, n
