@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING
 from recaudit._lazy import exports
 
 if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._lazy)
-    from recaudit.stats._estimate import (DESIGNS, Estimate, VarianceParts, estimate_mean,
-                                          variance_parts, welch)
+    from recaudit.stats._estimate import DESIGNS, Estimate, estimate_mean, welch
     from recaudit.stats._sequential import (DECISIONS, DEFAULT_RULE, LEGACY_RULE, RULES,
                                             STOPPED, Sequential, SequentialPlan, looks_for,
                                             replicates_estimator, rung, rungs_upto,
@@ -43,16 +42,17 @@ if TYPE_CHECKING:  # at run time each name is imported on first use (recaudit._l
                                             sequential_test, sequential_welch, stopped)
     from recaudit.stats._summary import DesignSummary, design_summary
     from recaudit.stats._tests import Test, holm, one_sample_test, paired_test, welch_test
+    from recaudit.stats._variance import VarianceParts, variance_parts
 
 __getattr__, __dir__ = exports(__name__, {
-    "._estimate": ("DESIGNS", "Estimate", "VarianceParts", "estimate_mean", "variance_parts",
-                   "welch"),
+    "._estimate": ("DESIGNS", "Estimate", "estimate_mean", "welch"),
     "._sequential": ("DECISIONS", "DEFAULT_RULE", "LEGACY_RULE", "RULES", "STOPPED",
                      "Sequential", "SequentialPlan", "looks_for", "replicates_estimator",
                      "rung", "rungs_upto", "sequential_decision", "sequential_family",
                      "sequential_test", "sequential_welch", "stopped"),
     "._summary": ("DesignSummary", "design_summary"),
     "._tests": ("Test", "holm", "one_sample_test", "paired_test", "welch_test"),
+    "._variance": ("VarianceParts", "variance_parts"),
 })
 
 __all__ = ["DECISIONS", "DEFAULT_RULE", "DESIGNS", "LEGACY_RULE", "RULES", "STOPPED",
