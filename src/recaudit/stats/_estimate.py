@@ -457,19 +457,11 @@ def welch(a, b) -> Estimate:
     x, y = x[~np.isnan(x)], y[~np.isnan(y)]
     if len(x) < 2 or len(y) < 2:
         return Estimate(float("nan"), (), len(x) + len(y), min(len(x), len(y)), 1, "empty")
-    mx, my = x.mean(), y.mean()
-    diff = float(mx - my)
-    va, vb = _var(x, mx) / len(x), _var(y, my) / len(y)
+    diff = float(x.mean() - y.mean())
+    va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
     if va + vb == 0:
         return Estimate(diff, ((0.0, 1.0),), len(x) + len(y), min(len(x), len(y)), 1,
                         "constant")
     df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
     return Estimate(diff, ((float(va + vb), float(df)),), len(x) + len(y),
                     min(len(x), len(y)), 1, "two-sample")
-
-
-def _var(x: np.ndarray, mean: float) -> float:
-    """``x.var(ddof=1)`` from its mean, the same number (numpy's own steps: the deviations
-    from the mean, squared, summed pairwise), without computing the mean again."""
-    d = x - mean
-    return (d * d).sum() / (len(x) - 1)
